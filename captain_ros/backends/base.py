@@ -20,7 +20,14 @@ import numpy as np
 
 from captain_ros.core.errors import NotSupportedError
 from captain_ros.core.geometry import Pose
-from captain_ros.core.types import CameraFrame, ForceGuard, GripperState, JointState, RobotSpec, TickReport
+from captain_ros.core.types import (
+    CameraFrame,
+    ForceGuard,
+    GripperState,
+    JointState,
+    RobotSpec,
+    TickReport,
+)
 
 
 class Kinematics(Protocol):

@@ -7,7 +7,13 @@ from captain_ros.core.errors import (
     NotSupportedError,
     UnknownNameError,
 )
-from captain_ros.core.geometry import Pose, quat_conjugate, quat_multiply, quat_to_matrix, matrix_to_quat
+from captain_ros.core.geometry import (
+    Pose,
+    matrix_to_quat,
+    quat_conjugate,
+    quat_multiply,
+    quat_to_matrix,
+)
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.core.types import (
     ArmSpec,

@@ -15,7 +15,7 @@ from typing import Any
 RECEIPT_MAX_CHARS = 300
 
 
-class FailureCategory(str, enum.Enum):
+class FailureCategory(enum.StrEnum):
     """Closed vocabulary of failure categories. Each value's doc says what the policy should do."""
 
     INVALID_ARGUMENT = "invalid_argument"
