@@ -1,0 +1,151 @@
+"""Validation of untrusted capability arguments against the registry's parameter kinds.
+
+Policy code is untrusted: every value is checked for type, shape and finiteness before a service
+sees it. :func:`validate_call` returns the normalised keyword arguments (defaults filled in) or
+raises :class:`~captain_ros.core.errors.InvalidArgumentError` with a message that says what to fix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from captain_ros.api.registry import Capability, Param
+from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
+
+_MAX_LIST = 256
+_MAX_STR = 2000
+
+
+def _float(value: Any, name: str) -> float:
+    if isinstance(value, (bool, str, bytes)) or not hasattr(value, "__float__"):
+        raise InvalidArgumentError(f"{name} must be a number, got {type(value).__name__} {value!r:.60}")
+    try:
+        out = float(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidArgumentError(f"{name} must be a number, got {value!r:.60}") from exc
+    if not math.isfinite(out):
+        raise InvalidArgumentError(f"{name} must be finite, got {out}")
+    return out
+
+
+def _vector(value: Any, size: int, name: str) -> list[float]:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) and not hasattr(value, "tolist"):
+        raise InvalidArgumentError(f"{name} must be a list of {size} numbers, got {value!r:.80}")
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if not isinstance(value, Sequence) or len(value) != size:
+        raise InvalidArgumentError(f"{name} must have exactly {size} numbers, got {value!r:.80}")
+    return [_float(v, f"{name}[{i}]") for i, v in enumerate(value)]
+
+
+def _check_param(p: Param, value: Any) -> Any:
+    if value is None:
+        if p.nullable or (not p.required and p.default is None):
+            return None
+        raise InvalidArgumentError(f"{p.name} may not be None ({p.doc})")
+    kind = p.kind
+    if kind == "position":
+        return _vector(value, 3, p.name)
+    if kind == "quat":
+        q = _vector(value, 4, p.name)
+        norm = math.sqrt(sum(v * v for v in q))
+        if abs(norm - 1.0) > 1e-3:
+            raise InvalidArgumentError(
+                f"{p.name} must be a unit quaternion [w, x, y, z]; its norm is {norm:.4f}")
+        return [v / norm for v in q]
+    if kind == "float":
+        return _float(value, p.name)
+    if kind == "pos_float":
+        out = _float(value, p.name)
+        if out <= 0:
+            raise InvalidArgumentError(f"{p.name} must be > 0, got {out}")
+        return out
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise InvalidArgumentError(f"{p.name} must be an integer, got {value!r:.60}")
+        return int(value)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"{p.name} must be True or False, got {value!r:.60}")
+        return value
+    if kind in ("str", "arm"):
+        if not isinstance(value, str):
+            raise InvalidArgumentError(f"{p.name} must be a string, got {type(value).__name__}")
+        if len(value) > _MAX_STR:
+            raise InvalidArgumentError(f"{p.name} is longer than {_MAX_STR} characters")
+        if p.choices and value not in p.choices:
+            raise InvalidArgumentError(f"{p.name} must be one of {', '.join(p.choices)}; got {value!r:.60}")
+        return value
+    if kind == "jaw":
+        if isinstance(value, str):
+            if value not in ("open", "close"):
+                raise InvalidArgumentError(f"{p.name} must be an opening in metres or 'open'/'close', got {value!r:.60}")
+            return value
+        out = _float(value, p.name)
+        if out < 0:
+            raise InvalidArgumentError(f"{p.name} opening must be >= 0 m, got {out}")
+        return out
+    if kind == "str_list":
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, Sequence) or len(value) > _MAX_LIST:
+            raise InvalidArgumentError(f"{p.name} must be a list of strings (at most {_MAX_LIST})")
+        out = []
+        for v in value:
+            if isinstance(v, Mapping) and isinstance(v.get("id"), str):
+                v = v["id"]
+            if not isinstance(v, str):
+                raise InvalidArgumentError(f"{p.name} must contain strings, got {v!r:.60}")
+            out.append(v)
+        return out
+    if kind == "points":
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) or not value:
+            raise InvalidArgumentError(f"{p.name} must be a non-empty list of [u, v] pixel pairs")
+        if len(value) > _MAX_LIST:
+            raise InvalidArgumentError(f"{p.name} has more than {_MAX_LIST} points")
+        return [_vector(v, 2, f"{p.name}[{i}]") for i, v in enumerate(value)]
+    if kind == "obj":
+        if isinstance(value, Mapping):
+            value = value.get("id", value.get("object_id"))
+        if not isinstance(value, str) or not value or len(value) > 200:
+            raise InvalidArgumentError(f"{p.name} must be a detection id string like 'det_3' (or a detection dict)")
+        return value
+    raise InvalidArgumentError(f"{p.name}: unsupported kind {kind}")  # pragma: no cover
+
+
+def validate_call(cap: Capability, kwargs: Mapping[str, Any],
+                  arm_names: Sequence[str] | None = None) -> dict[str, Any]:
+    """Check ``kwargs`` against ``cap``; return them with defaults filled in.
+
+    Raises:
+        InvalidArgumentError: unknown or missing parameter, wrong type/shape, NaN/inf, bad choice.
+        UnknownNameError: an ``arm`` that the rig does not have (lists valid arms).
+    """
+    if not isinstance(kwargs, Mapping):
+        raise InvalidArgumentError(f"{cap.name}: arguments must be keyword arguments")
+    names = {p.name for p in cap.params}
+    unknown = sorted(str(k) for k in kwargs if k not in names)
+    if unknown:
+        raise InvalidArgumentError(
+            f"{cap.name}() got unexpected argument(s) {', '.join(unknown)}; signature: {cap.signature()}")
+    out: dict[str, Any] = {}
+    for p in cap.params:
+        if p.name in kwargs:
+            out[p.name] = _check_param(p, kwargs[p.name])
+        elif p.required:
+            raise InvalidArgumentError(f"{cap.name}() is missing {p.name!r} ({p.doc}); signature: {cap.signature()}")
+        else:
+            out[p.name] = p.default
+    if cap.name == "move_to":
+        has_pose = out.get("position") is not None or out.get("orientation") is not None
+        if has_pose and out.get("jaw") is not None:
+            raise InvalidArgumentError("move_to takes a pose OR a jaw command, never both; make two calls")
+        if not has_pose and out.get("jaw") is None:
+            raise InvalidArgumentError("move_to needs a position/orientation or a jaw command")
+    if arm_names is not None and out.get("arm") is not None and out["arm"] not in arm_names:
+        raise UnknownNameError("arm", out["arm"], list(arm_names))
+    return out
