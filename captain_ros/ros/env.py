@@ -1,0 +1,81 @@
+"""Process environment for ROS 2 from the PyPI wheels (no rclpy import here).
+
+Facts this encodes (see docs/ros.md): only Fast DDS ships as a wheel, so ``RMW_IMPLEMENTATION``
+must be ``rmw_fastrtps_cpp``; discovery is restricted to the local host; a Fast DDS profile with a
+short announcement period makes cross-process matching take well under a second instead of ~3 s;
+rclpy logs go to ``ROS_LOG_DIR`` (kept inside the build tree for tests); a process that already
+called ``rclpy.init`` must start children with ``spawn``, never ``fork``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+FASTDDS_FAST_DISCOVERY_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<dds xmlns="http://www.eprosima.com">
+  <profiles>
+    <participant profile_name="captain_fast_discovery" is_default_profile="true">
+      <rtps>
+        <builtin>
+          <discovery_config>
+            <leaseDuration><sec>10</sec></leaseDuration>
+            <leaseAnnouncement><sec>1</sec></leaseAnnouncement>
+            <initialAnnouncements>
+              <count>20</count>
+              <period><nanosec>100000000</nanosec></period>
+            </initialAnnouncements>
+          </discovery_config>
+        </builtin>
+      </rtps>
+    </participant>
+  </profiles>
+</dds>
+"""
+
+
+def write_fastdds_profile(directory: str | os.PathLike[str]) -> Path:
+    """Write the fast-discovery Fast DDS profile into ``directory`` and return its path."""
+    path = Path(directory) / "fastdds_fast_discovery.xml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != FASTDDS_FAST_DISCOVERY_XML:
+        path.write_text(FASTDDS_FAST_DISCOVERY_XML)
+    return path
+
+
+def ros_environment(state_dir: str | os.PathLike[str], domain_id: int | None = None,
+                    base: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment variables for a ROS process whose logs and profile live under ``state_dir``.
+
+    Args:
+        state_dir: Directory for ``ROS_HOME``, ``ROS_LOG_DIR`` and the Fast DDS profile.
+        domain_id: ``ROS_DOMAIN_ID`` (0..101 on Linux); unchanged when ``None``.
+        base: Environment to start from (default: ``os.environ``).
+    """
+    env = dict(os.environ if base is None else base)
+    state = Path(state_dir)
+    (state / "log").mkdir(parents=True, exist_ok=True)
+    env["ROS_HOME"] = str(state)
+    env["ROS_LOG_DIR"] = str(state / "log")
+    env["RMW_IMPLEMENTATION"] = "rmw_fastrtps_cpp"
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    env.setdefault("FASTDDS_DEFAULT_PROFILES_FILE", str(write_fastdds_profile(state)))
+    if domain_id is not None:
+        if not 0 <= int(domain_id) <= 101:
+            raise ValueError(f"ROS_DOMAIN_ID must be in 0..101, got {domain_id}")
+        env["ROS_DOMAIN_ID"] = str(int(domain_id))
+    return env
+
+
+def apply_ros_environment(state_dir: str | os.PathLike[str], domain_id: int | None = None) -> None:
+    """Set :func:`ros_environment` in this process (call before ``rclpy.init``).
+
+    A leftover ``RMW_IMPLEMENTATION`` naming another middleware would make rcl exit the process
+    with code 102, so it is always overwritten.
+    """
+    os.environ.update(ros_environment(state_dir, domain_id))
+
+
+def default_state_dir() -> Path:
+    """``$CAPTAIN_ROS_STATE`` or ``./build/ros`` (logs and the DDS profile)."""
+    return Path(os.environ.get("CAPTAIN_ROS_STATE", "build/ros")).absolute()
