@@ -1,0 +1,361 @@
+"""The MuJoCo simulation backend: PiPER single-arm (``piper``) or dual-arm (``piper_dual``) rig.
+
+Control: position actuators (PD, gravity-compensated links) track joint targets. One control tick
+(:meth:`MujocoBackend.servo`, e.g. 20 ms) runs ``duration_s / 2 ms`` physics substeps and reads the
+contact force of every arm after *each* substep; at the first substep over the guard the commanded
+arms hold their current position. The jaw moves while the backend is stepped.
+
+Privileged state (:meth:`MujocoBackend.privileged_state`, simulation ground truth for tasks and the
+critic; never for policies) is a JSON-friendly dict::
+
+    {"time_s": float,
+     "objects": {name: {"position_m": [3], "quat_wxyz": [4], "initial_position_m": [3],
+                        "initial_quat_wxyz": [4], "held_by": arm | None, "held": bool,
+                        "ever_held": bool, "pad_contacts": {arm: 0|1|2},
+                        "touching": [body names]}},          # one entry per scene.object_bodies
+     "joints": {joint_name: position (rad or m)},            # task articulations (hinge/slide)
+     "arms": {arm: {"tcp_position_m", "tcp_quat_wxyz", "q_rad", "jaw_opening_m", "jaw_command_m",
+                    "holding": bool, "held_object": name | None, "contact_force_n"}},
+     "bodies": {body_name: {"position_m", "quat_wxyz"}}}    # every non-robot named body
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from captain_ros.backends.base import Backend
+from captain_ros.backends.mujoco import model as rigmodel
+from captain_ros.backends.mujoco import render as _render
+from captain_ros.backends.mujoco.contacts import ContactReader
+from captain_ros.backends.mujoco.kinematics import MujocoKinematics
+from captain_ros.backends.mujoco.snapshot import MujocoSnapshot
+from captain_ros.core.errors import EStopError, InvalidArgumentError, UnknownNameError
+from captain_ros.core.geometry import Pose, as_vector, matrix_to_quat
+from captain_ros.core.scene import SceneSpec
+from captain_ros.core.types import (
+    CameraFrame,
+    ForceGuard,
+    GripperState,
+    JointState,
+    RobotSpec,
+    TickReport,
+)
+
+_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
+
+
+class MujocoBackend(Backend):
+    """MuJoCo PiPER rig composed with a task scene.
+
+    Args:
+        scene: The task's scene (``None``: the empty table of ``rig``). ``scene.rig`` wins over ``rig``.
+        rig: ``"piper"`` or ``"piper_dual"`` when no scene is given.
+        image_size_px: Square camera resolution [px] (512 as in the paper).
+        render_segmentation: Fill :attr:`CameraFrame.segmentation` (object ids following
+            ``scene.object_bodies``, 1-based; 0 = background/robot/table). Costs ~25 ms per camera.
+    """
+
+    def __init__(self, scene: SceneSpec | None = None, rig: str = "piper", *,
+                 image_size_px: int = _render.IMAGE_SIZE_PX,
+                 render_segmentation: bool = False) -> None:
+        self.rig = scene.rig if scene is not None else rig
+        if self.rig not in rigmodel.ARM_PREFIXES:
+            raise UnknownNameError("rig", rig, list(rigmodel.ARM_PREFIXES))
+        self.scene = scene
+        xml = rigmodel.compose_xml(self.rig, scene)
+        self.model = mujoco.MjModel.from_xml_string(xml)
+        rigmodel.apply_jitter(self.model, scene)
+        self._model_key = hashlib.sha1(
+            (xml + repr(scene.light_diffuse if scene else "")).encode()).hexdigest()
+        self.data = mujoco.MjData(self.model)
+        self.render_segmentation = render_segmentation
+        m = self.model
+        self._arms = {name: rigmodel.index_arm(m, name, p)
+                      for name, p in rigmodel.ARM_PREFIXES[self.rig].items()}
+        self._arm_list = list(self._arms.values())
+        self._spec = rigmodel.robot_spec(self.rig, self._arms)
+        self._contacts = ContactReader(m, self._arm_list)
+        robot = set().union(*(a.body_ids for a in self._arm_list))
+        robot |= {m.body(f"{a.prefix}base_link").id for a in self._arm_list}
+        self._robot_bodies = frozenset(robot)
+        self._kin = {n: MujocoKinematics(m, self.data, a, self._arms, self._robot_bodies)
+                     for n, a in self._arms.items()}
+        names = tuple(scene.object_bodies) if scene else ()
+        self._objects = {n: m.body(n).id for n in names}  # raises KeyError for unknown bodies
+        self._body_object = self._map_bodies_to_objects()
+        labels = np.zeros(m.ngeom, dtype=np.int32)
+        ids = {n: k + 1 for k, n in enumerate(names)}
+        for g in range(m.ngeom):
+            obj = self._body_object.get(int(m.geom_bodyid[g]))
+            labels[g] = ids[obj] if obj else 0
+        self._renderer = _render.CameraRenderer(m, labels, image_size_px)
+        self._articulations = [m.joint(j).name for j in range(m.njnt)
+                               if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
+                               and int(m.jnt_bodyid[j]) not in self._robot_bodies]
+        self._named_bodies = [b for b in range(1, m.nbody)
+                              if b not in self._robot_bodies and m.body(b).name]
+        self.rng = np.random.default_rng(scene.seed if scene else 0)
+        self._estop = False
+        self._estop_reason = ""
+        self._ticks = 0
+        self.reset()
+
+    # --- setup -------------------------------------------------------------------------------
+    def _map_bodies_to_objects(self) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for b in range(self.model.nbody):
+            x = b
+            while x > 0:
+                for name, oid in self._objects.items():
+                    if oid == x:
+                        out[b] = name
+                        break
+                if b in out:
+                    break
+                x = int(self.model.body_parentid[x])
+        return out
+
+    def reset(self) -> None:
+        """Back to the initial state: home keyframe for the arms, scene bodies as authored."""
+        m, d = self.model, self.data
+        mujoco.mj_resetData(m, d)
+        key = m.key("home").id
+        for a in self._arm_list:
+            d.qpos[a.qpos_adr] = m.key_qpos[key][a.qpos_adr]
+            d.qpos[a.finger_qpos_adr] = m.key_qpos[key][a.finger_qpos_adr]
+        d.ctrl[:] = m.key_ctrl[key]
+        mujoco.mj_forward(m, d)
+        self._targets = {n: d.qpos[a.qpos_adr].copy() for n, a in self._arms.items()}
+        self._grip_cmd = {n: float(d.ctrl[a.finger_act_ids].sum()) for n, a in self._arms.items()}
+        self._ever_held = dict.fromkeys(self._objects, False)
+        self._initial = {n: (d.xpos[b].copy(), d.xquat[b].copy()) for n, b in self._objects.items()}
+        self._estop = False
+        self._ticks = 0
+
+    # --- description ---------------------------------------------------------------------------
+    @property
+    def spec(self) -> RobotSpec:
+        return self._spec
+
+    def _arm(self, arm: str) -> Any:
+        if arm not in self._arms:
+            raise UnknownNameError("arm", arm, list(self._arms))
+        return self._arms[arm]
+
+    def kinematics(self, arm: str) -> MujocoKinematics:
+        self._arm(arm)
+        return self._kin[arm]
+
+    @property
+    def object_names(self) -> tuple[str, ...]:
+        return tuple(self._objects)
+
+    # --- sensing -------------------------------------------------------------------------------
+    def time_s(self) -> float:
+        return float(self.data.time)
+
+    def capture(self, cameras: Sequence[str] | None = None) -> dict[str, CameraFrame]:
+        names = list(self._spec.cameras if cameras is None else cameras)
+        for c in names:
+            if c not in self._spec.cameras:
+                raise UnknownNameError("camera", c, list(self._spec.cameras))
+        return {c: self._renderer.render(self.data, c, self.time_s(), self.render_segmentation)
+                for c in names}
+
+    def joint_state(self, arm: str) -> JointState:
+        a = self._arm(arm)
+        d = self.data
+        return JointState(a.joint_names, d.qpos[a.qpos_adr].copy(), d.qvel[a.dof_adr].copy(),
+                          d.actuator_force[a.act_ids].copy(), self.time_s())
+
+    def ee_pose(self, arm: str) -> Pose:
+        a = self._arm(arm)
+        return Pose(self.data.site_xpos[a.tcp_site].copy(),
+                    matrix_to_quat(self.data.site_xmat[a.tcp_site].reshape(3, 3)))
+
+    def jaw_opening_m(self, arm: str) -> float:
+        a = self._arm(arm)
+        return float(self.data.qpos[a.finger_qpos_adr].sum())
+
+    def gripper(self, arm: str) -> GripperState:
+        a = self._arm(arm)
+        pads = self._contacts.pads(self.data)[self._arm_list.index(a)]
+        return GripperState(self.jaw_opening_m(arm), self._grip_cmd[arm], pads.normal_force_n,
+                            pads.held_body is not None, self.time_s())
+
+    def contact_force_n(self, arm: str) -> float:
+        a = self._arm(arm)
+        return float(self._contacts.arm_forces_n(self.data)[self._arm_list.index(a)])
+
+    # --- commanding ----------------------------------------------------------------------------
+    def servo(self, q_targets: Mapping[str, np.ndarray], duration_s: float,
+              guard: ForceGuard) -> TickReport:
+        if self._estop:
+            raise EStopError(f"e-stop latched ({self._estop_reason}); reset it before moving")
+        m, d = self.model, self.data
+        if not (np.isfinite(duration_s) and duration_s > 0):
+            raise InvalidArgumentError(f"duration_s must be positive, got {duration_s!r}")
+        cmd: dict[str, np.ndarray] = {}
+        for name, q in q_targets.items():
+            a = self._arm(name)
+            q = np.clip(as_vector(q, 6, f"q_targets[{name}]"), a.lower_rad, a.upper_rad)
+            step = rigmodel.MAX_VEL_RAD_S * duration_s
+            cmd[name] = self._targets[name] + np.clip(q - self._targets[name], -step, step)
+        for name, q in cmd.items():
+            self._targets[name] = q
+            d.ctrl[self._arms[name].act_ids] = q
+        watched = [self._arm_list.index(self._arms[n]) for n in cmd]
+        n_sub = max(1, int(round(duration_s / m.opt.timestep)))
+        peak = 0.0
+        stopped = emergency = False
+        k = 0
+        stop_at = guard.baseline_n + guard.stop_force_n
+        for k in range(1, n_sub + 1):  # noqa: B007 - k is reported
+            mujoco.mj_step(m, d)
+            if d.ncon == 0:
+                continue
+            forces = self._contacts.arm_forces_n(d)
+            peak = max(peak, float(forces.max()))
+            if forces.max() > guard.emergency_force_n:
+                stopped = emergency = True
+                self._hold(list(self._arms))
+                break
+            if watched and forces[watched].max() > stop_at:
+                stopped = True
+                self._hold(list(cmd))
+                break
+        self._ticks += 1
+        self._update_held()
+        return TickReport(elapsed_s=k * m.opt.timestep, substeps=k, peak_force_n=peak,
+                          stopped=stopped, emergency=emergency,
+                          q_applied={n: self._targets[n].copy() for n in cmd})
+
+    def _hold(self, arms: Sequence[str]) -> None:
+        for name in arms:
+            a = self._arms[name]
+            self._targets[name] = self.data.qpos[a.qpos_adr].copy()
+            self.data.ctrl[a.act_ids] = self._targets[name]
+
+    def command_gripper(self, arm: str, opening_m: float) -> float:
+        a = self._arm(arm)
+        if self._estop:
+            raise EStopError(f"e-stop latched ({self._estop_reason}); reset it before moving")
+        v = float(as_vector(opening_m, 1, "opening_m")[0])
+        v = float(np.clip(v, 0.0, 2 * rigmodel.FINGER_STROKE_M))
+        self._grip_cmd[arm] = v
+        self.data.ctrl[a.finger_act_ids] = v / 2
+        return v
+
+    def step(self, n: int = 1) -> None:
+        """Advance physics ``n`` raw substeps (no guard; benchmarks and settling only)."""
+        for _ in range(n):
+            mujoco.mj_step(self.model, self.data)
+
+    # --- safety --------------------------------------------------------------------------------
+    def estop(self, reason: str = "") -> None:
+        self._estop = True
+        self._estop_reason = reason or "operator"
+        self._hold(list(self._arms))
+        for name, a in self._arms.items():
+            self._grip_cmd[name] = self.jaw_opening_m(name)
+            self.data.ctrl[a.finger_act_ids] = self.data.qpos[a.finger_qpos_adr]
+
+    def reset_estop(self) -> None:
+        self._estop = False
+        self._estop_reason = ""
+        self._hold(list(self._arms))
+
+    @property
+    def estopped(self) -> bool:
+        return self._estop
+
+    # --- simulation only -----------------------------------------------------------------------
+    def snapshot(self) -> MujocoSnapshot:
+        state = np.empty(mujoco.mj_stateSize(self.model, _STATE))
+        mujoco.mj_getState(self.model, self.data, state, _STATE)
+        return MujocoSnapshot(
+            model_key=self._model_key, physics=state,
+            targets_rad={n: q.copy() for n, q in self._targets.items()},
+            gripper_cmd_m=dict(self._grip_cmd), estop=self._estop, estop_reason=self._estop_reason,
+            ever_held=dict(self._ever_held), rng_state=self.rng.bit_generator.state,
+            ticks=self._ticks)
+
+    def restore(self, snapshot: MujocoSnapshot) -> None:
+        if not isinstance(snapshot, MujocoSnapshot) or snapshot.model_key != self._model_key:
+            raise InvalidArgumentError("snapshot was taken on a different scene/model")
+        mujoco.mj_setState(self.model, self.data, snapshot.physics, _STATE)
+        mujoco.mj_forward(self.model, self.data)
+        self._targets = {n: q.copy() for n, q in snapshot.targets_rad.items()}
+        self._grip_cmd = dict(snapshot.gripper_cmd_m)
+        self._estop = snapshot.estop
+        self._estop_reason = snapshot.estop_reason
+        self._ever_held = dict(snapshot.ever_held)
+        self.rng.bit_generator.state = snapshot.rng_state
+        self._ticks = snapshot.ticks
+
+    def _held_by(self) -> dict[str, str | None]:
+        """Arm -> name of the object (or body) held between both pads."""
+        out: dict[str, str | None] = {}
+        for a, pads in zip(self._arm_list, self._contacts.pads(self.data), strict=True):
+            b = pads.held_body
+            out[a.name] = None if b is None else self._body_object.get(b, self.model.body(b).name)
+        return out
+
+    def _update_held(self) -> None:
+        for obj in self._held_by().values():
+            if obj in self._ever_held:
+                self._ever_held[obj] = True
+
+    def privileged_state(self) -> dict[str, Any]:
+        m, d = self.model, self.data
+        pads = self._contacts.pads(d)
+        held = self._held_by()
+        touching: dict[int, set[str]] = {}
+        for b1, b2 in self._contacts.touching(d):
+            touching.setdefault(b1, set()).add(self._body_label(b2))
+            touching.setdefault(b2, set()).add(self._body_label(b1))
+        objects: dict[str, Any] = {}
+        for name, b in self._objects.items():
+            sub = [x for x, o in self._body_object.items() if o == name]
+            holders = [arm for arm, o in held.items() if o == name]
+            objects[name] = {
+                "position_m": d.xpos[b].tolist(), "quat_wxyz": d.xquat[b].tolist(),
+                "initial_position_m": self._initial[name][0].tolist(),
+                "initial_quat_wxyz": self._initial[name][1].tolist(),
+                "held_by": holders[0] if holders else None, "held": bool(holders),
+                "ever_held": self._ever_held[name],
+                "pad_contacts": {a.name: int(any(x in p.left for x in sub)) + int(any(x in p.right for x in sub))
+                                 for a, p in zip(self._arm_list, pads, strict=True)},
+                "touching": sorted(set().union(*(touching.get(x, set()) for x in sub)) - {name}),
+            }
+        forces = self._contacts.arm_forces_n(d)
+        arms = {}
+        for k, a in enumerate(self._arm_list):
+            pose = self.ee_pose(a.name)
+            arms[a.name] = {
+                "tcp_position_m": pose.position_m.tolist(), "tcp_quat_wxyz": pose.quat_wxyz.tolist(),
+                "q_rad": d.qpos[a.qpos_adr].tolist(), "jaw_opening_m": self.jaw_opening_m(a.name),
+                "jaw_command_m": self._grip_cmd[a.name], "holding": held[a.name] is not None,
+                "held_object": held[a.name], "contact_force_n": float(forces[k])}
+        return {
+            "time_s": float(d.time), "objects": objects, "arms": arms,
+            "joints": {j: float(d.qpos[m.jnt_qposadr[m.joint(j).id]]) for j in self._articulations},
+            "bodies": {m.body(b).name: {"position_m": d.xpos[b].tolist(), "quat_wxyz": d.xquat[b].tolist()}
+                       for b in self._named_bodies},
+        }
+
+    def _body_label(self, b: int) -> str:
+        if b in self._body_object:
+            return self._body_object[b]
+        for a in self._arm_list:
+            if b in a.body_ids:
+                return f"robot:{a.name}"
+        return self.model.body(b).name or "world"
+
+    def close(self) -> None:
+        self._renderer.close()

@@ -1,0 +1,98 @@
+"""Planning kinematics of one PiPER arm over a private ``MjData`` (never touches the live state).
+
+``fk`` and ``jacobian`` evaluate the tool site ``<p>tcp``; the Jacobian is MuJoCo's world-frame
+``mj_jacSite`` restricted to the arm's six joints (rows ``[linear; angular]``). ``collisions``
+places the given arms (others at their live configuration) and lists robot-self, arm-arm and
+robot-static (table, fixtures welded to the world) penetrations; movable task bodies (free objects,
+drawers, doors) are ignored because touching them is the force guard's business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import mujoco
+import numpy as np
+
+from captain_ros.backends.mujoco.model import ArmIndex
+from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
+from captain_ros.core.geometry import Pose, as_vector, matrix_to_quat
+
+PENETRATION_TOL_M = 1e-4
+
+
+class MujocoKinematics:
+    """:class:`~captain_ros.backends.base.Kinematics` of ``arm`` on a compiled rig model."""
+
+    def __init__(self, model: mujoco.MjModel, live: mujoco.MjData, arm: ArmIndex,
+                 arms: Mapping[str, ArmIndex], robot_bodies: frozenset[int]) -> None:
+        self._model = model
+        self._live = live
+        self._arm = arm
+        self._arms = dict(arms)
+        self._data = mujoco.MjData(model)
+        self._robot = robot_bodies
+        self._static = frozenset(int(b) for b in range(model.nbody) if model.body_weldid[b] == 0)
+        self._jacp = np.zeros((3, model.nv))
+        self._jacr = np.zeros((3, model.nv))
+        self.joint_names: tuple[str, ...] = arm.joint_names
+
+    def _set(self, q: np.ndarray) -> None:
+        q = as_vector(q, 6, "q")
+        self._data.qpos[self._arm.qpos_adr] = q
+        mujoco.mj_kinematics(self._model, self._data)
+
+    def fk(self, q: np.ndarray) -> Pose:
+        """Tool pose in the world frame for joint positions ``q`` [rad]."""
+        self._set(q)
+        s = self._arm.tcp_site
+        return Pose(self._data.site_xpos[s].copy(),
+                    matrix_to_quat(self._data.site_xmat[s].reshape(3, 3)))
+
+    def fk_matrix(self, q: np.ndarray) -> np.ndarray:
+        """4x4 tool pose (cheaper than :meth:`fk`, no validation of the rotation)."""
+        self._data.qpos[self._arm.qpos_adr] = q
+        mujoco.mj_kinematics(self._model, self._data)
+        t = np.eye(4)
+        t[:3, :3] = self._data.site_xmat[self._arm.tcp_site].reshape(3, 3)
+        t[:3, 3] = self._data.site_xpos[self._arm.tcp_site]
+        return t
+
+    def jacobian(self, q: np.ndarray) -> np.ndarray:
+        """(6, 6) world-frame tool Jacobian: rows ``[linear (m/rad); angular (rad/rad)]``."""
+        self._set(q)
+        mujoco.mj_comPos(self._model, self._data)
+        mujoco.mj_jacSite(self._model, self._data, self._jacp, self._jacr, self._arm.tcp_site)
+        dof = self._arm.dof_adr
+        return np.vstack([self._jacp[:, dof], self._jacr[:, dof]])
+
+    def collisions(self, q_by_arm: Mapping[str, np.ndarray]) -> list[str]:
+        """Colliding pairs ``"bodyA<->bodyB"`` at this configuration; ``[]`` when collision-free."""
+        d = self._data
+        d.qpos[:] = self._live.qpos
+        for name, q in q_by_arm.items():
+            if name not in self._arms:
+                raise UnknownNameError("arm", name, list(self._arms))
+            qv = as_vector(q, 6, f"q[{name}]")
+            if not np.all(np.isfinite(qv)):
+                raise InvalidArgumentError("q must be finite")
+            d.qpos[self._arms[name].qpos_adr] = qv
+        mujoco.mj_kinematics(self._model, d)
+        mujoco.mj_comPos(self._model, d)
+        mujoco.mj_collision(self._model, d)
+        out: list[str] = []
+        for i in range(d.ncon):
+            c = d.contact[i]
+            if c.dist > -PENETRATION_TOL_M:
+                continue
+            b1 = int(self._model.geom_bodyid[c.geom1])
+            b2 = int(self._model.geom_bodyid[c.geom2])
+            r1, r2 = b1 in self._robot, b2 in self._robot
+            if not (r1 or r2):
+                continue
+            other_ok = (r1 and r2) or (b2 if r1 else b1) in self._static
+            if other_ok:
+                pair = f"{self._model.body(b1).name}<->{self._model.body(b2).name}"
+                if pair not in out:
+                    out.append(pair)
+        return out
