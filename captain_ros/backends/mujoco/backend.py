@@ -95,7 +95,7 @@ class MujocoBackend(Backend):
             labels[g] = ids[obj] if obj else 0
         self._renderer = _render.CameraRenderer(m, labels, image_size_px)
         self._articulations = [m.joint(j).name for j in range(m.njnt)
-                               if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
+                               if int(m.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
                                and int(m.jnt_bodyid[j]) not in self._robot_bodies]
         self._named_bodies = [b for b in range(1, m.nbody)
                               if b not in self._robot_bodies and m.body(b).name]
