@@ -1,0 +1,96 @@
+"""Per-episode memory a task needs across steps: initial poses, ever-held flags, milestone ladder.
+
+Usage (the harness, once per request, on the hidden snapshot it records anyway)::
+
+    tracker = task.tracker()
+    for each request:
+        state = backend.privileged_state()
+        tracker.update(state)              # first call fixes the initial state
+        x = task.features(state, tracker)  # 36 floats for the critic
+        rung = tracker.ladder              # highest milestone reached so far, in order
+
+The tracker only remembers *physical* facts (where things were at the start, whether an object has
+ever been pinched, which milestones were reached); it never counts the policy's own calls.
+It is restorable: ``tracker.restore(tracker.snapshot())`` (store it beside backend snapshots
+when rolling out counterfactuals from a saved state).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from captain_ros.tasks import state as st
+
+if TYPE_CHECKING:
+    from captain_ros.tasks.base import Task
+
+
+class EpisodeTracker:
+    """Physical memory of one episode of ``task``.
+
+    Attributes:
+        initial_positions_m: ``{body: position}`` at the first :meth:`update` [m].
+        initial_joints: ``{joint: position}`` at the first :meth:`update`.
+        ever_held: Bodies that have been pinched between both fingers of an arm at some update.
+        ladder: Number of leading milestones reached (a one-shot monotone ladder: rung ``k`` counts
+            once milestones ``0..k-1`` have each been true at some update, in order).
+        milestones_ever: Per milestone, whether it has been true at some update.
+    """
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        self.initial_positions_m: dict[str, np.ndarray] = {}
+        self.initial_joints: dict[str, float] = {}
+        self.ever_held: set[str] = set()
+        self.ladder = 0
+        self.milestones_ever: list[bool] = [False] * len(task.milestone_names)
+        self.updates = 0
+
+    @property
+    def started(self) -> bool:
+        return self.updates > 0
+
+    def update(self, state: Mapping[str, Any]) -> None:
+        """Fold one privileged state into the memory."""
+        if not self.started:
+            for body in state.get("objects", {}):
+                self.initial_positions_m[body] = st.object_position_m(state, body).copy()
+            for joint in state.get("joints", {}):
+                self.initial_joints[joint] = st.joint_position(state, joint)
+        self.updates += 1
+        for body in state.get("objects", {}):
+            if st.held(state, body) or st.ever_held(state, body):
+                self.ever_held.add(body)
+        now = self.task.milestones(state)
+        self.milestones_ever = [a or b for a, b in zip(self.milestones_ever, now, strict=True)]
+        while self.ladder < len(now) and now[self.ladder]:
+            self.ladder += 1
+
+    def initial_position_m(self, state: Mapping[str, Any], body: str) -> np.ndarray:
+        """Position of ``body`` at the start [m]: the state's own record if it has one, else the
+        tracker's first update, else the current position."""
+        recorded = st.initial_position_m(state, body)
+        if recorded is not None:
+            return recorded
+        if body in self.initial_positions_m:
+            return self.initial_positions_m[body]
+        return st.object_position_m(state, body)
+
+    def initial_joint(self, state: Mapping[str, Any], joint: str) -> float:
+        """Position of ``joint`` at the start (current one before the first update)."""
+        if joint in self.initial_joints:
+            return self.initial_joints[joint]
+        return st.joint_position(state, joint)
+
+    def snapshot(self) -> dict[str, Any]:
+        """A deep copy of the memory (for restoring alongside a backend snapshot)."""
+        return copy.deepcopy({k: v for k, v in self.__dict__.items() if k != "task"})
+
+    def restore(self, snap: Mapping[str, Any]) -> None:
+        """Restore a :meth:`snapshot`."""
+        for k, v in copy.deepcopy(dict(snap)).items():
+            setattr(self, k, v)
