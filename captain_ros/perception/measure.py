@@ -1,0 +1,324 @@
+"""Measurement calls: object geometry, image points, pad contact, release and displacement.
+
+Geometry comes from the detection's back-projected mask points; other cameras of the same
+observation (e.g. the wrist camera) add the points they see inside the detection's box when their
+colour matches, which completes faces the first camera cannot see.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.core.geometry import as_vector, normalize_quat, quat_to_matrix
+from captain_ros.core.result import FailureCategory, Result
+from captain_ros.perception.camera import backproject_pixels, valid_depth, world_points_image
+from captain_ros.perception.fitting import (
+    RESTING_TOL_M,
+    ObjectGeometry,
+    _rot,
+    fit_geometry,
+    inside_footprint,
+)
+from captain_ros.perception.gripper_model import (
+    APPROACH_AXIS,
+    JAW_AXIS,
+    gripper_points_mask,
+    to_tool,
+)
+from captain_ros.perception.guard import finite_number, fmt, guarded
+
+if TYPE_CHECKING:
+    from captain_ros.perception.store import Detection, Observation
+
+MERGE_MARGIN_M = 0.01
+MERGE_MAX_GROWTH_M = 0.03
+HELD_TOL_M = 0.02
+
+
+def _chroma(rgb: np.ndarray) -> np.ndarray:
+    f = np.asarray(rgb, dtype=float) + 4.0
+    return f / f.sum(axis=-1, keepdims=True)
+
+
+def _r(v: Any, nd: int = 4) -> list[float]:
+    return [round(float(x), nd) for x in np.asarray(v).reshape(-1)]
+
+
+def solid_samples(geom: ObjectGeometry, step_m: float = 0.004) -> np.ndarray:
+    """World points filling the fitted box or cylinder on a grid of ``step_m`` [m]."""
+    half = geom.extents_m / 2
+    axes = [np.linspace(-h, h, max(int(2 * h / step_m) + 1, 2)) for h in half]
+    g = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    if geom.shape == "cylinder" and geom.radius_m is not None:
+        g = g[np.linalg.norm(g[:, :2], axis=1) <= geom.radius_m + 1e-9]
+    g[:, :2] = g[:, :2] @ _rot(geom.yaw_rad).T
+    return g + geom.center_m
+
+
+class MeasureMixin:
+    """Mixed into PerceptionService."""
+
+    # ------------------------------------------------------------------ helpers
+    def _other_view_points(self, det: Detection, obs: Observation) -> tuple[np.ndarray, list[str]]:
+        g = det.geometry
+        target = _chroma(det.rgb)
+        robot = self._robot_filter(obs)  # type: ignore[attr-defined]
+        extra, used = [], []
+        for cam, frame in obs.frames.items():
+            if cam == det.camera:
+                continue
+            pts = world_points_image(frame)
+            local = pts - g.center_m
+            local[..., :2] = local[..., :2] @ _rot(g.yaw_rad)
+            inside = np.all(np.abs(local) <= g.extents_m / 2 + MERGE_MARGIN_M, axis=-1)
+            inside &= pts[..., 2] > det.support_z_m + 0.003
+            inside &= np.abs(_chroma(frame.rgb) - target).sum(axis=-1) < 0.08
+            sel = pts[inside]
+            if len(sel) >= 30:
+                sel = sel[~robot(sel)]
+            if len(sel) >= 30:
+                extra.append(sel[:: max(1, len(sel) // 5000)])
+                used.append(cam)
+        return (np.concatenate(extra) if extra else np.zeros((0, 3))), used
+
+    def object_geometry(self, det: Detection, shape: str = "auto") -> tuple[ObjectGeometry, list[str]]:
+        """Fit of a detection, merged with the other cameras of its observation when consistent."""
+        obs = self.observations.find(det.handle)  # type: ignore[attr-defined]
+        base = fit_geometry(det.points_m, det.support_z_m, shape)
+        if obs is None or len(obs.frames) < 2:
+            return base, [det.camera]
+        extra, used = self._other_view_points(det, obs)
+        if not len(extra):
+            return base, [det.camera]
+        merged = fit_geometry(np.concatenate([det.points_m, extra]), det.support_z_m, shape)
+        if np.any(merged.extents_m - base.extents_m > MERGE_MAX_GROWTH_M):
+            return base, [det.camera]
+        return merged, [det.camera, *used]
+
+    def _held_near(self, geom: ObjectGeometry) -> bool:
+        for arm in self.backend.spec.arm_names:  # type: ignore[attr-defined]
+            if not self.backend.gripper(arm).holding:  # type: ignore[attr-defined]
+                continue
+            tcp = self.backend.ee_pose(arm).position_m  # type: ignore[attr-defined]
+            local = tcp - geom.center_m
+            local[:2] = local[:2] @ _rot(geom.yaw_rad)
+            if np.all(np.abs(local) <= geom.extents_m / 2 + HELD_TOL_M):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ calls
+    @guarded
+    def measure_object_geometry(self, obj: Any, destination: Any = None, shape: str = "auto") -> Result:
+        """Gravity-aligned geometry of ``obj`` and, with ``destination``, the xy offset from the
+        object's centre to the destination's centre (destination - object) [m]."""
+        if shape not in ("auto", "box", "cylinder"):
+            raise InvalidArgumentError("shape must be 'auto', 'box' or 'cylinder'")
+        det = self.detection(obj)  # type: ignore[attr-defined]
+        geom, views = self.object_geometry(det, shape)
+        dvalue, dgeom = None, None
+        if destination is not None:
+            ddet = self.detection(destination)  # type: ignore[attr-defined]
+            if ddet.id == det.id:
+                raise InvalidArgumentError("destination must be another detection than obj")
+            dgeom, _ = self.object_geometry(ddet)
+            off = dgeom.center_m[:2] - geom.center_m[:2]
+            dvalue = {"id": ddet.id, "label": ddet.label, "center_m": _r(dgeom.center_m),
+                      "extents_m": _r(dgeom.extents_m), "shape": dgeom.shape,
+                      "radius_m": None if dgeom.radius_m is None else round(dgeom.radius_m, 4),
+                      "top_z_m": round(dgeom.top_z_m, 4), "offset_xy_m": _r(off),
+                      "distance_xy_m": round(float(np.linalg.norm(off)), 4),
+                      "object_inside_footprint": bool(inside_footprint(geom.center_m[:2], dgeom)[0])}
+        support = "none"
+        if geom.bottom_z_m - det.support_z_m < RESTING_TOL_M:
+            support = "table"
+        elif dgeom is not None and abs(geom.bottom_z_m - dgeom.top_z_m) < 1.5 * RESTING_TOL_M \
+                and inside_footprint(geom.center_m[:2], dgeom)[0]:
+            support = "destination"
+        else:
+            for other in self.detections.values():  # type: ignore[attr-defined]
+                og = other.geometry
+                if other.handle == det.handle and other.id != det.id and \
+                        abs(geom.bottom_z_m - og.top_z_m) < 1.5 * RESTING_TOL_M and \
+                        inside_footprint(geom.center_m[:2], og)[0]:
+                    support = f"object {other.id}"
+                    break
+        held = self._held_near(geom)
+        resting = support != "none" and not held
+        value = {"object_id": det.id, "label": det.label, "center_m": _r(geom.center_m),
+                 "extents_m": _r(geom.extents_m), "yaw_rad": round(geom.yaw_rad, 4),
+                 "shape": geom.shape,
+                 "radius_m": None if geom.radius_m is None else round(geom.radius_m, 4),
+                 "footprint_m": [_r(c) for c in geom.footprint_m],
+                 "top_z_m": round(geom.top_z_m, 4), "bottom_z_m": round(geom.bottom_z_m, 4),
+                 "resting": bool(resting), "support": support, "held": held,
+                 "support_z_m": round(det.support_z_m, 4), "views": views,
+                 "handle": det.handle, "destination": dvalue}
+        self.measurements.append(value)  # type: ignore[attr-defined]
+        rec = (f"measure {det.id}: c {fmt(geom.center_m)} ext {fmt(geom.extents_m)} {geom.shape} "
+               f"yaw {geom.yaw_rad:.2f} top {geom.top_z_m:.3f} "
+               f"{'resting(' + support + ')' if resting else ('held' if held else 'not resting')}")
+        if dvalue is not None:
+            rec += (f"; to {dvalue['id']} off ({dvalue['offset_xy_m'][0]:.4f}, "
+                    f"{dvalue['offset_xy_m'][1]:.4f}) d {dvalue['distance_xy_m']:.4f} m")
+        return Result.ok(f"geometry of {det.id}", value, receipt=rec)
+
+    @guarded
+    def measure_image_points(self, handle: str, camera: str, points: Any) -> Result:
+        """World points [m] of pixels ``[[u, v], ...]`` (``None`` where a pixel has no depth)."""
+        obs = self.observations.get(handle)  # type: ignore[attr-defined]
+        frame = obs.frame(camera)
+        if not isinstance(points, (list, tuple, np.ndarray)) or len(points) == 0:
+            raise InvalidArgumentError("points must be a non-empty list of [u, v] pixels")
+        if len(points) > 4096:
+            raise InvalidArgumentError("at most 4096 points per call")
+        out: list[list[float] | None] = []
+        valid = valid_depth(frame)
+        for i, p in enumerate(points):
+            if not isinstance(p, (list, tuple, np.ndarray)) or len(p) != 2:
+                raise InvalidArgumentError(f"points[{i}] must be [u, v], got {p!r}")
+            u, v = self.pixel(frame, p[0], p[1])  # type: ignore[attr-defined]
+            out.append(_r(backproject_pixels(frame, np.array([u]), np.array([v]))[0])
+                       if valid[v, u] else None)
+        n_ok = sum(p is not None for p in out)
+        if n_ok == 0:
+            return Result.fail(FailureCategory.NO_DEPTH,
+                               "none of the pixels has valid depth; pick pixels on surfaces",
+                               value={"points_m": out})
+        first = next(p for p in out if p is not None)
+        return Result.ok(f"{n_ok}/{len(out)} points with depth",
+                         {"points_m": out, "valid": [p is not None for p in out],
+                          "handle": handle, "camera": camera},
+                         receipt=f"image points {handle}/{camera}: {n_ok}/{len(out)} valid, first "
+                                 f"{fmt(first)} m")
+
+    @guarded
+    def inspect_contact_geometry(self, obj: Any, position: Any, orientation: Any = None,
+                                 jaw_opening_m: Any = None, arm: str | None = None) -> Result:
+        """Would both pads contact ``obj`` if the tool were at ``position``/``orientation`` and the
+        jaw closed from ``jaw_opening_m`` (default: current opening)? Clearance per pad [m]
+        (positive = gap between the pad's inner face and the object, negative = the pad would
+        intersect the object on the way down)."""
+        det = self.detection(obj)  # type: ignore[attr-defined]
+        name = self.resolve_arm(arm)  # type: ignore[attr-defined]
+        spec = self.backend.spec.arm(name)  # type: ignore[attr-defined]
+        pos = as_vector(position, 3, "position")
+        quat = normalize_quat(orientation, "orientation") if orientation is not None else \
+            self.backend.ee_pose(name).quat_wxyz  # type: ignore[attr-defined]
+        opening = float(self.backend.gripper(name).opening_m) if jaw_opening_m is None else \
+            finite_number(jaw_opening_m, "jaw_opening_m")  # type: ignore[attr-defined]
+        if not 0 <= opening <= spec.jaw_max_opening_m + 1e-6:
+            raise InvalidArgumentError(
+                f"jaw_opening_m must be in [0, {spec.jaw_max_opening_m:.3f}] m")
+        geom, _ = self.object_geometry(det)
+        local = to_tool(solid_samples(geom), pos, quat)
+        length, width, thick = spec.pad_size_m
+        half = opening / 2
+        x, y, z = local[:, 0], local[:, JAW_AXIS], local[:, APPROACH_AXIS]
+        slab = (np.abs(x) <= width / 2) & (np.abs(z) <= length / 2)
+        r = quat_to_matrix(quat)
+        corners = np.array([[sx * width / 2, sy * (half + thick), sz * length / 2]
+                            for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+        pad_low = float(np.min((corners[:, [0, JAW_AXIS, APPROACH_AXIS]] @ r.T + pos)[:, 2]))
+        support_clear = pad_low - det.support_z_m
+        value: dict[str, Any] = {"object_id": det.id, "arm": name, "jaw_opening_m": opening,
+                                 "pad_lowest_z_m": round(pad_low, 4),
+                                 "support_clearance_m": round(support_clear, 4)}
+        if not slab.any():
+            dx = float(np.min(np.maximum(np.abs(x) - width / 2, 0) + np.maximum(np.abs(z) - length / 2, 0)))
+            value |= {"both_pads_contact": False, "clearance_m": {"+y": None, "-y": None},
+                      "collision_on_approach": False, "miss_distance_m": round(dx, 4)}
+            return Result.ok("the object is not between the pads at this pose", value,
+                             receipt=f"contact {det.id}: pads miss object by {dx:.3f} m")
+        ymin, ymax = float(y[slab].min()), float(y[slab].max())
+        clear_p, clear_m = half - ymax, ymin + half
+        collide = clear_p < 0 or clear_m < 0
+        between = (np.abs(x) <= width / 2) & (np.abs(y) <= half)
+        overlap = 0.0
+        if between.any():
+            overlap = max(0.0, min(float(z[between].max()), length / 2) -
+                          max(float(z[between].min()), -length / 2))
+        both = (not collide) and ymin < 0 < ymax and support_clear > -0.002
+        value |= {"both_pads_contact": bool(both),
+                  "clearance_m": {"+y": round(clear_p, 4), "-y": round(clear_m, 4)},
+                  "collision_on_approach": bool(collide),
+                  "object_width_along_jaw_m": round(ymax - ymin, 4),
+                  "object_offset_along_jaw_m": round((ymax + ymin) / 2, 4),
+                  "grip_overlap_m": round(overlap, 4)}
+        verdict = "both pads contact" if both else ("pad collides on approach" if collide
+                                                    else "pads would not both contact")
+        if support_clear < -0.002:
+            verdict += "; pads below the support surface"
+        return Result.ok(verdict, value,
+                         receipt=f"contact {det.id}: {verdict}; clearance +y {clear_p:.4f} -y "
+                                 f"{clear_m:.4f} m, overlap {overlap:.3f} m, width "
+                                 f"{ymax - ymin:.3f} m")
+
+    @guarded
+    def inspect_release_geometry(self, destination: Any, arm: str | None = None) -> Result:
+        """Is the held object above the destination's support, and how far would it drop [m]?"""
+        ddet = self.detection(destination)  # type: ignore[attr-defined]
+        name = self.resolve_arm(arm)  # type: ignore[attr-defined]
+        dgeom, _ = self.object_geometry(ddet)
+        obs = self._capture()  # type: ignore[attr-defined]
+        ee = self.backend.ee_pose(name)  # type: ignore[attr-defined]
+        opening = float(self.backend.gripper(name).opening_m)  # type: ignore[attr-defined]
+        length, width, _ = self.backend.spec.arm(name).pad_size_m  # type: ignore[attr-defined]
+        held_pts = []
+        for frame in obs.frames.values():
+            _, infos = self.default_segmenter.analyse(frame)  # type: ignore[attr-defined]
+            for info in infos:
+                pts = world_points_image(frame)[info.mask]
+                pts = pts[np.all(np.isfinite(pts), axis=1)]
+                local = to_tool(pts, ee.position_m, ee.quat_wxyz)
+                keep = ~gripper_points_mask(local, opening, self.backend.spec.arm(name).pad_size_m)  # type: ignore[attr-defined]
+                lk = local[keep]
+                between = (np.abs(lk[:, 0]) <= width / 2 + 0.01) & \
+                    (np.abs(lk[:, JAW_AXIS]) <= opening / 2) & \
+                    (np.abs(lk[:, APPROACH_AXIS]) <= length / 2 + 0.01)
+                if between.sum() >= 5:
+                    held_pts.append(pts[keep])
+        value: dict[str, Any] = {"arm": name, "destination_id": ddet.id, "handle": obs.handle,
+                                 "destination_top_z_m": round(dgeom.top_z_m, 4)}
+        if held_pts:
+            hg = fit_geometry(np.concatenate(held_pts), None, "auto")
+            centre, bottom, seen = hg.center_m, hg.bottom_z_m, True
+        else:
+            centre, bottom, seen = ee.position_m.copy(), float(ee.position_m[2] - length / 2), False
+        off = dgeom.center_m[:2] - centre[:2]
+        above = bool(inside_footprint(centre[:2], dgeom)[0])
+        drop = float(bottom - dgeom.top_z_m)
+        value |= {"held_object_seen": seen, "held_center_m": _r(centre),
+                  "held_bottom_z_m": round(bottom, 4), "above_support": above,
+                  "offset_xy_m": _r(off), "distance_xy_m": round(float(np.linalg.norm(off)), 4),
+                  "expected_drop_m": round(drop, 4),
+                  "holding": bool(self.backend.gripper(name).holding)}  # type: ignore[attr-defined]
+        note = "" if seen else " (held object not visible: estimated from the pads)"
+        msg = f"{'above' if above else 'NOT above'} {ddet.id}, drop {drop:.3f} m{note}"
+        return Result.ok(msg, value,
+                         receipt=f"release over {ddet.id}: {'above' if above else 'NOT above'} "
+                                 f"support, off ({off[0]:.4f}, {off[1]:.4f}) m, drop {drop:.3f} m"
+                                 f"{' est.' if not seen else ''}")
+
+    @guarded
+    def compare_object_observations(self, before_id: Any, after_id: Any) -> Result:
+        """Displacement (after - before) [m] and yaw change [rad] between two detections."""
+        a = self.detection(before_id)  # type: ignore[attr-defined]
+        b = self.detection(after_id)  # type: ignore[attr-defined]
+        ga, _ = self.object_geometry(a)
+        gb, _ = self.object_geometry(b)
+        d = gb.center_m - ga.center_m
+        dyaw = float((gb.yaw_rad - ga.yaw_rad + np.pi / 4) % (np.pi / 2) - np.pi / 4)
+        if "cylinder" in (ga.shape, gb.shape):
+            dyaw = 0.0
+        value = {"before_id": a.id, "after_id": b.id, "displacement_m": _r(d),
+                 "distance_m": round(float(np.linalg.norm(d)), 4),
+                 "distance_xy_m": round(float(np.linalg.norm(d[:2])), 4),
+                 "yaw_change_rad": round(dyaw, 4),
+                 "extents_change_m": _r(gb.extents_m - ga.extents_m)}
+        return Result.ok(f"{a.id} -> {b.id}: moved {np.linalg.norm(d):.4f} m", value,
+                         receipt=f"compare {a.id}->{b.id}: moved {fmt(d, 4)} m "
+                                 f"({np.linalg.norm(d):.4f}), yaw {dyaw:+.3f} rad")
+

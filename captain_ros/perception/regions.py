@@ -1,0 +1,169 @@
+"""Weight-free over-segmentation of an RGB-D frame into surface regions above the support plane.
+
+The simulator's task objects are uniformly coloured primitives resting on a table, so a frame splits
+cleanly at depth discontinuities and colour (chromaticity) edges once the table plane is removed.
+:func:`over_segment` returns a label image; :func:`grow_from_seed` returns the region containing a
+pixel (``mark_point``). Both are vectorised (``scipy.ndimage``), ~10-30 ms for a 512x512 frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import ndimage
+
+from captain_ros.core.types import CameraFrame
+from captain_ros.perception.camera import valid_depth, world_points_image
+
+SUPPORT_MARGIN_M = 0.003
+"""Points less than this above the support plane count as the table [m]."""
+
+
+@dataclass(frozen=True)
+class EdgeParams:
+    """Thresholds of the boundary map.
+
+    Attributes:
+        depth_abs_m: Depth jump always counted as a discontinuity [m] (plus ``depth_rel`` x depth).
+        depth_rel: Relative part of the depth-jump threshold [-].
+        chroma: Chromaticity difference (L1 of normalised rgb) counted as a colour edge [-].
+        log_intensity: |log I1 - log I2| counted as a brightness edge [-].
+    """
+
+    depth_abs_m: float = 0.003
+    depth_rel: float = 0.008
+    chroma: float = 0.06
+    log_intensity: float = 0.6
+
+
+OBJECT_EDGES = EdgeParams()
+PART_EDGES = EdgeParams(depth_abs_m=0.002, depth_rel=0.005, chroma=0.035, log_intensity=0.3)
+
+
+def estimate_support_z(points_img: np.ndarray) -> float:
+    """Height [m] of the dominant horizontal plane (the table top) in a world-point image."""
+    z = points_img[..., 2]
+    z = z[np.isfinite(z)]
+    if z.size == 0:
+        return float("nan")
+    lo, hi = np.percentile(z, [1, 99])
+    bins = max(int((hi - lo) / 0.002), 1)
+    counts, edges = np.histogram(z, bins=bins, range=(lo, hi + 1e-9))
+    k = int(np.argmax(counts))
+    near = z[(z >= edges[k] - 0.003) & (z <= edges[k + 1] + 0.003)]
+    return float(np.median(near))
+
+
+def _chroma_intensity(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    f = rgb.astype(np.float32) + 4.0
+    s = f.sum(axis=2, keepdims=True)
+    return f / s, np.log(s[..., 0])
+
+
+def edge_map(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES) -> np.ndarray:
+    """(H, W) bool: pixels on a depth discontinuity or colour edge with a right/down neighbour."""
+    d = np.where(valid_depth(frame), frame.depth_m, np.nan).astype(np.float32)
+    chroma, logi = _chroma_intensity(frame.rgb)
+    edges = np.zeros(d.shape, dtype=bool)
+    for axis in (0, 1):
+        a = [slice(None), slice(None)]
+        b = [slice(None), slice(None)]
+        a[axis] = slice(0, -1)
+        b[axis] = slice(1, None)
+        ta, tb = tuple(a), tuple(b)
+        dd = np.abs(d[ta] - d[tb])
+        tol = params.depth_abs_m + params.depth_rel * np.fmin(d[ta], d[tb])
+        jump = ~(dd <= tol)  # NaN (missing depth) counts as a jump
+        col = np.abs(chroma[ta] - chroma[tb]).sum(axis=-1) > params.chroma
+        bright = np.abs(logi[ta] - logi[tb]) > params.log_intensity
+        e = jump | col | bright
+        edges[ta] |= e
+        edges[tb] |= e
+    return edges
+
+
+@dataclass(frozen=True)
+class Regions:
+    """An over-segmented frame.
+
+    Attributes:
+        labels: (H, W) int32; 0 = table, background, edge leftovers or no depth; 1..n regions.
+        count: Number of regions ``n``.
+        points_m: (H, W, 3) world points [m] (NaN where depth is missing).
+        support_z_m: Height of the support plane [m].
+    """
+
+    labels: np.ndarray
+    count: int
+    points_m: np.ndarray
+    support_z_m: float
+
+
+def foreground(points_m: np.ndarray, support_z_m: float) -> np.ndarray:
+    """Pixels whose world point lies above the support plane (plus margin)."""
+    z = points_m[..., 2]
+    return np.isfinite(z) & (z > support_z_m + SUPPORT_MARGIN_M)
+
+
+def over_segment(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES, min_area_px: int = 30,
+                 points_m: np.ndarray | None = None, support_z_m: float | None = None) -> Regions:
+    """Split the frame's above-table pixels into connected regions bounded by edges."""
+    pts = world_points_image(frame) if points_m is None else points_m
+    sz = estimate_support_z(pts) if support_z_m is None else support_z_m
+    fg = foreground(pts, sz)
+    core = fg & ~edge_map(frame, params)
+    labels, n = ndimage.label(core)
+    if n:
+        areas = ndimage.sum_labels(np.ones_like(labels), labels, index=np.arange(1, n + 1))
+        keep = np.zeros(n + 1, dtype=bool)
+        keep[1:] = areas >= min_area_px
+        remap = np.zeros(n + 1, dtype=np.int32)
+        remap[keep] = np.arange(1, int(keep.sum()) + 1)
+        labels = remap[labels]
+        n = int(keep.sum())
+        labels = _fill_edges(labels, fg, pts)
+    return Regions(labels.astype(np.int32), n, pts, sz)
+
+
+def _fill_edges(labels: np.ndarray, fg: np.ndarray, pts: np.ndarray, max_px: int = 3) -> np.ndarray:
+    """Give foreground edge pixels the label of the nearest region pixel within ``max_px``,
+    provided their 3-D point is close to that region pixel's point (no bleeding across jumps)."""
+    if not labels.any():
+        return labels
+    dist, (iv, iu) = ndimage.distance_transform_edt(labels == 0, return_indices=True)
+    take = fg & (labels == 0) & (dist <= max_px)
+    if not take.any():
+        return labels
+    src = pts[iv[take], iu[take]]
+    dst = pts[take]
+    close = np.linalg.norm(src - dst, axis=-1) < 0.006 * max(1.0, max_px / 2)
+    out = labels.copy()
+    vv, uu = np.nonzero(take)
+    out[vv[close], uu[close]] = labels[iv[take][close], iu[take][close]]
+    return out
+
+
+def grow_from_seed(frame: CameraFrame, u: int, v: int, granularity: str = "object",
+                   regions: Regions | None = None) -> np.ndarray:
+    """Mask (H, W) bool of the region containing pixel ``(u, v)``; empty if it lies on the table.
+
+    ``granularity="part"`` uses tighter depth/colour thresholds, so it stops at a handle's edges.
+    A seed on an edge pixel takes the nearest region within 4 pixels.
+    """
+    params = PART_EDGES if granularity == "part" else OBJECT_EDGES
+    if regions is None or granularity == "part":
+        regions = over_segment(frame, params, min_area_px=4,
+                               points_m=None if regions is None else regions.points_m,
+                               support_z_m=None if regions is None else regions.support_z_m)
+    lab = int(regions.labels[v, u])
+    if lab == 0:
+        h, w = regions.labels.shape
+        v0, v1, u0, u1 = max(v - 4, 0), min(v + 5, h), max(u - 4, 0), min(u + 5, w)
+        win = regions.labels[v0:v1, u0:u1]
+        if not win.any():
+            return np.zeros(regions.labels.shape, dtype=bool)
+        vv, uu = np.nonzero(win)
+        k = int(np.argmin((vv + v0 - v) ** 2 + (uu + u0 - u) ** 2))
+        lab = int(win[vv[k], uu[k]])
+    return regions.labels == lab
