@@ -1,0 +1,189 @@
+"""Run many episodes: parallel worker processes on one machine, or a Ray cluster.
+
+An evaluation is a list of :class:`EpisodeJob` (task, seed, policy, backend, episode folder). Each
+job runs in a fresh *spawned* process (MuJoCo, torch and the sandbox session do not survive
+``fork`` well), or as a Ray task when ``ray_address`` is given; ``ray`` is imported only then.
+A job that crashes becomes an ``error`` episode, never a crashed evaluation.
+
+Results go to ``<out>/eval.json`` (episodes, per-task aggregates, overall aggregate) and
+``<out>/eval.png``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import multiprocessing as mp
+import time
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from captain_ros.evaluation.plot import plot_eval
+from captain_ros.evaluation.summary import EpisodeSummary, aggregate, by_task
+
+DEFAULT_JOB = "captain_ros.evaluation.episode:run_job"
+
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    """One episode to run (plain data: it crosses process and machine boundaries).
+
+    Attributes:
+        task / seed: What to run.
+        policy: ``scripted``, ``openai``, ``transformers`` or ``replay:FILE``.
+        backend: ``mujoco`` or ``fake``.
+        out_dir: Episode folder (summary.json, trajectory.jsonl, report.html, bag).
+        options: Policy/harness options (base_url, model, model_folder, budgets, record_bag, ...).
+    """
+
+    task: str
+    seed: int
+    policy: str = "scripted"
+    backend: str = "mujoco"
+    out_dir: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"1000-1009"``, ``"3,5,9"`` or mixes like ``"1-3,7"`` -> sorted unique seeds."""
+    seeds: set[int] = set()
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part[1:]:
+            a, b = part.split("-", 1) if not part.startswith("-") else (part, "")
+            lo, hi = int(a), int(b)
+            if hi < lo:
+                raise ValueError(f"seed range {part!r} is empty (end before start)")
+            seeds.update(range(lo, hi + 1))
+        else:
+            seeds.add(int(part))
+    if not seeds or min(seeds) < 0:
+        raise ValueError(f"no valid non-negative seeds in {text!r}")
+    return sorted(seeds)
+
+
+def resolve(path: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Import ``"module:function"``."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _guarded(job_path: str, job: dict[str, Any]) -> dict[str, Any]:
+    """Run one job; turn any exception into an ``error`` summary (runs in the worker)."""
+    try:
+        return resolve(job_path)(job)
+    except BaseException as exc:  # noqa: BLE001 - a crashed episode is a result, not a crash
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return EpisodeSummary.error_summary(job["task"], job["seed"], job["policy"], job["backend"],
+                                            traceback.format_exc(), job.get("out_dir", "")).to_dict()
+
+
+def run_local(jobs: Sequence[EpisodeJob], workers: int, job_path: str = DEFAULT_JOB,
+              on_result: Callable[[EpisodeSummary], None] | None = None) -> list[EpisodeSummary]:
+    """Run ``jobs`` in ``workers`` spawned processes (in this process when ``workers <= 1``)."""
+    results: dict[int, EpisodeSummary] = {}
+    if workers <= 1:
+        for i, job in enumerate(jobs):
+            results[i] = EpisodeSummary.from_dict(_guarded(job_path, asdict(job)))
+            if on_result:
+                on_result(results[i])
+        return [results[i] for i in range(len(jobs))]
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = {pool.submit(_guarded, job_path, asdict(job)): i for i, job in enumerate(jobs)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            try:
+                results[i] = EpisodeSummary.from_dict(fut.result())
+            except BaseException as exc:  # noqa: BLE001 - a dead worker process
+                job = jobs[i]
+                results[i] = EpisodeSummary.error_summary(job.task, job.seed, job.policy,
+                                                          job.backend, repr(exc), job.out_dir)
+            if on_result:
+                on_result(results[i])
+    return [results[i] for i in range(len(jobs))]
+
+
+def submit_ray(ray: Any, jobs: Sequence[EpisodeJob], job_path: str = DEFAULT_JOB,
+               num_cpus: float = 1.0) -> list[Any]:
+    """Submit ``jobs`` as Ray tasks on an initialised ``ray`` module; returns object refs."""
+    remote = ray.remote(num_cpus=num_cpus, max_retries=1)(_guarded)
+    return [remote.remote(job_path, asdict(job)) for job in jobs]
+
+
+def run_ray(jobs: Sequence[EpisodeJob], address: str, job_path: str = DEFAULT_JOB,
+            on_result: Callable[[EpisodeSummary], None] | None = None,
+            num_cpus: float = 1.0) -> list[EpisodeSummary]:
+    """Run ``jobs`` on the Ray cluster at ``address`` (``"local"`` starts an in-process one)."""
+    import ray  # only when asked for
+
+    if not ray.is_initialized():
+        if address == "local":
+            ray.init(num_cpus=max(1, int(num_cpus * 2)), include_dashboard=False,
+                     log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    refs = submit_ray(ray, jobs, job_path, num_cpus)
+    index = {ref: i for i, ref in enumerate(refs)}
+    results: dict[int, EpisodeSummary] = {}
+    pending = list(refs)
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        for ref in done:
+            i = index[ref]
+            try:
+                results[i] = EpisodeSummary.from_dict(ray.get(ref))
+            except Exception as exc:  # noqa: BLE001 - a lost node or worker
+                job = jobs[i]
+                results[i] = EpisodeSummary.error_summary(job.task, job.seed, job.policy,
+                                                          job.backend, repr(exc), job.out_dir)
+            if on_result:
+                on_result(results[i])
+    return [results[i] for i in range(len(jobs))]
+
+
+def make_jobs(tasks: Iterable[str], seeds: Iterable[int], policy: str, backend: str,
+              out_dir: str | Path, options: dict[str, Any] | None = None) -> list[EpisodeJob]:
+    """One job per (task, seed), each with its own folder ``<out>/<task>/seed_<seed>``."""
+    out = Path(out_dir)
+    return [EpisodeJob(t, int(s), policy, backend, str(out / t / f"seed_{s:05d}"),
+                       dict(options or {}))
+            for t in tasks for s in seeds]
+
+
+def evaluate(jobs: Sequence[EpisodeJob], out_dir: str | Path, workers: int = 1,
+             ray_address: str | None = None, job_path: str = DEFAULT_JOB,
+             on_result: Callable[[EpisodeSummary], None] | None = None) -> dict[str, Any]:
+    """Run ``jobs`` and write ``eval.json`` and ``eval.png`` into ``out_dir``; returns the report."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    if ray_address:
+        episodes = run_ray(jobs, ray_address, job_path, on_result)
+    else:
+        episodes = run_local(jobs, workers, job_path, on_result)
+    wall = time.perf_counter() - start
+    per_task = by_task(episodes)
+    report = {
+        "jobs": len(jobs), "workers": workers, "ray_address": ray_address, "wall_s": wall,
+        "episodes_per_hour": 3600.0 * len(episodes) / wall if wall > 0 else 0.0,
+        "policy": sorted({j.policy for j in jobs}), "backend": sorted({j.backend for j in jobs}),
+        "overall": aggregate(episodes), "per_task": per_task,
+        "episodes": [e.to_dict() for e in episodes],
+    }
+    (out / "eval.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    if episodes:
+        plot_eval(per_task, out / "eval.png",
+                  title=f"{', '.join(report['policy'])} on {', '.join(report['backend'])}")
+    return report
+
+
+def with_out_dir(job: EpisodeJob, out_dir: str) -> EpisodeJob:
+    return replace(job, out_dir=out_dir)

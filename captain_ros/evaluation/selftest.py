@@ -1,0 +1,31 @@
+"""A trivial episode job for checking that workers or a Ray cluster run jobs at all.
+
+``captain eval --ray ADDRESS --check`` submits it: no simulator, no model, it only reports where
+it ran, so a connectivity problem is told apart from an episode problem.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+from captain_ros.evaluation.summary import EpisodeSummary
+
+
+def echo_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Return a successful placeholder summary naming the host and process it ran in."""
+    ran_on = "ray" if "RAY_RAYLET_PID" in os.environ or _in_ray_worker() else "process"
+    return EpisodeSummary(job["task"], int(job["seed"]), job["policy"], job["backend"],
+                          "success_with_finish", True, True, True, out_dir=job.get("out_dir", ""),
+                          extra={"ran_on": ran_on, "host": socket.gethostname(),
+                                 "pid": os.getpid()}).to_dict()
+
+
+def _in_ray_worker() -> bool:
+    try:
+        import ray
+
+        return bool(ray.is_initialized() and ray.get_runtime_context().get_worker_id())
+    except Exception:  # noqa: BLE001 - ray absent or not a worker
+        return False

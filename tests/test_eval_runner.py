@@ -1,0 +1,110 @@
+"""Evaluation runner: seeds, spawned workers, crash isolation, eval.json/PNG, paired comparison, Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from captain_ros.evaluation.runner import EpisodeJob, evaluate, make_jobs, parse_seeds, run_local
+from captain_ros.evaluation.summary import EpisodeSummary, aggregate, compare, load_episodes
+
+JOB = "test_eval_runner:fake_job"
+
+
+def fake_job(job: dict) -> dict:
+    """A stand-in episode: deterministic outcome from the seed; seed 13 crashes the worker code."""
+    seed = job["seed"]
+    if seed == 13:
+        raise RuntimeError("simulated crash in episode")
+    host = seed % 4 != 0
+    finished = seed % 5 != 0
+    return EpisodeSummary(
+        task=job["task"], seed=seed, policy=job["policy"], backend=job["backend"],
+        outcome=("success_with_finish" if host and finished else
+                 "missed_finish" if host else "false_finish" if finished else "other_failure"),
+        host_success=host, strict_success=host and finished, finished=finished,
+        false_finish=finished and not host, requests=10 + seed % 3, physical_actions=20,
+        wall_s=1.0, model_s=0.2, harness_s=0.8, backend_s=0.6, out_dir=job["out_dir"],
+        extra={"pid": os.getpid()}).to_dict()
+
+
+def test_parse_seeds():
+    assert parse_seeds("1000-1003") == [1000, 1001, 1002, 1003]
+    assert parse_seeds("3,5, 9") == [3, 5, 9]
+    assert parse_seeds("1-3,2,7") == [1, 2, 3, 7]
+    for bad in ("", "5-3", "-1"):
+        with pytest.raises(ValueError):
+            parse_seeds(bad)
+
+
+def test_spawned_workers_run_jobs_and_isolate_crashes(tmp_path):
+    jobs = make_jobs(["pick_place"], range(10, 16), "scripted", "fake", tmp_path)
+    assert jobs[0].out_dir.endswith("pick_place/seed_00010")
+    seen = []
+    eps = run_local(jobs, workers=2, job_path=JOB, on_result=seen.append)
+    assert [e.seed for e in eps] == list(range(10, 16)) and len(seen) == 6
+    crashed = eps[3]
+    assert crashed.outcome == "error" and "simulated crash" in crashed.error
+    assert not crashed.host_success
+    pids = {e.extra["pid"] for e in eps if e.outcome != "error"}
+    assert os.getpid() not in pids  # ran in worker processes
+
+
+def test_evaluate_writes_json_and_png_with_figures(tmp_path):
+    jobs = make_jobs(["stack", "pick_place"], range(0, 20), "scripted", "fake", tmp_path / "eps")
+    report = evaluate(jobs, tmp_path / "ev", workers=1, job_path=JOB)
+    data = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    assert data["overall"]["episodes"] == 40
+    # seeds 0..19: host fails on multiples of 4 (5 of 20), seed 13 errors (1 more)
+    pp = data["per_task"]["pick_place"]
+    assert pp["host_success"]["successes"] == 14
+    assert pp["host_success"]["ci_low"] < 0.7 < pp["host_success"]["ci_high"]
+    assert pp["outcomes"]["error"] == 1
+    assert report["per_task"]["stack"] == pp
+    assert (tmp_path / "ev" / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    loaded = load_episodes(tmp_path / "ev")
+    assert len(loaded) == 40 and loaded[0].extra["pid"] == os.getpid()
+
+
+def test_aggregate_counts_false_finishes_and_overhead():
+    eps = [EpisodeSummary.from_dict(fake_job({"task": "t", "seed": s, "policy": "p",
+                                              "backend": "fake", "out_dir": ""}))
+           for s in (0, 1, 2, 3, 4, 5)]
+    agg = aggregate(eps)
+    # seed 0: host False finished False; seed 4: host False, finished True -> false finish
+    assert agg["false_finish"]["successes"] == 1
+    assert agg["strict_success"]["successes"] == 3  # seeds 1, 2, 3
+    assert agg["requests_per_episode"]["mean"] == pytest.approx(sum(10 + s % 3 for s in range(6)) / 6)
+    assert agg["harness_overhead_per_request_s"]["median"] == pytest.approx(0.2 / 11, rel=0.2)
+
+
+def test_paired_comparison_of_two_runs(tmp_path):
+    a = [EpisodeSummary("t", s, "a", "fake", "success_with_finish", True, True, True)
+         for s in range(10)]
+    b = [EpisodeSummary("t", s, "b", "fake", "other_failure" if s < 7 else "success_with_finish",
+                        s >= 7, s >= 7, s >= 7) for s in range(12)]
+    cmp = compare(a, b)
+    assert cmp["paired"] == 10 and cmp["only_in_b"] == 2
+    assert cmp["mcnemar"]["only_a"] == 7 and cmp["mcnemar"]["only_b"] == 0
+    assert cmp["mcnemar"]["p_value"] == pytest.approx(2 / 2**7)
+
+
+def test_summary_rejects_unknown_outcome():
+    with pytest.raises(ValueError):
+        EpisodeSummary("t", 0, "p", "b", "great", True, True)
+
+
+@pytest.mark.slow
+def test_local_ray_cluster_runs_jobs(tmp_path):
+    ray = pytest.importorskip("ray")
+    from captain_ros.evaluation.runner import run_ray
+
+    jobs = [EpisodeJob("pick_place", s, "scripted", "fake", str(tmp_path / str(s))) for s in (1, 2, 13)]
+    try:
+        eps = run_ray(jobs, "local", job_path="captain_ros.evaluation.selftest:echo_job")
+    finally:
+        ray.shutdown()
+    assert [e.seed for e in eps] == [1, 2, 13]
+    assert eps[0].outcome == "success_with_finish" and eps[0].extra["ran_on"] == "ray"
