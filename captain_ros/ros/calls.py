@@ -1,0 +1,146 @@
+"""Serving and calling robot capabilities over the ``RobotCall`` service.
+
+:class:`CallServer` exposes the capabilities of one service group (``motion`` on the robot node,
+``perception`` on the perception node) of an in-process
+:class:`~captain_ros.api.service.RobotService`. :class:`RosRobotCaller` is the policy side: it
+implements the harness's ``RobotCaller`` protocol (``call(name, kwargs) -> Result`` and
+``image(handle, camera)``) by routing each capability to the node that owns it. Neither raises:
+transport problems become ``Result`` failures that say what to do.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+from captain_ros_interfaces.srv import ObservationImage, RobotCall
+from rclpy.callback_groups import CallbackGroup
+from rclpy.node import Node
+
+from captain_ros.api.registry import CAPABILITY_BY_NAME
+from captain_ros.core.result import FailureCategory, Result
+from captain_ros.ros import convert
+
+ROBOT_CALL_SRV = "/captain/robot/call"
+PERCEPTION_CALL_SRV = "/captain/perception/call"
+IMAGE_SRV = "/captain/perception/image"
+ROUTES = {"motion": ROBOT_CALL_SRV, "perception": PERCEPTION_CALL_SRV}
+
+
+class CallServer:
+    """Serve ``RobotCall`` for the capabilities whose registry ``service`` is in ``groups``.
+
+    Args:
+        node: Owning node.
+        name: Service name.
+        dispatch: ``call(name, kwargs) -> Result`` (a ``RobotService``; never raises).
+        groups: Registry service groups served here, e.g. ``("motion",)``.
+        callback_group: Callback group of the service (calls are served one at a time when it is
+            mutually exclusive).
+    """
+
+    def __init__(self, node: Node, name: str, dispatch: Callable[[str, dict[str, Any]], Result],
+                 groups: Iterable[str], callback_group: CallbackGroup | None = None) -> None:
+        self._dispatch = dispatch
+        self.groups = tuple(groups)
+        self.served = tuple(n for n, c in CAPABILITY_BY_NAME.items() if c.service in self.groups)
+        self.calls = 0
+        self.srv = node.create_service(RobotCall, name, self._on_call, callback_group=callback_group)
+
+    def _on_call(self, req: RobotCall.Request, resp: RobotCall.Response) -> RobotCall.Response:
+        self.calls += 1
+        try:
+            name, kwargs = convert.parse_call_request(req)
+        except ValueError as exc:
+            result = Result.fail(FailureCategory.INVALID_ARGUMENT,
+                                 f"{req.capability}: arguments are not a JSON object ({exc})")
+        else:
+            if name not in self.served:
+                result = Result.fail(FailureCategory.UNKNOWN_ID,
+                                     f"{name!r} is not served here; served: {', '.join(self.served)}")
+            else:
+                result = self._dispatch(name, kwargs)
+        return convert.fill_call_response(resp, result)
+
+
+class RosRobotCaller:
+    """Harness ``RobotCaller`` backed by the robot and perception nodes' ``RobotCall`` services.
+
+    Calls are synchronous and must be made from a thread that is not spinning ``node``'s
+    executor (the harness's episode thread). ``finish`` is not routed: the harness owns it.
+
+    Args:
+        node: Node that owns the clients (spun by an executor on another thread).
+        timeout_s: Longest wait for one call [s] (a move can take tens of seconds).
+        on_result: Called as ``on_result(name, kwargs, result, duration_s)`` after every call.
+    """
+
+    def __init__(self, node: Node, timeout_s: float = 120.0,
+                 on_result: Callable[[str, dict[str, Any], Result, float], None] | None = None,
+                 callback_group: CallbackGroup | None = None) -> None:
+        self.node = node
+        self.timeout_s = float(timeout_s)
+        self.on_result = on_result
+        self.episode_id = ""
+        self.request_index = 0
+        self._clients = {g: node.create_client(RobotCall, s, callback_group=callback_group)
+                         for g, s in ROUTES.items()}
+        self._image = node.create_client(ObservationImage, IMAGE_SRV, callback_group=callback_group)
+        self._lock = threading.Lock()
+
+    def wait_for_services(self, timeout_s: float = 10.0) -> bool:
+        clients = [*self._clients.values(), self._image]
+        return all(c.wait_for_service(timeout_sec=timeout_s) for c in clients)
+
+    def call(self, name: str, kwargs: dict[str, Any]) -> Result:
+        import time
+
+        t0 = time.perf_counter()
+        cap = CAPABILITY_BY_NAME.get(name) if isinstance(name, str) else None
+        if cap is None or cap.service not in self._clients:
+            result = Result.fail(FailureCategory.UNKNOWN_ID, f"unknown capability {str(name)[:60]!r}; "
+                                 "valid: " + ", ".join(n for n, c in CAPABILITY_BY_NAME.items()
+                                                         if c.service in self._clients))
+        else:
+            result = self._remote(self._clients[cap.service], name, kwargs)
+        if self.on_result is not None:
+            self.on_result(str(name), dict(kwargs or {}), result, time.perf_counter() - t0)
+        return result
+
+    def _remote(self, client: Any, name: str, kwargs: dict[str, Any]) -> Result:
+        if not client.service_is_ready() and not client.wait_for_service(timeout_sec=5.0):
+            return Result.fail(FailureCategory.INTERNAL_ERROR, f"{name}: the node serving "
+                               f"{client.srv_name} is not running; nothing was executed. Start it.")
+        try:
+            req = convert.make_call_request(name, kwargs or {}, episode_id=self.episode_id,
+                                            request_index=self.request_index)
+        except (TypeError, ValueError) as exc:
+            return Result.fail(FailureCategory.INVALID_ARGUMENT,
+                               f"{name}: arguments must be JSON-serialisable ({exc}); nothing moved")
+        resp = _call_sync(client, req, self.timeout_s)
+        if resp is None:
+            return Result.fail(FailureCategory.TIMEOUT, f"{name}: no reply within {self.timeout_s:.0f} s "
+                               "from the robot graph; check the robot node before retrying")
+        return convert.call_response_to_result(resp)
+
+    def image(self, handle: str, camera: str) -> np.ndarray | None:
+        if not self._image.service_is_ready():
+            return None
+        resp = _call_sync(self._image, ObservationImage.Request(handle=str(handle), camera=str(camera)),
+                          30.0)
+        if resp is None or not resp.found:
+            return None
+        return convert.image_to_array(resp.image).copy()
+
+
+def _call_sync(client: Any, request: Any, timeout_s: float) -> Any:
+    """Send ``request`` and wait up to ``timeout_s`` [s] on an event (no polling, no sleeps)."""
+    done = threading.Event()
+    future = client.call_async(request)
+    future.add_done_callback(lambda _f: done.set())
+    if not done.wait(timeout_s):
+        client.remove_pending_request(future)
+        return None
+    return future.result()

@@ -1,0 +1,107 @@
+"""A Backend proxy that serialises access from several executor threads.
+
+The robot node's timers (joint states, TF, camera frames) and its motion calls run on different
+threads of a multi-threaded executor; a simulator is not thread-safe and a renderer must not run
+while physics steps. Every Backend method runs under one re-entrant lock, so a timer slips in
+between two control ticks of a long move. :meth:`estop` deliberately does NOT take the lock: it
+must act while a tick is running (backends implement it as a thread-safe latch that the current
+or next ``servo`` honours), which bounds the stop latency by one control tick.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from captain_ros.backends.base import Backend, Kinematics
+from captain_ros.core.geometry import Pose
+from captain_ros.core.types import (
+    CameraFrame,
+    ForceGuard,
+    GripperState,
+    JointState,
+    RobotSpec,
+    TickReport,
+)
+
+
+class LockedBackend(Backend):
+    """Delegates to ``inner`` with every call under ``lock`` (except :meth:`estop`)."""
+
+    def __init__(self, inner: Backend, lock: threading.RLock | None = None) -> None:
+        self.inner = inner
+        self.lock = lock or threading.RLock()
+
+    @property
+    def spec(self) -> RobotSpec:
+        return self.inner.spec
+
+    def kinematics(self, arm: str) -> Kinematics:
+        with self.lock:
+            return self.inner.kinematics(arm)
+
+    def time_s(self) -> float:
+        with self.lock:
+            return self.inner.time_s()
+
+    def capture(self, cameras: Sequence[str] | None = None) -> dict[str, CameraFrame]:
+        with self.lock:
+            return self.inner.capture(cameras)
+
+    def joint_state(self, arm: str) -> JointState:
+        with self.lock:
+            return self.inner.joint_state(arm)
+
+    def ee_pose(self, arm: str) -> Pose:
+        with self.lock:
+            return self.inner.ee_pose(arm)
+
+    def gripper(self, arm: str) -> GripperState:
+        with self.lock:
+            return self.inner.gripper(arm)
+
+    def contact_force_n(self, arm: str) -> float:
+        with self.lock:
+            return self.inner.contact_force_n(arm)
+
+    def servo(self, q_targets: Mapping[str, np.ndarray], duration_s: float,
+              guard: ForceGuard) -> TickReport:
+        with self.lock:
+            return self.inner.servo(q_targets, duration_s, guard)
+
+    def command_gripper(self, arm: str, opening_m: float) -> float:
+        with self.lock:
+            return self.inner.command_gripper(arm, opening_m)
+
+    def estop(self, reason: str = "") -> None:
+        self.inner.estop(reason)  # no lock: must act during a running tick
+
+    def reset_estop(self) -> None:
+        with self.lock:
+            self.inner.reset_estop()
+
+    @property
+    def estopped(self) -> bool:
+        return self.inner.estopped
+
+    def snapshot(self) -> Any:
+        with self.lock:
+            return self.inner.snapshot()
+
+    def restore(self, snapshot: Any) -> None:
+        with self.lock:
+            self.inner.restore(snapshot)
+
+    def privileged_state(self) -> dict[str, Any]:
+        with self.lock:
+            return self.inner.privileged_state()
+
+    def close(self) -> None:
+        with self.lock:
+            self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:  # backend-specific extras (read-only use)
+        return getattr(self.inner, name)

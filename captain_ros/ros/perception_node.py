@@ -1,0 +1,79 @@
+"""Perception node: the observation cache and the perception/measurement/state calls.
+
+Hosts a :class:`~captain_ros.perception.PerceptionService` over the robot node's backend and
+serves the capabilities of the registry's ``perception`` group on ``/captain/perception/call``,
+the RGB image of a cached observation on ``/captain/perception/image`` (the policy's
+``image(handle, camera)``), and publishes each observation on ``/captain/observations`` and each
+detection list on ``/captain/detections``.
+
+The perception service reads the cameras and the robot state directly from the backend (a
+renderer in simulation, the camera drivers on hardware), so this node runs in the same process as
+the robot node (:mod:`captain_ros.ros.robot_stack`), sharing its locked backend: images never
+cross a process boundary before they are needed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from captain_ros_interfaces.msg import Detections, ObservationHandle
+from captain_ros_interfaces.srv import ObservationImage
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+
+from captain_ros.core.result import Result
+from captain_ros.ros import convert
+from captain_ros.ros.calls import IMAGE_SRV, PERCEPTION_CALL_SRV, CallServer
+from captain_ros.ros.params import Param, declare
+
+PARAMS = (
+    Param("segmenter", "default", "Segmentation backend ('default' = weight-free colour/depth "
+          "segmenter).", choices=("default",)),
+)
+
+
+class PerceptionNode(Node):
+    """Serves perception calls over ``backend`` (the robot node's locked backend)."""
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__("captain_perception", **kwargs)
+        from captain_ros.api.service import RobotService
+        from captain_ros.perception.service import PerceptionService
+
+        self.p = declare(self, PARAMS)
+        self.perception = PerceptionService(backend)
+        self.service = RobotService(backend, perception=self.perception)
+        group = MutuallyExclusiveCallbackGroup()
+        self.calls = CallServer(self, PERCEPTION_CALL_SRV, self._call, ("perception",), group)
+        self.create_service(ObservationImage, IMAGE_SRV, self._on_image, callback_group=group)
+        self.obs_pub = self.create_publisher(ObservationHandle, "/captain/observations", 10)
+        self.det_pub = self.create_publisher(Detections, "/captain/detections", 10)
+
+    def _call(self, name: str, kwargs: dict[str, Any]) -> Result:
+        result = self.service.call(name, kwargs)
+        value = result.value if isinstance(result.value, dict) else {}
+        stamp = self.get_clock().now().to_msg()
+        if result.success and name == "observe" and "handle" in value:
+            self.obs_pub.publish(ObservationHandle(
+                stamp=stamp, handle=str(value["handle"]), cameras=[str(c) for c in value.get("cameras", [])],
+                stamp_s=float(value.get("stamp_s") or 0.0)))
+        dets = value.get("detections") if result.success else None
+        if isinstance(dets, list):
+            msg = Detections(prompt=str(kwargs.get("text", "")),
+                             detections=[convert.detection_to_msg(d) for d in dets if isinstance(d, dict)])
+            msg.header.stamp, msg.header.frame_id = stamp, "world"
+            self.det_pub.publish(msg)
+        return result
+
+    def _on_image(self, req: ObservationImage.Request,
+                  resp: ObservationImage.Response) -> ObservationImage.Response:
+        img = self.service.image(req.handle, req.camera)
+        resp.found = img is not None
+        if img is not None:
+            resp.image = convert.image_msg(img, self.get_clock().now().to_msg(),
+                                           convert.optical_frame(req.camera))
+        return resp
+
+    def describe(self) -> str:
+        return json.dumps({"served": self.calls.served})

@@ -1,0 +1,29 @@
+"""The robot process: robot node + perception node sharing one backend, one executor.
+
+``python -m captain_ros.ros.robot_stack --ros-args --params-file config/captain.yaml`` is what
+the launch file starts for the robot side; the policy and recorder nodes run in their own
+processes and talk to it over ROS.
+"""
+
+from __future__ import annotations
+
+from rclpy.node import Node
+
+from captain_ros.ros.perception_node import PerceptionNode
+from captain_ros.ros.robot_node import RobotNode
+from captain_ros.ros.runner import bring_up, run_nodes
+
+
+def make_robot_stack(backend: object = None) -> list[Node]:
+    """Robot node (configured + active) and a perception node on its locked backend."""
+    robot = RobotNode(backend=backend)
+    bring_up(robot)
+    return [robot, PerceptionNode(robot.backend)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_nodes(argv, make_robot_stack, autostart=False)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,9 @@
+"""pytest fixtures of the ROS tests (implemented in ros_fixtures.py)."""
+
+from ros_fixtures import (  # noqa: F401 - fixtures are looked up by name
+    _ros_process_env,
+    child_process,
+    domain_id,
+    ros_context,
+    spinner,
+)
