@@ -1,0 +1,337 @@
+"""The sandboxed policy Python session (child process side).
+
+Started by :class:`captain_ros.harness.session.PythonSession` as ``python -I -m
+captain_ros.harness.sandbox_child`` with an empty environment, its cwd in the episode workspace
+and two pipes on fds 0/1 carrying JSON frames. Setup, in order: pre-import the allowed modules,
+build the ``robot`` client (its calls go over the pipe; the child holds no backend object, gate
+or budget counter), set rlimits (address space, CPU, file size, open files, no core files), drop
+to an unprivileged uid when started as root (then ``RLIMIT_NPROC`` forbids new processes and the
+harness's ``/proc/<pid>/environ`` is unreadable), then install an audit hook
+(:func:`sys.addaudithook`, which cannot be removed) that denies process creation, signals,
+sockets, ctypes, new imports of dangerous modules, and any file access outside the workspace
+except read-only access to the Python library folders. ``import`` in policy code is further
+restricted to an allow-list. Each denial raises ``PermissionError("sandbox: ...")`` in the cell and
+is reported to the harness, which logs it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import os
+import signal
+import sys
+import traceback
+
+from captain_ros.harness import wire
+
+ALLOWED_IMPORTS = frozenset({
+    "numpy", "scipy", "math", "cmath", "json", "random", "itertools", "collections", "functools",
+    "re", "time", "datetime", "statistics", "dataclasses", "typing", "copy", "heapq", "bisect",
+    "fractions", "decimal", "string", "textwrap", "pprint", "enum", "operator", "abc", "numbers",
+    "array", "struct", "warnings", "contextlib", "base64", "hashlib", "zlib", "io", "pathlib", "csv",
+    "PIL", "__future__",
+})
+PRELOAD = ("numpy", "scipy", "scipy.linalg", "scipy.spatial", "scipy.spatial.transform", "scipy.optimize",
+           "scipy.interpolate", "scipy.ndimage", "scipy.signal", "scipy.stats", "PIL", "PIL.Image",
+           "json", "random", "itertools", "collections", "functools", "re", "time", "datetime",
+           "statistics", "dataclasses", "typing", "copy", "heapq", "bisect", "fractions", "decimal",
+           "string", "textwrap", "pprint", "enum", "operator", "abc", "numbers", "array", "struct",
+           "warnings", "contextlib", "base64", "hashlib", "zlib", "io", "pathlib", "csv", "cmath",
+           "encodings.latin_1", "encodings.ascii", "encodings.utf_8", "encodings.idna", "unicodedata")
+DENY_NEW_IMPORTS = frozenset({
+    "os", "sys", "subprocess", "socket", "_socket", "ctypes", "_ctypes", "multiprocessing",
+    "_multiprocessing", "_posixsubprocess", "pty", "ssl", "_ssl", "http", "urllib", "ftplib", "smtplib",
+    "asyncio", "concurrent", "threading", "_thread", "signal", "resource", "fcntl", "code", "codeop",
+    "pdb", "shelve", "sqlite3", "tempfile", "shutil", "webbrowser", "xmlrpc", "socketserver",
+    "mujoco", "torch", "rclpy", "transformers", "httpx", "requests", "captain_ros", "importlib",
+    "gc", "inspect", "ctypes.util", "mmap", "select", "selectors", "posix", "_posixshmem",
+})
+DENY_EVENT_PREFIXES = (
+    "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "os.kill",
+    "os.killpg", "subprocess.", "pty.", "socket.", "ctypes.", "resource.setrlimit", "resource.prlimit",
+    "sys.addaudithook", "sys._current_frames", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
+    "signal.pthread_kill", "webbrowser.", "urllib.", "http.client.", "ftplib.", "smtplib.", "poplib.",
+    "imaplib.", "nntplib.", "telnetlib.", "syslog.", "shutil.", "os.link", "os.symlink", "os.chroot",
+    "tempfile.", "builtins.input", "builtins.breakpoint", "os.add_dll_directory", "sqlite3.",
+    "os.setxattr", "os.removexattr", "os.chflags", "os.lchflags", "os.chown",
+)
+PATH_EVENTS = {"os.listdir", "os.scandir", "os.chdir", "os.mkdir", "os.remove", "os.rmdir", "os.rename",
+               "os.truncate", "os.utime", "os.chmod", "glob.glob", "os.listxattr", "os.getxattr"}
+BLOCKED_ATTR_SET = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__closure__", "__globals__"})
+SAFE_PICKLE_MODULES = ("numpy", "collections", "datetime", "decimal", "fractions", "copyreg")
+
+_NS: dict = {}
+_VIOLATIONS: list[str] = []
+_OUT_FD = 1
+_IN_FD = 0
+
+
+class _Capped:
+    """A text sink that keeps at most ``cap`` characters (head and tail) and counts the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.head, self.tail, self.dropped = cap, [], [], 0
+        self.head_len = self.tail_len = 0
+
+    def write(self, s: object) -> int:
+        s = str(s)
+        if self.head_len < self.cap // 2:
+            take = s[: self.cap // 2 - self.head_len]
+            self.head.append(take)
+            self.head_len += len(take)
+            s = s[len(take):]
+        if s:
+            self.tail.append(s)
+            self.tail_len += len(s)
+            while self.tail_len > self.cap // 2 and len(self.tail) > 1:
+                gone = self.tail.pop(0)
+                self.tail_len -= len(gone)
+                self.dropped += len(gone)
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def getvalue(self) -> str:
+        tail = "".join(self.tail)
+        if len(tail) > self.cap // 2:
+            self.dropped += len(tail) - self.cap // 2
+            tail = tail[-(self.cap // 2):]
+        mid = f"\n[... {self.dropped} characters of output truncated ...]\n" if self.dropped else ""
+        return "".join(self.head) + mid + tail
+
+
+def _deny(what: str, detail: str = "") -> None:
+    msg = f"sandbox: {what} is not allowed in the policy session" + (f" ({detail})" if detail else "")
+    if len(_VIOLATIONS) < 100:
+        _VIOLATIONS.append(msg[:300])
+    raise PermissionError(msg)
+
+
+def _make_hook(workspace: str, read_roots: tuple[str, ...]):  # noqa: C901 - one flat policy
+    realpath, isinstance_, str_, bytes_, int_ = os.path.realpath, isinstance, str, bytes, int
+    abspath = os.path.abspath
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+    ws = workspace.rstrip("/")
+    deny_prefixes, path_events, deny_imports = DENY_EVENT_PREFIXES, PATH_EVENTS, DENY_NEW_IMPORTS
+    blocked_attr, safe_pickle = BLOCKED_ATTR_SET, SAFE_PICKLE_MODULES
+
+    def under(path: str, root: str) -> bool:
+        return path == root or path.startswith(root + "/")
+
+    def resolve(p: object) -> str | None:
+        if isinstance_(p, bytes_):
+            p = p.decode("utf-8", "replace")
+        if hasattr(p, "__fspath__"):
+            p = p.__fspath__()
+        if not isinstance_(p, str_):
+            return None
+        return realpath(abspath(p))
+
+    def hook(event: str, args: tuple) -> None:
+        if event.startswith(deny_prefixes):
+            _deny(event, "process, network, ctypes and system calls are blocked")
+        if event == "open":
+            path, mode, flags = (tuple(args) + (None, None, None))[:3]
+            if isinstance_(path, int_):
+                _deny("opening a raw file descriptor", str(path))
+            rp = resolve(path)
+            if rp is None:
+                _deny("open", repr(path)[:80])
+            if under(rp, ws):
+                return
+            writing = (isinstance_(mode, str_) and any(c in mode for c in "wax+")) or (
+                isinstance_(flags, int_) and flags & write_flags)
+            if not writing and any(under(rp, r) for r in read_roots):
+                return
+            _deny("file access outside the workspace", f"{path!s:.120}; use the current folder")
+        elif event in path_events:
+            for p in args[:2] if event == "os.rename" else args[:1]:
+                if p is None or p == "" or p == ".":
+                    continue
+                rp = resolve(p)
+                if rp is None or not under(rp, ws):
+                    _deny(event + " outside the workspace", f"{p!s:.120}")
+        elif event == "import":
+            name = str_(args[0]) if args else ""
+            top = name.split(".")[0]
+            if top in deny_imports or name in deny_imports:
+                _deny(f"importing {name!r}")
+        elif event == "object.__setattr__":
+            if len(args) > 1 and args[1] in blocked_attr:
+                _deny(f"setting {args[1]}")
+        elif event == "pickle.find_class":
+            mod = str_(args[0]) if args else ""
+            if not mod.startswith(safe_pickle):
+                _deny(f"unpickling {mod}.{args[1] if len(args) > 1 else ''}")
+        elif event == "mmap.__new__" and args and args[0] != -1:
+            _deny("mapping a file into memory")
+
+    return hook
+
+
+def _guarded_import_factory(real_import):
+    getframe = sys._getframe
+    modules = sys.modules
+    allowed = ALLOWED_IMPORTS
+
+    def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
+        caller_globals = getframe(1).f_globals
+        owner = modules.get(caller_globals.get("__name__", "")) if isinstance(caller_globals, dict) else None
+        if getattr(owner, "__dict__", None) is not caller_globals:  # policy code (cells, exec, ...)
+            if level:
+                _deny("relative import")
+            top = str(name).split(".")[0]
+            if top not in allowed:
+                _deny(f"import {name}", "allowed: " + ", ".join(sorted(allowed)))
+        return real_import(name, globals, locals, fromlist, level)
+
+    return guarded_import
+
+
+def _transport(msg: dict) -> dict:
+    """Send one request to the harness and wait for its reply (SIGINT held off meanwhile)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        wire.write_frame(_OUT_FD, msg)
+        return wire.read_frame(_IN_FD)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _robot_send(name: str, kwargs: dict) -> dict:
+    try:
+        wire.encode(kwargs)
+    except (TypeError, ValueError, wire.WireError) as exc:
+        return {"success": False, "executed": False, "failure_category": "invalid_argument",
+                "message": f"{name}: arguments are not plain data ({exc}); pass numbers, lists, strings",
+                "value": None, "diagnostics": {}, "budget": {}, "receipt": ""}
+    reply = _transport({"type": "call", "name": name, "kwargs": kwargs})
+    return reply.get("result", reply)
+
+
+def _image(handle, camera="head"):
+    """Attach an observation's camera image to this cell's output (at most 4 per cell)."""
+    reply = _transport({"type": "image", "handle": str(handle)[:200], "camera": str(camera)[:200]})
+    return str(reply.get("message", ""))
+
+
+def _setup(cfg: dict) -> None:
+    import importlib
+    import resource
+
+    os.chdir(cfg["workspace"])
+    for mod in PRELOAD:
+        with contextlib.suppress(Exception):  # an optional module may be missing
+            importlib.import_module(mod)
+    import math
+
+    import numpy
+    import scipy
+
+    from captain_ros.api.client import RobotResult, build_client
+
+    robot = build_client(lambda n, k: RobotResult(_robot_send(n, k)))
+    safe_builtins = dict(builtins.__dict__)
+    guarded = _guarded_import_factory(builtins.__import__)
+    safe_builtins["__import__"] = guarded
+    for name in ("breakpoint", "input", "help", "exit", "quit", "copyright", "credits", "license"):
+        safe_builtins.pop(name, None)
+    _NS.update({"__name__": "__main__", "__builtins__": safe_builtins, "robot": robot, "np": numpy,
+                "numpy": numpy, "scipy": scipy, "math": math, "image": _image, "finish": robot.finish})
+    builtins.__import__ = guarded
+
+    def limit(res: int, value: int) -> None:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(res, (value, value))
+
+    limit(resource.RLIMIT_CORE, 0)
+    limit(resource.RLIMIT_AS, int(cfg["memory_limit_bytes"]))
+    limit(resource.RLIMIT_CPU, int(cfg["cpu_limit_s"]))
+    limit(resource.RLIMIT_FSIZE, int(cfg["file_size_limit_bytes"]))
+    limit(resource.RLIMIT_NOFILE, 64)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    uid = cfg.get("drop_to_uid")
+    if uid is not None and os.getuid() == 0:
+        os.setgroups([])
+        os.setgid(int(cfg.get("drop_to_gid", uid)))
+        os.setuid(int(uid))
+        limit(resource.RLIMIT_NPROC, 0)
+    read_roots = tuple(os.path.realpath(p) for p in cfg["read_roots"])
+    sys.addaudithook(_make_hook(os.path.realpath(cfg["workspace"]), read_roots))
+
+
+def _format_error(exc: BaseException) -> str:
+    tb = traceback.TracebackException.from_exception(exc)
+    tb.stack = traceback.StackSummary.from_list([f for f in tb.stack if f.filename.startswith("<cell")])
+    return "".join(tb.format()).strip()
+
+
+def _run_cell(code: str, cell_no: int, cap: int) -> dict:
+    out = _Capped(cap)
+    old = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = out
+    error = None
+    interrupted = False
+    fname = f"<cell {cell_no}>"
+    try:
+        tree = ast.parse(code, fname)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        exec(compile(tree, fname, "exec"), _NS)  # noqa: S102 - this is the sandbox
+        if last is not None:
+            value = eval(compile(ast.Expression(last.value), fname, "eval"), _NS)  # noqa: S307
+            if value is not None:
+                print(repr(value)[:cap])
+    except KeyboardInterrupt:
+        interrupted = True
+        error = "TimeoutError: the cell ran past its time limit and was interrupted (variables are kept)"
+    except SystemExit:
+        error = "SystemExit: exit() is not available; the session keeps running (variables are kept)"
+    except BaseException as exc:  # noqa: BLE001 - every policy error becomes output
+        try:
+            error = _format_error(exc)
+        except BaseException:  # noqa: BLE001
+            error = f"{type(exc).__name__}: {exc}"
+    finally:
+        sys.stdout, sys.stderr = old
+    violations = list(_VIOLATIONS)
+    _VIOLATIONS.clear()
+    return {"type": "done", "output": out.getvalue(), "error": error, "interrupted": interrupted,
+            "violations": violations}
+
+
+def main() -> None:
+    global _IN_FD, _OUT_FD
+    _IN_FD, _OUT_FD = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    cfg = wire.read_frame(_IN_FD)
+    _setup(cfg)
+    wire.write_frame(_OUT_FD, {"type": "ready", "pid": os.getpid()})
+    cap = int(cfg.get("max_output_chars", 20000))
+    while True:
+        try:
+            msg = wire.read_frame(_IN_FD)
+        except KeyboardInterrupt:
+            continue
+        except wire.WireError:
+            return
+        if msg.get("type") == "exec":
+            reply = _run_cell(str(msg.get("code", "")), int(msg.get("cell", 0)), cap)
+            try:
+                wire.write_frame(_OUT_FD, reply)
+            except KeyboardInterrupt:
+                wire.write_frame(_OUT_FD, reply)
+        elif msg.get("type") == "exit":
+            return
+
+
+if __name__ == "__main__":
+    main()

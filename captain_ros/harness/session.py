@@ -1,0 +1,323 @@
+"""The persistent, sandboxed Python session (harness side).
+
+:class:`PythonSession` runs policy cells in a separate child process
+(:mod:`captain_ros.harness.sandbox_child`) whose globals persist across cells. While a cell runs,
+the child sends robot calls and image requests over the pipe; the harness answers them through
+a :class:`CellHandler` (which owns the backend, the budgets and the gate - the child holds none of
+them). A per-cell timeout interrupts runaway code (``KeyboardInterrupt`` inside the cell, variables
+kept); code that ignores the interrupt, or a child that crashes (memory limit, CPU limit, a
+segfault), is killed and restarted, and the next cell's output says that variables were lost.
+The harness never crashes because of the child: every failure becomes cell output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import captain_ros
+from captain_ros.harness import wire
+
+log = logging.getLogger(__name__)
+
+NOBODY_UID = 65534
+
+
+class CellHandler(Protocol):
+    """Answers the child's requests during a cell (implemented by the episode)."""
+
+    def on_call(self, name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Execute a robot call; return ``Result.to_dict()``."""
+
+    def on_image(self, handle: str, camera: str) -> str:
+        """Attach an image; return the message shown to the policy."""
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Limits of the sandboxed session.
+
+    Attributes:
+        cell_timeout_s: Wall time a cell may run, not counting time spent in robot calls [s].
+        interrupt_grace_s: Time given to an interrupted cell before the process is killed [s].
+        startup_timeout_s: Time allowed for the child to start and pre-import [s].
+        max_output_chars: Captured stdout/stderr kept per cell (head and tail) [characters].
+        memory_limit_bytes: Address-space limit of the child (RLIMIT_AS) [bytes].
+        cpu_limit_s: CPU time of one child process before it is killed (RLIMIT_CPU) [s].
+        file_size_limit_bytes: Largest file the child may write (RLIMIT_FSIZE) [bytes].
+        drop_privileges: Run the child as ``nobody`` (None = when the harness runs as root).
+    """
+
+    cell_timeout_s: float = 60.0
+    interrupt_grace_s: float = 2.0
+    startup_timeout_s: float = 120.0
+    max_output_chars: int = 20000
+    memory_limit_bytes: int = 4 << 30
+    cpu_limit_s: int = 3600
+    file_size_limit_bytes: int = 64 << 20
+    drop_privileges: bool | None = None
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What one cell produced.
+
+    Attributes:
+        output: Captured stdout+stderr (truncated), including the traceback of an error.
+        error: The error text (traceback limited to cell frames), or None.
+        timed_out: The cell hit its time limit.
+        crashed: The process died or was killed during this cell (variables are lost).
+        notice: A harness notice shown before the output (e.g. the session was restarted).
+        violations: Sandbox denials raised during the cell.
+        duration_s: Wall time of the cell [s].
+        call_s: Part of it spent answering robot calls/images in the harness [s].
+    """
+
+    output: str
+    error: str | None = None
+    timed_out: bool = False
+    crashed: bool = False
+    notice: str = ""
+    violations: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    call_s: float = 0.0
+
+    def text(self) -> str:
+        parts = [p for p in (self.notice, self.output.rstrip("\n"), self.error or "") if p]
+        return "\n".join(parts)
+
+
+@dataclass
+class _Proc:
+    popen: subprocess.Popen[bytes]
+    to_child: int
+    from_child: int
+    started_s: float = field(default_factory=time.monotonic)
+
+
+def _read_roots() -> list[str]:
+    roots = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"],
+             sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+             str(Path(captain_ros.__file__).resolve().parent)}
+    for p in sys.path:
+        if p and ("site-packages" in p or "dist-packages" in p) and os.path.isdir(p):
+            roots.add(p)
+    return sorted(roots)
+
+
+class PythonSession:
+    """A restartable sandboxed Python process with persistent globals.
+
+    Args:
+        workspace: The episode's workspace folder (the only place policy code may touch files).
+        config: Limits.
+        log_path: Where the child's own stderr goes (outside the workspace); None = discarded.
+    """
+
+    def __init__(self, workspace: str | Path, config: SessionConfig | None = None,
+                 log_path: str | Path | None = None) -> None:
+        self.workspace = Path(workspace).resolve()
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.config = config or SessionConfig()
+        self.log_path = Path(log_path) if log_path else None
+        self._proc: _Proc | None = None
+        self._pending_notice = ""
+        self.cells_run = 0
+        self.restarts = 0
+        self.violations: list[str] = []
+
+    # --- process management --------------------------------------------------------------------
+    @property
+    def drop_privileges(self) -> bool:
+        want = self.config.drop_privileges
+        is_root = hasattr(os, "getuid") and os.getuid() == 0
+        return is_root if want is None else (want and is_root)
+
+    def start(self) -> None:
+        """Start the child if it is not running (pre-imports take a moment)."""
+        if self._proc is not None and self._proc.popen.poll() is None:
+            return
+        if self.drop_privileges:
+            os.chown(self.workspace, NOBODY_UID, NOBODY_UID)
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.workspace), "LANG": "C.UTF-8",
+               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"}
+        stderr = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            popen = subprocess.Popen(
+                [sys.executable, "-I", "-m", "captain_ros.harness.sandbox_child"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=self.workspace,
+                env=env, close_fds=True, start_new_session=True)
+        finally:
+            if stderr is not subprocess.DEVNULL:
+                stderr.close()
+        assert popen.stdin is not None and popen.stdout is not None
+        proc = _Proc(popen, popen.stdin.fileno(), popen.stdout.fileno())
+        self._proc = proc
+        cfg = {"workspace": str(self.workspace), "read_roots": _read_roots(),
+               "max_output_chars": self.config.max_output_chars,
+               "memory_limit_bytes": self.config.memory_limit_bytes, "cpu_limit_s": self.config.cpu_limit_s,
+               "file_size_limit_bytes": self.config.file_size_limit_bytes,
+               "drop_to_uid": NOBODY_UID if self.drop_privileges else None,
+               "drop_to_gid": NOBODY_UID if self.drop_privileges else None}
+        try:
+            wire.write_frame(proc.to_child, cfg)
+            msg = self._recv(proc, time.monotonic() + self.config.startup_timeout_s)
+        except (OSError, wire.WireError, TimeoutError) as exc:
+            self._kill()
+            raise RuntimeError(f"the sandboxed session failed to start: {exc}") from exc
+        if not isinstance(msg, dict) or msg.get("type") != "ready":
+            self._kill()
+            raise RuntimeError(f"the sandboxed session sent {msg!r:.100} instead of ready")
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.popen.pid if self._proc else None
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.popen.poll() is None
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.popen.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            proc.popen.kill()
+        proc.popen.wait(timeout=10)
+        for f in (proc.popen.stdin, proc.popen.stdout):
+            with contextlib.suppress(OSError):
+                f.close()  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.popen.poll() is None:
+            try:
+                wire.write_frame(self._proc.to_child, {"type": "exit"})
+                self._proc.popen.wait(timeout=2)
+            except (OSError, subprocess.TimeoutExpired, wire.WireError):
+                pass
+        self._kill()
+
+    def __enter__(self) -> PythonSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @staticmethod
+    def _recv(proc: _Proc, deadline: float) -> Any:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        ready, _, _ = select.select([proc.from_child], [], [], remaining)
+        if not ready:
+            raise TimeoutError
+        return wire.read_frame(proc.from_child)
+
+    # --- cells ---------------------------------------------------------------------------------
+    def run_cell(self, code: str, handler: CellHandler) -> CellResult:
+        """Run one cell, answering its robot calls with ``handler``. Never raises."""
+        self.cells_run += 1
+        t0 = time.monotonic()
+        notice, self._pending_notice = self._pending_notice, ""
+        if self._proc is not None and self._proc.popen.poll() is not None:
+            why = self._death_reason(RuntimeError("exited"))
+            self._kill()
+            self.restarts += 1
+            notice = (notice + "\n" if notice else "") + (
+                f"[session restarted: {why}. All variables were lost; `robot`, `np`, `scipy`, `math` "
+                "and `image` are available again.]")
+        try:
+            self.start()
+        except RuntimeError as exc:
+            self._pending_notice = ""
+            return CellResult("", f"SessionError: {exc}", crashed=True, notice=notice,
+                              duration_s=time.monotonic() - t0)
+        proc = self._proc
+        assert proc is not None
+        call_s = 0.0
+        interrupted_at: float | None = None
+        images = 0
+        try:
+            wire.write_frame(proc.to_child, {"type": "exec", "code": code, "cell": self.cells_run})
+            while True:
+                if interrupted_at is None:
+                    deadline = t0 + self.config.cell_timeout_s + call_s
+                else:
+                    deadline = interrupted_at + self.config.interrupt_grace_s
+                try:
+                    msg = self._recv(proc, deadline)
+                except TimeoutError:
+                    if interrupted_at is None:
+                        interrupted_at = time.monotonic()
+                        os.kill(proc.popen.pid, signal.SIGINT)
+                        continue
+                    return self._crash(t0, call_s, notice, timed_out=True,
+                                       why=f"the cell ran past its {self.config.cell_timeout_s:g} s limit "
+                                           "and ignored the interrupt, so the process was killed")
+                if not isinstance(msg, dict):
+                    raise wire.WireError("frame is not an object")
+                kind = msg.get("type")
+                if kind == "done":
+                    violations = tuple(str(v)[:300] for v in (msg.get("violations") or [])[:100])
+                    for v in violations:
+                        log.warning("sandbox violation: %s", v)
+                    self.violations.extend(violations)
+                    return CellResult(str(msg.get("output", "")), msg.get("error") or None,
+                                      timed_out=interrupted_at is not None or bool(msg.get("interrupted")),
+                                      notice=notice, violations=violations,
+                                      duration_s=time.monotonic() - t0, call_s=call_s)
+                t_call = time.monotonic()
+                if kind == "call":
+                    reply: dict[str, Any] = {"type": "result", "result": handler.on_call(
+                        str(msg.get("name", "")), msg.get("kwargs") if isinstance(msg.get("kwargs"), dict) else {})}
+                elif kind == "image":
+                    images += 1
+                    reply = {"type": "image", "message": handler.on_image(str(msg.get("handle", "")),
+                                                                          str(msg.get("camera", "")))}
+                else:
+                    log.warning("sandbox sent an unknown message type %r", kind)
+                    self.violations.append(f"unknown message type {kind!r:.40}")
+                    reply = {"type": "error", "message": "unknown request"}
+                wire.write_frame(proc.to_child, reply)
+                call_s += time.monotonic() - t_call
+        except (OSError, wire.WireError) as exc:
+            return self._crash(t0, call_s, notice, timed_out=interrupted_at is not None,
+                               why=self._death_reason(exc))
+
+    def _death_reason(self, exc: BaseException) -> str:
+        proc = self._proc
+        code = proc.popen.poll() if proc else None
+        if code is None and proc is not None:
+            try:
+                code = proc.popen.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                code = None
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            hint = {"SIGXCPU": " (CPU time limit)", "SIGKILL": " (killed, e.g. memory)", "SIGSEGV": " (crash)"}
+            return f"the Python process died from {name}{hint.get(name, '')}"
+        if code is not None:
+            return f"the Python process exited with code {code}"
+        return f"the session pipe broke ({exc})"
+
+    def _crash(self, t0: float, call_s: float, notice: str, timed_out: bool, why: str) -> CellResult:
+        self._kill()
+        self.restarts += 1
+        log.warning("sandbox session lost: %s", why)
+        self._pending_notice = (f"[session restarted: {why}. All variables were lost; `robot`, `np`, "
+                                "`scipy`, `math` and `image` are available again.]")
+        return CellResult("", f"SessionError: {why}. The session will be restarted; variables are lost.",
+                          timed_out=timed_out, crashed=True, notice=notice,
+                          duration_s=time.monotonic() - t0, call_s=call_s)
