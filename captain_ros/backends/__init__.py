@@ -37,7 +37,7 @@ def make_backend(name: str, scene: Any = None, *, task: Any = None, seed: int | 
     if name == "fake":
         from captain_ros.backends.fake import FakeBackend
 
-        return FakeBackend(scene, **kw)
+        return FakeBackend(scene=scene, **kw)
     from captain_ros.core.errors import UnknownNameError
 
     raise UnknownNameError("backend", name, list(BACKENDS))

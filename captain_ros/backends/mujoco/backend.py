@@ -209,7 +209,7 @@ class MujocoBackend(Backend):
         for name, q in cmd.items():
             self._targets[name] = q
             d.ctrl[self._arms[name].act_ids] = q
-        watched = [self._arm_list.index(self._arms[n]) for n in cmd]
+        watched = [self._arm_list.index(self._arms[n]) for n in (cmd or self._arms)]
         n_sub = max(1, int(round(duration_s / m.opt.timestep)))
         peak = 0.0
         stopped = emergency = False

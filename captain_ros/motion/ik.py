@@ -1,0 +1,80 @@
+"""Damped-least-squares inverse kinematics over any :class:`~captain_ros.backends.base.Kinematics`.
+
+Error of a pose target in the world frame: ``[p* - p; w]`` with ``w`` the rotation vector of
+``R* R^T`` [rad]; step ``dq = J^T (J J^T + lambda^2 I)^-1 e`` with the world Jacobian, joint limits
+enforced by clipping after each step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from captain_ros.backends.base import Kinematics
+from captain_ros.core.geometry import Pose
+
+POS_TOL_M = 1e-3
+ROT_TOL_RAD = 1e-2
+DAMPING = 1e-2
+MAX_STEP_RAD = 0.4
+
+
+@dataclass(frozen=True)
+class IKResult:
+    """Outcome of one solve: joint positions [rad], residuals [m]/[rad], convergence flag."""
+
+    q: np.ndarray
+    position_error_m: float
+    rotation_error_rad: float
+    converged: bool
+    iterations: int
+
+
+def rotation_vector(r: np.ndarray) -> np.ndarray:
+    """Axis * angle [rad] of a rotation matrix (robust near 0 and pi)."""
+    cos = np.clip((np.trace(r) - 1.0) / 2.0, -1.0, 1.0)
+    angle = float(np.arccos(cos))
+    v = np.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])
+    if angle < 1e-9:
+        return 0.5 * v
+    if np.pi - angle < 1e-4:
+        d = np.sqrt(np.maximum((np.diag(r) + 1.0) / 2.0, 0.0))
+        k = int(np.argmax(d))
+        axis = r[:, k] + np.eye(3)[k]
+        return angle * axis / np.linalg.norm(axis)
+    return angle * v / (2.0 * np.sin(angle))
+
+
+def pose_error(kin: Kinematics, q: np.ndarray, target: Pose) -> np.ndarray:
+    """(6,) world-frame error ``[dp; w]`` of the tool at ``q`` toward ``target``."""
+    cur = kin.fk(q)
+    dr = target.rotation() @ cur.rotation().T
+    return np.concatenate([target.position_m - cur.position_m, rotation_vector(dr)])
+
+
+def solve(kin: Kinematics, target: Pose, q0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+          max_iters: int = 100, position_only: bool = False) -> IKResult:
+    """DLS iterations from ``q0`` until the residual is below 1 mm / 0.01 rad."""
+    q = np.clip(np.asarray(q0, dtype=float).copy(), lower, upper)
+    e = pose_error(kin, q, target)
+    it = 0
+    for it in range(1, max_iters + 1):  # noqa: B007 - reported
+        if np.linalg.norm(e[:3]) < POS_TOL_M and (position_only or np.linalg.norm(e[3:]) < ROT_TOL_RAD):
+            it -= 1
+            break
+        jac = kin.jacobian(q)
+        if position_only:
+            jac, err = jac[:3], e[:3]
+        else:
+            err = e
+        jjt = jac @ jac.T + DAMPING**2 * np.eye(jac.shape[0])
+        dq = jac.T @ np.linalg.solve(jjt, err)
+        n = float(np.max(np.abs(dq)))
+        if n > MAX_STEP_RAD:
+            dq *= MAX_STEP_RAD / n
+        q = np.clip(q + dq, lower, upper)
+        e = pose_error(kin, q, target)
+    pe, re = float(np.linalg.norm(e[:3])), float(np.linalg.norm(e[3:]))
+    ok = pe < POS_TOL_M and (position_only or re < ROT_TOL_RAD)
+    return IKResult(q, pe, re, ok, it)

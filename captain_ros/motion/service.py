@@ -1,0 +1,418 @@
+"""Guarded Cartesian motion on any :class:`~captain_ros.backends.base.Backend`.
+
+``MotionService(backend)`` implements the motion part of the robot API (``docs/contracts.md``):
+``move_to``, ``hold``, ``recover``, ``release``, ``check_motion``, ``preview_motion`` and
+``read_motion_trajectory``. Every call returns a :class:`~captain_ros.core.result.Result` and never
+raises. A move is a straight sweep (position lerp + slerp) sampled at the 20 ms control tick; the
+IK of every tick, the joint limits, the workspace box and collisions (self, other arm, table and
+static scene) are checked *before* anything moves. Execution goes tick by tick through
+``backend.servo``, which checks the force at every physics substep: ``mode="guarded"`` stops at the
+first contact above 5 N, ``mode="manipulation"`` tolerates load up to ``force_limit_n`` (40 N by
+default); the 80 N emergency limit is always on. Jaw commands tolerate the manipulation load.
+
+Dual rig: ``arm=None`` routes to the arm holding an object if exactly one does, else to the arm
+whose base is nearest to the target. ``arm="both"`` moves both arms together (two-arm lift):
+``position`` (and optionally ``orientation``) is then a dict ``{"left": [x, y, z], "right": [...]}``
+and both sweeps share one duration and are checked for arm-arm collisions jointly.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from captain_ros.backends.base import Backend
+from captain_ros.core.errors import (
+    CaptainError,
+    EStopError,
+    InvalidArgumentError,
+    NotSupportedError,
+    UnknownNameError,
+)
+from captain_ros.core.geometry import Pose
+from captain_ros.core.result import FailureCategory, Result
+from captain_ros.core.types import ForceGuard
+from captain_ros.motion import args, path
+from captain_ros.motion.planner import ArmPlan, PlanError, check_collisions, plan_sweep
+from captain_ros.motion.trajectory import MotionSample, Outcome
+
+CONTACT_FORCE_N = 5.0
+DEFAULT_FORCE_LIMIT_N = 40.0
+EMERGENCY_FORCE_N = 80.0
+SETTLE_TOL_M = 0.002
+JAW_TIMEOUT_S = 1.5
+
+
+def _safe(fn: Callable[..., Result]) -> Callable[..., Result]:
+    """Map exceptions to failed Results: robot calls never raise into policy code."""
+
+    @functools.wraps(fn)
+    def wrapper(self: MotionService, *a: Any, **kw: Any) -> Result:
+        try:
+            return fn(self, *a, **kw)
+        except PlanError as e:
+            return Result.fail(e.category, e.message, diagnostics=e.diagnostics,
+                               receipt=f"{fn.__name__}: rejected ({e.category.value}), nothing moved")
+        except UnknownNameError as e:
+            return Result.fail(FailureCategory.UNKNOWN_ID, str(e))
+        except (InvalidArgumentError, TypeError, ValueError) as e:
+            return Result.fail(FailureCategory.INVALID_ARGUMENT, f"{e}; nothing moved")
+        except EStopError as e:
+            return Result.fail(FailureCategory.ESTOP, f"{e}; an operator must reset the e-stop")
+        except NotSupportedError as e:
+            return Result.fail(FailureCategory.NOT_SUPPORTED, str(e))
+        except CaptainError as e:  # pragma: no cover - other internal errors
+            return Result.fail(FailureCategory.INTERNAL_ERROR, f"{type(e).__name__}: {e}")
+    return wrapper
+
+
+class MotionService:
+    """Guarded motion over ``backend`` (any Backend: MuJoCo, the kinematic fake, hardware)."""
+
+    def __init__(self, backend: Backend, control_dt_s: float = path.CONTROL_DT_S) -> None:
+        self.backend = backend
+        self.dt_s = control_dt_s
+        names = backend.spec.arm_names
+        self._last: dict[str, list[MotionSample]] = {a: [] for a in names}
+        self._recover_path: dict[str, list[Pose]] = {a: [] for a in names}
+        self._last_arm: str | None = None
+
+    def clear_history(self) -> None:
+        """Forget executed trajectories (call after ``backend.restore``)."""
+        for a in self._last:
+            self._last[a] = []
+            self._recover_path[a] = []
+        self._last_arm = None
+
+    # --- helpers -------------------------------------------------------------------------------
+    def _arm_names(self) -> tuple[str, ...]:
+        return self.backend.spec.arm_names
+
+    def _route(self, arm: Any, target: np.ndarray | None = None) -> str:
+        names = self._arm_names()
+        if arm is not None:
+            if not isinstance(arm, str) or arm not in names:
+                raise UnknownNameError("arm", arm, list(names))
+            return arm
+        if len(names) == 1:
+            return names[0]
+        holders = [a for a in names if self.backend.gripper(a).holding]
+        if len(holders) == 1:
+            return holders[0]
+        if target is not None:
+            d = [np.linalg.norm(self.backend.spec.arm(a).base_pose.position_m[:2] - target[:2]) for a in names]
+            return names[int(np.argmin(d))]
+        return self._last_arm or names[0]
+
+    def _guard(self, mode: str, force_limit_n: float | None, baseline_n: float = 0.0) -> ForceGuard:
+        stop = CONTACT_FORCE_N if mode == "guarded" else (force_limit_n or DEFAULT_FORCE_LIMIT_N)
+        return ForceGuard(stop_force_n=stop, emergency_force_n=EMERGENCY_FORCE_N, baseline_n=baseline_n)
+
+    def _sample(self, arm: str, t0: float) -> MotionSample:
+        b = self.backend
+        return MotionSample(b.time_s() - t0, b.ee_pose(arm), b.gripper(arm).opening_m, b.contact_force_n(arm))
+
+    def _refuse_if_estopped(self) -> None:
+        if self.backend.estopped:
+            raise EStopError("the e-stop is latched; motion is refused")
+
+    def _execute(self, plans: dict[str, ArmPlan], guard: ForceGuard) -> Outcome:
+        """Run the pre-solved joint path tick by tick, then settle on the goal (<= 0.3 s)."""
+        b = self.backend
+        t0 = b.time_s()
+        samples = {a: [self._sample(a, t0)] for a in plans}
+        n = len(next(iter(plans.values())).q)
+        peak, stop = 0.0, "reached"
+        steps = [{a: p.q[k] for a, p in plans.items()} for k in range(n)]
+        steps += [{a: p.q[-1] for a, p in plans.items()}] * 15
+        for k, q in enumerate(steps):
+            if k >= n and all(np.linalg.norm(b.ee_pose(a).position_m - p.goal.position_m) < SETTLE_TOL_M
+                              for a, p in plans.items()):
+                break
+            rep = b.servo(q, self.dt_s, guard)
+            peak = max(peak, rep.peak_force_n)
+            for a in plans:
+                samples[a].append(self._sample(a, t0))
+            if rep.stopped:
+                stop = "force_limit" if rep.emergency else "contact"
+                break
+        for a in plans:
+            self._last[a] = samples[a]
+            self._last_arm = a
+        return Outcome(samples, stop, peak, b.time_s() - t0)
+
+    def _motion_result(self, name: str, plans: dict[str, ArmPlan], out: Outcome,
+                       jaw_before: dict[str, float], mode: str, extra: dict[str, Any] | None = None) -> Result:
+        b = self.backend
+        per_arm = {}
+        for a, p in plans.items():
+            pose = b.ee_pose(a)
+            per_arm[a] = {"executed_distance_m": round(out.distance_m(a), 4),
+                          "planned_distance_m": round(p.distance_m, 4),
+                          "tcp_position_m": [round(float(v), 4) for v in pose.position_m],
+                          "tcp_quat_wxyz": [round(float(v), 4) for v in pose.quat_wxyz],
+                          "jaw_before_m": round(jaw_before[a], 4),
+                          "jaw_after_m": round(b.gripper(a).opening_m, 4),
+                          "holding": b.gripper(a).holding}
+        value = {"arm": "both" if len(plans) > 1 else next(iter(plans)), "stop_reason": out.stop_reason,
+                 "mode": mode, "duration_s": round(out.elapsed_s, 3),
+                 "peak_force_n": round(out.peak_force_n, 2), **(extra or {})}
+        if len(plans) == 1:
+            value.update(next(iter(per_arm.values())))
+        else:
+            value["arms"] = per_arm
+        parts = [f"{name} {value['arm']}: {out.stop_reason}"]
+        for a, v in per_arm.items():
+            tag = f"{a} " if len(per_arm) > 1 else ""
+            x, y, z = v["tcp_position_m"]
+            parts.append(f"{tag}moved {v['executed_distance_m']:.3f}/{v['planned_distance_m']:.3f} m, "
+                         f"jaw {v['jaw_before_m']:.3f}->{v['jaw_after_m']:.3f} m, tcp ({x:.3f},{y:.3f},{z:.3f})")
+        parts.append(f"peak {out.peak_force_n:.1f} N, {out.elapsed_s:.2f} s")
+        receipt = "; ".join(parts)
+        if out.stop_reason == "reached":
+            return Result.ok(f"{name} reached the target", value, executed=True, receipt=receipt)
+        if out.stop_reason == "contact":
+            return Result.fail(FailureCategory.CONTACT,
+                               f"stopped at first contact ({out.peak_force_n:.1f} N > {CONTACT_FORCE_N:.0f} N guard "
+                               "or the manipulation limit); inspect, then recover() or re-plan",
+                               executed=True, value=value, receipt=receipt)
+        return Result.fail(FailureCategory.FORCE_LIMIT,
+                           f"emergency force limit ({EMERGENCY_FORCE_N:.0f} N) tripped; back out with recover()",
+                           executed=True, value=value, receipt=receipt)
+
+    def _goal(self, arm: str, position: Any, orientation: Any) -> tuple[Pose, Pose]:
+        start = self.backend.ee_pose(arm)
+        p = start.position_m if position is None else args.position(position, f"position[{arm}]")
+        q = start.quat_wxyz if orientation is None else args.orientation(orientation, f"orientation[{arm}]")
+        return start, Pose(p, q)
+
+    def _plan(self, goals: dict[str, tuple[Pose, Pose]], speed_m_s: float,
+              duration_s: float | None) -> dict[str, ArmPlan]:
+        dur = duration_s or max(path.sweep_duration_s(s, g, speed_m_s) for s, g in goals.values())
+        plans = {a: plan_sweep(self.backend, a, g, path.sweep(s, g, dur, self.dt_s), s)
+                 for a, (s, g) in goals.items()}
+        ignored = check_collisions(self.backend, plans)
+        for p in plans.values():
+            p.diagnostics["start_contacts_ignored"] = ignored
+        return plans
+
+    # --- API ------------------------------------------------------------------------------------
+    @_safe
+    def move_to(self, position: Any = None, orientation: Any = None, jaw: Any = None, arm: Any = None,
+                speed_m_s: Any = 0.05, duration_s: Any = None, mode: Any = "guarded",
+                force_limit_n: Any = None) -> Result:
+        """Move the tool to an absolute pose (straight sweep) OR set the jaw opening [m]."""
+        mode = args.mode(mode)
+        speed = args.number(speed_m_s, "speed_m_s", 0.0, path.MAX_SPEED_M_S)
+        dur = None if duration_s is None else args.number(duration_s, "duration_s", 0.0, 60.0)
+        flim = None if force_limit_n is None else args.number(force_limit_n, "force_limit_n", 0.0, EMERGENCY_FORCE_N)
+        if jaw is not None and (position is not None or orientation is not None):
+            raise InvalidArgumentError("give either a pose (position/orientation) or a jaw command, not both")
+        if jaw is None and position is None and orientation is None:
+            raise InvalidArgumentError("give a position and/or orientation, or a jaw command")
+        if arm == "both":
+            if len(self._arm_names()) < 2 or jaw is not None:
+                raise InvalidArgumentError("arm='both' needs the dual rig and a pose dict {'left': ..., 'right': ...}")
+            if not isinstance(position, dict) or set(position) != set(self._arm_names()):
+                raise InvalidArgumentError("with arm='both', position must be {'left': [x,y,z], 'right': [x,y,z]}")
+            if orientation is not None and (not isinstance(orientation, dict) or not set(orientation) <= set(position)):
+                raise InvalidArgumentError("with arm='both', orientation must be None or {'left': q, 'right': q}")
+            goals = {a: self._goal(a, position[a], (orientation or {}).get(a)) for a in self._arm_names()}
+        else:
+            target = None if position is None else args.position(position)
+            a = self._route(arm, target)
+            if jaw is not None:
+                value = args.jaw(jaw, self.backend.spec.arm(a).jaw_max_opening_m)
+                self._refuse_if_estopped()
+                return self._jaw(a, value, flim)
+            goals = {a: self._goal(a, position, orientation)}
+        self._refuse_if_estopped()
+        plans = self._plan(goals, speed, dur)
+        jaw_before = {a: self.backend.gripper(a).opening_m for a in plans}
+        out = self._execute(plans, self._guard(mode, flim))
+        for a, p in plans.items():
+            self._recover_path[a] = [s.pose for s in out.samples[a]]
+            del p
+        return self._motion_result("move_to", plans, out, jaw_before, mode)
+
+    def _jaw(self, arm: str, value: float, force_limit_n: float | None) -> Result:
+        b = self.backend
+        before = b.gripper(arm).opening_m
+        cmd = b.command_gripper(arm, value)
+        guard = self._guard("manipulation", force_limit_n)
+        t0 = b.time_s()
+        samples = [self._sample(arm, t0)]
+        peak, stop, still = 0.0, "reached", 0
+        while b.time_s() - t0 < JAW_TIMEOUT_S:
+            rep = b.servo({}, self.dt_s, guard)
+            peak = max(peak, rep.peak_force_n)
+            samples.append(self._sample(arm, t0))
+            if rep.stopped:
+                stop = "force_limit" if rep.emergency else "contact"
+                break
+            opening = samples[-1].jaw_m
+            if abs(opening - cmd) < 5e-4:
+                break
+            still = still + 1 if abs(opening - samples[-2].jaw_m) < 5e-5 else 0
+            if still >= 3:
+                stop = "blocked"
+                break
+        self._last[arm] = samples
+        self._last_arm = arm
+        g = b.gripper(arm)
+        value_out = {"arm": arm, "stop_reason": stop, "jaw_command_m": round(cmd, 4),
+                     "jaw_before_m": round(before, 4), "jaw_after_m": round(g.opening_m, 4),
+                     "holding": g.holding, "grip_force_n": round(g.force_n, 2),
+                     "peak_force_n": round(peak, 2), "executed_distance_m": 0.0,
+                     "duration_s": round(b.time_s() - t0, 3)}
+        receipt = (f"jaw {arm}: {stop} (cmd {cmd:.3f} m), jaw {before:.3f}->{g.opening_m:.3f} m, "
+                   f"holding={g.holding}, grip {g.force_n:.1f} N, peak {peak:.1f} N")
+        if stop == "force_limit":
+            return Result.fail(FailureCategory.FORCE_LIMIT, "emergency force limit tripped while moving the jaw",
+                               executed=True, value=value_out, receipt=receipt)
+        msg = "jaw stopped on an object" if stop == "blocked" else "jaw reached its command"
+        return Result.ok(msg, value_out, executed=True, receipt=receipt)
+
+    @_safe
+    def hold(self, duration_s: Any = 1.0, arm: Any = None) -> Result:
+        """Keep the current targets for ``duration_s`` [s] (all arms unless ``arm`` is given)."""
+        dur = args.number(duration_s, "duration_s", 0.0, 30.0)
+        names = self._arm_names() if arm is None else (self._route(arm),)
+        self._refuse_if_estopped()
+        b = self.backend
+        base = max(b.contact_force_n(a) for a in names)
+        guard = ForceGuard(stop_force_n=DEFAULT_FORCE_LIMIT_N, emergency_force_n=EMERGENCY_FORCE_N, baseline_n=base)
+        t0, peak, emergency = b.time_s(), 0.0, False
+        n = max(1, int(round(dur / self.dt_s)))
+        for _ in range(n):
+            rep = b.servo({}, self.dt_s, guard)
+            peak = max(peak, rep.peak_force_n)
+            emergency = emergency or rep.emergency
+        value = {"arms": list(names), "duration_s": round(b.time_s() - t0, 3), "peak_force_n": round(peak, 2)}
+        receipt = f"hold {','.join(names)}: {value['duration_s']:.2f} s, peak {peak:.1f} N"
+        if emergency:
+            return Result.fail(FailureCategory.FORCE_LIMIT, "emergency force limit tripped while holding",
+                               executed=True, value=value, receipt=receipt)
+        return Result.ok("held position", value, executed=True, receipt=receipt)
+
+    @_safe
+    def recover(self, distance_m: Any = 0.05, arm: Any = None) -> Result:
+        """Back out up to ``distance_m`` [m] along the last executed trajectory (reversed)."""
+        dist = args.number(distance_m, "distance_m", 0.0, 0.3)
+        a = self._route(arm) if arm is not None else (self._last_arm or self._route(None))
+        hist = self._recover_path[a]
+        if len(hist) < 2:
+            return Result.fail(FailureCategory.PRECONDITION,
+                               f"no executed trajectory of arm {a!r} to reverse; use move_to to back away")
+        self._refuse_if_estopped()
+        b = self.backend
+        # walk back along the executed path from its end for up to `dist`
+        rev = [b.ee_pose(a)]
+        acc = 0.0
+        cut = len(hist) - 1
+        for k in range(len(hist) - 2, -1, -1):
+            step = float(np.linalg.norm(hist[k].position_m - rev[-1].position_m))
+            if acc + step > dist:
+                u = (dist - acc) / step if step > 0 else 0.0
+                p = rev[-1].position_m + u * (hist[k].position_m - rev[-1].position_m)
+                rev.append(Pose(p, path.slerp(rev[-1].quat_wxyz, hist[k].quat_wxyz, u)))
+                acc = dist
+                cut = k + 1
+                break
+            acc += step
+            rev.append(hist[k])
+            cut = k
+        if acc < 1e-4:
+            return Result.fail(FailureCategory.PRECONDITION, "already at the start of the last trajectory")
+        poses = path.polyline(rev, 0.05, self.dt_s)
+        plan = plan_sweep(b, a, poses[-1], poses, rev[0])
+        check_collisions(b, {a: plan})
+        guard = ForceGuard(stop_force_n=CONTACT_FORCE_N, emergency_force_n=EMERGENCY_FORCE_N,
+                           baseline_n=b.contact_force_n(a))
+        jaw_before = {a: b.gripper(a).opening_m}
+        out = self._execute({a: plan}, guard)
+        self._recover_path[a] = hist[:cut] + [rev[-1]] if out.stop_reason == "reached" else hist
+        return self._motion_result("recover", {a: plan}, out, jaw_before, "guarded",
+                                   {"start_force_n": round(guard.baseline_n, 2)})
+
+    @_safe
+    def release(self, arm: Any = None) -> Result:
+        """Open the jaw fully to let go of a held object; reports whether it was released."""
+        names = self._arm_names()
+        if arm is None:
+            holders = [x for x in names if self.backend.gripper(x).holding]
+            a = holders[0] if holders else self._route(None)
+        else:
+            a = self._route(arm)
+        if not self.backend.gripper(a).holding:
+            return Result.fail(FailureCategory.PRECONDITION,
+                               f"arm {a!r} holds nothing (no object between both pads); nothing moved")
+        self._refuse_if_estopped()
+        res = self._jaw(a, self.backend.spec.arm(a).jaw_max_opening_m, None)
+        released = not self.backend.gripper(a).holding
+        value = dict(res.value or {}, released=released)
+        receipt = f"release {a}: released={released}; " + res.receipt
+        if not released:
+            return Result.fail(FailureCategory.PRECONDITION, "the jaw opened but the object is still held",
+                               executed=True, value=value, receipt=receipt)
+        return Result.ok("object released", value, executed=True, receipt=receipt)
+
+    def _check(self, position: Any, orientation: Any, arm: Any, speed_m_s: float) -> tuple[str, dict[str, Any], dict[str, ArmPlan] | None]:
+        target = args.position(position)
+        a = self._route(arm, target)
+        start, goal = self._goal(a, target, orientation)
+        verdict: dict[str, Any] = {"arm": a, "distance_m": round(float(np.linalg.norm(target - start.position_m)), 4)}
+        dur = path.sweep_duration_s(start, goal, speed_m_s)
+        verdict["predicted_duration_s"] = round(dur, 3)
+        try:
+            plans = self._plan({a: (start, goal)}, speed_m_s, None)
+        except PlanError as e:
+            verdict.update(feasible=False, category=e.category.value, reason=e.message,
+                           **{k: v for k, v in e.diagnostics.items() if k != "target_m"})
+            return a, verdict, None
+        p = plans[a]
+        verdict.update(feasible=True, category=None, reachable=True, joint_limits_ok=True, collision_free=True,
+                       ik_residual_m=round(p.ik_position_error_m, 6), ik_residual_rad=round(p.ik_rotation_error_rad, 6))
+        return a, verdict, plans
+
+    @_safe
+    def check_motion(self, position: Any, orientation: Any = None, arm: Any = None) -> Result:
+        """Read-only: would ``move_to(position, orientation)`` pass its pre-checks? Nothing moves."""
+        a, verdict, _ = self._check(position, orientation, arm, 0.05)
+        if not verdict["feasible"]:
+            verdict.setdefault("reachable", verdict["category"] not in ("unreachable", "workspace"))
+            verdict.setdefault("joint_limits_ok", verdict["category"] != "joint_limit")
+            verdict.setdefault("collision_free", verdict["category"] != "collision")
+        msg = "feasible" if verdict["feasible"] else f"infeasible: {verdict['reason']}"
+        return Result.ok(msg, verdict, receipt=f"check_motion {a}: {msg}"[:300])
+
+    @_safe
+    def preview_motion(self, position: Any, orientation: Any = None, arm: Any = None,
+                       speed_m_s: Any = 0.05) -> Result:
+        """Read-only: sampled waypoints, joint path, duration and minimum clearance of a sweep."""
+        speed = args.number(speed_m_s, "speed_m_s", 0.0, path.MAX_SPEED_M_S)
+        a, verdict, plans = self._check(position, orientation, arm, speed)
+        if plans is not None:
+            p = plans[a]
+            idx = np.unique(np.linspace(0, len(p.q) - 1, min(10, len(p.q))).astype(int))
+            verdict["waypoints_m"] = [[round(float(v), 4) for v in p.poses[i].position_m] for i in idx]
+            verdict["joint_path_rad"] = [[round(float(v), 4) for v in p.q[i]] for i in idx]
+            kin = self.backend.kinematics(a)
+            clear = getattr(kin, "clearance_m", None)
+            verdict["min_clearance_m"] = (None if clear is None else
+                                          round(min(clear({a: p.q[i]}) for i in idx), 4))
+        msg = "feasible" if verdict["feasible"] else f"infeasible: {verdict['reason']}"
+        return Result.ok(msg, verdict, receipt=f"preview_motion {a}: {msg}, {verdict['predicted_duration_s']:.2f} s"[:300])
+
+    @_safe
+    def read_motion_trajectory(self, arm: Any = None, last_n: Any = 50) -> Result:
+        """The last ``last_n`` samples (t, tool position, jaw, force) of the arm's last motion."""
+        if isinstance(last_n, bool) or not isinstance(last_n, (int, np.integer)) or not 1 <= last_n <= 10000:
+            raise InvalidArgumentError(f"last_n must be an integer in [1, 10000], got {last_n!r}")
+        a = self._route(arm) if arm is not None else (self._last_arm or self._route(None))
+        s = self._last[a][-int(last_n):]
+        value = {"arm": a, "samples": [x.to_dict() for x in s], "n_total": len(self._last[a])}
+        return Result.ok(f"{len(s)} samples", value, receipt=f"read_motion_trajectory {a}: {len(s)} samples")

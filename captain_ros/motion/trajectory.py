@@ -1,0 +1,39 @@
+"""Per-arm logs of executed motions (for ``read_motion_trajectory`` and ``recover``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from captain_ros.core.geometry import Pose
+
+
+@dataclass(frozen=True)
+class MotionSample:
+    """One control tick of an executed motion: time [s], tool pose, jaw opening [m], force [N]."""
+
+    t_s: float
+    pose: Pose
+    jaw_m: float
+    force_n: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"t_s": round(self.t_s, 4), "position_m": [round(float(v), 5) for v in self.pose.position_m],
+                "jaw_m": round(self.jaw_m, 5), "force_n": round(self.force_n, 3)}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one executed motion did (per arm samples, stop reason, peak force [N])."""
+
+    samples: dict[str, list[MotionSample]]
+    stop_reason: str  # reached | contact | force_limit
+    peak_force_n: float
+    elapsed_s: float
+
+    def distance_m(self, arm: str) -> float:
+        """Straight-line displacement of the tool from start to end [m]."""
+        s = self.samples[arm]
+        return float(np.linalg.norm(s[-1].pose.position_m - s[0].pose.position_m))
