@@ -34,8 +34,10 @@ PARAMS = (
     Param("backend", "mujoco", "Robot backend.", choices=KNOWN_BACKENDS),
     Param("task", "pick_place", "Task whose scene the simulator loads (simulation backends)."),
     Param("seed", 1000, "Scene seed of the task.", min_value=0),
-    Param("joint_state_rate_hz", 30.0, "Rate of /joint_states, /tf and wrench [Hz].", 1.0, 1000.0),
-    Param("camera_rate_hz", 2.0, "Rate of camera images + CameraInfo [Hz]; 0 disables.", 0.0, 60.0),
+    Param("joint_state_rate_hz", 30.0, "Rate of /joint_states, /tf and wrench [Hz] (applied at "
+          "the next activate).", 1.0, 1000.0, read_only=False),
+    Param("camera_rate_hz", 2.0, "Rate of camera images + CameraInfo [Hz]; 0 disables (applied at "
+          "the next activate).", 0.0, 60.0, read_only=False),
     Param("cameras", "", "Comma-separated cameras to publish; empty = all."),
     Param("publish_depth", True, "Also publish 32FC1 depth images [m]."),
 )
@@ -107,10 +109,12 @@ class RobotNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
-        self._timers = [self.create_timer(1.0 / self.p["joint_state_rate_hz"], self.publish_state,
+        rate_hz = self.get_parameter("joint_state_rate_hz").value
+        camera_hz = self.get_parameter("camera_rate_hz").value
+        self._timers = [self.create_timer(1.0 / rate_hz, self.publish_state,
                                           callback_group=self.pub_group)]
-        if self.p["camera_rate_hz"] > 0:
-            self._timers.append(self.create_timer(1.0 / self.p["camera_rate_hz"],
+        if camera_hz > 0:
+            self._timers.append(self.create_timer(1.0 / camera_hz,
                                                   self.publish_cameras, callback_group=self.pub_group))
         return super().on_activate(state)
 

@@ -7,6 +7,8 @@ processes and talk to it over ROS.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rclpy.node import Node
 
 from captain_ros.ros.perception_node import PerceptionNode
@@ -14,11 +16,14 @@ from captain_ros.ros.robot_node import RobotNode
 from captain_ros.ros.runner import bring_up, run_nodes
 
 
-def make_robot_stack(backend: object = None) -> list[Node]:
-    """Robot node (configured + active) and a perception node on its locked backend."""
-    robot = RobotNode(backend=backend)
+def make_robot_stack(backend: Any = None, **node_kwargs: Any) -> list[Node]:
+    """Robot node (configured + active) and a perception node on its locked backend.
+
+    ``node_kwargs`` (e.g. ``context=``, ``cli_args=``) are passed to both nodes.
+    """
+    robot = RobotNode(backend=backend, **node_kwargs)
     bring_up(robot)
-    return [robot, PerceptionNode(robot.backend)]
+    return [robot, PerceptionNode(robot.backend, **node_kwargs)]
 
 
 def main(argv: list[str] | None = None) -> int:
