@@ -1,0 +1,184 @@
+"""The one deterministic context renderer: history -> chat messages.
+
+Used for live requests and for training data alike, so the policy is trained on exactly what it
+sees. Three rules, applied in this order:
+
+1. Tool outputs longer than ``max_tool_output_tokens`` are cut (head and tail kept, receipts sit
+   at the tail) with a marker saying how much was removed.
+2. Only the ``max_images`` (12) most recent images stay; older ones become a one-line text note.
+3. When the rendered history exceeds ``compact_at_tokens``, whole turns are removed oldest first
+   (the task context and the ``keep_recent_turns`` most recent turns always stay verbatim); a notice
+   after the task lists the commands the removed turns ran and warns that the scene may have
+   changed. Variables live in the Python session, so they survive compaction.
+
+Token counts use ``count_tokens`` (default: ``ceil(chars / 4)``, deterministic and tokenizer-free;
+pass a tokenizer's counter for exact budgets) and ``image_tokens`` per image.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from captain_ros.harness.history import History, ImageRef, Turn
+
+PYTHON_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "python",
+        "description": ("Run Python code in the persistent sandboxed session. Variables persist across "
+                        "calls; `robot` (the robot API), numpy as np, scipy and math are pre-imported; "
+                        "`image(handle, camera)` attaches a camera image. Printed output and robot "
+                        "receipts are returned."),
+        "parameters": {"type": "object",
+                       "properties": {"code": {"type": "string", "description": "Python source to run."}},
+                       "required": ["code"]},
+    },
+}
+
+_ROBOT_CALL_RE = re.compile(r"\brobot\.(\w+)\s*\(")
+_FINISH_RE = re.compile(r"(?<![\w.])finish\s*\(")
+
+
+def approx_tokens(text: str) -> int:
+    """Deterministic token estimate: one token per 4 characters (rounded up)."""
+    return math.ceil(len(text) / 4)
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    """Context budgets (paper: 12 images, 65,536-token window, compaction beyond 60k).
+
+    Attributes:
+        max_tool_output_tokens: Budget of one tool output [tokens].
+        max_images: Most recent images kept.
+        context_limit_tokens: The model's context window [tokens].
+        compact_at_tokens: Compaction starts above this many tokens [tokens].
+        keep_recent_turns: Turns that are never compacted away.
+        image_tokens: Tokens charged per image [tokens].
+    """
+
+    max_tool_output_tokens: int = 2048
+    max_images: int = 12
+    context_limit_tokens: int = 65536
+    compact_at_tokens: int = 60000
+    keep_recent_turns: int = 2
+    image_tokens: int = 256
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def truncate_output(text: str, max_tokens: int, count_tokens: Callable[[str], int] = approx_tokens) -> str:
+    """Cut ``text`` to about ``max_tokens`` keeping the head (2/3) and the tail (1/3)."""
+    if count_tokens(text) <= max_tokens:
+        return text
+    max_chars = max(16, int(len(text) * max_tokens / max(1, count_tokens(text))))
+    head, tail = (max_chars * 2) // 3, max_chars // 3
+    removed = len(text) - head - tail
+    return f"{text[:head]}\n[... {removed} characters truncated to fit the output budget ...]\n{text[-tail:]}"
+
+
+def turn_commands(turn: Turn) -> str:
+    """Short description of what a turn ran (its robot calls, else the first code line)."""
+    parts = []
+    for call in turn.calls:
+        names = _ROBOT_CALL_RE.findall(call.code) + (["finish"] if _FINISH_RE.search(call.code) else [])
+        if names:
+            seen: list[str] = []
+            for n in names:
+                if n not in seen:
+                    seen.append(n)
+            parts.append(", ".join(f"robot.{n}" if n != "finish" else "finish" for n in seen))
+        else:
+            first = next((ln.strip() for ln in call.code.splitlines() if ln.strip()), "")
+            parts.append(f"`{first[:80]}`")
+    return "; ".join(parts) if parts else "(no code)"
+
+
+def _image_part(ref: ImageRef, image_root: str | None) -> dict[str, Any]:
+    path = f"{image_root.rstrip('/')}/{ref.path}" if image_root else ref.path
+    return {"type": "image", "image": path, "camera": ref.camera, "handle": ref.handle}
+
+
+def _omitted(ref: ImageRef) -> dict[str, Any]:
+    return {"type": "text", "text": f"[image omitted: {ref.camera} of {ref.handle}; only the most recent images are kept]"}
+
+
+def _render_turn(turn: Turn, cfg: ContextConfig, count: Callable[[str], int], keep: set[str],
+                 image_root: str | None) -> list[dict[str, Any]]:
+    msgs: list[dict[str, Any]] = []
+    assistant: dict[str, Any] = {"role": "assistant", "content": turn.reasoning}
+    if turn.calls:
+        assistant["tool_calls"] = [{"id": c.call_id, "type": "function",
+                                    "function": {"name": "python", "arguments": json.dumps({"code": c.code})}}
+                                   for c in turn.calls]
+    msgs.append(assistant)
+    for out in turn.outputs:
+        msgs.append({"role": "tool", "tool_call_id": out.call_id,
+                     "content": truncate_output(out.text, cfg.max_tool_output_tokens, count)})
+        if out.images:
+            parts: list[dict[str, Any]] = [{"type": "text", "text": f"Images attached by {out.call_id}:"}]
+            parts += [_image_part(r, image_root) if r.path in keep else _omitted(r) for r in out.images]
+            msgs.append({"role": "user", "content": parts})
+    if turn.notice:
+        msgs.append({"role": "user", "content": f"[harness] {turn.notice}"})
+    return msgs
+
+
+def _tokens(msgs: list[dict[str, Any]], cfg: ContextConfig, count: Callable[[str], int]) -> int:
+    total = 0
+    for m in msgs:
+        content = m.get("content")
+        if isinstance(content, str):
+            total += count(content) + 4
+        else:
+            for p in content or []:
+                total += cfg.image_tokens if p.get("type") == "image" else count(p.get("text", ""))
+            total += 4
+        for tc in m.get("tool_calls", []):
+            total += count(tc["function"]["arguments"]) + 8
+    return total
+
+
+def _compaction_notice(removed: tuple[Turn, ...]) -> str:
+    lines = [f"[Context compacted: requests {removed[0].index}-{removed[-1].index} were removed to fit "
+             "the context window. They ran:"]
+    lines += [f"- request {t.index}: {turn_commands(t)}" for t in removed]
+    lines.append("The scene may have changed since then. Your Python variables are still defined; "
+                 "re-observe before relying on old detections or poses.]")
+    return "\n".join(lines)
+
+
+def render(history: History, config: ContextConfig | None = None,
+           count_tokens: Callable[[str], int] = approx_tokens, image_root: str | None = None) -> list[dict[str, Any]]:
+    """Chat messages for ``history`` (deterministic: same history and config -> same messages)."""
+    cfg = config or ContextConfig()
+    turns = history.turns
+    n_removed = 0
+    while True:
+        kept = turns[n_removed:]
+        refs = list(history.initial_images) + [r for t in kept for o in t.outputs for r in o.images]
+        keep = {r.path for r in refs[-cfg.max_images:]} if cfg.max_images > 0 else set()
+        task_parts: list[dict[str, Any]] = [{"type": "text", "text": history.task_md}]
+        task_parts += [_image_part(r, image_root) if r.path in keep else _omitted(r) for r in history.initial_images]
+        msgs: list[dict[str, Any]] = [{"role": "system", "content": history.system},
+                                      {"role": "user", "content": task_parts}]
+        if n_removed:
+            msgs.append({"role": "user", "content": _compaction_notice(turns[:n_removed])})
+        for t in kept:
+            msgs += _render_turn(t, cfg, count_tokens, keep, image_root)
+        if (_tokens(msgs, cfg, count_tokens) <= cfg.compact_at_tokens
+                or len(turns) - n_removed <= cfg.keep_recent_turns):
+            return msgs
+        n_removed += 1
+
+
+def context_tokens(messages: list[dict[str, Any]], config: ContextConfig | None = None,
+                   count_tokens: Callable[[str], int] = approx_tokens) -> int:
+    """Token estimate of rendered messages under the same counting rules."""
+    return _tokens(messages, config or ContextConfig(), count_tokens)
