@@ -1,0 +1,139 @@
+"""The helper library the scripted expert writes into the session in its first request.
+
+Like the frontier agents of the paper (appendix C: ``val``, ``need``, ``downq``, ``go``), the
+expert defines a few helpers once; variables persist across requests, so later cells call them.
+Everything here uses the public robot API only. Each cell ends with ``note(...)``, which prints
+one ``NOTE {json}`` line: the expert reads its own notes back from the cell output to decide the
+next request, the way an agent reads its printed values.
+
+Conventions stated in TASK.md: world frame x forward, y left, z up [m]; quaternions (w, x, y, z);
+the tool approaches along its +z axis and the jaw closes along its y axis, so a top-down grasp is
+the half-turn about world y, ``(0, 0, 1, 0)``, turned by a yaw about world z.
+"""
+
+HELPERS = r'''
+import json, math
+import numpy as np
+
+def note(**kw):
+    """Print one machine-readable line for my own bookkeeping."""
+    print("NOTE " + json.dumps(kw, default=lambda o: np.asarray(o).tolist()))
+
+def val(r, *keys, default=None):
+    """r['value'][k1][k2]... when the call succeeded, else default."""
+    if not r or not r.get("success"):
+        return default
+    v = r.get("value")
+    for k in keys:
+        if not isinstance(v, dict) or k not in v:
+            return default
+        v = v[k]
+    return v
+
+def qmul(a, b):
+    aw, ax, ay, az = a; bw, bx, by, bz = b
+    return [aw*bw - ax*bx - ay*by - az*bz, aw*bx + ax*bw + ay*bz - az*by,
+            aw*by - ax*bz + ay*bw + az*bx, aw*bz + ax*by - ay*bx + az*bw]
+
+def downq(yaw):
+    """Top-down tool orientation with the jaw's closing axis turned by yaw [rad] about world z."""
+    return qmul([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)], [0.0, 0.0, 1.0, 0.0])
+
+def wrap(a):
+    return (a + math.pi) % (2 * math.pi) - math.pi
+
+def grasp_yaw(obj_yaw, bearing, sym=math.pi / 2):
+    """Jaw yaw aligned with a face of an object of yaw obj_yaw (symmetry sym), nearest the arm's bearing."""
+    # jaw closing axis at yaw psi is (-sin psi, cos psi): psi = face normal angle - pi/2
+    cands = [wrap(obj_yaw + k * sym) for k in range(int(round(2 * math.pi / sym)))]
+    return min(cands, key=lambda p: abs(wrap(p - bearing)))
+
+def tcp(arm=None):
+    s = robot.get_robot_state(arm=arm)
+    arms = val(s, "arms", default={}) or {}
+    st = arms.get(arm) if arm in arms else (val(s) or {})
+    return np.array(st.get("end_effector_position_m", [np.nan] * 3), dtype=float)
+
+_GEOM = {}
+def base_xy(arm=None):
+    if not _GEOM:
+        _GEOM.update(val(robot.robot_geometry(), default={}) or {})
+    arms = _GEOM.get("arms") or {}
+    a = arms.get(arm) if arm in arms else next(iter(arms.values()), {})
+    return np.array(((a or {}).get("base_pose") or {}).get("position_m", [0, 0, 0])[:2], dtype=float)
+
+def bearing_to(xy, arm=None):
+    d = np.asarray(xy[:2], dtype=float) - base_xy(arm)
+    return math.atan2(d[1], d[0])
+
+def feasible(c):
+    return bool(c.get("success")) and val(c, "feasible", default=val(c, "reachable")) is not False
+
+def qy(a):
+    return [math.cos(a / 2), 0.0, math.sin(a / 2), 0.0]
+
+def qz(a):
+    return [math.cos(a / 2), 0.0, 0.0, math.sin(a / 2)]
+
+def grasp_q(p, face_yaw, arm=None, sym=math.pi / 2, tilts=(180, 170, 160, 150, 140, 130)):
+    """A feasible approach orientation at p: tilted toward the arm's bearing as little as possible,
+    rolled about the approach axis so the jaw closes across a pair of faces (face yaw face_yaw)."""
+    brg = bearing_to(p, arm)
+    base = wrap(brg + math.pi / 2 - face_yaw)
+    rolls = sorted({wrap(base - k * sym) for k in range(int(round(2 * math.pi / sym)))},
+                   key=abs)
+    for th in tilts:
+        for d in rolls:
+            q = qmul(qz(brg), qmul(qy(math.radians(th)), qz(d)))
+            if feasible(robot.check_motion(position=[float(v) for v in p], orientation=q, arm=arm)):
+                return q
+    return None
+
+def go(p, q=None, speed=0.06, mode="guarded", arm=None, force=None):
+    """Check, then move the tool in a straight line to p (and orientation q); if the straight
+    sweep is infeasible from here, rise 8 cm first and try again from there."""
+    p = [float(v) for v in p]
+    c = robot.check_motion(position=p, orientation=q, arm=arm)
+    if not feasible(c):
+        t = tcp(arm)
+        up = [float(t[0]), float(t[1]), float(max(t[2], p[2]) + 0.08)]
+        if feasible(robot.check_motion(position=up, arm=arm)):
+            robot.move_to(position=up, arm=arm, speed_m_s=speed, mode=mode, force_limit_n=force)
+            c = robot.check_motion(position=p, orientation=q, arm=arm)
+    if not feasible(c):
+        print("check_motion refused", p, c.get("failure_category"), val(c, "reason", default=c.get("message")))
+        return c
+    return robot.move_to(position=p, orientation=q, arm=arm, speed_m_s=speed, mode=mode,
+                         force_limit_n=force)
+
+def stop_reason(r):
+    return val(r, "stop_reason", default=(r or {}).get("failure_category"))
+
+def find(text, handle=None, camera="head"):
+    """Best detection for text in an observation (a fresh one when handle is None)."""
+    if handle is None:
+        handle = val(robot.observe(), "handle")
+    s = robot.segment(text, handle=handle, camera=camera)
+    dets = val(s, "detections", default=[]) or []
+    # task objects lie on the table in front of the robot: drop robot parts and far-off blobs
+    def plausible(d):
+        c = np.asarray(d.get("centroid_m", [0, 0, 9]), dtype=float)
+        near_base = min(np.linalg.norm(c[:2] - base_xy(a)) for a in (_GEOM.get("arms") or {None: 0}))
+        return c[2] < 0.15 and near_base > 0.12
+    dets = [d for d in dets if plausible(d) and d.get("score", 0.0) >= 0.5]
+    if not dets:
+        return None
+    return max(dets, key=lambda d: (round(d.get("score", 0.0), 2), d.get("area_px", 0)))
+
+def measure(det, dest=None):
+    if det is None:
+        return None
+    m = robot.measure_object_geometry(det["id"], destination=dest["id"] if dest else None)
+    return val(m)
+
+def holding(arm=None):
+    return bool(val(robot.gripper_state(arm=arm), "holding", default=False))
+
+def jaw(cmd, arm=None):
+    return robot.move_to(jaw=cmd, arm=arm)
+'''

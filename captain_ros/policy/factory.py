@@ -1,0 +1,43 @@
+"""Build a policy from its command-line spec: ``scripted``, ``openai``, ``transformers``, ``replay:FILE``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.policy.base import Policy
+
+POLICY_KINDS = ("scripted", "openai", "transformers", "replay:FILE")
+
+
+def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
+    """The policy named by ``spec``.
+
+    Options: ``base_url`` / ``model`` / ``timeout_s`` / ``max_tokens`` (openai; defaults from
+    ``$CAPTAIN_BASE_URL`` / ``$CAPTAIN_MODEL``), ``model_folder`` / ``max_new_tokens`` / ``device``
+    (transformers), ``temperature`` (both).
+    """
+    opts = dict(options or {})
+    if spec == "scripted":
+        from captain_ros.policy.scripted import ScriptedPolicy
+
+        return ScriptedPolicy()
+    if spec == "openai":
+        from captain_ros.policy.chat_policies import OpenAIPolicy
+
+        kw = {k: opts[k] for k in ("timeout_s", "max_tokens", "temperature", "max_retries",
+                                   "stream") if opts.get(k) is not None}
+        return OpenAIPolicy(opts.get("base_url") or os.environ.get("CAPTAIN_BASE_URL",
+                                                                   "http://localhost:8000/v1"),
+                            opts.get("model") or os.environ.get("CAPTAIN_MODEL", "default"), **kw)
+    if spec == "transformers":
+        from captain_ros.policy.chat_policies import TransformersPolicy
+
+        kw = {k: opts[k] for k in ("max_new_tokens", "temperature", "device") if opts.get(k) is not None}
+        return TransformersPolicy(opts.get("model_folder") or "smollm2", **kw)
+    if spec.startswith("replay:"):
+        from captain_ros.policy.replay import ReplayPolicy
+
+        return ReplayPolicy(spec.split(":", 1)[1])
+    raise InvalidArgumentError(f"unknown policy {spec!r}; valid: {', '.join(POLICY_KINDS)}")
