@@ -116,7 +116,8 @@ class ChildProcess:
                                      stderr=subprocess.STDOUT, start_new_session=True)
 
     def output(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text()
 
     def stop(self, sig: int = signal.SIGINT, timeout_s: float = 20.0) -> int:

@@ -1,0 +1,100 @@
+"""Recorder node in its own process: records an episode's topics, closes cleanly, survives kill -9."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+
+import pytest
+from captain_ros_interfaces.msg import EpisodeEvent, Receipt
+from rclpy.node import Node
+from ros_fixtures import wait_until
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
+
+from captain_ros.core import Result
+from captain_ros.ros import convert
+from captain_ros.ros.bag import read_messages, recover_bag, summarize_bag
+from captain_ros.ros.estop import LATCHED_QOS
+
+
+@pytest.fixture
+def publisher(ros_context, spinner):
+    node = Node("episode_source", context=ros_context)
+    status: list[dict] = []
+    ev = threading.Event()
+
+    def on_status(m: String) -> None:
+        status.append(json.loads(m.data))
+        ev.set()
+
+    node.create_subscription(String, "/captain/recorder/status", on_status, LATCHED_QOS)
+    pubs = {"events": node.create_publisher(EpisodeEvent, "/captain/episode_events", 100),
+            "receipts": node.create_publisher(Receipt, "/captain/receipts", 100),
+            "joints": node.create_publisher(JointState, "/joint_states", 10),
+            "tf_static": node.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)}
+    spinner.add(node)
+    return node, pubs, status, ev
+
+
+def _start_recorder(child_process, out_dir, flush_s=0.1):
+    return child_process(["-m", "captain_ros.ros.recorder_node", "--ros-args", "-p",
+                          f"output_dir:={out_dir}", "-p", f"flush_period_s:={flush_s}"], "recorder")
+
+
+def _receipt(i: int) -> Receipt:
+    return convert.result_to_receipt(Result.ok("ok", {"i": i}, receipt=f"hold {i}"), "hold",
+                                     episode_id="ep_test", call_index=i)
+
+
+def _begin(node, pubs, status, ev):
+    tf = convert.transform_msg("world", "arm_base_link", __import__("captain_ros.core", fromlist=["Pose"]).Pose(
+        [0, 0, 0]), convert.to_time(0))
+    pubs["tf_static"].publish(TFMessage(transforms=[tf]))
+    wait_until(lambda: all(p.get_subscription_count() > 0 for p in pubs.values()), 30.0,
+               ev, "the recorder to subscribe to every topic")
+    pubs["events"].publish(EpisodeEvent(episode_id="ep_test", event="start", detail_json="{}"))
+    wait_until(lambda: status and status[-1]["episode_id"] == "ep_test", 10.0, ev, "bag opened")
+
+
+def test_recorder_records_episode_and_closes_bag(publisher, child_process, tmp_path):
+    node, pubs, status, ev = publisher
+    rec = _start_recorder(child_process, tmp_path)
+    _begin(node, pubs, status, ev)
+    for i in range(5):
+        pubs["receipts"].publish(_receipt(i))
+    for k in range(3):
+        pubs["joints"].publish(JointState(name=["j1"], position=[0.1 * k]))
+    pubs["events"].publish(EpisodeEvent(episode_id="ep_test", event="end",
+                                        detail_json=json.dumps({"calls": 5})))
+    wait_until(lambda: status[-1]["last_closed"].endswith("ep_test"), 15.0, ev, "bag closed")
+    assert rec.stop(signal.SIGINT) == 0, rec.output()[-2000:]
+    bag = tmp_path / "ep_test"
+    s = summarize_bag(bag)
+    assert s.counts["/captain/receipts"] == 5 and s.counts["/captain/episode_events"] == 2
+    assert s.counts["/joint_states"] == 3 and s.counts["/tf_static"] == 1
+    assert s.qos["/tf_static"][0].durability.name == "TRANSIENT_LOCAL"
+    assert s.msgtypes["/tf_static"] == "tf2_msgs/msg/TFMessage"
+    receipts = [m for _, _, m in read_messages(bag, ["/captain/receipts"])]
+    assert sorted(convert.receipt_to_result(m).value["i"] for m in receipts) == [0, 1, 2, 3, 4]
+    events = [m.event for _, _, m in read_messages(bag, ["/captain/episode_events"])]
+    assert events == ["start", "end"]
+
+
+def test_recorder_killed_keeps_flushed_messages(publisher, child_process, tmp_path):
+    node, pubs, status, ev = publisher
+    rec = _start_recorder(child_process, tmp_path, flush_s=0.05)
+    _begin(node, pubs, status, ev)
+    for i in range(3):
+        pubs["receipts"].publish(_receipt(i))
+    wait_until(lambda: status[-1]["flushed"].get("/captain/receipts", 0) >= 3, 15.0, ev,
+               "three receipts flushed")
+    rec.stop(signal.SIGKILL)
+    bag = tmp_path / "ep_test"
+    assert not (bag / "metadata.yaml").exists()
+    recover_bag(bag)
+    assert summarize_bag(bag).counts["/captain/receipts"] == 3
+    assert [m.receipt for _, _, m in read_messages(bag, ["/captain/receipts"])] == \
+        ["hold 0", "hold 1", "hold 2"]
