@@ -164,7 +164,7 @@ class FakeBackend(Backend):
     """
 
     def __init__(self, boxes: Sequence[FakeBox] | None = None, *, scene: SceneSpec | None = None,
-                 rig: str = "piper", image_size: tuple[int, int] = (128, 128),
+                 rig: str = "piper", image_size: tuple[int, int] = (192, 256),
                  table_top_z_m: float = 0.0, stiffness_n_m: float = 2000.0) -> None:
         if scene is not None:
             rig = scene.rig
@@ -195,7 +195,7 @@ class FakeBackend(Backend):
                              {k: np.zeros(6) for k in home}, [copy.deepcopy(b) for b in boxes])
         self._kin = {a.name: FakeKinematics(self, a.name) for a in arms}
         self._rays: dict[tuple[int, int], np.ndarray] = {}
-        self._head_pose = self._look_at(np.array([-0.25, 0.0, table_top_z_m + 0.75]),
+        self._head_pose = self._look_at(np.array([0.05, 0.0, table_top_z_m + 0.55]),
                                         np.array([0.45, 0.0, table_top_z_m]))
         self._update_held()
         self._update_forces()
