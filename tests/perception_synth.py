@@ -1,7 +1,7 @@
 """Analytic RGB-D renderer and a minimal Backend for perception tests (no simulator).
 
 Scenes are gravity-aligned boxes (with yaw) and vertical cylinders on a table top at z = 0;
-pixels are ray-cast exactly (pixel centres at u + 0.5, MuJoCo-style K), colours are Lambert-shaded
+pixels are ray-cast exactly through pixel centres (cx = (W - 1) / 2, as the MuJoCo backend), colours are Lambert-shaded
 so faces of one object differ in brightness, and the id image gives ground-truth masks.
 """
 
@@ -106,7 +106,7 @@ def render(objects, world_from_camera, width=512, height=512, fovy_deg=58.0, nam
     """Ray-cast an RGB-D frame (with an id image: 0 table/floor, i+1 object i)."""
     k = intrinsics_from_fovy(fovy_deg, width, height)
     vv, uu = np.mgrid[0:height, 0:width]
-    dc = np.stack([(uu + 0.5 - k[0, 2]) / k[0, 0], (vv + 0.5 - k[1, 2]) / k[1, 1],
+    dc = np.stack([(uu - k[0, 2]) / k[0, 0], (vv - k[1, 2]) / k[1, 1],
                    np.ones_like(uu, dtype=float)], axis=-1).reshape(-1, 3)
     r = world_from_camera[:3, :3]
     o = world_from_camera[:3, 3]

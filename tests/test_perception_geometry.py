@@ -49,7 +49,7 @@ def test_backprojected_table_pixels_lie_on_table_and_object_top():
 
 def test_intrinsics_from_fovy():
     k = intrinsics_from_fovy(90.0, 200, 100)
-    assert k[1, 1] == pytest.approx(50.0) and k[0, 2] == 100 and k[1, 2] == 50
+    assert k[1, 1] == pytest.approx(50.0) and k[0, 2] == 99.5 and k[1, 2] == 49.5
 
 
 @pytest.mark.parametrize("yaw", [0.0, 0.3, -0.7, 1.2])

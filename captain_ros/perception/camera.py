@@ -1,8 +1,8 @@
 """Pinhole camera maths: back-projection of pixels with metric depth, projection of world points.
 
-Conventions: pixel ``(u, v)`` is column ``u`` and row ``v`` (0-based); a pixel's centre lies at
-continuous image coordinates ``(u + PIXEL_CENTER_OFFSET, v + PIXEL_CENTER_OFFSET)`` for the
-intrinsics ``K`` of :class:`~captain_ros.core.types.CameraFrame` (MuJoCo-style ``cx = W / 2``).
+Conventions: pixel ``(u, v)`` is column ``u`` and row ``v`` (0-based) and denotes the pixel's
+centre, so an ideal camera has ``cx = (W - 1) / 2`` (the MuJoCo backend's convention);
+``PIXEL_CENTER_OFFSET`` would shift that for intrinsics given with ``cx = W / 2``.
 Depth is metric z-depth along the optical axis [m]; 0 or NaN means no depth. ``world_from_camera``
 is the pose of the optical frame (x right, y down, z forward).
 """
@@ -13,7 +13,7 @@ import numpy as np
 
 from captain_ros.core.types import CameraFrame
 
-PIXEL_CENTER_OFFSET = 0.5
+PIXEL_CENTER_OFFSET = 0.0
 
 
 def valid_depth(frame: CameraFrame) -> np.ndarray:
@@ -75,4 +75,4 @@ def mask_points(frame: CameraFrame, mask: np.ndarray, max_points: int | None = N
 def intrinsics_from_fovy(fovy_deg: float, width_px: int, height_px: int) -> np.ndarray:
     """Pinhole K of a camera with vertical field of view ``fovy_deg`` [deg] (square pixels)."""
     f = 0.5 * height_px / np.tan(np.deg2rad(fovy_deg) / 2)
-    return np.array([[f, 0.0, width_px / 2], [0.0, f, height_px / 2], [0.0, 0.0, 1.0]])
+    return np.array([[f, 0.0, (width_px - 1) / 2], [0.0, f, (height_px - 1) / 2], [0.0, 0.0, 1.0]])

@@ -22,6 +22,7 @@ from captain_ros.perception.prompt import colour_score, describe, parse_prompt, 
 from captain_ros.perception.regions import Regions, grow_from_seed, over_segment
 from captain_ros.perception.segmenter import MaskCandidate, PointCandidate
 
+CACHE_FRAMES = 6
 MAX_OBJECT_SIZE_M = 0.45
 """Regions larger than this in any direction are not objects (robot links, furniture) [m]."""
 
@@ -54,12 +55,14 @@ class DefaultSegmenter:
         self.exclude = exclude
         self.min_score = min_score
         self.max_candidates = max_candidates
-        self._cache: tuple[int, Regions, list[RegionInfo]] | None = None
+        self._cache: list[tuple[np.ndarray, Regions, list[RegionInfo]]] = []
 
     def analyse(self, frame: CameraFrame) -> tuple[Regions, list[RegionInfo]]:
-        """Over-segment the frame and describe each object-sized region (cached per frame)."""
-        if self._cache is not None and self._cache[0] == id(frame.rgb):
-            return self._cache[1], self._cache[2]
+        """Over-segment the frame and describe each object-sized region (the last few frames are
+        cached, keyed by the identity of their RGB array)."""
+        for rgb, regions, infos in self._cache:
+            if rgb is frame.rgb:
+                return regions, infos
         regions = over_segment(frame)
         infos: list[RegionInfo] = []
         for lab, sl in enumerate(ndimage.find_objects(regions.labels), start=1):
@@ -70,7 +73,7 @@ class DefaultSegmenter:
             info = self._describe(frame, regions, lab, mask)
             if info is not None:
                 infos.append(info)
-        self._cache = (id(frame.rgb), regions, infos)
+        self._cache = [(frame.rgb, regions, infos), *self._cache[: CACHE_FRAMES - 1]]
         return regions, infos
 
     def _describe(self, frame: CameraFrame, regions: Regions, lab: int,

@@ -18,11 +18,11 @@ from captain_ros.perception.fitting import ObjectGeometry
 
 # name -> (hue in [0,1) or None for achromatic, min saturation, value range)
 COLOURS: dict[str, tuple[float | None, float, tuple[float, float]]] = {
-    "red": (0.0, 0.35, (0.15, 1.0)), "orange": (0.07, 0.4, (0.3, 1.0)),
-    "yellow": (0.15, 0.35, (0.3, 1.0)), "green": (0.33, 0.25, (0.1, 1.0)),
-    "cyan": (0.5, 0.3, (0.2, 1.0)), "blue": (0.62, 0.3, (0.1, 1.0)),
-    "purple": (0.78, 0.25, (0.1, 1.0)), "magenta": (0.85, 0.3, (0.2, 1.0)),
-    "pink": (0.92, 0.2, (0.4, 1.0)), "brown": (0.07, 0.3, (0.1, 0.55)),
+    "red": (0.0, 0.35, (0.15, 1.0)), "orange": (0.081, 0.4, (0.3, 1.0)),
+    "yellow": (0.148, 0.35, (0.3, 1.0)), "green": (0.348, 0.25, (0.1, 1.0)),
+    "cyan": (0.49, 0.3, (0.2, 1.0)), "blue": (0.635, 0.3, (0.1, 1.0)),
+    "purple": (0.78, 0.25, (0.1, 1.0)), "magenta": (0.907, 0.3, (0.2, 1.0)),
+    "pink": (0.95, 0.2, (0.45, 1.0)), "brown": (0.07, 0.3, (0.1, 0.5)),
     "white": (None, 0.0, (0.7, 1.0)), "gray": (None, 0.0, (0.2, 0.75)),
     "black": (None, 0.0, (0.0, 0.22)),
 }
@@ -82,7 +82,7 @@ def colour_score(rgb: np.ndarray, name: str) -> float:
     if s < min_sat * 0.6:
         return 0.0
     dh = min(abs(h - hue), 1 - abs(h - hue))
-    return float(max(0.0, 1.0 - dh / 0.08) * min(1.0, s / max(min_sat, 1e-3)) * vfit)
+    return float(max(0.0, 1.0 - dh / 0.06) * min(1.0, s / max(min_sat, 1e-3)) * vfit)
 
 
 def colour_name(rgb: np.ndarray) -> str:

@@ -26,13 +26,15 @@ class EdgeParams:
 
     Attributes:
         depth_abs_m: Depth jump always counted as a discontinuity [m] (plus ``depth_rel`` x depth).
+            Loose by default: faces seen at grazing angles change depth by ~1 cm per pixel, and
+            objects of one colour never touch in the task scenes, so colour edges separate them.
         depth_rel: Relative part of the depth-jump threshold [-].
         chroma: Chromaticity difference (L1 of normalised rgb) counted as a colour edge [-].
         log_intensity: |log I1 - log I2| counted as a brightness edge [-].
     """
 
-    depth_abs_m: float = 0.003
-    depth_rel: float = 0.008
+    depth_abs_m: float = 0.015
+    depth_rel: float = 0.01
     chroma: float = 0.06
     log_intensity: float = 0.6
 
@@ -62,7 +64,7 @@ def _chroma_intensity(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def edge_map(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES) -> np.ndarray:
-    """(H, W) bool: pixels on a depth discontinuity or colour edge with a right/down neighbour."""
+    """(H, W) bool: one-pixel-wide boundaries at depth discontinuities and colour edges."""
     d = np.where(valid_depth(frame), frame.depth_m, np.nan).astype(np.float32)
     chroma, logi = _chroma_intensity(frame.rgb)
     edges = np.zeros(d.shape, dtype=bool)
@@ -72,14 +74,16 @@ def edge_map(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES) -> np.ndarra
         a[axis] = slice(0, -1)
         b[axis] = slice(1, None)
         ta, tb = tuple(a), tuple(b)
-        dd = np.abs(d[ta] - d[tb])
-        tol = params.depth_abs_m + params.depth_rel * np.fmin(d[ta], d[tb])
-        jump = ~(dd <= tol)  # NaN (missing depth) counts as a jump
+        da, db = d[ta], d[tb]
+        tol = params.depth_abs_m + params.depth_rel * np.fmin(da, db)
+        jump = ~(np.abs(da - db) <= tol)  # NaN (missing depth) counts as a jump
         col = np.abs(chroma[ta] - chroma[tb]).sum(axis=-1) > params.chroma
         bright = np.abs(logi[ta] - logi[tb]) > params.log_intensity
-        e = jump | col | bright
-        edges[ta] |= e
-        edges[tb] |= e
+        # a depth jump marks only the farther pixel (the nearer surface keeps its silhouette),
+        # a colour edge only the right/lower pixel: one-pixel boundaries keep thin faces alive
+        missing = np.isnan(da) | np.isnan(db)
+        edges[ta] |= jump & (missing | (da > db))
+        edges[tb] |= (jump & (missing | (db >= da))) | col | bright
     return edges
 
 
@@ -115,6 +119,8 @@ def over_segment(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES, min_area
     core = fg & ~edge_map(frame, params)
     labels, n = ndimage.label(core)
     if n:
+        labels = _fill_edges(labels, fg, pts)
+        labels, n = merge_coloured(labels, n, frame.rgb, pts)
         areas = ndimage.sum_labels(np.ones_like(labels), labels, index=np.arange(1, n + 1))
         keep = np.zeros(n + 1, dtype=bool)
         keep[1:] = areas >= min_area_px
@@ -122,7 +128,6 @@ def over_segment(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES, min_area
         remap[keep] = np.arange(1, int(keep.sum()) + 1)
         labels = remap[labels]
         n = int(keep.sum())
-        labels = _fill_edges(labels, fg, pts)
     return Regions(labels.astype(np.int32), n, pts, sz)
 
 
@@ -142,6 +147,49 @@ def _fill_edges(labels: np.ndarray, fg: np.ndarray, pts: np.ndarray, max_px: int
     vv, uu = np.nonzero(take)
     out[vv[close], uu[close]] = labels[iv[take][close], iu[take][close]]
     return out
+
+
+MERGE_CHROMA = 0.1
+"""Adjacent coloured regions whose median chromaticities differ less than this are merged [-]."""
+MIN_SATURATION = 0.35
+"""Only regions at least this saturated merge (faces of one coloured object under shading) [-]."""
+
+
+def merge_coloured(labels: np.ndarray, n: int, rgb: np.ndarray, pts: np.ndarray,
+                   max_gap_m: float = 0.008) -> tuple[np.ndarray, int]:
+    """Merge touching regions of the same saturated colour (the top and the shaded sides of one
+    object are split by brightness edges); neutral regions (robot, fixtures) stay apart."""
+    if n < 2:
+        return labels, n
+    idx = np.arange(1, n + 1)
+    chroma, _ = _chroma_intensity(rgb)
+    med = np.stack([ndimage.median(chroma[..., c], labels, idx) for c in range(3)], axis=1)
+    f = rgb.astype(float)
+    sat_px = (f.max(axis=2) - f.min(axis=2)) / np.maximum(f.max(axis=2), 1.0)
+    sat = np.asarray(ndimage.median(sat_px, labels, idx))
+    parent = np.arange(n + 1)
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for axis in (0, 1):
+        a = [slice(None), slice(None)]
+        b = [slice(None), slice(None)]
+        a[axis] = slice(0, -1)
+        b[axis] = slice(1, None)
+        la, lb = labels[tuple(a)], labels[tuple(b)]
+        gap = np.linalg.norm(pts[tuple(a)] - pts[tuple(b)], axis=-1)
+        sel = (la != lb) & (la > 0) & (lb > 0) & (gap < max_gap_m)
+        for x, y in set(zip(la[sel].tolist(), lb[sel].tolist(), strict=True)):
+            if sat[x - 1] >= MIN_SATURATION and sat[y - 1] >= MIN_SATURATION and \
+                    np.abs(med[x - 1] - med[y - 1]).sum() < MERGE_CHROMA:
+                parent[find(x)] = find(y)
+    roots = np.array([find(i) for i in range(n + 1)])
+    uniq, remap = np.unique(roots, return_inverse=True)  # uniq[0] == 0 (background)
+    return remap[labels].astype(np.int32), int(len(uniq) - 1)
 
 
 def grow_from_seed(frame: CameraFrame, u: int, v: int, granularity: str = "object",
