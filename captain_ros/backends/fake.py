@@ -73,6 +73,9 @@ class FakeBox:
     rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
     held_by: str | None = None
     rel_tool: np.ndarray | None = None  # 4x4 box pose in the tool frame while held
+    ever_held: bool = False
+    initial_center_m: np.ndarray | None = None
+    initial_rotation: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.center_m = np.asarray(self.center_m, dtype=float).copy()
@@ -80,6 +83,8 @@ class FakeBox:
         if self.center_m.shape != (3,) or self.size_m.shape != (3,) or np.any(self.size_m <= 0):
             raise InvalidArgumentError(f"box {self.name}: center_m needs 3 numbers and size_m 3 positive ones")
         self.rotation = rpy_matrix(0.0, 0.0, self.yaw_rad)
+        self.initial_center_m = self.center_m.copy()
+        self.initial_rotation = self.rotation.copy()
 
 
 class FakeKinematics:
@@ -306,6 +311,7 @@ class FakeBackend(Backend):
                     t_box = np.eye(4)
                     t_box[:3, :3], t_box[:3, 3] = b.rotation, b.center_m
                     b.held_by, b.rel_tool = arm, np.linalg.inv(t_tool) @ t_box
+                    b.ever_held = True
                     new = w
                     st.jaw_cmd[arm] = max(cmd, 0.0)
                     break
@@ -439,15 +445,44 @@ class FakeBackend(Backend):
             raise InvalidArgumentError("not a FakeBackend snapshot")
         self._state = copy.deepcopy(snapshot)
 
+    def _touching(self, box: FakeBox) -> list[str]:
+        out = []
+        bottom = box.center_m[2] - box.size_m[2] / 2
+        if box.held_by is None and abs(bottom - self.table_top_z_m) < 1e-6:
+            out.append("table")
+        for other in self._state.boxes:
+            if other is box:
+                continue
+            top = other.center_m[2] + other.size_m[2] / 2
+            other_bottom = other.center_m[2] - other.size_m[2] / 2
+            over = np.all(np.abs((box.center_m - other.center_m)[:2]) <= (box.size_m[:2] + other.size_m[:2]) / 2)
+            if over and (abs(bottom - top) < 1e-6 or abs(box.center_m[2] + box.size_m[2] / 2 - other_bottom) < 1e-6):
+                out.append(other.name)
+        return sorted(out)
+
     def privileged_state(self) -> dict[str, Any]:
+        """Ground truth in the MuJoCo backend's schema (objects, arms, joints, bodies)."""
         st = self._state
-        objects = {b.name: {"position_m": b.center_m.tolist(), "quat_wxyz": matrix_to_quat(b.rotation).tolist(),
-                            "yaw_rad": float(matrix_rpy(b.rotation)[2]), "size_m": b.size_m.tolist(),
-                            "held_by": b.held_by} for b in st.boxes}
-        arms = {arm: {"tcp_position_m": st.q[arm][:3].tolist(), "q": st.q[arm].tolist(),
-                      "jaw_opening_m": st.jaw[arm], "holding": any(b.held_by == arm for b in st.boxes),
-                      "contact_force_n": st.force[arm]} for arm in st.q}
-        return {"time_s": st.t_s, "table_top_z_m": self.table_top_z_m, "objects": objects, "arms": arms}
+        objects = {}
+        for b in st.boxes:
+            objects[b.name] = {
+                "position_m": b.center_m.tolist(), "quat_wxyz": matrix_to_quat(b.rotation).tolist(),
+                "initial_position_m": b.initial_center_m.tolist(),  # type: ignore[union-attr]
+                "initial_quat_wxyz": matrix_to_quat(b.initial_rotation).tolist(),  # type: ignore[arg-type]
+                "yaw_rad": float(matrix_rpy(b.rotation)[2]), "size_m": b.size_m.tolist(),
+                "held_by": b.held_by, "held": b.held_by is not None, "ever_held": b.ever_held,
+                "pad_contacts": {arm: 2 if b.held_by == arm else 0 for arm in st.q},
+                "touching": self._touching(b)}
+        arms = {}
+        for arm in st.q:
+            held = [b.name for b in st.boxes if b.held_by == arm]
+            arms[arm] = {"tcp_position_m": st.q[arm][:3].tolist(),
+                         "tcp_quat_wxyz": matrix_to_quat(rpy_matrix(*st.q[arm][3:6])).tolist(),
+                         "q_rad": st.q[arm].tolist(), "jaw_opening_m": st.jaw[arm], "jaw_command_m": st.jaw_cmd[arm],
+                         "holding": bool(held), "held_object": held[0] if held else None,
+                         "contact_force_n": st.force[arm]}
+        return {"time_s": st.t_s, "table_top_z_m": self.table_top_z_m, "objects": objects, "arms": arms,
+                "joints": {}, "bodies": {}}
 
     # --- rendering -----------------------------------------------------------------------------
     def _intrinsics(self) -> np.ndarray:
