@@ -48,7 +48,7 @@ HEAD_FOVY_DEG = 58.0
 WRIST_FOVY_DEG = 70.0
 WRIST_CAM_POS_M = (-0.055, 0.0, 0.05)  # in the link6 frame
 WRIST_CAM_TARGET_M = (0.0, 0.0, 0.20)
-HOME_Q_DEG = [0.0, 0.0, -10.0, 0.0, 30.0, 0.0]  # folded ready pose, jaws open
+HOME_Q_DEG = [0.0, 80.0, -55.0, 0.0, 70.0, 0.0]  # ready pose: tool pointing straight down at (0.23, 0, 0.11)
 
 
 def rot_x(a: float) -> np.ndarray:
@@ -108,7 +108,7 @@ def look_at_axes(pos: np.ndarray, target: np.ndarray, up: np.ndarray) -> tuple[n
 
 
 def fmt(v: object) -> str:
-    return " ".join(f"{float(x):.6g}" for x in np.asarray(v, dtype=float).reshape(-1))
+    return " ".join(f"{float(x):.10g}" for x in np.asarray(v, dtype=float).reshape(-1))
 
 
 def link_segments() -> list[tuple[np.ndarray, np.ndarray, float]]:

@@ -71,6 +71,7 @@ def solve_path(backend: Backend, arm: str, poses: list[Pose], q0: np.ndarray) ->
     lo, hi = spec.lower_rad, spec.upper_rad
     qs: list[np.ndarray] = []
     q = np.asarray(q0, dtype=float)
+    check_goal(kin, poses[-1], q, lo, hi, spec.joint_names)
     res = ik.IKResult(q, 0.0, 0.0, True, 0)
     for k, pose in enumerate(poses):
         res = ik.solve(kin, pose, q, lo, hi, max_iters=60)
@@ -97,6 +98,33 @@ def solve_path(backend: Backend, arm: str, poses: list[Pose], q0: np.ndarray) ->
         q = res.q
         qs.append(q)
     return qs, res
+
+
+def check_goal(kin: Any, goal: Pose, q0: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+               names: tuple[str, ...]) -> None:
+    """Reject a goal pose that no configuration reaches (UNREACHABLE) or only outside the limits."""
+    rng = np.random.default_rng(0)  # deterministic restarts
+    seeds = [q0] + [rng.uniform(lo, hi) for _ in range(5)]
+    best = None
+    for seed in seeds:
+        r = ik.solve(kin, goal, seed, lo, hi, max_iters=80)
+        if r.converged:
+            return
+        best = r if best is None or r.position_error_m < best.position_error_m else best
+    wide_lo, wide_hi = lo - np.pi, hi + np.pi
+    for seed in seeds[:3]:
+        free = ik.solve(kin, goal, seed, wide_lo, wide_hi, max_iters=100)
+        if free.converged:
+            bad = [names[i] for i in range(len(lo)) if free.q[i] < lo[i] or free.q[i] > hi[i]]
+            raise PlanError(FailureCategory.JOINT_LIMIT,
+                            f"the target pose needs {', '.join(bad)} beyond its limits; tilt the tool or "
+                            "choose another approach direction", joints=bad)
+    assert best is not None
+    raise PlanError(FailureCategory.UNREACHABLE,
+                    f"IK finds no solution for the target (residual {best.position_error_m * 1000:.0f} mm, "
+                    f"{np.degrees(best.rotation_error_rad):.0f} deg); choose a pose closer to the robot or "
+                    "another tool orientation", ik_residual_m=best.position_error_m,
+                    ik_residual_rad=best.rotation_error_rad)
 
 
 def _restarts(kin: Any, pose: Pose, q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> ik.IKResult | None:

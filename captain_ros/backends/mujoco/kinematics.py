@@ -39,6 +39,8 @@ class MujocoKinematics:
 
     def _set(self, q: np.ndarray) -> None:
         q = as_vector(q, 6, "q")
+        # start from the live configuration so results never depend on earlier queries (bit-exact)
+        self._data.qpos[:] = self._live.qpos
         self._data.qpos[self._arm.qpos_adr] = q
         mujoco.mj_kinematics(self._model, self._data)
 
@@ -51,6 +53,7 @@ class MujocoKinematics:
 
     def fk_matrix(self, q: np.ndarray) -> np.ndarray:
         """4x4 tool pose (cheaper than :meth:`fk`, no validation of the rotation)."""
+        self._data.qpos[:] = self._live.qpos
         self._data.qpos[self._arm.qpos_adr] = q
         mujoco.mj_kinematics(self._model, self._data)
         t = np.eye(4)
