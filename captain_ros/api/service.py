@@ -53,10 +53,12 @@ def default_receipt(name: str, result: Result) -> str:
 
 def exception_to_result(name: str, exc: BaseException) -> Result:
     """Map an exception raised below the API to a failure Result with an actionable message."""
+    text = str(exc)
+    prefix = "" if text.startswith(f"{name}") else f"{name}: "
     if isinstance(exc, UnknownNameError):
-        return Result.fail(FailureCategory.UNKNOWN_ID, f"{name}: {exc}")
+        return Result.fail(FailureCategory.UNKNOWN_ID, f"{prefix}{text}")
     if isinstance(exc, InvalidArgumentError):
-        return Result.fail(FailureCategory.INVALID_ARGUMENT, f"{name}: {exc}; nothing moved")
+        return Result.fail(FailureCategory.INVALID_ARGUMENT, f"{prefix}{text}; nothing moved")
     if isinstance(exc, EStopError):
         return Result.fail(FailureCategory.ESTOP, f"{name}: the emergency stop is latched ({exc}); "
                            "an operator must reset it")
@@ -115,7 +117,8 @@ class RobotService:
         t0 = time.perf_counter()
         self.call_count += 1
         try:
-            result = self._call(name, dict(kwargs or {}) if isinstance(kwargs, Mapping) else kwargs)
+            args = {} if kwargs is None else dict(kwargs) if isinstance(kwargs, Mapping) else kwargs
+            result = self._call(name, args)
         except BaseException as exc:  # noqa: BLE001 - nothing may escape to policy code
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
