@@ -48,6 +48,12 @@ def grasp_yaw(obj_yaw, bearing, sym=math.pi / 2):
     cands = [wrap(obj_yaw + k * sym) for k in range(int(round(2 * math.pi / sym)))]
     return min(cands, key=lambda p: abs(wrap(p - bearing)))
 
+def tcp_q(arm=None):
+    s = robot.get_robot_state(arm=arm)
+    arms = val(s, "arms", default={}) or {}
+    st = arms.get(arm) if arm in arms else (val(s) or {})
+    return st.get("end_effector_quat_wxyz")
+
 def tcp(arm=None):
     s = robot.get_robot_state(arm=arm)
     arms = val(s, "arms", default={}) or {}
@@ -75,19 +81,42 @@ def qy(a):
 def qz(a):
     return [math.cos(a / 2), 0.0, 0.0, math.sin(a / 2)]
 
-def grasp_q(p, face_yaw, arm=None, sym=math.pi / 2, tilts=(180, 170, 160, 150, 140, 130)):
-    """A feasible approach orientation at p: tilted toward the arm's bearing as little as possible,
-    rolled about the approach axis so the jaw closes across a pair of faces (face yaw face_yaw)."""
-    brg = bearing_to(p, arm)
+def approach(c, top_z, grasp_z, face_yaw, arm=None, sym=math.pi / 2, clearance=0.08):
+    """Move above c (x, y) in a grasp orientation and return (orientation, grasp height).
+
+    Candidates: tool as vertical as possible (tilted toward the arm's bearing otherwise), rolled
+    about the approach axis so the jaw closes across a pair of faces of yaw face_yaw (symmetry
+    sym). A candidate is kept when check_motion accepts the move above and then the descent; the
+    grasp height is raised in 4 mm steps (at most 12 mm) if the fingers would touch the table.
+    If no orientation is reachable straight from here, I first go above tilted 40 deg and turn
+    there. Returns (None, None) when nothing works."""
+    brg = bearing_to(c, arm)
+    above = [float(c[0]), float(c[1]), float(top_z + clearance)]
     base = wrap(brg + math.pi / 2 - face_yaw)
-    rolls = sorted({wrap(base - k * sym) for k in range(int(round(2 * math.pi / sym)))},
+    rolls = sorted({round(wrap(base - k * sym), 6) for k in range(int(round(2 * math.pi / sym)))},
                    key=abs)
-    for th in tilts:
-        for d in rolls:
-            q = qmul(qz(brg), qmul(qy(math.radians(th)), qz(d)))
-            if feasible(robot.check_motion(position=[float(v) for v in p], orientation=q, arm=arm)):
-                return q
-    return None
+    for pre in (False, True):
+        if pre:
+            r = go(above, qmul(qz(brg), qy(math.radians(140))), speed=0.08, arm=arm)
+            if not r.get("success"):
+                return None, None
+        for th in (180, 172, 164):
+            for d in rolls:
+                q = qmul(qz(brg), qmul(qy(math.radians(th)), qz(d)))
+                if not feasible(robot.check_motion(position=above, orientation=q, arm=arm)):
+                    continue
+                robot.move_to(position=above, orientation=q, arm=arm, speed_m_s=0.08)
+                for dz in (0.0, 0.004, 0.008, 0.012):
+                    down = [float(c[0]), float(c[1]), float(grasp_z + dz)]
+                    if feasible(robot.check_motion(position=down, arm=arm)):
+                        return q, grasp_z + dz
+    return None, None
+
+def ready(arm=None):
+    """Back to the pose I started from (out of the head camera's view of the table)."""
+    p, q = READY.get(arm, (None, None))
+    if p is not None:
+        return go(p, q, speed=0.08, arm=arm)
 
 def go(p, q=None, speed=0.06, mode="guarded", arm=None, force=None):
     """Check, then move the tool in a straight line to p (and orientation q); if the straight
@@ -109,10 +138,20 @@ def go(p, q=None, speed=0.06, mode="guarded", arm=None, force=None):
 def stop_reason(r):
     return val(r, "stop_reason", default=(r or {}).get("failure_category"))
 
-def find(text, handle=None, camera="head"):
-    """Best detection for text in an observation (a fresh one when handle is None)."""
+CAMS = []
+def find(text, handle=None, camera="head", fallback=False):
+    """Best detection for text in an observation (a fresh one when handle is None); with
+    fallback=True, look through the wrist cameras when the head camera sees nothing."""
     if handle is None:
-        handle = val(robot.observe(), "handle")
+        o = robot.observe()
+        handle = val(o, "handle")
+        CAMS[:] = val(o, "cameras", default=CAMS) or CAMS
+    if fallback:
+        for cam in [camera] + [c for c in CAMS if c != camera and "wrist" in c]:
+            d = find(text, handle, cam)
+            if d is not None:
+                return d
+        return None
     s = robot.segment(text, handle=handle, camera=camera)
     dets = val(s, "detections", default=[]) or []
     # task objects lie on the table in front of the robot: drop robot parts and far-off blobs
@@ -120,7 +159,7 @@ def find(text, handle=None, camera="head"):
         c = np.asarray(d.get("centroid_m", [0, 0, 9]), dtype=float)
         near_base = min(np.linalg.norm(c[:2] - base_xy(a)) for a in (_GEOM.get("arms") or {None: 0}))
         return c[2] < 0.15 and near_base > 0.12
-    dets = [d for d in dets if plausible(d) and d.get("score", 0.0) >= 0.5]
+    dets = [d for d in dets if plausible(d) and d.get("score", 0.0) >= 0.35]
     if not dets:
         return None
     return max(dets, key=lambda d: (round(d.get("score", 0.0), 2), d.get("area_px", 0)))

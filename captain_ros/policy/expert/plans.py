@@ -23,7 +23,11 @@ from captain_ros.policy.expert.skills import (
 def _setup() -> Skill:
     notes = yield Cell("Define my helpers once (they persist in the session): a top-down "
                        "orientation, a checked straight move, detection and measurement shortcuts.",
-                       HELPERS + "\nnote(ready=True, tcp=tcp().round(3))")
+                       HELPERS + "\nbase_xy()  # loads the rig geometry\n"
+                       "ARMS = list((_GEOM.get('arms') or {}).keys()) or [None]\n"
+                       "READY = {a: (tcp(a).tolist(), tcp_q(a)) for a in ARMS}\n"
+                       "READY[None] = READY[ARMS[0]]\n"
+                       "note(ready=True, arms=ARMS, tcp=READY[None][0])")
     return notes
 
 
@@ -51,8 +55,10 @@ def _transfer(obj: str, obj_prompt: str, dest: str, dest_prompt: str, tol_m: flo
 
 def verify_on(obj: str, obj_prompt: str, dest: str, dest_prompt: str) -> Skill:
     code = "\n".join([
-        "obs = robot.observe(); H = val(obs, 'handle')",
-        f"D[{obj!r}] = find({obj_prompt!r}, H); D[{dest!r}] = find({dest_prompt!r}, H)",
+        "obs = robot.observe(); H = val(obs, 'handle'); CAMS[:] = val(obs, 'cameras', default=[])",
+        f"D[{obj!r}] = find({obj_prompt!r}, H, fallback=True)",
+        f"cam = (D[{obj!r}] or {{}}).get('camera', 'head')",
+        f"D[{dest!r}] = find({dest_prompt!r}, H, cam) or find({dest_prompt!r}, H, fallback=True)",
         f"gf = measure(D[{obj!r}], D[{dest!r}]) if D[{dest!r}] is not None else None",
         f"if gf is not None: G[{obj!r}] = gf",
         "d = (gf or {}).get('destination') or {}",

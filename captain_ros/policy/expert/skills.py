@@ -44,10 +44,10 @@ def parse_notes(output: str) -> Notes:
 
 def perceive(names: dict[str, str], dest: tuple[str, str] | None = None) -> Skill:
     """Observe, segment each ``{name: prompt}``, measure each (``dest`` = (name, dest_name))."""
-    lines = ["obs = robot.observe(); H = val(obs, 'handle')",
+    lines = ["obs = robot.observe(); H = val(obs, 'handle'); CAMS[:] = val(obs, 'cameras', default=[])",
              "G = globals().get('G', {}); D = globals().get('D', {})"]
     for name, prompt in names.items():
-        lines.append(f"D[{name!r}] = find({prompt!r}, H)")
+        lines.append(f"D[{name!r}] = find({prompt!r}, H, fallback=True)")
     for name in names:
         if dest is not None and name == dest[0]:
             lines.append(f"G[{name!r}] = measure(D[{name!r}], D.get({dest[1]!r}))")
@@ -80,14 +80,13 @@ def grasp_top_down(name: str, prompt: str, sym: str = "math.pi / 2", lift_m: flo
         code = "\n".join([
             f"g = G[{name!r}]; c = np.array(g['center_m'], dtype=float)",
             f"gz = {z_expr}",
-            f"Q = grasp_q([c[0], c[1], gz], g['yaw_rad'], {arm_s}, {sym})",
-            "yaw = g['yaw_rad']",
             f"jaw('open', arm={arm_s})",
-            f"r_above = go([c[0], c[1], g['top_z_m'] + {approach_m}], Q, speed=0.08, arm={arm_s})",
-            f"r_down = go([c[0], c[1], gz], Q, speed=0.03, arm={arm_s}) if Q is not None else "
+            f"Q, gz = approach(c, g['top_z_m'], gz, g['yaw_rad'], {arm_s}, {sym}, {approach_m})",
+            "r_above = {'value': {'stop_reason': 'aligned' if Q is not None else 'no_orientation'}, 'success': Q is not None}",
+            f"r_down = go([c[0], c[1], gz], None, speed=0.03, arm={arm_s}) if Q is not None else "
             "{'success': False, 'failure_category': 'no_feasible_orientation'}",
             "note(above=stop_reason(r_above), down=stop_reason(r_down), "
-            "down_ok=bool(r_down.get('success')), yaw=round(yaw, 3), gz=round(gz, 4))",
+            "down_ok=bool(r_down.get('success')), gz=gz)",
         ])
         notes = yield Cell(
             f"Grasp the {name.replace('_', ' ')} from above: open the jaw, align the jaw with its "
@@ -100,7 +99,8 @@ def grasp_top_down(name: str, prompt: str, sym: str = "math.pi / 2", lift_m: flo
                 "re-measure before trying again.",
                 "\n".join([f"r = robot.recover(distance_m=0.03, arm={arm_s})",
                            f"go(tcp({arm_s}) + [0, 0, 0.06], arm={arm_s})",
-                           "note(recovered=stop_reason(r))"]))
+                           f"r2 = ready({arm_s})",
+                           "note(recovered=stop_reason(r), ready=stop_reason(r2))"]))
             yield from perceive({name: prompt})
             continue
         code = "\n".join([
@@ -118,7 +118,8 @@ def grasp_top_down(name: str, prompt: str, sym: str = "math.pi / 2", lift_m: flo
             return True
         yield Cell("The jaw closed empty: open it, back up and re-measure.",
                    "\n".join([f"jaw('open', arm={arm_s})",
-                              f"go(tcp({arm_s}) + [0, 0, 0.06], arm={arm_s})", "note(reset=True)"]))
+                              f"go(tcp({arm_s}) + [0, 0, 0.06], arm={arm_s})",
+                              f"ready({arm_s})", "note(reset=True)"]))
         yield from perceive({name: prompt})
     return False
 
@@ -139,6 +140,7 @@ def place_on(name: str, support_xy: str, support_top: str, margin_m: float = 0.0
         f"r_lower = go([txy[0], txy[1], rest_z + {margin_m}], None, speed=0.03, mode='manipulation')",
         "r_rel = robot.release()",
         "r_up = go(tcp() + [0, 0, 0.08], None, speed=0.06)",
+        "ready()",
         "robot.hold(duration_s=0.5)",
         "note(carry=stop_reason(r_carry), lower=stop_reason(r_lower), released=val(r_rel, 'released'), "
         "target=[round(v, 4) for v in txy])",
