@@ -64,6 +64,7 @@ SAFE_PICKLE_MODULES = ("numpy", "collections", "datetime", "decimal", "fractions
 
 _NS: dict = {}
 _VIOLATIONS: list[str] = []
+_SIG = {"in_cell": False, "pending": False}
 _OUT_FD = 1
 _IN_FD = 0
 
@@ -194,14 +195,24 @@ def _guarded_import_factory(real_import):
     return guarded_import
 
 
+def _on_sigint(signum, frame):  # noqa: ARG001
+    """Interrupt cell code only; an interrupt during a robot call is deferred until it returns."""
+    if _SIG["in_cell"]:
+        raise KeyboardInterrupt
+    _SIG["pending"] = True
+
+
 def _transport(msg: dict) -> dict:
-    """Send one request to the harness and wait for its reply (SIGINT held off meanwhile)."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    """Send one request to the harness and wait for its reply (interrupts deferred meanwhile)."""
+    was_in_cell, _SIG["in_cell"] = _SIG["in_cell"], False
     try:
         wire.write_frame(_OUT_FD, msg)
         return wire.read_frame(_IN_FD)
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        _SIG["in_cell"] = was_in_cell
+        if was_in_cell and _SIG["pending"]:
+            _SIG["pending"] = False
+            raise KeyboardInterrupt
 
 
 def _robot_send(name: str, kwargs: dict) -> dict:
@@ -256,7 +267,7 @@ def _setup(cfg: dict) -> None:
     limit(resource.RLIMIT_FSIZE, int(cfg["file_size_limit_bytes"]))
     limit(resource.RLIMIT_NOFILE, 64)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, _on_sigint)
     uid = cfg.get("drop_to_uid")
     if uid is not None and os.getuid() == 0:
         os.setgroups([])
@@ -283,11 +294,15 @@ def _run_cell(code: str, cell_no: int, cap: int) -> dict:
     try:
         tree = ast.parse(code, fname)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        exec(compile(tree, fname, "exec"), _NS)  # noqa: S102 - this is the sandbox
-        if last is not None:
-            value = eval(compile(ast.Expression(last.value), fname, "eval"), _NS)  # noqa: S307
-            if value is not None:
-                print(repr(value)[:cap])
+        _SIG["pending"], _SIG["in_cell"] = False, True
+        try:
+            exec(compile(tree, fname, "exec"), _NS)  # noqa: S102 - this is the sandbox
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), fname, "eval"), _NS)  # noqa: S307
+                if value is not None:
+                    print(repr(value)[:cap])
+        finally:
+            _SIG["in_cell"] = False
     except KeyboardInterrupt:
         interrupted = True
         error = "TimeoutError: the cell ran past its time limit and was interrupted (variables are kept)"
@@ -325,10 +340,7 @@ def main() -> None:
             return
         if msg.get("type") == "exec":
             reply = _run_cell(str(msg.get("code", "")), int(msg.get("cell", 0)), cap)
-            try:
-                wire.write_frame(_OUT_FD, reply)
-            except KeyboardInterrupt:
-                wire.write_frame(_OUT_FD, reply)
+            wire.write_frame(_OUT_FD, reply)
         elif msg.get("type") == "exit":
             return
 

@@ -229,7 +229,7 @@ class PythonSession:
     def run_cell(self, code: str, handler: CellHandler) -> CellResult:
         """Run one cell, answering its robot calls with ``handler``. Never raises."""
         self.cells_run += 1
-        t0 = time.monotonic()
+        t_begin = time.monotonic()
         notice, self._pending_notice = self._pending_notice, ""
         if self._proc is not None and self._proc.popen.poll() is not None:
             why = self._death_reason(RuntimeError("exited"))
@@ -243,9 +243,10 @@ class PythonSession:
         except RuntimeError as exc:
             self._pending_notice = ""
             return CellResult("", f"SessionError: {exc}", crashed=True, notice=notice,
-                              duration_s=time.monotonic() - t0)
+                              duration_s=time.monotonic() - t_begin)
         proc = self._proc
         assert proc is not None
+        t0 = time.monotonic()  # the timeout counts from here, not from the (re)start
         call_s = 0.0
         interrupted_at: float | None = None
         images = 0
