@@ -84,7 +84,9 @@ class RosRobotCaller:
         self.timeout_s = float(timeout_s)
         self.on_result = on_result
         self.episode_id = ""
-        self.request_index = 0
+        self.request_index_fn: Callable[[], int] = lambda: 0
+        self.refuse: Callable[[str, dict[str, Any]], Result | None] | None = None
+        self.failures = 0
         self._clients = {g: node.create_client(RobotCall, s, callback_group=callback_group)
                          for g, s in ROUTES.items()}
         self._image = node.create_client(ObservationImage, IMAGE_SRV, callback_group=callback_group)
@@ -99,12 +101,16 @@ class RosRobotCaller:
 
         t0 = time.perf_counter()
         cap = CAPABILITY_BY_NAME.get(name) if isinstance(name, str) else None
-        if cap is None or cap.service not in self._clients:
+        refused = self.refuse(str(name), kwargs) if self.refuse is not None else None
+        if refused is not None:
+            result = refused
+        elif cap is None or cap.service not in self._clients:
             result = Result.fail(FailureCategory.UNKNOWN_ID, f"unknown capability {str(name)[:60]!r}; "
                                  "valid: " + ", ".join(n for n, c in CAPABILITY_BY_NAME.items()
                                                          if c.service in self._clients))
         else:
             result = self._remote(self._clients[cap.service], name, kwargs)
+        self.failures += 0 if result.success else 1
         if self.on_result is not None:
             self.on_result(str(name), dict(kwargs or {}), result, time.perf_counter() - t0)
         return result
@@ -115,7 +121,7 @@ class RosRobotCaller:
                                f"{client.srv_name} is not running; nothing was executed. Start it.")
         try:
             req = convert.make_call_request(name, kwargs or {}, episode_id=self.episode_id,
-                                            request_index=self.request_index)
+                                            request_index=self.request_index_fn())
         except (TypeError, ValueError) as exc:
             return Result.fail(FailureCategory.INVALID_ARGUMENT,
                                f"{name}: arguments must be JSON-serialisable ({exc}); nothing moved")

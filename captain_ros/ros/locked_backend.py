@@ -6,12 +6,17 @@ while physics steps. Every Backend method runs under one re-entrant lock, so a t
 between two control ticks of a long move. :meth:`estop` deliberately does NOT take the lock: it
 must act while a tick is running (backends implement it as a thread-safe latch that the current
 or next ``servo`` honours), which bounds the stop latency by one control tick.
+
+Rendering runs on one dedicated thread: an EGL/OpenGL context stays current on the thread that
+first used it (MuJoCo's offscreen renderer), so ``capture`` from changing executor threads would
+fail with ``EGL_BAD_ACCESS``.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -34,6 +39,7 @@ class LockedBackend(Backend):
     def __init__(self, inner: Backend, lock: threading.RLock | None = None) -> None:
         self.inner = inner
         self.lock = lock or threading.RLock()
+        self._render_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="render")
 
     @property
     def spec(self) -> RobotSpec:
@@ -49,7 +55,7 @@ class LockedBackend(Backend):
 
     def capture(self, cameras: Sequence[str] | None = None) -> dict[str, CameraFrame]:
         with self.lock:
-            return self.inner.capture(cameras)
+            return self._render_thread.submit(self.inner.capture, cameras).result()
 
     def joint_state(self, arm: str) -> JointState:
         with self.lock:
@@ -101,7 +107,8 @@ class LockedBackend(Backend):
 
     def close(self) -> None:
         with self.lock:
-            self.inner.close()
+            self._render_thread.submit(self.inner.close).result()  # GL context freed where it lives
+        self._render_thread.shutdown(wait=True)
 
     def __getattr__(self, name: str) -> Any:  # backend-specific extras (read-only use)
         return getattr(self.inner, name)

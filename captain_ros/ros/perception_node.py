@@ -14,7 +14,6 @@ cross a process boundary before they are needed.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from captain_ros_interfaces.msg import Detections, ObservationHandle
@@ -38,17 +37,22 @@ class PerceptionNode(Node):
 
     def __init__(self, backend: Any, **kwargs: Any) -> None:
         super().__init__("captain_perception", **kwargs)
-        from captain_ros.api.service import RobotService
-        from captain_ros.perception.service import PerceptionService
-
         self.p = declare(self, PARAMS)
-        self.perception = PerceptionService(backend)
-        self.service = RobotService(backend, perception=self.perception)
+        self.backend = backend
+        self.reset()
         group = MutuallyExclusiveCallbackGroup()
         self.calls = CallServer(self, PERCEPTION_CALL_SRV, self._call, ("perception",), group)
         self.create_service(ObservationImage, IMAGE_SRV, self._on_image, callback_group=group)
         self.obs_pub = self.create_publisher(ObservationHandle, "/captain/observations", 10)
         self.det_pub = self.create_publisher(Detections, "/captain/detections", 10)
+
+    def reset(self) -> None:
+        """Fresh observation cache (after the robot node loaded a new scene)."""
+        from captain_ros.api.service import RobotService
+        from captain_ros.perception.service import PerceptionService
+
+        self.perception = PerceptionService(self.backend)
+        self.service = RobotService(self.backend, perception=self.perception)
 
     def _call(self, name: str, kwargs: dict[str, Any]) -> Result:
         result = self.service.call(name, kwargs)
@@ -74,6 +78,3 @@ class PerceptionNode(Node):
             resp.image = convert.image_msg(img, self.get_clock().now().to_msg(),
                                            convert.optical_frame(req.camera))
         return resp
-
-    def describe(self) -> str:
-        return json.dumps({"served": self.calls.served})

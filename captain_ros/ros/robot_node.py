@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from captain_ros_interfaces.srv import PrivilegedState, Restore, Snapshot
+from captain_ros_interfaces.srv import LoadScene, PrivilegedState, Restore, Snapshot
 from geometry_msgs.msg import WrenchStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
@@ -67,6 +67,7 @@ class RobotNode(LifecycleNode):
         self.service: Any = None
         self._snapshots: dict[str, Any] = {}
         self._timers: list[Any] = []
+        self.scene_listeners: list[Any] = []  # called after load_scene (e.g. perception reset)
         self.call_group = MutuallyExclusiveCallbackGroup()
         self.pub_group = MutuallyExclusiveCallbackGroup()
 
@@ -78,17 +79,21 @@ class RobotNode(LifecycleNode):
 
         inner = self._injected or make_backend(self.p["backend"], task=self.p["task"],
                                                seed=self.p["seed"])
+        self.scene = (self.p["task"], int(self.p["seed"]))
         self.backend = LockedBackend(inner)
         self.service = RobotService(self.backend, motion=MotionService(self.backend))
+        self.calls_dispatch = lambda name, kw: self.service.call(name, kw)
         spec = self.backend.spec
         names = [c.strip() for c in self.p["cameras"].split(",") if c.strip()]
         self.cameras = tuple(names or spec.cameras)
-        self.calls = CallServer(self, ROBOT_CALL_SRV, self.service.call, ("motion",), self.call_group)
+        self.calls = CallServer(self, ROBOT_CALL_SRV, self.calls_dispatch, ("motion",), self.call_group)
         self.estop = EStopInterface(self, self.backend.estop, self.backend.reset_estop,
                                     lambda: self.backend.estopped)
         self.create_service(Snapshot, "/captain/robot/snapshot", self._on_snapshot,
                             callback_group=self.call_group)
         self.create_service(Restore, "/captain/robot/restore", self._on_restore,
+                            callback_group=self.call_group)
+        self.create_service(LoadScene, "/captain/robot/load_scene", self._on_load_scene,
                             callback_group=self.call_group)
         self.create_service(PrivilegedState, "/captain/robot/privileged_state",
                             self._on_privileged, callback_group=self.call_group)
@@ -203,6 +208,33 @@ class RobotNode(LifecycleNode):
             resp.success, resp.message = False, str(exc)
             return resp
         resp.success, resp.message = True, "restored"
+        return resp
+
+    def _on_load_scene(self, req: LoadScene.Request, resp: LoadScene.Response) -> LoadScene.Response:
+        from captain_ros.api.service import RobotService
+        from captain_ros.backends import make_backend
+        from captain_ros.motion import MotionService
+
+        if (req.task, int(req.seed)) == self.scene:
+            resp.success, resp.message = True, "scene already loaded"
+            return resp
+        if self._injected is not None:
+            resp.success = False
+            resp.message = f"this robot node hosts a fixed backend with scene {self.scene}"
+            return resp
+        try:
+            new = make_backend(self.p["backend"], task=req.task, seed=int(req.seed))
+        except Exception as exc:  # noqa: BLE001 - unknown task, bad seed
+            resp.success, resp.message = False, f"cannot load {req.task!r} seed {req.seed}: {exc}"
+            return resp
+        with self.backend.lock:
+            old, self.backend.inner = self.backend.inner, new
+            self.service = RobotService(self.backend, motion=MotionService(self.backend))
+            self.scene = (req.task, int(req.seed))
+        old.close()
+        for listener in self.scene_listeners:
+            listener()
+        resp.success, resp.message = True, f"loaded {req.task} seed {req.seed}"
         return resp
 
     def _on_privileged(self, _req: Any, resp: PrivilegedState.Response) -> PrivilegedState.Response:

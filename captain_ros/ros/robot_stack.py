@@ -16,14 +16,18 @@ from captain_ros.ros.robot_node import RobotNode
 from captain_ros.ros.runner import bring_up, run_nodes
 
 
-def make_robot_stack(backend: Any = None, **node_kwargs: Any) -> list[Node]:
+def make_robot_stack(backend: Any = None, robot_overrides: list[Any] | None = None,
+                     **node_kwargs: Any) -> list[Node]:
     """Robot node (configured + active) and a perception node on its locked backend.
 
-    ``node_kwargs`` (e.g. ``context=``, ``cli_args=``) are passed to both nodes.
+    ``robot_overrides`` are parameter overrides of the robot node; ``node_kwargs`` (e.g.
+    ``context=``, ``cli_args=``) are passed to both nodes.
     """
-    robot = RobotNode(backend=backend, **node_kwargs)
+    robot = RobotNode(backend=backend, parameter_overrides=robot_overrides or [], **node_kwargs)
     bring_up(robot)
-    return [robot, PerceptionNode(robot.backend, **node_kwargs)]
+    perception = PerceptionNode(robot.backend, **node_kwargs)
+    robot.scene_listeners.append(perception.reset)
+    return [robot, perception]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,8 +22,9 @@ def bring_up(node: Node) -> None:
 
 
 def spin_nodes(nodes: Sequence[Node], threads: int | None = None) -> MultiThreadedExecutor:
-    """A multi-threaded executor holding ``nodes`` (caller spins it)."""
-    executor = MultiThreadedExecutor(num_threads=threads or max(4, 2 * len(nodes)))
+    """A multi-threaded executor holding ``nodes`` (on their context; caller spins it)."""
+    executor = MultiThreadedExecutor(num_threads=threads or max(4, 2 * len(nodes)),
+                                     context=nodes[0].context if nodes else None)
     for n in nodes:
         executor.add_node(n)
     return executor

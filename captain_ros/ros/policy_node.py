@@ -1,0 +1,228 @@
+"""Policy node: hosts the policy and the harness session; runs episodes as a ROS action.
+
+``/captain/run_episode`` (``RunEpisode``): the goal names task, seed, policy and budgets; the node
+asks the robot node to load that scene, then runs :func:`captain_ros.harness.episode.run_episode`
+with a :class:`~captain_ros.ros.calls.RosRobotCaller`, so every robot call of the policy's code
+crosses the ROS graph. Every call's receipt is published on ``/captain/receipts`` the moment it
+returns and sent as action feedback with the progress; episode start/end go to
+``/captain/episode_events`` (the recorder opens/closes the episode's bag on them).
+
+Cancel is clean: no further policy request is made, robot calls still in the current cell are
+refused with ``budget_exhausted`` ("episode canceled"), the call in flight finishes (guarded), the
+session is closed and the goal ends as canceled with the partial counts.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from captain_ros_interfaces.action import RunEpisode
+from captain_ros_interfaces.msg import EpisodeEvent, Receipt
+from captain_ros_interfaces.srv import LoadScene, PrivilegedState
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+from std_msgs.msg import String
+
+from captain_ros.core.result import FailureCategory, Result
+from captain_ros.ros import convert
+from captain_ros.ros.calls import RosRobotCaller, _call_sync
+from captain_ros.ros.episode_glue import CancellablePolicy
+from captain_ros.ros.estop import LATCHED_QOS
+from captain_ros.ros.params import Param, declare
+
+PARAMS = (
+    Param("policy", "scripted", "Default policy when a goal leaves it empty (scripted | openai | "
+          "transformers | replay:FILE)."),
+    Param("output_root", "runs/ros", "Folder of episode folders when a goal gives no output_dir."),
+    Param("call_timeout_s", 120.0, "Longest wait for one robot call [s].", 1.0, 3600.0),
+    Param("bag_wait_s", 5.0, "Longest wait for the recorder to close the episode's bag [s].", 0.0, 60.0),
+)
+
+
+class PolicyNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("captain_policy", **kwargs)
+        self.p = declare(self, PARAMS)
+        group = ReentrantCallbackGroup()
+        self.receipt_pub = self.create_publisher(Receipt, "/captain/receipts", 100)
+        self.event_pub = self.create_publisher(EpisodeEvent, "/captain/episode_events", 100)
+        self.caller = RosRobotCaller(self, self.p["call_timeout_s"], self._on_result, group)
+        self.load_scene = self.create_client(LoadScene, "/captain/robot/load_scene", callback_group=group)
+        self.privileged = self.create_client(PrivilegedState, "/captain/robot/privileged_state",
+                                             callback_group=group)
+        self.recorder_status: dict[str, Any] = {}
+        self._status_event = threading.Event()
+        self.create_subscription(String, "/captain/recorder/status", self._on_status, LATCHED_QOS,
+                                 callback_group=group)
+        self._busy = threading.Lock()
+        self._goal: Any = None
+        self._calls = 0
+        self._policy: CancellablePolicy | None = None
+        self.server = ActionServer(self, RunEpisode, "/captain/run_episode", self._execute,
+                                   goal_callback=self._on_goal, cancel_callback=lambda _g: CancelResponse.ACCEPT,
+                                   callback_group=group)
+
+    def _on_goal(self, goal: RunEpisode.Goal) -> GoalResponse:
+        return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
+
+    def _on_status(self, msg: String) -> None:
+        self.recorder_status = json.loads(msg.data)
+        self._status_event.set()
+
+    # --- per call ------------------------------------------------------------------------------
+    def _on_result(self, name: str, kwargs: dict[str, Any], result: Result, duration_s: float) -> None:
+        goal = self._goal
+        if goal is None:
+            return
+        self._calls += 1
+        request = self._policy.requests if self._policy else 0
+        msg = convert.result_to_receipt(result, name, episode_id=self.caller.episode_id,
+                                        request_index=request, call_index=self._calls,
+                                        stamp_s=time.time(), duration_s=duration_s)
+        self.receipt_pub.publish(msg)
+        budget = max(1, self._max_requests)
+        goal.publish_feedback(RunEpisode.Feedback(
+            receipts=[msg], requests_done=request, calls_done=self._calls,
+            progress=min(1.0, request / budget), phase="running"))
+
+    def _refuse_when_canceled(self, name: str, kwargs: dict[str, Any]) -> Result | None:
+        if self._goal is not None and self._goal.is_cancel_requested:
+            return Result.fail(FailureCategory.BUDGET_EXHAUSTED,
+                               f"{name}: the episode was canceled by the operator; nothing was "
+                               "executed. Stop issuing robot calls.")
+        return None
+
+    # --- episode -------------------------------------------------------------------------------
+    def _execute(self, goal_handle: Any) -> RunEpisode.Result:
+        with self._busy:
+            return self._run(goal_handle)
+
+    def _run(self, goal_handle: Any) -> RunEpisode.Result:
+        from captain_ros.harness.budgets import Budgets
+        from captain_ros.harness.episode import run_episode
+        from captain_ros.policy.factory import make_policy
+        from captain_ros.tasks import get_task
+
+        g = goal_handle.request
+        res = RunEpisode.Result()
+        episode_id = f"{g.task}_{g.seed}_{time.strftime('%Y%m%dT%H%M%S')}_{int(time.time() * 1000) % 1000:03d}"
+        res.episode_id = episode_id
+        try:
+            task = get_task(g.task)
+            defaults = Budgets()
+            budgets = Budgets(max_requests=g.max_requests or defaults.max_requests,
+                              max_wall_s=g.max_wall_time_s or defaults.max_wall_s,
+                              max_physical_actions=g.max_physical_actions or defaults.max_physical_actions)
+            policy = make_policy(g.policy or self.p["policy"])
+        except Exception as exc:  # noqa: BLE001 - a bad goal aborts with a reason
+            res.outcome_label, res.summary_json = "invalid_goal", json.dumps({"error": str(exc)})
+            goal_handle.abort()
+            return res
+        loaded = self._load_scene(g.task, int(g.seed))
+        if loaded is not None:
+            res.outcome_label, res.summary_json = "scene_not_loaded", json.dumps({"error": loaded})
+            goal_handle.abort()
+            return res
+        out_dir = Path(g.output_dir or Path(self.p["output_root"]) / episode_id)
+        self._goal, self._calls, self._max_requests = goal_handle, 0, budgets.max_requests
+        self._policy = CancellablePolicy(policy, lambda: goal_handle.is_cancel_requested)
+        self.caller.episode_id, self.caller.refuse = episode_id, self._refuse_when_canceled
+        self.caller.request_index_fn = lambda: self._policy.requests if self._policy else 0
+        self._event(episode_id, "start", {"task": g.task, "seed": g.seed, "out_dir": str(out_dir)})
+        bag_open = self._recorder_bag_for(episode_id)
+        try:
+            summary = run_episode(task, int(g.seed), self.caller, self._policy, budgets, out_dir,
+                                  host_success=self._host_success(task))
+        finally:
+            self._publish_harness_receipts(out_dir)
+            self._event(episode_id, "end", {"calls": self._calls})
+            self._goal, self.caller.refuse = None, None
+            policy.close()
+        res.outcome_label = "canceled" if goal_handle.is_cancel_requested else summary.outcome
+        res.host_success, res.strict_success = summary.host_success, summary.strict_success
+        res.requests, res.calls = summary.requests, summary.robot_calls
+        res.physical_actions, res.wall_time_s = summary.physical_actions, summary.wall_s
+        res.failures = self._failures
+        res.bag_path = self._wait_bag_closed(bag_open)
+        res.summary_json = json.dumps(summary.to_dict(), default=str)
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.succeed()
+        return res
+
+    def _publish_harness_receipts(self, out_dir: Path) -> None:
+        """Publish the receipts of ``finish()`` calls (answered by the harness's completion gate,
+        not by a robot node) from the episode's trajectory, so the topic holds every receipt."""
+        path = out_dir / "trajectory.jsonl"
+        if not path.exists():
+            return
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            for cell in rec.get("calls", []) if rec.get("type") == "request" else []:
+                for call in cell.get("robot_calls", []):
+                    if call.get("name") == "finish":
+                        self._request_hint = int(rec.get("t", 0))
+                        self._on_result("finish", call.get("kwargs", {}),
+                                        Result.from_dict(call["result"]), 0.0)
+
+    @property
+    def _failures(self) -> int:
+        return self.caller.failures
+
+    def _event(self, episode_id: str, event: str, detail: dict[str, Any]) -> None:
+        self.event_pub.publish(EpisodeEvent(stamp=self.get_clock().now().to_msg(), episode_id=episode_id,
+                                            event=event, detail_json=json.dumps(detail)))
+
+    def _load_scene(self, task: str, seed: int) -> str | None:
+        if not self.load_scene.wait_for_service(timeout_sec=10.0):
+            return "the robot node is not running (no /captain/robot/load_scene)"
+        resp = _call_sync(self.load_scene, LoadScene.Request(task=task, seed=seed), 120.0)
+        if resp is None or not resp.success:
+            return resp.message if resp is not None else "load_scene timed out"
+        return None
+
+    def _host_success(self, task: Any) -> Any:
+        def predicate() -> bool:
+            resp = _call_sync(self.privileged, PrivilegedState.Request(), 30.0)
+            if resp is None or not resp.success:
+                raise RuntimeError("privileged state unavailable (hardware or robot node down)")
+            return bool(task.success(json.loads(resp.state_json)))
+
+        return predicate if self.privileged.service_is_ready() else None
+
+    def _recorder_bag_for(self, episode_id: str) -> str:
+        """Path of the bag the recorder opened for ``episode_id`` ('' without a recorder)."""
+        if not self.recorder_status:
+            return ""
+        deadline = time.monotonic() + self.p["bag_wait_s"]
+        while self.recorder_status.get("episode_id") != episode_id:
+            if time.monotonic() >= deadline:
+                return ""
+            self._status_event.wait(0.05)
+            self._status_event.clear()
+        return str(self.recorder_status.get("open", ""))
+
+    def _wait_bag_closed(self, path: str) -> str:
+        if not path:
+            return ""
+        deadline = time.monotonic() + self.p["bag_wait_s"]
+        while self.recorder_status.get("last_closed") != path and time.monotonic() < deadline:
+            self._status_event.wait(0.05)
+            self._status_event.clear()
+        return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    from captain_ros.ros.runner import run_nodes
+
+    return run_nodes(argv, lambda: [PolicyNode()])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

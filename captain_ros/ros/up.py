@@ -1,0 +1,129 @@
+"""``captain up``: the whole ROS graph in one process, one episode through the RunEpisode action.
+
+Composes the same nodes as ``launch/captain.launch.py`` (robot + perception, policy, recorder)
+from the same ``config/captain.yaml`` on one multi-threaded executor, for machines without the
+ROS launch tools. It then acts as an operator: sends a ``RunEpisode`` goal, prints every receipt
+from the action feedback as it arrives, and prints the result summary (outcome, host/strict
+success, counts, bag path). Exit status 0 when the episode ran to an end, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+CONFIG = Path(__file__).resolve().parents[2] / "config" / "captain.yaml"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", default="pick_place", help="task name (default: pick_place)")
+    parser.add_argument("--seed", type=int, default=1000, help="scene seed (default: 1000)")
+    parser.add_argument("--policy", default="", help="scripted | openai | transformers | replay:FILE "
+                        "(default: the policy node's parameter)")
+    parser.add_argument("--backend", default="", help="mujoco | fake (default: from the params file)")
+    parser.add_argument("--params-file", default=str(CONFIG), help="ROS 2 params file")
+    parser.add_argument("--out", default="runs/up", help="episode folder; the bag goes to OUT/bags")
+    parser.add_argument("--max-requests", type=int, default=0, help="request budget (0 = default)")
+    parser.add_argument("--max-wall-s", type=float, default=0.0, help="wall-time budget [s] (0 = default)")
+    parser.add_argument("--no-record", action="store_true", help="do not start the recorder node")
+    parser.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID for this graph")
+    parser.add_argument("--quiet", action="store_true", help="do not print receipts as they arrive")
+
+
+def compose(params_file: str, backend: str = "", record_dir: str | None = None,
+            context: Any = None, backend_obj: Any = None) -> list[Any]:
+    """The graph's nodes (robot node configured and active) with parameters from ``params_file``."""
+    from rclpy.parameter import Parameter
+
+    from captain_ros.ros.policy_node import PolicyNode
+    from captain_ros.ros.recorder_node import RecorderNode
+    from captain_ros.ros.robot_stack import make_robot_stack
+
+    cli = ["--ros-args", "--params-file", params_file] if params_file else []
+    kw = {"context": context, "cli_args": cli}
+    robot_over = [Parameter("backend", value=backend)] if backend else []
+    nodes = make_robot_stack(backend_obj, robot_overrides=robot_over, **kw)
+    nodes.append(PolicyNode(**kw))
+    if record_dir is not None:
+        nodes.append(RecorderNode(parameter_overrides=[Parameter("output_dir", value=record_dir)], **kw))
+    return nodes
+
+
+def run(args: argparse.Namespace) -> int:
+    import rclpy
+    from captain_ros_interfaces.action import RunEpisode
+    from rclpy.action import ActionClient
+    from rclpy.node import Node
+
+    from captain_ros.ros.env import apply_ros_environment, default_state_dir
+    from captain_ros.ros.runner import spin_nodes
+
+    apply_ros_environment(default_state_dir(), args.domain_id)
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=args.domain_id)
+    out = Path(args.out).absolute()
+    nodes: list[Any] = []
+    try:
+        nodes = compose(args.params_file, args.backend,
+                        None if args.no_record else str(out / "bags"), context)
+        operator = Node("captain_up", context=context)
+        client = ActionClient(operator, RunEpisode, "/captain/run_episode")
+        executor = spin_nodes([*nodes, operator])
+        threading.Thread(target=executor.spin, daemon=True).start()
+        if not client.wait_for_server(timeout_sec=30.0):
+            print("captain up: the policy node's action server did not come up", file=sys.stderr)
+            return 1
+        goal = RunEpisode.Goal(task=args.task, seed=args.seed, policy=args.policy,
+                               max_requests=args.max_requests, max_wall_time_s=args.max_wall_s,
+                               output_dir=str(out))
+
+        def on_feedback(fb: Any) -> None:
+            if not args.quiet:
+                for r in fb.feedback.receipts:
+                    print(f"[{r.request_index:02d}.{r.call_index:03d}] {r.receipt}", flush=True)
+
+        done = threading.Event()
+        sent = client.send_goal_async(goal, feedback_callback=on_feedback)
+        sent.add_done_callback(lambda _f: done.set())
+        done.wait()
+        handle = sent.result()
+        if not handle.accepted:
+            print("captain up: the goal was rejected", file=sys.stderr)
+            return 1
+        finished = threading.Event()
+        result_future = handle.get_result_async()
+        result_future.add_done_callback(lambda _f: finished.set())
+        try:
+            finished.wait()
+        except KeyboardInterrupt:
+            handle.cancel_goal_async()
+            finished.wait(60)
+        res = result_future.result().result
+        print(json.dumps(result_summary(res), indent=2))
+        return 0 if res.outcome_label not in ("invalid_goal", "scene_not_loaded") else 1
+    finally:
+        for n in nodes:
+            n.destroy_node()
+        context.try_shutdown()
+
+
+def result_summary(res: Any) -> dict[str, Any]:
+    return {"episode_id": res.episode_id, "outcome": res.outcome_label,
+            "host_success": res.host_success, "strict_success": res.strict_success,
+            "requests": res.requests, "robot_calls": res.calls,
+            "physical_actions": res.physical_actions, "failures": res.failures,
+            "wall_time_s": round(res.wall_time_s, 3), "bag": res.bag_path}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="captain up", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""Launch the captain_ros graph: robot + perception, policy, recorder.
+
+    ros2 launch captain_ros captain.launch.py backend:=mujoco task:=pick_place policy:=scripted
+
+Arguments: ``backend`` (mujoco | fake | piper | xr1 | humanoid), ``task``, ``seed``, ``policy``,
+``params_file`` (default: the package's config/captain.yaml), ``record`` (true | false),
+``bag_dir``. A backend that is not implemented yet stops the launch at once with a message naming
+the implemented ones. The robot and perception nodes share one process (the perception service
+reads the backend's cameras in-process); the policy and recorder nodes run in their own.
+Send an episode with ``ros2 action send_goal /captain/run_episode
+captain_ros_interfaces/action/RunEpisode "{task: pick_place, seed: 1000}" --feedback``.
+Without the launch tools, ``captain up`` composes the same nodes from the same YAML.
+"""
+
+import os
+
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from launch import LaunchDescription
+
+IMPLEMENTED_BACKENDS = ("mujoco", "fake")
+KNOWN_BACKENDS = ("mujoco", "fake", "piper", "xr1", "humanoid")
+
+
+def _default_params_file():
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return os.path.join(get_package_share_directory("captain_ros"), "config", "captain.yaml")
+    except Exception:  # noqa: BLE001 - source checkout without an ament index entry
+        return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "config", "captain.yaml")
+
+
+def _nodes(context, *args, **kwargs):
+    backend = LaunchConfiguration("backend").perform(context)
+    if backend not in IMPLEMENTED_BACKENDS:
+        known = "known" if backend in KNOWN_BACKENDS else "unknown"
+        raise RuntimeError(
+            f"backend:={backend} ({known}) is not implemented yet; implemented backends: "
+            f"{', '.join(IMPLEMENTED_BACKENDS)}")
+    params_file = LaunchConfiguration("params_file").perform(context)
+    task = LaunchConfiguration("task").perform(context)
+    seed = int(LaunchConfiguration("seed").perform(context))
+    policy = LaunchConfiguration("policy").perform(context)
+    bag_dir = LaunchConfiguration("bag_dir").perform(context)
+    return [
+        # two nodes (captain_robot, captain_perception) in one process: no name= remap here
+        Node(package="captain_ros", executable="captain_robot_stack", output="screen",
+             parameters=[params_file, {"backend": backend, "task": task, "seed": seed}],
+             on_exit=Shutdown(reason="robot process exited")),
+        Node(package="captain_ros", executable="captain_policy", name="captain_policy",
+             output="screen", parameters=[params_file, {"policy": policy}]),
+        Node(package="captain_ros", executable="captain_recorder", name="captain_recorder",
+             output="screen", parameters=[params_file, {"output_dir": bag_dir}],
+             condition=IfCondition(LaunchConfiguration("record"))),
+    ]
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument("backend", default_value="mujoco",
+                              description=f"robot backend: {' | '.join(KNOWN_BACKENDS)}"),
+        DeclareLaunchArgument("task", default_value="pick_place", description="task of the scene"),
+        DeclareLaunchArgument("seed", default_value="1000", description="scene seed"),
+        DeclareLaunchArgument("policy", default_value="scripted",
+                              description="scripted | openai | transformers | replay:FILE"),
+        DeclareLaunchArgument("params_file", default_value=_default_params_file(),
+                              description="ROS 2 params file of the nodes"),
+        DeclareLaunchArgument("record", default_value="true", description="start the recorder"),
+        DeclareLaunchArgument("bag_dir", default_value="runs/bags", description="bag directory"),
+        OpaqueFunction(function=_nodes),
+    ])
