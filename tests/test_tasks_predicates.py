@@ -173,17 +173,17 @@ def test_two_arm_lift_needs_both_arms_and_height() -> None:
     s0 = initial_state("two_arm_lift")
     assert set(s0["arms"]) == {"left", "right"}
     s = copy.deepcopy(s0)
-    p = pos(s0, "long_box") + [0, 0, 0.12]
+    p = pos(s0, "long_box") + [0, 0, 0.09]
     put(s, "long_box", p, held_by="left")
     assert not t.success(s)  # one arm only
     s["objects"]["long_box"]["pad_contacts"] = {"left": 2, "right": 2}
     assert t.success(s)
-    put(s, "long_box", pos(s0, "long_box") + [0, 0, 0.05])
+    put(s, "long_box", pos(s0, "long_box") + [0, 0, 0.045])
     s["objects"]["long_box"]["pad_contacts"] = {"left": 2, "right": 2}
     assert t.milestones(s)[3] and not t.success(s)
     x = t.features(s)
     assert x[F["ee1_x_m"]] != 0  # both arms' tool points are features on the dual rig
-    top = BOX_HALF_M[2] * 2 + 0.11
+    top = BOX_HALF_M[2] * 2 + 0.09
     assert t.gate_check([rec("green box", [0.3, 0, top - BOX_HALF_M[2]], [0.035, 0.32, 0.035], resting=False)])[0]
     assert not t.gate_check([rec("green box", [0.3, 0, 0.0175], [0.035, 0.32, 0.035])])[0]
 
@@ -201,10 +201,10 @@ def test_insertion_predicate_and_gate() -> None:
     assert not t.success(s)
     blk_top = BLOCK_HEIGHT_M
     peg_c = [0.3, 0.1, PEG_HALF_HEIGHT_M]
-    inside = rec("blue peg", peg_c, [0.025, 0.025, 0.09], dest=dest("orange block", [0.3, 0.1, 0.0175], blk_top, peg_c))
+    inside = rec("blue peg", peg_c, [0.025, 0.025, 2 * PEG_HALF_HEIGHT_M], dest=dest("orange block", [0.3, 0.1, 0.0175], blk_top, peg_c))
     assert t.gate_check([inside])[0]
     above = [0.3, 0.1, PEG_HALF_HEIGHT_M + BLOCK_HEIGHT_M]
-    on_rim = rec("blue peg", above, [0.025, 0.025, 0.09], dest=dest("orange block", [0.3, 0.1, 0.0175], blk_top, above))
+    on_rim = rec("blue peg", above, [0.025, 0.025, 2 * PEG_HALF_HEIGHT_M], dest=dest("orange block", [0.3, 0.1, 0.0175], blk_top, above))
     assert not t.gate_check([on_rim])[0]
 
 

@@ -1,7 +1,7 @@
 """insertion: put a peg into the square hole of a block (single PiPER).
 
-Scene: an upright 2.5 cm-diameter, 9 cm-tall peg (body ``peg``, a named colour) and a fixed
-10 cm x 10 cm x 3.5 cm block (body ``hole_block``, another named colour) with a 3.1 cm square
+Scene: an upright 2.5 cm-diameter, 8 cm-tall peg (body ``peg``, a named colour) and a fixed
+10 cm x 10 cm x 3 cm block (body ``hole_block``, another named colour) with a 3.1 cm square
 through-hole at its centre (3 mm clearance per side), plus up to one distractor.
 Success: the peg axis within 8 mm of the hole axis, its bottom at least 2 cm below the block top,
 tilted at most 12 deg (held or released).
@@ -29,10 +29,10 @@ from captain_ros.tasks.scene_parts import (
 )
 
 PEG_RADIUS_M = 0.0125
-PEG_HALF_HEIGHT_M = 0.045
+PEG_HALF_HEIGHT_M = 0.04
 HOLE_HALF_M = 0.0155          # square hole half side (3 mm clearance per side)
 BLOCK_HALF_M = 0.05           # block outer half side
-BLOCK_HEIGHT_M = 0.035
+BLOCK_HEIGHT_M = 0.03
 
 TEMPLATES = (
     "insert the {peg} peg into the hole of the {block} block",
@@ -70,8 +70,9 @@ class Insertion(Task):
         z0 = ws.table_top_z_m
         peg_colour, block_colour = self._colours(seed)
         placer = Placer(rng, ws)
-        block_xy = placer.sample_xy(BLOCK_HALF_M * 1.42)
-        peg_xy = placer.sample_xy(PEG_RADIUS_M + 0.01)
+        # the peg is carried with its bottom 2 cm above the block (tool 11.5 cm high): r <= 0.36 m
+        block_xy = placer.sample_xy(BLOCK_HALF_M * 1.42, r_max_m=0.36)
+        peg_xy = placer.sample_xy(PEG_RADIUS_M + 0.01, r_max_m=0.36)
         yaw = float(rng.uniform(-np.pi / 4, np.pi / 4))
         peg = sample_material(rng, "mat_peg", peg_colour)
         blk = sample_material(rng, "mat_hole_block", block_colour)

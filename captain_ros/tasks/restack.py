@@ -64,7 +64,7 @@ class Restack(Task):
         z0 = ws.table_top_z_m
         placer = Placer(rng, ws)
         # the tower leaves room to set the blue cube down beside it
-        xy = placer.sample_xy(0.025, clearance_m=0.10)
+        xy = placer.sample_xy(0.025, r_max_m=0.37, clearance_m=0.10)
         yaw = sample_yaw(rng)
         red = sample_material(rng, "mat_red_cube", "red")
         blue = sample_material(rng, "mat_blue_cube", "blue")

@@ -61,7 +61,7 @@ class Stack(Task):
         placer = Placer(rng, ws)
         bodies, assets = [], []
         for colour in ("red", "green", "blue"):
-            xy = placer.sample_xy(0.025)
+            xy = placer.sample_xy(0.025, r_max_m=0.37)  # the top cube is carried 11 cm high
             mat = sample_material(rng, f"mat_{colour}_cube", colour)
             pos = (xy[0], xy[1], ws.table_top_z_m + CUBE_HALF_M + GAP_M)
             bodies.append(free_box(f"{colour}_cube", pos, (CUBE_HALF_M,) * 3, mat.name, 0.05, sample_yaw(rng)))

@@ -2,7 +2,7 @@
 
 Scene: a 32 cm x 3.5 cm x 3.5 cm box (body ``long_box``, a named colour) lying across the table
 between the two arms, its ends within reach of one arm each; one distractor cube may sit nearby.
-Success: the box's bottom at least 10 cm above the table, level within 15 deg, pinched by both
+Success: the box's bottom at least 8 cm above the table, level within 15 deg, pinched by both
 grippers.
 """
 
@@ -35,7 +35,7 @@ END_GRASP_M = 0.12
 TEMPLATES = (
     "lift the long {colour} box with both arms",
     "use both grippers to lift the {colour} bar off the table",
-    "grasp the long {colour} box at both ends and raise it by ten centimetres",
+    "grasp the long {colour} box at both ends and raise it by about ten centimetres",
     "pick up the long {colour} block with two arms and hold it level in the air",
 )
 
@@ -45,7 +45,7 @@ class TwoArmLift(Task):
 
     name = "two_arm_lift"
     rig = "piper_dual"
-    tolerances = {"lift_m": 0.10, "tilt_rad": float(np.deg2rad(15.0)), "gate_slack_m": 0.01}
+    tolerances = {"lift_m": 0.08, "tilt_rad": float(np.deg2rad(15.0)), "gate_slack_m": 0.01}
     milestone_names = ("one_reached", "both_reached", "one_grasped", "both_grasped", "lifted_half", "lifted")
 
     @property
@@ -62,7 +62,8 @@ class TwoArmLift(Task):
         rng = self.rng(seed)
         ws = self.workspace
         z0 = ws.table_top_z_m
-        xy = np.array([rng.uniform(0.24, 0.40), rng.uniform(-0.07, 0.07)])
+        # each arm lifts its end to 10 cm: its tool must stay within ~0.35 m of its base
+        xy = np.array([rng.uniform(0.20, 0.32), rng.uniform(-0.06, 0.06)])
         yaw = float(rng.uniform(-np.deg2rad(20), np.deg2rad(20)))
         colour = self._colour(seed)
         mat = sample_material(rng, "mat_long_box", colour)

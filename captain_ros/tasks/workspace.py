@@ -22,7 +22,10 @@ class Workspace:
         table_top_z_m: Height of the table surface in the world frame [m].
         arm_bases: ``{arm: (x, y, heading_rad)}`` base position [m] and forward heading [rad].
         reach_min_m / reach_max_m: Horizontal distance band from an arm base in which top-down
-            grasps on the table are comfortably reachable [m].
+            grasps on the table are comfortably reachable [m]. Measured with the motion layer's
+            IK on the PiPER model: a vertical tool reaches the table from 0.12 to 0.48 m, but
+            lifting 10 cm above the table only up to about 0.40 m (tool height at most 0.14 m at
+            0.2-0.3 m, 0.10 m at 0.40 m, 0.06 m at 0.45 m; joint 5 is limited to +-75 deg).
         bearing_rad: Half-angle of the reachable sector around an arm's heading [rad].
     """
 
@@ -30,7 +33,7 @@ class Workspace:
     table_top_z_m: float
     arm_bases: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     reach_min_m: float = 0.22
-    reach_max_m: float = 0.42
+    reach_max_m: float = 0.40
     bearing_rad: float = float(np.deg2rad(55.0))
 
     def arm_base_xy_heading(self, arm: str | None = None) -> tuple[np.ndarray, float]:
