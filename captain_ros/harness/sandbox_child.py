@@ -34,12 +34,12 @@ ALLOWED_IMPORTS = frozenset({
     "PIL", "__future__",
 })
 PRELOAD = ("numpy", "scipy", "scipy.linalg", "scipy.spatial", "scipy.spatial.transform", "scipy.optimize",
-           "scipy.interpolate", "scipy.ndimage", "scipy.signal", "scipy.stats", "PIL", "PIL.Image",
+           "scipy.interpolate", "scipy.ndimage", "PIL", "PIL.Image",
            "json", "random", "itertools", "collections", "functools", "re", "time", "datetime",
            "statistics", "dataclasses", "typing", "copy", "heapq", "bisect", "fractions", "decimal",
            "string", "textwrap", "pprint", "enum", "operator", "abc", "numbers", "array", "struct",
            "warnings", "contextlib", "base64", "hashlib", "zlib", "io", "pathlib", "csv", "cmath",
-           "encodings.latin_1", "encodings.ascii", "encodings.utf_8", "encodings.idna", "unicodedata")
+           "timeit", "difflib", "fnmatch", "glob", "calendar", "locale", "tokenize", "encodings.latin_1", "encodings.ascii", "encodings.utf_8", "encodings.idna", "unicodedata")
 DENY_NEW_IMPORTS = frozenset({
     "os", "sys", "subprocess", "socket", "_socket", "ctypes", "_ctypes", "multiprocessing",
     "_multiprocessing", "_posixsubprocess", "pty", "ssl", "_ssl", "http", "urllib", "ftplib", "smtplib",
@@ -59,7 +59,8 @@ DENY_EVENT_PREFIXES = (
 )
 PATH_EVENTS = {"os.listdir", "os.scandir", "os.chdir", "os.mkdir", "os.remove", "os.rmdir", "os.rename",
                "os.truncate", "os.utime", "os.chmod", "glob.glob", "os.listxattr", "os.getxattr"}
-BLOCKED_ATTR_SET = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__closure__", "__globals__"})
+BLOCKED_ATTR_SET = frozenset({"__code__"})
+READ_ONLY_PATH_EVENTS = frozenset({"os.listdir", "os.scandir", "glob.glob", "os.listxattr", "os.getxattr"})
 SAFE_PICKLE_MODULES = ("numpy", "collections", "datetime", "decimal", "fractions", "copyreg")
 
 _NS: dict = {}
@@ -120,7 +121,7 @@ def _make_hook(workspace: str, read_roots: tuple[str, ...]):  # noqa: C901 - one
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
     ws = workspace.rstrip("/")
     deny_prefixes, path_events, deny_imports = DENY_EVENT_PREFIXES, PATH_EVENTS, DENY_NEW_IMPORTS
-    blocked_attr, safe_pickle = BLOCKED_ATTR_SET, SAFE_PICKLE_MODULES
+    blocked_attr, safe_pickle, read_only_events = BLOCKED_ATTR_SET, SAFE_PICKLE_MODULES, READ_ONLY_PATH_EVENTS
 
     def under(path: str, root: str) -> bool:
         return path == root or path.startswith(root + "/")
@@ -156,8 +157,10 @@ def _make_hook(workspace: str, read_roots: tuple[str, ...]):  # noqa: C901 - one
                 if p is None or p == "" or p == ".":
                     continue
                 rp = resolve(p)
-                if rp is None or not under(rp, ws):
-                    _deny(event + " outside the workspace", f"{p!s:.120}")
+                if rp is not None and (under(rp, ws) or (event in read_only_events
+                                                         and any(under(rp, r) for r in read_roots))):
+                    continue
+                _deny(event + " outside the workspace", f"{p!s:.120}")
         elif event == "import":
             name = str_(args[0]) if args else ""
             top = name.split(".")[0]
