@@ -105,6 +105,12 @@ class LockedBackend(Backend):
         with self.lock:
             return self.inner.privileged_state()
 
+    def swap(self, new: Backend) -> None:
+        """Replace the wrapped backend (new scene) and close the old one on the render thread."""
+        with self.lock:
+            old, self.inner = self.inner, new
+            self._render_thread.submit(old.close).result()
+
     def close(self) -> None:
         with self.lock:
             self._render_thread.submit(self.inner.close).result()  # GL context freed where it lives

@@ -167,7 +167,6 @@ class PolicyNode(Node):
             for cell in rec.get("calls", []) if rec.get("type") == "request" else []:
                 for call in cell.get("robot_calls", []):
                     if call.get("name") == "finish":
-                        self._request_hint = int(rec.get("t", 0))
                         self._on_result("finish", call.get("kwargs", {}),
                                         Result.from_dict(call["result"]), 0.0)
 

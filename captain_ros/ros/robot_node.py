@@ -80,6 +80,10 @@ class RobotNode(LifecycleNode):
         inner = self._injected or make_backend(self.p["backend"], task=self.p["task"],
                                                seed=self.p["seed"])
         self.scene = (self.p["task"], int(self.p["seed"]))
+        try:
+            self._initial = inner.snapshot()  # load_scene of the same scene restores it exactly
+        except Exception:  # noqa: BLE001 - hardware: no snapshots
+            self._initial = None
         self.backend = LockedBackend(inner)
         self.service = RobotService(self.backend, motion=MotionService(self.backend))
         self.calls_dispatch = lambda name, kw: self.service.call(name, kw)
@@ -215,8 +219,16 @@ class RobotNode(LifecycleNode):
         from captain_ros.backends import make_backend
         from captain_ros.motion import MotionService
 
+        if (req.task, int(req.seed)) == self.scene and self._initial is not None:
+            with self.backend.lock:
+                self.backend.restore(self._initial)
+                self.service = RobotService(self.backend, motion=MotionService(self.backend))
+            for listener in self.scene_listeners:
+                listener()
+            resp.success, resp.message = True, "scene reset to its initial state"
+            return resp
         if (req.task, int(req.seed)) == self.scene:
-            resp.success, resp.message = True, "scene already loaded"
+            resp.success, resp.message = True, "scene loaded (no snapshot to reset it on this backend)"
             return resp
         if self._injected is not None:
             resp.success = False
@@ -228,10 +240,10 @@ class RobotNode(LifecycleNode):
             resp.success, resp.message = False, f"cannot load {req.task!r} seed {req.seed}: {exc}"
             return resp
         with self.backend.lock:
-            old, self.backend.inner = self.backend.inner, new
+            self.backend.swap(new)
             self.service = RobotService(self.backend, motion=MotionService(self.backend))
             self.scene = (req.task, int(req.seed))
-        old.close()
+            self._initial = new.snapshot()
         for listener in self.scene_listeners:
             listener()
         resp.success, resp.message = True, f"loaded {req.task} seed {req.seed}"

@@ -1,0 +1,141 @@
+"""Whole episodes through the ROS graph, every node in its own process.
+
+Processes: robot stack (robot + perception nodes, MuJoCo), policy node (harness + scripted
+expert), recorder; this test process is the operator (action client, receipts subscriber).
+Checks: a goal canceled mid-episode ends cleanly and the graph then runs a full episode with
+feedback to strict success; receipts on the topic, in the feedback and in the bag agree.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from action_msgs.msg import GoalStatus
+from captain_ros_interfaces.action import RunEpisode
+from captain_ros_interfaces.msg import Receipt
+from rclpy.action import ActionClient
+from rclpy.node import Node
+from ros_fixtures import ROOT, ChildProcess, Spinner, _next_domain, wait_until
+
+from captain_ros.ros import convert
+from captain_ros.ros.bag import read_messages, summarize_bag
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    import rclpy
+
+    domain = _next_domain()
+    bags = tmp_path_factory.mktemp("bags")
+    cfg = str(ROOT / "config" / "captain.yaml")
+    procs = [
+        ChildProcess(["-m", "captain_ros.ros.robot_stack", "--ros-args", "--params-file", cfg,
+                      "-p", "backend:=mujoco", "-p", "camera_rate_hz:=1.0"], domain, "robot_stack"),
+        ChildProcess(["-m", "captain_ros.ros.policy_node", "--ros-args", "--params-file", cfg,
+                      "-p", f"output_root:={tmp_path_factory.mktemp('episodes')}"], domain, "policy"),
+        ChildProcess(["-m", "captain_ros.ros.recorder_node", "--ros-args", "--params-file", cfg,
+                      "-p", f"output_dir:={bags}"], domain, "recorder"),
+    ]
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=domain)
+    node = Node("operator", context=ctx)
+    client = ActionClient(node, RunEpisode, "/captain/run_episode")
+    topic: list[Receipt] = []
+    event = threading.Event()
+
+    def on_receipt(m: Receipt) -> None:
+        topic.append(m)
+        event.set()
+
+    node.create_subscription(Receipt, "/captain/receipts", on_receipt, 100)
+    spinner = Spinner(ctx)
+    spinner.add(node)
+    try:
+        assert client.wait_for_server(timeout_sec=60.0), [p.output()[-1500:] for p in procs]
+        yield client, topic, event, procs
+    finally:
+        spinner.shutdown()
+        node.destroy_node()
+        ctx.try_shutdown()
+        codes = [p.stop() for p in procs]
+        assert codes == [0, 0, 0], [p.output()[-1500:] for p in procs]
+
+
+def _send(client, goal, on_feedback):
+    done = threading.Event()
+    fut = client.send_goal_async(goal, feedback_callback=on_feedback)
+    fut.add_done_callback(lambda _f: done.set())
+    assert done.wait(30), "goal not answered"
+    handle = fut.result()
+    assert handle.accepted
+    return handle
+
+
+def _result(handle, timeout_s):
+    done = threading.Event()
+    fut = handle.get_result_async()
+    fut.add_done_callback(lambda _f: done.set())
+    assert done.wait(timeout_s), "no result"
+    return fut.result()
+
+
+def test_cancel_mid_episode_stops_cleanly(graph):
+    client, topic, event, procs = graph
+    feedback: list = []
+    moved = threading.Event()
+
+    def on_fb(fb):
+        feedback.append(fb.feedback)
+        if any(r.capability == "move_to" for r in fb.feedback.receipts):
+            moved.set()
+
+    handle = _send(client, RunEpisode.Goal(task="pick_place", seed=1000, policy="scripted"), on_fb)
+    assert moved.wait(120), "no move_to receipt arrived"
+    cancel_done = threading.Event()
+    handle.cancel_goal_async().add_done_callback(lambda _f: cancel_done.set())
+    assert cancel_done.wait(30)
+    res = _result(handle, 120)
+    assert res.status == GoalStatus.STATUS_CANCELED
+    assert res.result.outcome_label == "canceled" and not res.result.strict_success
+    assert 0 < res.result.calls < 40 and res.result.requests >= 1
+    assert res.result.bag_path  # the recorder closed the partial episode's bag
+    assert summarize_bag(res.result.bag_path).counts["/captain/episode_events"] == 2
+
+
+def test_full_episode_with_feedback_receipts_and_bag(graph):
+    client, topic, event, procs = graph
+    feedback: list = []
+    handle = _send(client, RunEpisode.Goal(task="pick_place", seed=1000, policy="scripted",
+                                           max_requests=20), lambda fb: feedback.append(fb.feedback))
+    res = _result(handle, 300)
+    r = res.result
+    assert res.status == GoalStatus.STATUS_SUCCEEDED, r.summary_json
+    assert r.outcome_label == "success_with_finish" and r.host_success and r.strict_success
+    summary = json.loads(r.summary_json)
+    assert summary["finish_called"] and r.requests == summary["requests"] <= 20
+    fb_receipts = [rc for f in feedback for rc in f.receipts]
+    assert [rc.call_index for rc in fb_receipts] == list(range(1, len(fb_receipts) + 1))
+    assert fb_receipts[-1].capability == "finish" and fb_receipts[-1].success
+    assert feedback[-1].progress > 0 and all(0.0 <= f.progress <= 1.0 for f in feedback)
+    ep = [m for m in topic if m.episode_id == r.episode_id]
+    wait_until(lambda: len([m for m in topic if m.episode_id == r.episode_id]) == len(fb_receipts),
+               10.0, event, "all receipts on the topic")
+    ep = [m for m in topic if m.episode_id == r.episode_id]
+    assert {m.capability for m in ep} >= {"observe", "segment", "move_to", "finish"}
+    # the bag of this episode, read back
+    s = summarize_bag(r.bag_path)
+    assert s.counts["/captain/receipts"] == len(fb_receipts)
+    assert s.counts["/captain/episode_events"] == 2 and s.counts["/tf_static"] == 1
+    assert s.counts["/joint_states"] > 10 and s.counts["/tf"] > 10
+    assert s.counts.get("/camera/head/image_raw", 0) >= 1
+    assert s.msgtypes["/captain/receipts"] == "captain_ros_interfaces/msg/Receipt"
+    assert s.qos["/tf_static"][0].durability.name == "TRANSIENT_LOCAL"
+    bag_receipts = [m for _, _, m in read_messages(r.bag_path, ["/captain/receipts"])]
+    results = [convert.receipt_to_result(m) for m in bag_receipts]
+    moves = [x for m, x in zip(bag_receipts, results, strict=True) if m.capability == "move_to"]
+    assert moves and all("stop_reason" in x.value for x in moves if x.executed)
+    assert sorted(m.call_index for m in bag_receipts) == list(range(1, len(fb_receipts) + 1))
