@@ -88,3 +88,15 @@ def test_snapshot_covers_python_side_state() -> None:
         pass
     else:  # pragma: no cover
         raise AssertionError("restoring a snapshot of another scene must fail")
+
+
+def test_readings_are_a_function_of_the_state() -> None:
+    """A motion planned right after restore equals the one planned after the original ticks."""
+    b = _settled()
+    snap = b.snapshot()
+    m = MotionService(b)
+    m.move_to([0.32, 0.0, 0.06], [0.0, 0.0, 1.0, 0.0], speed_m_s=0.1)
+    first = np.concatenate([b.data.qpos, b.data.qvel])
+    b.restore(snap)
+    MotionService(b).move_to([0.32, 0.0, 0.06], [0.0, 0.0, 1.0, 0.0], speed_m_s=0.1)
+    assert first.tobytes() == np.concatenate([b.data.qpos, b.data.qvel]).tobytes()

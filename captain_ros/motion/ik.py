@@ -46,18 +46,29 @@ def rotation_vector(r: np.ndarray) -> np.ndarray:
     return angle * v / (2.0 * np.sin(angle))
 
 
+def tool_matrix(kin: Kinematics, q: np.ndarray) -> np.ndarray:
+    """4x4 tool pose; uses the backend's ``fk_matrix`` fast path when it has one."""
+    fast = getattr(kin, "fk_matrix", None)
+    if fast is not None:
+        return np.asarray(fast(q))
+    return kin.fk(q).matrix()
+
+
 def pose_error(kin: Kinematics, q: np.ndarray, target: Pose) -> np.ndarray:
     """(6,) world-frame error ``[dp; w]`` of the tool at ``q`` toward ``target``."""
-    cur = kin.fk(q)
-    dr = target.rotation() @ cur.rotation().T
-    return np.concatenate([target.position_m - cur.position_m, rotation_vector(dr)])
+    return _error(tool_matrix(kin, q), target.position_m, target.rotation())
+
+
+def _error(t: np.ndarray, p_goal: np.ndarray, r_goal: np.ndarray) -> np.ndarray:
+    return np.concatenate([p_goal - t[:3, 3], rotation_vector(r_goal @ t[:3, :3].T)])
 
 
 def solve(kin: Kinematics, target: Pose, q0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
           max_iters: int = 100, position_only: bool = False) -> IKResult:
     """DLS iterations from ``q0`` until the residual is below 1 mm / 0.01 rad."""
     q = np.clip(np.asarray(q0, dtype=float).copy(), lower, upper)
-    e = pose_error(kin, q, target)
+    p_goal, r_goal = target.position_m, target.rotation()
+    e = _error(tool_matrix(kin, q), p_goal, r_goal)
     it = 0
     for it in range(1, max_iters + 1):  # noqa: B007 - reported
         if np.linalg.norm(e[:3]) < POS_TOL_M and (position_only or np.linalg.norm(e[3:]) < ROT_TOL_RAD):
@@ -74,7 +85,7 @@ def solve(kin: Kinematics, target: Pose, q0: np.ndarray, lower: np.ndarray, uppe
         if n > MAX_STEP_RAD:
             dq *= MAX_STEP_RAD / n
         q = np.clip(q + dq, lower, upper)
-        e = pose_error(kin, q, target)
+        e = _error(tool_matrix(kin, q), p_goal, r_goal)
     pe, re = float(np.linalg.norm(e[:3])), float(np.linalg.norm(e[3:]))
     ok = pe < POS_TOL_M and (position_only or re < ROT_TOL_RAD)
     return IKResult(q, pe, re, ok, it)

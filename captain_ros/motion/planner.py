@@ -74,7 +74,11 @@ def solve_path(backend: Backend, arm: str, poses: list[Pose], q0: np.ndarray) ->
     check_goal(kin, poses[-1], q, lo, hi, spec.joint_names)
     res = ik.IKResult(q, 0.0, 0.0, True, 0)
     for k, pose in enumerate(poses):
-        res = ik.solve(kin, pose, q, lo, hi, max_iters=60)
+        # predictor: extrapolate the joint path linearly; the DLS corrector rarely needs a step
+        seed = np.clip(2 * q - qs[-2], lo, hi) if len(qs) >= 2 else q
+        res = ik.solve(kin, pose, seed, lo, hi, max_iters=60)
+        if not res.converged and len(qs) >= 2:
+            res = ik.solve(kin, pose, q, lo, hi, max_iters=60)
         if not res.converged and k == len(poses) - 1:
             res = _restarts(kin, pose, q, lo, hi) or res
         if not res.converged:

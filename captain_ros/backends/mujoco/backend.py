@@ -35,7 +35,7 @@ from captain_ros.backends.mujoco.contacts import ContactReader
 from captain_ros.backends.mujoco.kinematics import MujocoKinematics
 from captain_ros.backends.mujoco.snapshot import MujocoSnapshot
 from captain_ros.core.errors import EStopError, InvalidArgumentError, UnknownNameError
-from captain_ros.core.geometry import Pose, as_vector, matrix_to_quat
+from captain_ros.core.geometry import Pose, as_vector
 from captain_ros.core.scene import SceneSpec
 from captain_ros.core.types import (
     CameraFrame,
@@ -47,6 +47,23 @@ from captain_ros.core.types import (
 )
 
 _STATE = mujoco.mjtState.mjSTATE_INTEGRATION
+
+
+def site_pose(data: mujoco.MjData, site: int) -> Pose:
+    """World pose of a site, built without re-validation (hot path: every control tick)."""
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, data.site_xmat[site])
+    quat /= np.linalg.norm(quat)
+    if quat[0] < 0:
+        quat = -quat
+    pos = data.site_xpos[site].copy()
+    pos.setflags(write=False)
+    quat.setflags(write=False)
+    pose = object.__new__(Pose)
+    object.__setattr__(pose, "position_m", pos)
+    object.__setattr__(pose, "quat_wxyz", quat)
+    object.__setattr__(pose, "frame", "world")
+    return pose
 
 
 class MujocoBackend(Backend):
@@ -103,6 +120,11 @@ class MujocoBackend(Backend):
         self._estop = False
         self._estop_reason = ""
         self._ticks = 0
+        self._version = 0
+        self._stale = False
+        self._pads_version = self._forces_version = -1
+        self._pads_cache: list[Any] = []
+        self._forces_cache = np.zeros(len(self._arm_list))
         self.reset()
 
     # --- setup -------------------------------------------------------------------------------
@@ -130,6 +152,7 @@ class MujocoBackend(Backend):
             d.qpos[a.finger_qpos_adr] = m.key_qpos[key][a.finger_qpos_adr]
         d.ctrl[:] = m.key_ctrl[key]
         mujoco.mj_forward(m, d)
+        self._invalidate()
         self._targets = {n: d.qpos[a.qpos_adr].copy() for n, a in self._arms.items()}
         self._grip_cmd = {n: float(d.ctrl[a.finger_act_ids].sum()) for n, a in self._arms.items()}
         self._ever_held = dict.fromkeys(self._objects, False)
@@ -160,6 +183,7 @@ class MujocoBackend(Backend):
         return float(self.data.time)
 
     def capture(self, cameras: Sequence[str] | None = None) -> dict[str, CameraFrame]:
+        self._fresh()
         names = list(self._spec.cameras if cameras is None else cameras)
         for c in names:
             if c not in self._spec.cameras:
@@ -175,8 +199,8 @@ class MujocoBackend(Backend):
 
     def ee_pose(self, arm: str) -> Pose:
         a = self._arm(arm)
-        return Pose(self.data.site_xpos[a.tcp_site].copy(),
-                    matrix_to_quat(self.data.site_xmat[a.tcp_site].reshape(3, 3)))
+        self._fresh()
+        return site_pose(self.data, a.tcp_site)
 
     def jaw_opening_m(self, arm: str) -> float:
         a = self._arm(arm)
@@ -184,13 +208,38 @@ class MujocoBackend(Backend):
 
     def gripper(self, arm: str) -> GripperState:
         a = self._arm(arm)
-        pads = self._contacts.pads(self.data)[self._arm_list.index(a)]
+        pads = self._pads()[self._arm_list.index(a)]
         return GripperState(self.jaw_opening_m(arm), self._grip_cmd[arm], pads.normal_force_n,
                             pads.held_body is not None, self.time_s())
 
     def contact_force_n(self, arm: str) -> float:
         a = self._arm(arm)
-        return float(self._contacts.arm_forces_n(self.data)[self._arm_list.index(a)])
+        return float(self._forces()[self._arm_list.index(a)])
+
+    # readings cached per physics state (invalidated whenever the state changes)
+    def _invalidate(self) -> None:
+        self._version += 1
+
+    def _fresh(self) -> mujoco.MjData:
+        """Live data with derived quantities (poses, contacts, sensors) up to date."""
+        if self._stale:
+            mujoco.mj_forward(self.model, self.data)
+            self._stale = False
+        return self.data
+
+    def _pads(self) -> list[Any]:
+        self._fresh()
+        if self._pads_version != self._version:
+            self._pads_cache = self._contacts.pads(self.data)
+            self._pads_version = self._version
+        return self._pads_cache
+
+    def _forces(self) -> np.ndarray:
+        self._fresh()
+        if self._forces_version != self._version:
+            self._forces_cache = self._contacts.arm_forces_n(self.data)
+            self._forces_version = self._version
+        return self._forces_cache
 
     # --- commanding ----------------------------------------------------------------------------
     def servo(self, q_targets: Mapping[str, np.ndarray], duration_s: float,
@@ -215,21 +264,31 @@ class MujocoBackend(Backend):
         stopped = emergency = False
         k = 0
         stop_at = guard.baseline_n + guard.stop_force_n
+        forces_of = self._contacts.arm_forces_n
+        emergency_n = guard.emergency_force_n
+        last = None
         for k in range(1, n_sub + 1):  # noqa: B007 - k is reported
             mujoco.mj_step(m, d)
             if d.ncon == 0:
+                last = None
                 continue
-            forces = self._contacts.arm_forces_n(d)
-            peak = max(peak, float(forces.max()))
-            if forces.max() > guard.emergency_force_n:
+            last = forces_of(d)
+            forces = last.tolist()
+            top = max(forces)
+            peak = max(peak, top)
+            if top > emergency_n:
                 stopped = emergency = True
                 self._hold(list(self._arms))
                 break
-            if watched and forces[watched].max() > stop_at:
+            if max(forces[i] for i in watched) > stop_at:
                 stopped = True
-                self._hold(list(cmd))
+                self._hold(list(cmd) or list(self._arms))
                 break
         self._ticks += 1
+        self._stale = True  # readings reflect the state after the last substep (see _fresh)
+        self._invalidate()
+        self._forces_cache = np.zeros(len(self._arm_list)) if last is None else last
+        self._forces_version = self._version
         self._update_held()
         return TickReport(elapsed_s=k * m.opt.timestep, substeps=k, peak_force_n=peak,
                           stopped=stopped, emergency=emergency,
@@ -255,6 +314,8 @@ class MujocoBackend(Backend):
         """Advance physics ``n`` raw substeps (no guard; benchmarks and settling only)."""
         for _ in range(n):
             mujoco.mj_step(self.model, self.data)
+        self._stale = self._stale or n > 0
+        self._invalidate()
 
     # --- safety --------------------------------------------------------------------------------
     def estop(self, reason: str = "") -> None:
@@ -289,7 +350,8 @@ class MujocoBackend(Backend):
         if not isinstance(snapshot, MujocoSnapshot) or snapshot.model_key != self._model_key:
             raise InvalidArgumentError("snapshot was taken on a different scene/model")
         mujoco.mj_setState(self.model, self.data, snapshot.physics, _STATE)
-        mujoco.mj_forward(self.model, self.data)
+        self._stale = True  # derived quantities are recomputed lazily (see _fresh)
+        self._invalidate()
         self._targets = {n: q.copy() for n, q in snapshot.targets_rad.items()}
         self._grip_cmd = dict(snapshot.gripper_cmd_m)
         self._estop = snapshot.estop
@@ -301,7 +363,7 @@ class MujocoBackend(Backend):
     def _held_by(self) -> dict[str, str | None]:
         """Arm -> name of the object (or body) held between both pads."""
         out: dict[str, str | None] = {}
-        for a, pads in zip(self._arm_list, self._contacts.pads(self.data), strict=True):
+        for a, pads in zip(self._arm_list, self._pads(), strict=True):
             b = pads.held_body
             out[a.name] = None if b is None else self._body_object.get(b, self.model.body(b).name)
         return out
@@ -312,8 +374,8 @@ class MujocoBackend(Backend):
                 self._ever_held[obj] = True
 
     def privileged_state(self) -> dict[str, Any]:
-        m, d = self.model, self.data
-        pads = self._contacts.pads(d)
+        m, d = self.model, self._fresh()
+        pads = self._pads()
         held = self._held_by()
         touching: dict[int, set[str]] = {}
         for b1, b2 in self._contacts.touching(d):
@@ -333,7 +395,7 @@ class MujocoBackend(Backend):
                                  for a, p in zip(self._arm_list, pads, strict=True)},
                 "touching": sorted(set().union(*(touching.get(x, set()) for x in sub)) - {name}),
             }
-        forces = self._contacts.arm_forces_n(d)
+        forces = self._forces()
         arms = {}
         for k, a in enumerate(self._arm_list):
             pose = self.ee_pose(a.name)

@@ -8,6 +8,7 @@ excluded; so the squeeze of a grasp cancels out and a held object weighs in with
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import mujoco
@@ -49,6 +50,15 @@ class ContactReader:
                 self._pad_owner[g] = k
                 self._pad_side[g] = side
         self._buf = np.zeros(6)
+        try:
+            self._sensor_adr: list[int] | None = [
+                int(model.sensor_adr[model.sensor(f"{a.prefix}arm_force").id]) for a in arms]
+        except KeyError:
+            self._sensor_adr = None
+        self._select = np.zeros((len(arms), model.nbody))
+        for k, a in enumerate(arms):
+            self._select[k, sorted(a.body_ids)] = 1.0
+        self._is_pad = self._pad_owner >= 0
 
     def _world_force(self, data: mujoco.MjData, i: int) -> np.ndarray:
         """World-frame contact force of contact ``i`` acting on its geom2 [N]."""
@@ -57,7 +67,24 @@ class ContactReader:
         return frame.T @ self._buf[:3]
 
     def arm_forces_n(self, data: mujoco.MjData) -> np.ndarray:
-        """(n_arms,) magnitude of the net external contact force on each arm [N]."""
+        """(n_arms,) magnitude of the net external contact force on each arm [N].
+
+        Reads the rig's per-arm ``<contact subtree1=... reduce="netforce">`` sensors (computed by
+        ``mj_step`` itself); without them, sums ``cfrc_ext`` over the arm's bodies (contacts inside
+        the arm cancel, leaving the external load).
+        """
+        if data.ncon == 0:
+            return np.zeros(len(self._arms))
+        if self._sensor_adr is not None:  # <contact reduce="netforce"> sensor per arm subtree
+            sd = data.sensordata
+            return np.array([math.sqrt(sd[a] * sd[a] + sd[a + 1] * sd[a + 1] + sd[a + 2] * sd[a + 2])
+                             for a in self._sensor_adr])
+        mujoco.mj_rnePostConstraint(self._model, data)
+        net = self._select @ data.cfrc_ext[:, 3:]
+        return np.sqrt(np.einsum("ij,ij->i", net, net))
+
+    def arm_forces_by_contacts_n(self, data: mujoco.MjData) -> np.ndarray:
+        """Reference implementation of :meth:`arm_forces_n` from ``mj_contactForce`` (slower)."""
         n = len(self._arms)
         out = np.zeros(n)
         ncon = data.ncon
@@ -85,8 +112,8 @@ class ContactReader:
         right: list[set[int]] = [set() for _ in range(n)]
         force = np.zeros(n)
         ncon = data.ncon
-        if ncon:
-            geoms = data.contact.geom[:ncon]
+        geoms = data.contact.geom[:ncon] if ncon else None
+        if geoms is not None and self._is_pad[geoms].any():
             for i in np.nonzero((self._pad_owner[geoms[:, 0]] >= 0) | (self._pad_owner[geoms[:, 1]] >= 0))[0]:
                 for mine, other in ((geoms[i, 0], geoms[i, 1]), (geoms[i, 1], geoms[i, 0])):
                     k = self._pad_owner[mine]

@@ -36,13 +36,32 @@ class MujocoKinematics:
         self._jacp = np.zeros((3, model.nv))
         self._jacr = np.zeros((3, model.nv))
         self.joint_names: tuple[str, ...] = arm.joint_names
+        self._cache_ok = self._com_ok = False
+        self._cache_q = np.zeros(6)
+        self._cache_live = np.zeros(model.nq)
 
-    def _set(self, q: np.ndarray) -> None:
-        q = as_vector(q, 6, "q")
-        # start from the live configuration so results never depend on earlier queries (bit-exact)
-        self._data.qpos[:] = self._live.qpos
-        self._data.qpos[self._arm.qpos_adr] = q
-        mujoco.mj_kinematics(self._model, self._data)
+    def _set(self, q: np.ndarray, com: bool = False) -> None:
+        """Load the live configuration with this arm at ``q`` and run forward kinematics.
+
+        Starting from the live state keeps results independent of earlier queries (bit-exact
+        replays); repeated queries at the same ``q`` reuse the previous evaluation.
+        """
+        q = np.asarray(q, dtype=float)
+        if q.shape != (6,) or not np.all(np.isfinite(q)):
+            q = as_vector(q, 6, "q")
+            raise InvalidArgumentError(f"q must be 6 finite numbers, got {q.tolist()}")
+        live = self._live.qpos
+        if not (self._cache_ok and np.array_equal(q, self._cache_q) and np.array_equal(live, self._cache_live)):
+            self._data.qpos[:] = live
+            self._data.qpos[self._arm.qpos_adr] = q
+            mujoco.mj_kinematics(self._model, self._data)
+            self._cache_q = q.copy()
+            self._cache_live = live.copy()
+            self._cache_ok = True
+            self._com_ok = False
+        if com and not self._com_ok:
+            mujoco.mj_comPos(self._model, self._data)
+            self._com_ok = True
 
     def fk(self, q: np.ndarray) -> Pose:
         """Tool pose in the world frame for joint positions ``q`` [rad]."""
@@ -52,10 +71,8 @@ class MujocoKinematics:
                     matrix_to_quat(self._data.site_xmat[s].reshape(3, 3)))
 
     def fk_matrix(self, q: np.ndarray) -> np.ndarray:
-        """4x4 tool pose (cheaper than :meth:`fk`, no validation of the rotation)."""
-        self._data.qpos[:] = self._live.qpos
-        self._data.qpos[self._arm.qpos_adr] = q
-        mujoco.mj_kinematics(self._model, self._data)
+        """4x4 tool pose in the world frame (hot path of IK)."""
+        self._set(q)
         t = np.eye(4)
         t[:3, :3] = self._data.site_xmat[self._arm.tcp_site].reshape(3, 3)
         t[:3, 3] = self._data.site_xpos[self._arm.tcp_site]
@@ -63,8 +80,7 @@ class MujocoKinematics:
 
     def jacobian(self, q: np.ndarray) -> np.ndarray:
         """(6, 6) world-frame tool Jacobian: rows ``[linear (m/rad); angular (rad/rad)]``."""
-        self._set(q)
-        mujoco.mj_comPos(self._model, self._data)
+        self._set(q, com=True)
         mujoco.mj_jacSite(self._model, self._data, self._jacp, self._jacr, self._arm.tcp_site)
         dof = self._arm.dof_adr
         return np.vstack([self._jacp[:, dof], self._jacr[:, dof]])
@@ -72,6 +88,7 @@ class MujocoKinematics:
     def collisions(self, q_by_arm: Mapping[str, np.ndarray]) -> list[str]:
         """Colliding pairs ``"bodyA<->bodyB"`` at this configuration; ``[]`` when collision-free."""
         d = self._data
+        self._cache_ok = False
         d.qpos[:] = self._live.qpos
         for name, q in q_by_arm.items():
             if name not in self._arms:
