@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from rclpy.node import Node
 
     from captain_ros.ros.env import apply_ros_environment, default_state_dir
+    from captain_ros.ros.params import ParameterError
     from captain_ros.ros.runner import spin_nodes
 
     apply_ros_environment(default_state_dir(), args.domain_id)
@@ -68,8 +69,12 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out).absolute()
     nodes: list[Any] = []
     try:
-        nodes = compose(args.params_file, args.backend,
-                        None if args.no_record else str(out / "bags"), context)
+        try:
+            nodes = compose(args.params_file, args.backend,
+                            None if args.no_record else str(out / "bags"), context)
+        except ParameterError as exc:
+            print(f"captain up: {exc}", file=sys.stderr)
+            return 2
         operator = Node("captain_up", context=context)
         client = ActionClient(operator, RunEpisode, "/captain/run_episode")
         executor = spin_nodes([*nodes, operator])
