@@ -248,8 +248,13 @@ class FakeBackend(Backend):
     def _arm_force(self, arm: str) -> float:
         st = self._state
         pts = self._pad_points(arm, st.q[arm], st.jaw[arm])
-        depth = self._table_depth(pts)
         held = [b for b in st.boxes if b.held_by == arm]
+        if not held:  # fast path: pads and palm above everything
+            top = max([self.table_top_z_m] + [float(b.center_m[2] + np.abs(b.rotation[2]) @ b.size_m / 2)
+                                              for b in st.boxes if b.held_by is None])
+            if float(pts[:, 2].min()) > top:
+                return 0.0
+        depth = self._table_depth(pts)
         for b in st.boxes:
             if b.held_by is None:
                 depth = max(depth, self._depth_in_box(pts, b))
@@ -524,41 +529,64 @@ class FakeBackend(Backend):
     def _render(self, camera: str) -> CameraFrame:
         h, w = self.image_size
         pose = self.camera_pose(camera)
+        k = self._intrinsics()
         dirs = self._camera_rays() @ pose[:3, :3].T
         origin = pose[:3, 3]
-        depth = np.full(h * w, np.inf)
+        light = np.array([0.3, 0.2, 1.0]) / np.linalg.norm([0.3, 0.2, 1.0])
         rgb = np.tile(np.array([70.0, 70.0, 78.0]), (h * w, 1))
         seg = np.zeros(h * w, dtype=np.int32)
-        light = np.array([0.3, 0.2, 1.0]) / np.linalg.norm([0.3, 0.2, 1.0])
-        table = FakeBox("table", [(self.table_min_xy[0] + self.table_max_xy[0]) / 2,
-                                  (self.table_min_xy[1] + self.table_max_xy[1]) / 2, self.table_top_z_m - 0.025],
-                        [self.table_max_xy[0] - self.table_min_xy[0], self.table_max_xy[1] - self.table_min_xy[1], 0.05],
-                        0.0, (150, 120, 90))
-        for idx, box in [(0, table)] + list(enumerate(self._state.boxes, start=1)):
+        # the table top: a bounded horizontal plane
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_tab = (self.table_top_z_m - origin[2]) / dirs[:, 2]
+        xy = origin[:2] + t_tab[:, None] * dirs[:, :2]
+        on = (t_tab > 1e-6) & np.all((xy >= self.table_min_xy) & (xy <= self.table_max_xy), axis=1)
+        depth = np.where(on, t_tab, np.inf)
+        rgb[on] = np.array([150.0, 120.0, 90.0]) * (0.45 + 0.55 * light[2])
+        for idx, box in enumerate(self._state.boxes, start=1):
+            sel = self._pixels_of(box, pose, k, h, w)
+            if sel is None:
+                sel = np.arange(h * w)
+            if sel.size == 0:
+                continue
             o = (origin - box.center_m) @ box.rotation
-            d = dirs @ box.rotation
+            d = dirs[sel] @ box.rotation
             half = box.size_m / 2
             with np.errstate(divide="ignore", invalid="ignore"):
                 t1 = (-half - o) / d
                 t2 = (half - o) / d
             tnear = np.nan_to_num(np.minimum(t1, t2), nan=-np.inf)
             tfar = np.nan_to_num(np.maximum(t1, t2), nan=np.inf)
-            t_in = tnear.max(axis=1)
-            t_out = tfar.min(axis=1)
-            hit = (t_out >= t_in) & (t_in > 1e-6) & (t_in < depth)
+            t_in, t_out = tnear.max(axis=1), tfar.min(axis=1)
+            hit = (t_out >= t_in) & (t_in > 1e-6) & (t_in < depth[sel])
             if not np.any(hit):
                 continue
+            pix = sel[hit]
             axis = np.argmax(tnear[hit], axis=1)
+            rows = np.arange(axis.size)
             normal_local = np.zeros((axis.size, 3))
-            normal_local[np.arange(axis.size), axis] = -np.sign(d[hit][np.arange(axis.size), axis])
-            normal = normal_local @ box.rotation.T
-            shade = 0.45 + 0.55 * np.clip(normal @ light, 0.0, 1.0)
-            depth[hit] = t_in[hit]
-            rgb[hit] = np.asarray(box.rgb, dtype=float) * shade[:, None]
-            seg[hit] = idx if idx > 0 else 0
+            normal_local[rows, axis] = -np.sign(d[hit][rows, axis])
+            shade = 0.45 + 0.55 * np.clip((normal_local @ box.rotation.T) @ light, 0.0, 1.0)
+            depth[pix] = t_in[hit]
+            rgb[pix] = np.asarray(box.rgb, dtype=float) * shade[:, None]
+            seg[pix] = idx
         depth_img = np.where(np.isfinite(depth), depth, 0.0).astype(np.float32).reshape(h, w)
         return CameraFrame(camera, np.clip(rgb, 0, 255).astype(np.uint8).reshape(h, w, 3), depth_img,
-                           self._intrinsics(), pose, self._state.t_s, seg.reshape(h, w))
+                           k, pose, self._state.t_s, seg.reshape(h, w))
+
+    def _pixels_of(self, box: FakeBox, pose: np.ndarray, k: np.ndarray, h: int, w: int) -> np.ndarray | None:
+        """Flat pixel indices inside the box's projected bounding rectangle (None = all pixels)."""
+        corners = self._box_corners(box)
+        cam = (corners - pose[:3, 3]) @ pose[:3, :3]
+        if np.any(cam[:, 2] < 0.01):
+            return None
+        u = k[0, 0] * cam[:, 0] / cam[:, 2] + k[0, 2]
+        v = k[1, 1] * cam[:, 1] / cam[:, 2] + k[1, 2]
+        u0, u1 = max(0, int(np.floor(u.min())) - 1), min(w - 1, int(np.ceil(u.max())) + 1)
+        v0, v1 = max(0, int(np.floor(v.min())) - 1), min(h - 1, int(np.ceil(v.max())) + 1)
+        if u0 > u1 or v0 > v1:
+            return np.zeros(0, dtype=np.int64)
+        vv, uu = np.mgrid[v0:v1 + 1, u0:u1 + 1]
+        return (vv * w + uu).reshape(-1)
 
     def capture(self, cameras: Sequence[str] | None = None) -> dict[str, CameraFrame]:
         names = list(self._spec.cameras) if cameras is None else list(cameras)
