@@ -36,7 +36,7 @@ PARAMS = (
     Param("seed", 1000, "Scene seed of the task.", min_value=0),
     Param("joint_state_rate_hz", 30.0, "Rate of /joint_states, /tf and wrench [Hz] (applied at "
           "the next activate).", 1.0, 1000.0, read_only=False),
-    Param("camera_rate_hz", 2.0, "Rate of camera images + CameraInfo [Hz]; 0 disables (applied at "
+    Param("camera_rate_hz", 1.0, "Rate of camera images + CameraInfo [Hz]; 0 disables (applied at "
           "the next activate).", 0.0, 60.0, read_only=False),
     Param("cameras", "", "Comma-separated cameras to publish; empty = all."),
     Param("publish_depth", True, "Also publish 32FC1 depth images [m]."),

@@ -35,8 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def compose(params_file: str, backend: str = "", record_dir: str | None = None,
-            context: Any = None, backend_obj: Any = None) -> list[Any]:
-    """The graph's nodes (robot node configured and active) with parameters from ``params_file``."""
+            context: Any = None, backend_obj: Any = None,
+            robot_params: dict[str, Any] | None = None) -> list[Any]:
+    """The graph's nodes (robot node configured and active) with parameters from ``params_file``.
+
+    ``robot_params`` override robot-node parameters (e.g. ``{"camera_rate_hz": 0.0}``).
+    """
     from rclpy.parameter import Parameter
 
     from captain_ros.ros.policy_node import PolicyNode
@@ -46,6 +50,7 @@ def compose(params_file: str, backend: str = "", record_dir: str | None = None,
     cli = ["--ros-args", "--params-file", params_file] if params_file else []
     kw = {"context": context, "cli_args": cli}
     robot_over = [Parameter("backend", value=backend)] if backend else []
+    robot_over += [Parameter(k, value=v) for k, v in (robot_params or {}).items()]
     nodes = make_robot_stack(backend_obj, robot_overrides=robot_over, **kw)
     nodes.append(PolicyNode(**kw))
     if record_dir is not None:
