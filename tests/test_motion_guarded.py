@@ -149,3 +149,30 @@ def test_dual_rig_routing_both_arms_and_arm_arm_collision() -> None:
     clash = m.move_to([0.30, -0.04, 0.08], arm="left")  # into the right arm's gripper
     assert clash.failure_category == FailureCategory.COLLISION, clash.message
     assert m.move_to({"left": [0.3, 0.1, 0.1]}, arm="both").failure_category == FailureCategory.INVALID_ARGUMENT
+
+
+def test_two_arm_lift_moves_both_arms_together() -> None:
+    from captain_ros.core.geometry import quat_multiply
+
+    bar = ('<body name="bar" pos="0.32 0 0.025"><freejoint name="bar"/>'
+           '<geom type="box" size="0.025 0.16 0.025" rgba="0.2 0.6 0.2 1" mass="0.2"/></body>')
+    b = MujocoBackend(SceneSpec(rig="piper_dual", worldbody_xml=bar, object_bodies=("bar",), seed=2))
+    m = MotionService(b)
+    # top-down, fingers closing along world x (tool turned 90 deg about its z axis)
+    def turned(sign: float) -> list[float]:
+        return quat_multiply(np.array(DOWN), np.array([np.cos(np.pi / 4), 0.0, 0.0, sign * np.sin(np.pi / 4)])).tolist()
+
+    grasp = {"left": [0.32, 0.11, 0.025], "right": [0.32, -0.11, 0.025]}
+    above = {a: [p[0], p[1], 0.085] for a, p in grasp.items()}
+    r = m.move_to(above, {"left": turned(1.0), "right": turned(-1.0)}, arm="both")
+    assert r.success, r.message
+    assert m.move_to(grasp, arm="both").success
+    for a in ("left", "right"):
+        assert m.move_to(jaw="close", arm=a).value["holding"]
+    lift = m.move_to(above, arm="both", mode="manipulation")
+    assert lift.success, lift.message
+    st = b.privileged_state()
+    assert st["objects"]["bar"]["position_m"][2] > 0.07
+    assert st["arms"]["left"]["holding"] and st["arms"]["right"]["holding"]
+    z = [b.ee_pose(a).position_m[2] for a in ("left", "right")]
+    assert abs(z[0] - z[1]) < 0.005  # moved together

@@ -126,3 +126,21 @@ def test_velocity_and_limit_clipping() -> None:
     applied = rep.q_applied["arm"]
     assert np.all(applied - q <= 3.9 * 0.02 + 1e-9)
     assert np.all(applied <= b.spec.arm("arm").upper_rad + 1e-9)
+
+
+def test_force_sensor_matches_contact_forces_and_clearance() -> None:
+    from captain_ros.motion import MotionService
+
+    b = MujocoBackend(scene())
+    m = MotionService(b)
+    assert m.move_to([0.42, 0.12, 0.06], [0.0, 0.0, 1.0, 0.0]).success
+    assert m.move_to([0.42, 0.12, 0.025]).success
+    assert m.move_to(jaw="close").value["holding"]
+    assert m.move_to([0.42, 0.12, 0.07], mode="manipulation").success
+    by_sensor = b.contact_force_n("arm")
+    by_contacts = float(b._contacts.arm_forces_by_contacts_n(b.data)[0])
+    assert by_sensor == pytest.approx(by_contacts, rel=0.05, abs=0.02)
+    assert 0.3 < by_sensor < 0.8  # the 50 g cube hangs in the jaw: ~0.49 N
+    assert b.gripper("arm").force_n > 5.0  # the squeeze is internal, seen by the pads only
+    kin = b.kinematics("arm")
+    assert 0.0 < kin.clearance_m({}) < 0.3

@@ -7,6 +7,7 @@ enforced by clipping after each step.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,17 +34,19 @@ class IKResult:
 
 def rotation_vector(r: np.ndarray) -> np.ndarray:
     """Axis * angle [rad] of a rotation matrix (robust near 0 and pi)."""
-    cos = np.clip((np.trace(r) - 1.0) / 2.0, -1.0, 1.0)
-    angle = float(np.arccos(cos))
-    v = np.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = np.asarray(r).tolist()
+    cos = min(1.0, max(-1.0, (r00 + r11 + r22 - 1.0) / 2.0))
+    angle = math.acos(cos)
+    vx, vy, vz = r21 - r12, r02 - r20, r10 - r01
     if angle < 1e-9:
-        return 0.5 * v
-    if np.pi - angle < 1e-4:
+        return np.array([0.5 * vx, 0.5 * vy, 0.5 * vz])
+    if math.pi - angle < 1e-4:
         d = np.sqrt(np.maximum((np.diag(r) + 1.0) / 2.0, 0.0))
         k = int(np.argmax(d))
-        axis = r[:, k] + np.eye(3)[k]
+        axis = np.asarray(r)[:, k] + np.eye(3)[k]
         return angle * axis / np.linalg.norm(axis)
-    return angle * v / (2.0 * np.sin(angle))
+    s = angle / (2.0 * math.sin(angle))
+    return np.array([s * vx, s * vy, s * vz])
 
 
 def tool_matrix(kin: Kinematics, q: np.ndarray) -> np.ndarray:

@@ -264,30 +264,35 @@ class MujocoBackend(Backend):
         stopped = emergency = False
         k = 0
         stop_at = guard.baseline_n + guard.stop_force_n
-        forces_of = self._contacts.arm_forces_n
+        fast = self._contacts._sensor_adr is not None
+        forces_of = self._contacts.arm_force_list if fast else (
+            lambda dd: self._contacts.arm_forces_n(dd).tolist())
         emergency_n = guard.emergency_force_n
-        last = None
+        last: list[float] | None = None
+        step = mujoco.mj_step
         for k in range(1, n_sub + 1):  # noqa: B007 - k is reported
-            mujoco.mj_step(m, d)
+            step(m, d)
             if d.ncon == 0:
                 last = None
                 continue
             last = forces_of(d)
-            forces = last.tolist()
-            top = max(forces)
-            peak = max(peak, top)
+            if last is None:
+                continue
+            top = max(last)
+            if top > peak:
+                peak = top
             if top > emergency_n:
                 stopped = emergency = True
                 self._hold(list(self._arms))
                 break
-            if max(forces[i] for i in watched) > stop_at:
+            if max(last[i] for i in watched) > stop_at:
                 stopped = True
                 self._hold(list(cmd) or list(self._arms))
                 break
         self._ticks += 1
         self._stale = True  # readings reflect the state after the last substep (see _fresh)
         self._invalidate()
-        self._forces_cache = np.zeros(len(self._arm_list)) if last is None else last
+        self._forces_cache = np.zeros(len(self._arm_list)) if last is None else np.array(last)
         self._forces_version = self._version
         self._update_held()
         return TickReport(elapsed_s=k * m.opt.timestep, substeps=k, peak_force_n=peak,

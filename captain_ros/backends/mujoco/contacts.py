@@ -55,6 +55,12 @@ class ContactReader:
                 int(model.sensor_adr[model.sensor(f"{a.prefix}arm_force").id]) for a in arms]
         except KeyError:
             self._sensor_adr = None
+        try:
+            self._pad_sensor_adr: list[int] | None = [
+                int(model.sensor_adr[model.sensor(f"{a.prefix}pad_{side}_touch").id])
+                for a in arms for side in ("left", "right")]
+        except KeyError:
+            self._pad_sensor_adr = None
         self._select = np.zeros((len(arms), model.nbody))
         for k, a in enumerate(arms):
             self._select[k, sorted(a.body_ids)] = 1.0
@@ -75,13 +81,26 @@ class ContactReader:
         """
         if data.ncon == 0:
             return np.zeros(len(self._arms))
-        if self._sensor_adr is not None:  # <contact reduce="netforce"> sensor per arm subtree
+        if self._sensor_adr is not None:  # <contact data="found force" reduce="netforce"> per arm
             sd = data.sensordata
-            return np.array([math.sqrt(sd[a] * sd[a] + sd[a + 1] * sd[a + 1] + sd[a + 2] * sd[a + 2])
-                             for a in self._sensor_adr])
+            out = np.zeros(len(self._sensor_adr))
+            for k, a in enumerate(self._sensor_adr):
+                if sd[a] > 0:  # number of contacts on the arm
+                    fx, fy, fz = sd[a + 1: a + 4].tolist()
+                    out[k] = math.sqrt(fx * fx + fy * fy + fz * fz)
+            return out
         mujoco.mj_rnePostConstraint(self._model, data)
         net = self._select @ data.cfrc_ext[:, 3:]
         return np.sqrt(np.einsum("ij,ij->i", net, net))
+
+    def arm_force_list(self, data: mujoco.MjData) -> list[float] | None:
+        """Hot path of the per-substep guard: forces [N] per arm, or None when no arm touches
+        anything (needs the rig's contact sensors)."""
+        sd = data.sensordata
+        found = [sd[a] > 0 for a in self._sensor_adr]  # type: ignore[union-attr]
+        if not any(found):
+            return None
+        return self.arm_forces_n(data).tolist()
 
     def arm_forces_by_contacts_n(self, data: mujoco.MjData) -> np.ndarray:
         """Reference implementation of :meth:`arm_forces_n` from ``mj_contactForce`` (slower)."""
@@ -112,7 +131,9 @@ class ContactReader:
         right: list[set[int]] = [set() for _ in range(n)]
         force = np.zeros(n)
         ncon = data.ncon
-        geoms = data.contact.geom[:ncon] if ncon else None
+        touched = ncon > 0 and (self._pad_sensor_adr is None
+                                or any(data.sensordata[a] > 0 for a in self._pad_sensor_adr))
+        geoms = data.contact.geom[:ncon] if touched else None
         if geoms is not None and self._is_pad[geoms].any():
             for i in np.nonzero((self._pad_owner[geoms[:, 0]] >= 0) | (self._pad_owner[geoms[:, 1]] >= 0))[0]:
                 for mine, other in ((geoms[i, 0], geoms[i, 1]), (geoms[i, 1], geoms[i, 0])):

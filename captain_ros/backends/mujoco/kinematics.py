@@ -37,6 +37,14 @@ class MujocoKinematics:
         self._jacr = np.zeros((3, model.nv))
         self.joint_names: tuple[str, ...] = arm.joint_names
         self._cache_ok = self._com_ok = False
+        collidable = [g for g in range(model.ngeom) if model.geom_contype[g] or model.geom_conaffinity[g]]
+        gb = model.geom_bodyid
+        self._own_geoms = [g for g in collidable if int(gb[g]) in arm.body_ids]
+        own_base = model.body(f"{arm.prefix}base_link").id
+        self._obstacle_geoms = [g for g in collidable if int(gb[g]) not in arm.body_ids
+                                and int(gb[g]) != own_base
+                                and (int(gb[g]) in robot_bodies or int(gb[g]) in self._static)
+                                and model.geom_type[g] != mujoco.mjtGeom.mjGEOM_PLANE]
         self._cache_q = np.zeros(6)
         self._cache_live = np.zeros(model.nq)
 
@@ -84,6 +92,24 @@ class MujocoKinematics:
         mujoco.mj_jacSite(self._model, self._data, self._jacp, self._jacr, self._arm.tcp_site)
         dof = self._arm.dof_adr
         return np.vstack([self._jacp[:, dof], self._jacr[:, dof]])
+
+    def clearance_m(self, q_by_arm: Mapping[str, np.ndarray], distmax_m: float = 0.3) -> float:
+        """Smallest distance [m] between this arm's geoms and the static scene or the other arms
+        (capped at ``distmax_m``; 0 when touching). Task objects are ignored."""
+        d = self._data
+        self._cache_ok = False
+        d.qpos[:] = self._live.qpos
+        for name, q in q_by_arm.items():
+            d.qpos[self._arms[name].qpos_adr] = as_vector(q, 6, f"q[{name}]")
+        mujoco.mj_kinematics(self._model, d)
+        m = self._model
+        fromto = np.zeros(6)
+        best = distmax_m
+        for g1 in self._own_geoms:
+            for g2 in self._obstacle_geoms:
+                dist = mujoco.mj_geomDistance(m, d, g1, g2, distmax_m, fromto)
+                best = min(best, dist)
+        return max(0.0, float(best))
 
     def collisions(self, q_by_arm: Mapping[str, np.ndarray]) -> list[str]:
         """Colliding pairs ``"bodyA<->bodyB"`` at this configuration; ``[]`` when collision-free."""
