@@ -81,7 +81,8 @@ def qy(a):
 def qz(a):
     return [math.cos(a / 2), 0.0, 0.0, math.sin(a / 2)]
 
-def approach(c, top_z, grasp_z, face_yaw, arm=None, sym=math.pi / 2, clearance=0.08):
+def approach(c, top_z, grasp_z, face_yaw, arm=None, sym=math.pi / 2, clearance=0.08,
+             mode="guarded"):
     """Move above c (x, y) in a grasp orientation and return (orientation, grasp height).
 
     Candidates: tool as vertical as possible (tilted toward the arm's bearing otherwise), rolled
@@ -92,12 +93,12 @@ def approach(c, top_z, grasp_z, face_yaw, arm=None, sym=math.pi / 2, clearance=0
     there. Returns (None, None) when nothing works."""
     brg = bearing_to(c, arm)
     above = [float(c[0]), float(c[1]), float(top_z + clearance)]
-    base = wrap(brg + math.pi / 2 - face_yaw)
+    base = 0.0 if face_yaw is None else wrap(brg + math.pi / 2 - face_yaw)
     rolls = sorted({round(wrap(base - k * sym), 6) for k in range(int(round(2 * math.pi / sym)))},
                    key=abs)
     for pre in (False, True):
         if pre:
-            r = go(above, qmul(qz(brg), qy(math.radians(140))), speed=0.08, arm=arm)
+            r = go(above, qmul(qz(brg), qy(math.radians(140))), speed=0.06, arm=arm, mode=mode)
             if not r.get("success"):
                 return None, None
         for th in (180, 172, 164):
@@ -105,7 +106,7 @@ def approach(c, top_z, grasp_z, face_yaw, arm=None, sym=math.pi / 2, clearance=0
                 q = qmul(qz(brg), qmul(qy(math.radians(th)), qz(d)))
                 if not feasible(robot.check_motion(position=above, orientation=q, arm=arm)):
                     continue
-                robot.move_to(position=above, orientation=q, arm=arm, speed_m_s=0.08)
+                robot.move_to(position=above, orientation=q, arm=arm, speed_m_s=0.06, mode=mode)
                 for dz in (0.0, 0.004, 0.008, 0.012):
                     down = [float(c[0]), float(c[1]), float(grasp_z + dz)]
                     if feasible(robot.check_motion(position=down, arm=arm)):

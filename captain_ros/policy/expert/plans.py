@@ -44,7 +44,15 @@ def _transfer(obj: str, obj_prompt: str, dest: str, dest_prompt: str, tol_m: flo
             return notes
         # re-measure the destination right before placing (it may have been bumped)
         yield from perceive({dest: dest_prompt})
-        yield from place_on(obj, f"G[{dest!r}]['center_m']", f"G[{dest!r}]['top_z_m']")
+        placed = yield from place_on(obj, f"G[{dest!r}]['center_m']", f"G[{dest!r}]['top_z_m']")
+        if not placed.get("placed"):
+            yield Cell("I could not lower the object onto the support from here: set it back down "
+                       "where I am and re-plan.",
+                       "t = tcp(); go([t[0], t[1], 0.03 + G[" + repr(obj) + "]['extents_m'][2] / 2], None, "
+                       "speed=0.03, mode='manipulation')\nrobot.release(); go(tcp() + [0, 0, 0.08])\n"
+                       "ready(); note(reset=True)")
+            notes = yield from perceive({obj: obj_prompt, dest: dest_prompt}, dest=(obj, dest))
+            continue
         notes = yield from verify_on(obj, obj_prompt, dest, dest_prompt)
         if verified(notes, 0.7 * tol_m):
             return notes
@@ -59,14 +67,20 @@ def verify_on(obj: str, obj_prompt: str, dest: str, dest_prompt: str) -> Skill:
         f"D[{obj!r}] = find({obj_prompt!r}, H, fallback=True)",
         f"cam = (D[{obj!r}] or {{}}).get('camera', 'head')",
         f"D[{dest!r}] = find({dest_prompt!r}, H, cam) or find({dest_prompt!r}, H, fallback=True)",
+        f"if D[{obj!r}] is None or D[{dest!r}] is None:  # occluded from here: look again from the ready pose",
+        "    ready(); obs = robot.observe(); H = val(obs, 'handle')",
+        f"    D[{obj!r}] = D[{obj!r}] or find({obj_prompt!r}, H, fallback=True)",
+        f"    D[{dest!r}] = D[{dest!r}] or find({dest_prompt!r}, H, fallback=True)",
         f"gf = measure(D[{obj!r}], D[{dest!r}]) if D[{dest!r}] is not None else None",
         f"if gf is not None: G[{obj!r}] = gf",
         "d = (gf or {}).get('destination') or {}",
-        "note(dist=d.get('distance_xy_m'), resting=(gf or {}).get('resting'), "
+        "note(dist=d.get('distance_xy_m'), resting=(gf or {}).get('resting'), cam=cam, "
         "gap=None if gf is None or not d else round(gf['top_z_m'] - gf['extents_m'][2] - d['top_z_m'], 4))",
+        "ready()",
     ])
-    notes = yield Cell(f"Verify with a fresh observation: measure the {obj.replace('_', ' ')} against "
-                       f"the {dest.replace('_', ' ')} (offset, resting, height gap).", code)
+    notes = yield Cell(f"Verify with a fresh observation (head camera, or the wrist camera looking down "
+                       f"from above it): measure the {obj.replace('_', ' ')} against the "
+                       f"{dest.replace('_', ' ')} (offset, resting, height gap).", code)
     return notes
 
 

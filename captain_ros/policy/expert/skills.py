@@ -136,14 +136,18 @@ def place_on(name: str, support_xy: str, support_top: str, margin_m: float = 0.0
         f"txy = np.array({support_xy}, dtype=float)[:2] + off[:2]",
         f"rest_z = float({support_top}) + h / 2 + off[2]",
         "t = tcp()",
-        f"r_carry = go([txy[0], txy[1], max(t[2], {carry_z_m})], None, speed=0.06, mode='manipulation')",
-        f"r_lower = go([txy[0], txy[1], rest_z + {margin_m}], None, speed=0.03, mode='manipulation')",
-        "r_rel = robot.release()",
-        "r_up = go(tcp() + [0, 0, 0.08], None, speed=0.06)",
-        "ready()",
-        "robot.hold(duration_s=0.5)",
-        "note(carry=stop_reason(r_carry), lower=stop_reason(r_lower), released=val(r_rel, 'released'), "
-        "target=[round(v, 4) for v in txy])",
+        f"r_up = go([t[0], t[1], max(t[2], {carry_z_m})], None, speed=0.05, mode='manipulation')",
+        "# a feasible orientation above the support (turning about the vertical keeps the grasp)",
+        f"Qp, z_ok = approach(txy, rest_z, rest_z + {margin_m}, None, None, math.pi / 2, "
+        f"max({carry_z_m} - rest_z, 0.06), mode='manipulation')",
+        "r_lower = go([txy[0], txy[1], z_ok], None, speed=0.03, mode='manipulation') if Qp is not None "
+        "else {'success': False, 'failure_category': 'no_feasible_orientation'}",
+        "placed = bool(r_lower.get('success')) and holding()",
+        "r_rel = robot.release() if placed else None",
+        "r_up2 = go(tcp() + [0, 0, 0.08], None, speed=0.06, mode='guarded' if placed else 'manipulation')",
+        "if placed: robot.hold(duration_s=0.5)  # stay above it: the wrist camera looks straight down",
+        "note(placed=placed, lower=stop_reason(r_lower), released=val(r_rel, 'released'), "
+        "z=z_ok, target=[round(v, 4) for v in txy])",
     ])
     notes = yield Cell(f"Carry the {name.replace('_', ' ')} by the measured offset between the tool and "
                        "the object at the grasp, lower it onto the support with a few millimetres "
