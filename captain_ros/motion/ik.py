@@ -66,15 +66,22 @@ def _error(t: np.ndarray, p_goal: np.ndarray, r_goal: np.ndarray) -> np.ndarray:
     return np.concatenate([p_goal - t[:3, 3], rotation_vector(r_goal @ t[:3, :3].T)])
 
 
+def _norms(e: np.ndarray) -> tuple[float, float]:
+    ex, ey, ez, wx, wy, wz = e.tolist()
+    return math.sqrt(ex * ex + ey * ey + ez * ez), math.sqrt(wx * wx + wy * wy + wz * wz)
+
+
 def solve(kin: Kinematics, target: Pose, q0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
           max_iters: int = 100, position_only: bool = False) -> IKResult:
     """DLS iterations from ``q0`` until the residual is below 1 mm / 0.01 rad."""
-    q = np.clip(np.asarray(q0, dtype=float).copy(), lower, upper)
+    q = np.minimum(np.maximum(np.asarray(q0, dtype=float), lower), upper)
     p_goal, r_goal = target.position_m, target.rotation()
     e = _error(tool_matrix(kin, q), p_goal, r_goal)
+    pe, re = _norms(e)
     it = 0
+    damping = DAMPING**2 * np.eye(3 if position_only else 6)
     for it in range(1, max_iters + 1):  # noqa: B007 - reported
-        if np.linalg.norm(e[:3]) < POS_TOL_M and (position_only or np.linalg.norm(e[3:]) < ROT_TOL_RAD):
+        if pe < POS_TOL_M and (position_only or re < ROT_TOL_RAD):
             it -= 1
             break
         jac = kin.jacobian(q)
@@ -82,13 +89,12 @@ def solve(kin: Kinematics, target: Pose, q0: np.ndarray, lower: np.ndarray, uppe
             jac, err = jac[:3], e[:3]
         else:
             err = e
-        jjt = jac @ jac.T + DAMPING**2 * np.eye(jac.shape[0])
-        dq = jac.T @ np.linalg.solve(jjt, err)
+        dq = jac.T @ np.linalg.solve(jac @ jac.T + damping, err)
         n = float(np.max(np.abs(dq)))
         if n > MAX_STEP_RAD:
             dq *= MAX_STEP_RAD / n
-        q = np.clip(q + dq, lower, upper)
+        q = np.minimum(np.maximum(q + dq, lower), upper)
         e = _error(tool_matrix(kin, q), p_goal, r_goal)
-    pe, re = float(np.linalg.norm(e[:3])), float(np.linalg.norm(e[3:]))
+        pe, re = _norms(e)
     ok = pe < POS_TOL_M and (position_only or re < ROT_TOL_RAD)
     return IKResult(q, pe, re, ok, it)

@@ -37,6 +37,20 @@ def sweep_duration_s(start: Pose, goal: Pose, speed_m_s: float) -> float:
     return max(dist / speed_m_s, ang / ANGULAR_SPEED_RAD_S, CONTROL_DT_S)
 
 
+def _pose(p: np.ndarray, q: np.ndarray) -> Pose:
+    """A Pose from already-validated values (hot path: one per control tick)."""
+    q = q / math.sqrt(float(q @ q))
+    if q[0] < 0:
+        q = -q
+    p.setflags(write=False)
+    q.setflags(write=False)
+    pose = object.__new__(Pose)
+    object.__setattr__(pose, "position_m", p)
+    object.__setattr__(pose, "quat_wxyz", q)
+    object.__setattr__(pose, "frame", "world")
+    return pose
+
+
 def sweep(start: Pose, goal: Pose, duration_s: float, dt_s: float = CONTROL_DT_S) -> list[Pose]:
     """Tool poses at every control tick of a straight sweep (the last one is ``goal``)."""
     n = max(1, int(math.ceil(duration_s / dt_s - 1e-9)))
@@ -44,7 +58,7 @@ def sweep(start: Pose, goal: Pose, duration_s: float, dt_s: float = CONTROL_DT_S
     for k in range(1, n + 1):
         s = k / n
         p = start.position_m + s * (goal.position_m - start.position_m)
-        out.append(Pose(p, slerp(start.quat_wxyz, goal.quat_wxyz, s)))
+        out.append(goal if k == n else _pose(p, slerp(start.quat_wxyz, goal.quat_wxyz, s)))
     return out
 
 
