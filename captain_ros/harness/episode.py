@@ -144,6 +144,10 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     prompt_tokens = completion_tokens = malformed = 0
     end_reason = ""
     try:
+        try:
+            sess.start()  # start-up (pre-imports) is paid once, not inside request 1
+        except RuntimeError:
+            log.exception("session start failed; the first cell will retry")
         while True:
             spent = tracker.exhausted()  # requests or wall time; physical: only once a call is refused
             spent = (spent if spent != "physical_actions" else None) or calls.exhausted
@@ -151,6 +155,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
                 end_reason = f"budget:{spent}"
                 break
             t = tracker.requests + 1
+            t_request = clock()
             messages = render(history, ctx, count_tokens)
             t0 = clock()
             try:
@@ -165,7 +170,6 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
             prompt_tokens += int(reply.prompt_tokens or 0)
             completion_tokens += int(reply.completion_tokens or 0)
             backend_before = calls.backend_s
-            t_harness = clock()
             parsed = parse_reply(reply.content, list(reply.tool_calls) or None, reply.reasoning)
             ids = list(parsed.tool_call_ids)
             cells = [(ids[i] if i < len(ids) else f"call_{t}_{i}", code) for i, code in enumerate(parsed.code_cells)]
@@ -217,7 +221,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
                           "notice": turn.notice, "budget": tracker.snapshot(),
                           "gate": [d.to_dict() for d in gate.decisions[gate_before:]],
                           "model_s": dt_model, "backend_s": backend_dt,
-                          "harness_s": max(0.0, clock() - t_harness - backend_dt),
+                          "harness_s": max(0.0, clock() - t_request - dt_model - backend_dt),
                           "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
                           "context_sha256": messages_sha256(messages)})
             if end_reason:
