@@ -33,6 +33,8 @@ PAD_SIZE_M = (0.03, 0.02, 0.005)
 REACH_M = 0.626
 WORKSPACE_MIN_M = np.array([-0.15, -0.65, -0.02])
 WORKSPACE_MAX_M = np.array([0.75, 0.65, 0.60])
+TOOL_DOWN_QUAT_WXYZ = (0.0, 0.0, 1.0, 0.0)
+"""Tool z along world -z, jaw closing along world y (the home orientation)."""
 SCENE_ASSETS = "<!-- SCENE_ASSETS -->"
 SCENE_WORLDBODY = "<!-- SCENE_WORLDBODY -->"
 
