@@ -176,3 +176,10 @@ def test_two_arm_lift_moves_both_arms_together() -> None:
     assert st["arms"]["left"]["holding"] and st["arms"]["right"]["holding"]
     z = [b.ee_pose(a).position_m[2] for a in ("left", "right")]
     assert abs(z[0] - z[1]) < 0.005  # moved together
+
+
+def test_duration_too_short_is_stretched_to_the_velocity_limits(above_cube: tuple) -> None:
+    b, m = fresh(above_cube)
+    r = m.move_to([0.36, 0.15, 0.06], duration_s=0.04)
+    assert r.success, r.message
+    assert r.value["duration_s"] > 0.1

@@ -26,7 +26,6 @@ import numpy as np
 
 from captain_ros.backends.base import Backend
 from captain_ros.core.errors import (
-    CaptainError,
     EStopError,
     InvalidArgumentError,
     NotSupportedError,
@@ -64,8 +63,10 @@ def _safe(fn: Callable[..., Result]) -> Callable[..., Result]:
             return Result.fail(FailureCategory.ESTOP, f"{e}; an operator must reset the e-stop")
         except NotSupportedError as e:
             return Result.fail(FailureCategory.NOT_SUPPORTED, str(e))
-        except CaptainError as e:  # pragma: no cover - other internal errors
-            return Result.fail(FailureCategory.INTERNAL_ERROR, f"{type(e).__name__}: {e}")
+        except Exception as e:  # noqa: BLE001 - robot calls never raise into policy code
+            return Result.fail(FailureCategory.INTERNAL_ERROR,
+                               f"internal error in {fn.__name__} ({type(e).__name__}: {e}); the robot holds "
+                               "its last target")
     return wrapper
 
 
@@ -132,7 +133,11 @@ class MotionService:
             if k >= n and all(np.linalg.norm(b.ee_pose(a).position_m - p.goal.position_m) < SETTLE_TOL_M
                               for a, p in plans.items()):
                 break
-            rep = b.servo(q, self.dt_s, guard)
+            try:
+                rep = b.servo(q, self.dt_s, guard)
+            except EStopError:  # latched by an operator while moving: the backend already halted
+                stop = "estop"
+                break
             peak = max(peak, rep.peak_force_n)
             for a in plans:
                 samples[a].append(self._sample(a, t0))
@@ -174,6 +179,9 @@ class MotionService:
         receipt = "; ".join(parts)
         if out.stop_reason == "reached":
             return Result.ok(f"{name} reached the target", value, executed=True, receipt=receipt)
+        if out.stop_reason == "estop":
+            return Result.fail(FailureCategory.ESTOP, "the e-stop was latched during the motion; the robot "
+                               "halted and an operator must reset it", executed=True, value=value, receipt=receipt)
         if out.stop_reason == "contact":
             return Result.fail(FailureCategory.CONTACT,
                                f"stopped at first contact ({out.peak_force_n:.1f} N > {CONTACT_FORCE_N:.0f} N guard "
@@ -182,6 +190,13 @@ class MotionService:
         return Result.fail(FailureCategory.FORCE_LIMIT,
                            f"emergency force limit ({EMERGENCY_FORCE_N:.0f} N) tripped; back out with recover()",
                            executed=True, value=value, receipt=receipt)
+
+    def _velocity_ratio(self, plan: ArmPlan) -> float:
+        """Largest per-tick joint step relative to the joint velocity limits (> 1: too fast)."""
+        vmax = np.asarray(self.backend.spec.arm(plan.arm).max_velocity_rad_s) * self.dt_s
+        q0 = np.asarray(self.backend.joint_state(plan.arm).position_rad, dtype=float)
+        steps = np.abs(np.diff(np.vstack([q0, *plan.q]), axis=0))
+        return float(np.max(steps / vmax)) if len(steps) else 0.0
 
     def _goal(self, arm: str, position: Any, orientation: Any) -> tuple[Pose, Pose]:
         start = self.backend.ee_pose(arm)
@@ -194,6 +209,13 @@ class MotionService:
         dur = duration_s or max(path.sweep_duration_s(s, g, speed_m_s) for s, g in goals.values())
         plans = {a: plan_sweep(self.backend, a, g, path.sweep(s, g, dur, self.dt_s), s)
                  for a, (s, g) in goals.items()}
+        ratio = max(self._velocity_ratio(p) for p in plans.values())
+        if ratio > 1.0:  # too fast for the joint velocity limits: stretch the sweep in time
+            dur = dur * ratio * 1.05
+            plans = {a: plan_sweep(self.backend, a, g, path.sweep(s, g, dur, self.dt_s), s)
+                     for a, (s, g) in goals.items()}
+            for p in plans.values():
+                p.diagnostics["duration_stretched_to_s"] = round(dur, 3)
         ignored = check_collisions(self.backend, plans)
         for p in plans.values():
             p.diagnostics["start_contacts_ignored"] = ignored
