@@ -112,7 +112,11 @@ class MujocoBackend(Backend):
         self._kin = {n: MujocoKinematics(m, self.data, a, self._arms, self._robot_bodies)
                      for n, a in self._arms.items()}
         names = tuple(scene.object_bodies) if scene else ()
-        self._objects = {n: m.body(n).id for n in names}  # raises KeyError for unknown bodies
+        bodies = [m.body(b).name for b in range(m.nbody)]
+        for n in names:
+            if n not in bodies:
+                raise UnknownNameError("scene body", n, [b for b in bodies if b])
+        self._objects = {n: m.body(n).id for n in names}
         self._body_object = self._map_bodies_to_objects()
         labels = np.zeros(m.ngeom, dtype=np.int32)
         ids = {n: k + 1 for k, n in enumerate(names)}
