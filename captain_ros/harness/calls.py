@@ -66,6 +66,7 @@ class EpisodeCalls:
         self.finish_accepted = False
         self.request = 0
         self.cell = 0
+        self.last_dict: dict[str, Any] = {}
         self.log = CellLog()
 
     def begin_cell(self, request: int, cell: int) -> None:
@@ -115,13 +116,15 @@ class EpisodeCalls:
         if not result.receipt:
             result = replace(result, receipt=default_receipt(str(name)[:60], result))
         result = result.with_budget(self.tracker.snapshot())
+        self.last_dict = result.to_dict()
         self.log.receipts.append(result.receipt)
-        self.log.robot_calls.append({"name": str(name)[:60], "kwargs": kwargs, "result": result.to_dict()})
+        self.log.robot_calls.append({"name": str(name)[:60], "kwargs": kwargs, "result": self.last_dict})
         return result
 
     # --- CellHandler ---------------------------------------------------------------------------
     def on_call(self, name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-        return self.execute(name, kwargs).to_dict()
+        self.execute(name, kwargs)
+        return self.last_dict
 
     def on_image(self, handle: str, camera: str) -> str:
         if len(self.log.images) >= self.max_images_per_cell:

@@ -39,7 +39,7 @@ class TrajectoryWriter:
         self._f = self.path.open("w", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
-        self._f.write(json.dumps(_jsonable(record), ensure_ascii=False) + "\n")
+        self._f.write(json.dumps(record, ensure_ascii=False, default=_jsonable) + "\n")
         self._f.flush()
 
     def close(self) -> None:
