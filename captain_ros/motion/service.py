@@ -35,12 +35,11 @@ from captain_ros.core.geometry import Pose
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.core.types import ForceGuard
 from captain_ros.motion import args, path
+from captain_ros.motion.limits import CONTACT_FORCE_N, DEFAULT_FORCE_LIMIT_N, EMERGENCY_FORCE_N
 from captain_ros.motion.planner import ArmPlan, PlanError, check_collisions, plan_sweep
+from captain_ros.motion.receipts import motion_result
 from captain_ros.motion.trajectory import MotionSample, Outcome
 
-CONTACT_FORCE_N = 5.0
-DEFAULT_FORCE_LIMIT_N = 40.0
-EMERGENCY_FORCE_N = 80.0
 SETTLE_TOL_M = 0.002
 JAW_TIMEOUT_S = 1.5
 
@@ -149,48 +148,6 @@ class MotionService:
             self._last_arm = a
         return Outcome(samples, stop, peak, b.time_s() - t0)
 
-    def _motion_result(self, name: str, plans: dict[str, ArmPlan], out: Outcome,
-                       jaw_before: dict[str, float], mode: str, extra: dict[str, Any] | None = None) -> Result:
-        b = self.backend
-        per_arm = {}
-        for a, p in plans.items():
-            pose = b.ee_pose(a)
-            per_arm[a] = {"executed_distance_m": round(out.distance_m(a), 4),
-                          "planned_distance_m": round(p.distance_m, 4),
-                          "tcp_position_m": [round(float(v), 4) for v in pose.position_m],
-                          "tcp_quat_wxyz": [round(float(v), 4) for v in pose.quat_wxyz],
-                          "jaw_before_m": round(jaw_before[a], 4),
-                          "jaw_after_m": round(b.gripper(a).opening_m, 4),
-                          "holding": b.gripper(a).holding}
-        value = {"arm": "both" if len(plans) > 1 else next(iter(plans)), "stop_reason": out.stop_reason,
-                 "mode": mode, "duration_s": round(out.elapsed_s, 3),
-                 "peak_force_n": round(out.peak_force_n, 2), **(extra or {})}
-        if len(plans) == 1:
-            value.update(next(iter(per_arm.values())))
-        else:
-            value["arms"] = per_arm
-        parts = [f"{name} {value['arm']}: {out.stop_reason}"]
-        for a, v in per_arm.items():
-            tag = f"{a} " if len(per_arm) > 1 else ""
-            x, y, z = v["tcp_position_m"]
-            parts.append(f"{tag}moved {v['executed_distance_m']:.3f}/{v['planned_distance_m']:.3f} m, "
-                         f"jaw {v['jaw_before_m']:.3f}->{v['jaw_after_m']:.3f} m, tcp ({x:.3f},{y:.3f},{z:.3f})")
-        parts.append(f"peak {out.peak_force_n:.1f} N, {out.elapsed_s:.2f} s")
-        receipt = "; ".join(parts)
-        if out.stop_reason == "reached":
-            return Result.ok(f"{name} reached the target", value, executed=True, receipt=receipt)
-        if out.stop_reason == "estop":
-            return Result.fail(FailureCategory.ESTOP, "the e-stop was latched during the motion; the robot "
-                               "halted and an operator must reset it", executed=True, value=value, receipt=receipt)
-        if out.stop_reason == "contact":
-            return Result.fail(FailureCategory.CONTACT,
-                               f"stopped at first contact ({out.peak_force_n:.1f} N > {CONTACT_FORCE_N:.0f} N guard "
-                               "or the manipulation limit); inspect, then recover() or re-plan",
-                               executed=True, value=value, receipt=receipt)
-        return Result.fail(FailureCategory.FORCE_LIMIT,
-                           f"emergency force limit ({EMERGENCY_FORCE_N:.0f} N) tripped; back out with recover()",
-                           executed=True, value=value, receipt=receipt)
-
     def _velocity_ratio(self, plan: ArmPlan) -> float:
         """Largest per-tick joint step relative to the joint velocity limits (> 1: too fast)."""
         vmax = np.asarray(self.backend.spec.arm(plan.arm).max_velocity_rad_s) * self.dt_s
@@ -258,7 +215,7 @@ class MotionService:
         for a, p in plans.items():
             self._recover_path[a] = [s.pose for s in out.samples[a]]
             del p
-        return self._motion_result("move_to", plans, out, jaw_before, mode)
+        return motion_result(self.backend, "move_to", plans, out, jaw_before, mode)
 
     def _jaw(self, arm: str, value: float, force_limit_n: float | None) -> Result:
         b = self.backend
@@ -357,7 +314,7 @@ class MotionService:
         jaw_before = {a: b.gripper(a).opening_m}
         out = self._execute({a: plan}, guard)
         self._recover_path[a] = hist[:cut] + [rev[-1]] if out.stop_reason == "reached" else hist
-        return self._motion_result("recover", {a: plan}, out, jaw_before, "guarded",
+        return motion_result(self.backend, "recover", {a: plan}, out, jaw_before, "guarded",
                                    {"start_force_n": round(guard.baseline_n, 2)})
 
     @_safe

@@ -39,6 +39,7 @@ import numpy as np
 
 from captain_ros.backends.base import Backend
 from captain_ros.backends.mujoco import model as rigmodel
+from captain_ros.backends.mujoco import privileged
 from captain_ros.backends.mujoco import render as _render
 from captain_ros.backends.mujoco.contacts import ContactReader
 from captain_ros.backends.mujoco.kinematics import MujocoKinematics
@@ -392,50 +393,8 @@ class MujocoBackend(Backend):
                 self._ever_held[obj] = True
 
     def privileged_state(self) -> dict[str, Any]:
-        m, d = self.model, self._fresh()
-        pads = self._pads()
-        held = self._held_by()
-        touching: dict[int, set[str]] = {}
-        for b1, b2 in self._contacts.touching(d):
-            touching.setdefault(b1, set()).add(self._body_label(b2))
-            touching.setdefault(b2, set()).add(self._body_label(b1))
-        objects: dict[str, Any] = {}
-        for name, b in self._objects.items():
-            sub = [x for x, o in self._body_object.items() if o == name]
-            holders = [arm for arm, o in held.items() if o == name]
-            objects[name] = {
-                "position_m": d.xpos[b].tolist(), "quat_wxyz": d.xquat[b].tolist(),
-                "initial_position_m": self._initial[name][0].tolist(),
-                "initial_quat_wxyz": self._initial[name][1].tolist(),
-                "held_by": holders[0] if holders else None, "held": bool(holders),
-                "ever_held": self._ever_held[name],
-                "pad_contacts": {a.name: int(any(x in p.left for x in sub)) + int(any(x in p.right for x in sub))
-                                 for a, p in zip(self._arm_list, pads, strict=True)},
-                "touching": sorted(set().union(*(touching.get(x, set()) for x in sub)) - {name}),
-            }
-        forces = self._forces()
-        arms = {}
-        for k, a in enumerate(self._arm_list):
-            pose = self.ee_pose(a.name)
-            arms[a.name] = {
-                "tcp_position_m": pose.position_m.tolist(), "tcp_quat_wxyz": pose.quat_wxyz.tolist(),
-                "q_rad": d.qpos[a.qpos_adr].tolist(), "jaw_opening_m": self.jaw_opening_m(a.name),
-                "jaw_command_m": self._grip_cmd[a.name], "holding": held[a.name] is not None,
-                "held_object": held[a.name], "contact_force_n": float(forces[k])}
-        return {
-            "time_s": float(d.time), "objects": objects, "arms": arms,
-            "joints": {j: float(d.qpos[m.jnt_qposadr[m.joint(j).id]]) for j in self._articulations},
-            "bodies": {m.body(b).name: {"position_m": d.xpos[b].tolist(), "quat_wxyz": d.xquat[b].tolist()}
-                       for b in self._named_bodies},
-        }
-
-    def _body_label(self, b: int) -> str:
-        if b in self._body_object:
-            return self._body_object[b]
-        for a in self._arm_list:
-            if b in a.body_ids:
-                return f"robot:{a.name}"
-        return self.model.body(b).name or "world"
+        """Simulator ground truth (schema in this module's docstring). Never for policies."""
+        return privileged.privileged_state(self)
 
     def close(self) -> None:
         self._renderer.close()
