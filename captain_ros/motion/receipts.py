@@ -14,7 +14,7 @@ from captain_ros.motion.trajectory import Outcome
 def motion_result(b: Backend, name: str, plans: dict[str, ArmPlan], out: Outcome,
                   jaw_before: dict[str, float], mode: str, extra: dict[str, Any] | None = None) -> Result:
     """The Result of an executed sweep: value fields, message and the <= 300-char receipt."""
-    per_arm = {}
+    per_arm: dict[str, dict[str, Any]] = {}
     for a, p in plans.items():
         pose = b.ee_pose(a)
         per_arm[a] = {"executed_distance_m": round(out.distance_m(a), 4),
@@ -24,7 +24,7 @@ def motion_result(b: Backend, name: str, plans: dict[str, ArmPlan], out: Outcome
                       "jaw_before_m": round(jaw_before[a], 4),
                       "jaw_after_m": round(b.gripper(a).opening_m, 4),
                       "holding": b.gripper(a).holding}
-    value = {"arm": "both" if len(plans) > 1 else next(iter(plans)), "stop_reason": out.stop_reason,
+    value: dict[str, Any] = {"arm": "both" if len(plans) > 1 else next(iter(plans)), "stop_reason": out.stop_reason,
              "mode": mode, "duration_s": round(out.elapsed_s, 3),
              "peak_force_n": round(out.peak_force_n, 2), **(extra or {})}
     if len(plans) == 1:

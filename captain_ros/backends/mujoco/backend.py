@@ -362,7 +362,7 @@ class MujocoBackend(Backend):
             model_key=self._model_key, physics=state,
             targets_rad={n: q.copy() for n, q in self._targets.items()},
             gripper_cmd_m=dict(self._grip_cmd), estop=self._estop, estop_reason=self._estop_reason,
-            ever_held=dict(self._ever_held), rng_state=self.rng.bit_generator.state,
+            ever_held=dict(self._ever_held), rng_state=dict(self.rng.bit_generator.state),
             ticks=self._ticks)
 
     def restore(self, snapshot: MujocoSnapshot) -> None:
