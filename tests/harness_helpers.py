@@ -54,12 +54,12 @@ SOLVE_RED_ON_BLUE = [
              "m = robot.measure_object_geometry(red, blue)\nprint(m.value['center_m'])"},
     {"reasoning": "Grasp from above.",
      "code": "c = m.value['center_m']\nrobot.move_to(jaw='open')\n"
-             "robot.move_to([c[0], c[1], c[2] + 0.10], [0, 1, 0, 0])\nrobot.move_to([c[0], c[1], c[2]])\n"
-             "robot.move_to(jaw='close')\nr = robot.move_to([c[0], c[1], c[2] + 0.12], mode='manipulation')"},
+             "robot.move_to([c[0], c[1], c[2] + 0.10], [0, 1, 0, 0], speed_m_s=0.25)\nrobot.move_to([c[0], c[1], c[2]], speed_m_s=0.1)\n"
+             "robot.move_to(jaw='close')\nr = robot.move_to([c[0], c[1], c[2] + 0.12], mode='manipulation', speed_m_s=0.25)"},
     {"reasoning": "Place on blue and release.",
      "code": "d = m.value['destination']\n"
              "robot.move_to([d['center_m'][0], d['center_m'][1], d['top_z_m'] + m.value['extents_m'][2] / 2 + 0.01],"
-             " mode='manipulation')\nrobot.release()\nrobot.move_to([d['center_m'][0], d['center_m'][1], 0.2])"},
+             " mode='manipulation', speed_m_s=0.25)\nrobot.release()\nrobot.move_to([d['center_m'][0], d['center_m'][1], 0.2], speed_m_s=0.25)"},
     {"reasoning": "Verify and finish.",
      "code": "robot.observe()\nred2 = robot.segment('red box').value['detections'][0]\n"
              "blue2 = robot.segment('blue box').value['detections'][0]\n"

@@ -94,14 +94,14 @@ def _check_param(p: Param, value: Any) -> Any:
             value = [value]
         if not isinstance(value, Sequence) or len(value) > _MAX_LIST:
             raise InvalidArgumentError(f"{p.name} must be a list of strings (at most {_MAX_LIST})")
-        out = []
+        items: list[str] = []
         for v in value:
             if isinstance(v, Mapping) and isinstance(v.get("id"), str):
                 v = v["id"]
             if not isinstance(v, str):
                 raise InvalidArgumentError(f"{p.name} must contain strings, got {v!r:.60}")
-            out.append(v)
-        return out
+            items.append(v)
+        return items
     if kind == "points":
         if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) or not value:
             raise InvalidArgumentError(f"{p.name} must be a non-empty list of [u, v] pixel pairs")

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from captain_ros.backends.base import Backend
+from captain_ros.backends.base import Backend, Kinematics
 from captain_ros.core.errors import EStopError, InvalidArgumentError, UnknownNameError
 from captain_ros.core.geometry import Pose, matrix_to_quat
 from captain_ros.core.scene import SceneSpec
@@ -93,7 +93,7 @@ class FakeKinematics:
     def __init__(self, backend: FakeBackend, arm: str) -> None:
         self._backend = backend
         self._arm = arm
-        self.joint_names = JOINT_NAMES
+        self.joint_names: tuple[str, ...] = JOINT_NAMES
 
     def fk(self, q: np.ndarray) -> Pose:
         q = np.asarray(q, dtype=float)
@@ -177,8 +177,10 @@ class FakeBackend(Backend):
         if rig not in ("piper", "piper_dual"):
             raise InvalidArgumentError(f"unknown rig {rig!r}; valid: piper, piper_dual")
         if boxes is None:
-            boxes = [FakeBox("red_box", [0.45, 0.05, table_top_z_m + 0.02], [0.04, 0.04, 0.04], 0.0, (200, 40, 40)),
-                     FakeBox("blue_box", [0.40, -0.15, table_top_z_m + 0.015], [0.06, 0.06, 0.03], 0.0, (40, 60, 200))]
+            boxes = [FakeBox("red_box", np.array([0.45, 0.05, table_top_z_m + 0.02]), np.full(3, 0.04), 0.0,
+                             (200, 40, 40)),
+                     FakeBox("blue_box", np.array([0.40, -0.15, table_top_z_m + 0.015]), np.array([0.06, 0.06, 0.03]),
+                             0.0, (40, 60, 200))]
         self.table_top_z_m = float(table_top_z_m)
         self.table_min_xy = np.array([-0.1, -0.6])
         self.table_max_xy = np.array([0.9, 0.6])
@@ -188,7 +190,7 @@ class FakeBackend(Backend):
         upper = np.array([1.0, 0.8, table_top_z_m + 0.9, 2 * math.pi, math.pi / 2, 2 * math.pi])
         vel = np.array([0.5, 0.5, 0.5, 3.0, 3.0, 3.0])
         bases = {"arm": (0.0, 0.0)} if rig == "piper" else {"left": (0.0, 0.3), "right": (0.0, -0.3)}
-        arms = tuple(ArmSpec(name, JOINT_NAMES, lower, upper, vel, Pose([bx, by, table_top_z_m]), 0.75,
+        arms = tuple(ArmSpec(name, JOINT_NAMES, lower, upper, vel, Pose(np.array([bx, by, table_top_z_m])), 0.75,
                              JAW_MAX_M, PAD_SIZE_M, "wrist" if rig == "piper" else f"{name}_wrist")
                      for name, (bx, by) in bases.items())
         cameras = ("head",) + tuple(a.wrist_camera for a in arms if a.wrist_camera)
@@ -215,7 +217,7 @@ class FakeBackend(Backend):
             raise UnknownNameError("arm", arm, self._spec.arm_names)
         return arm
 
-    def kinematics(self, arm: str) -> FakeKinematics:
+    def kinematics(self, arm: str) -> Kinematics:
         return self._kin[self._check_arm(arm)]
 
     # --- geometry helpers ----------------------------------------------------------------------

@@ -23,6 +23,7 @@ import os
 import signal
 import sys
 import traceback
+from typing import Any
 
 from captain_ros.harness import wire
 
@@ -74,7 +75,9 @@ class _Capped:
     """A text sink that keeps at most ``cap`` characters (head and tail) and counts the rest."""
 
     def __init__(self, cap: int) -> None:
-        self.cap, self.head, self.tail, self.dropped = cap, [], [], 0
+        self.cap, self.dropped = cap, 0
+        self.head: list[str] = []
+        self.tail: list[str] = []
         self.head_len = self.tail_len = 0
 
     def write(self, s: object) -> int:
@@ -126,13 +129,13 @@ def _make_hook(workspace: str, read_roots: tuple[str, ...]):  # noqa: C901 - one
     def under(path: str, root: str) -> bool:
         return path == root or path.startswith(root + "/")
 
-    def resolve(p: object) -> str | None:
+    def resolve(p: Any) -> str:
         if isinstance_(p, bytes_):
             p = p.decode("utf-8", "replace")
         if hasattr(p, "__fspath__"):
             p = p.__fspath__()
         if not isinstance_(p, str_):
-            return None
+            return ""
         return realpath(abspath(p))
 
     def hook(event: str, args: tuple) -> None:
@@ -143,7 +146,7 @@ def _make_hook(workspace: str, read_roots: tuple[str, ...]):  # noqa: C901 - one
             if isinstance_(path, int_):
                 _deny("opening a raw file descriptor", str(path))
             rp = resolve(path)
-            if rp is None:
+            if not rp:
                 _deny("open", repr(path)[:80])
             if under(rp, ws):
                 return
@@ -157,7 +160,7 @@ def _make_hook(workspace: str, read_roots: tuple[str, ...]):  # noqa: C901 - one
                 if p is None or p == "" or p == ".":
                     continue
                 rp = resolve(p)
-                if rp is not None and (under(rp, ws) or (event in read_only_events
+                if rp and (under(rp, ws) or (event in read_only_events
                                                          and any(under(rp, r) for r in read_roots))):
                     continue
                 _deny(event + " outside the workspace", f"{p!s:.120}")
@@ -297,6 +300,7 @@ def _run_cell(code: str, cell_no: int, cap: int) -> dict:
     try:
         tree = ast.parse(code, fname)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        assert last is None or isinstance(last, ast.Expr)
         _SIG["pending"], _SIG["in_cell"] = False, True
         try:
             exec(compile(tree, fname, "exec"), _NS)  # noqa: S102 - this is the sandbox

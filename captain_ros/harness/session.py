@@ -152,15 +152,16 @@ class PythonSession:
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.workspace), "LANG": "C.UTF-8",
                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"}
-        stderr = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        log_file = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115
         try:
             popen = subprocess.Popen(
                 [sys.executable, "-I", "-m", "captain_ros.harness.sandbox_child"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=self.workspace,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=log_file if log_file is not None else subprocess.DEVNULL, cwd=self.workspace,
                 env=env, close_fds=True, start_new_session=True)
         finally:
-            if stderr is not subprocess.DEVNULL:
-                stderr.close()
+            if log_file is not None:
+                log_file.close()
         assert popen.stdin is not None and popen.stdout is not None
         proc = _Proc(popen, popen.stdin.fileno(), popen.stdout.fileno())
         self._proc = proc
@@ -281,8 +282,9 @@ class PythonSession:
                                       duration_s=time.monotonic() - t0, call_s=call_s)
                 t_call = time.monotonic()
                 if kind == "call":
+                    kwargs = msg.get("kwargs")
                     reply: dict[str, Any] = {"type": "result", "result": handler.on_call(
-                        str(msg.get("name", "")), msg.get("kwargs") if isinstance(msg.get("kwargs"), dict) else {})}
+                        str(msg.get("name", "")), kwargs if isinstance(kwargs, dict) else {})}
                 elif kind == "image":
                     images += 1
                     reply = {"type": "image", "message": handler.on_image(str(msg.get("handle", "")),
