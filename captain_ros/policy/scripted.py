@@ -8,6 +8,7 @@ without a tool call, which ends the episode.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -24,6 +25,18 @@ def outputs_since_last_reply(messages: list[dict[str, Any]]) -> str | None:
     return "\n".join(flatten_content(m.get("content")) for m in messages[last + 1:])
 
 
+def instruction_from(messages: list[dict[str, Any]]) -> str:
+    """The instruction sentence of TASK.md (the paragraph after its ``## Task`` heading)."""
+    for m in messages:
+        if m.get("role") == "assistant":
+            break
+        text = flatten_content(m.get("content"))
+        match = re.search(r"^## Task[^\n]*\n+(.+?)(?:\n\s*\n|\n#|$)", text, re.MULTILINE | re.DOTALL)
+        if match:
+            return match.group(1).strip()
+    return ""
+
+
 class ScriptedPolicy(Policy):
     """The per-task scripted expert (the embedded default policy; no model, no download)."""
 
@@ -31,14 +44,18 @@ class ScriptedPolicy(Policy):
 
     def __init__(self) -> None:
         self.expert: ScriptedExpert | None = None
+        self.task: str | None = None
 
     def reset(self, task_name: str, seed: int) -> None:
-        self.expert = ScriptedExpert(task_name)
+        self.task = task_name
+        self.expert = None  # built at the first request, once TASK.md (the instruction) is read
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyReply:
         start = time.perf_counter()
-        if self.expert is None:
+        if self.task is None:
             raise RuntimeError("ScriptedPolicy.reset(task, seed) must be called before act()")
+        if self.expert is None:
+            self.expert = ScriptedExpert(self.task, instruction_from(messages))
         cell = self.expert.next_cell(outputs_since_last_reply(messages))
         if cell is None:
             return PolicyReply(content="The episode is over.", reasoning="Nothing left to do.",

@@ -19,13 +19,16 @@ RESTART_MARKERS = ("variables were lost", "session was restarted", "session rest
 
 
 class ScriptedExpert:
-    """One episode of the expert for ``task`` (a task name in :data:`PLANS`)."""
+    """One episode of the expert for ``task`` (a task name in :data:`PLANS`).
 
-    def __init__(self, task: str) -> None:
+    ``instruction`` is the task sentence of TASK.md: colour words in it sharpen the prompts."""
+
+    def __init__(self, task: str, instruction: str = "") -> None:
         if task not in PLANS:
             raise UnknownNameError("task", task, sorted(PLANS))
         self.task = task
-        self._plan = PLANS[task]()
+        self.instruction = instruction
+        self._plan = PLANS[task](instruction)
         self._started = False
         self.done = False
         self.cells = 0

@@ -140,7 +140,12 @@ def stop_reason(r):
     return val(r, "stop_reason", default=(r or {}).get("failure_category"))
 
 CAMS = []
-def find(text, handle=None, camera="head", fallback=False):
+def _rank(d, prefer):
+    e = d.get("extents_m") or [0, 0, 0]
+    return {"longest": max(e[0], e[1]), "tallest": e[2], "widest": e[0] * e[1],
+            "smallest": -e[0] * e[1] * e[2]}.get(prefer, 0.0)
+
+def find(text, handle=None, camera="head", fallback=False, prefer=None):
     """Best detection for text in an observation (a fresh one when handle is None); with
     fallback=True, look through the wrist cameras when the head camera sees nothing."""
     if handle is None:
@@ -149,7 +154,7 @@ def find(text, handle=None, camera="head", fallback=False):
         CAMS[:] = val(o, "cameras", default=CAMS) or CAMS
     if fallback:
         for cam in [camera] + [c for c in CAMS if c != camera and "wrist" in c]:
-            d = find(text, handle, cam)
+            d = find(text, handle, cam, prefer=prefer)
             if d is not None:
                 return d
         return None
@@ -163,7 +168,7 @@ def find(text, handle=None, camera="head", fallback=False):
     dets = [d for d in dets if plausible(d) and d.get("score", 0.0) >= 0.35]
     if not dets:
         return None
-    return max(dets, key=lambda d: (round(d.get("score", 0.0), 2), d.get("area_px", 0)))
+    return max(dets, key=lambda d: (round(d.get("score", 0.0), 2), _rank(d, prefer), d.get("area_px", 0)))
 
 def measure(det, dest=None):
     if det is None:

@@ -42,12 +42,16 @@ def parse_notes(output: str) -> Notes:
     return notes
 
 
-def perceive(names: dict[str, str], dest: tuple[str, str] | None = None) -> Skill:
-    """Observe, segment each ``{name: prompt}``, measure each (``dest`` = (name, dest_name))."""
+def perceive(names: dict[str, str], dest: tuple[str, str] | None = None,
+             prefer: dict[str, str] | None = None) -> Skill:
+    """Observe, segment each ``{name: prompt}``, measure each (``dest`` = (name, dest_name)).
+
+    ``prefer`` ranks several matches of a name by geometry (longest, tallest, widest, smallest)."""
+    prefer = prefer or {}
     lines = ["obs = robot.observe(); H = val(obs, 'handle'); CAMS[:] = val(obs, 'cameras', default=[])",
              "G = globals().get('G', {}); D = globals().get('D', {})"]
     for name, prompt in names.items():
-        lines.append(f"D[{name!r}] = find({prompt!r}, H, fallback=True)")
+        lines.append(f"D[{name!r}] = find({prompt!r}, H, fallback=True, prefer={prefer.get(name)!r})")
     for name in names:
         if dest is not None and name == dest[0]:
             lines.append(f"G[{name!r}] = measure(D[{name!r}], D.get({dest[1]!r}))")
