@@ -15,7 +15,7 @@ from captain_ros.core.geometry import Pose
 from captain_ros.core.result import FailureCategory
 from captain_ros.motion import ik
 
-COLLISION_CHECK_SPACING_M = 0.005
+COLLISION_CHECK_SPACING_M = 0.01
 MAX_JOINT_JUMP_RAD = 0.35
 TOOL_REACH_MARGIN_M = 0.25
 
