@@ -135,3 +135,19 @@ def test_validation_normalises():
     assert out["detection_ids"] == ["det_1", "det_2"]
     with pytest.raises(UnknownNameError, match="valid: arm"):
         validate_call(registry.get("hold"), {"arm": "left"}, ["arm"])
+
+
+def test_move_to_both_arms_takes_per_arm_poses():
+    cap = registry.get("move_to")
+    out = validate_call(cap, {"position": {"left": [0.3, 0.2, 0.2], "right": (0.3, -0.2, 0.2)}, "arm": "both"},
+                        ["left", "right"])
+    assert out["position"] == {"left": [0.3, 0.2, 0.2], "right": [0.3, -0.2, 0.2]}
+    with pytest.raises(UnknownNameError, match="valid: arm"):
+        validate_call(cap, {"position": {"arm": [0.3, 0, 0.2]}, "arm": "both"}, ["arm"])
+    with pytest.raises(InvalidArgumentError, match="finite"):
+        validate_call(cap, {"position": {"left": [0.3, float("inf"), 0.2], "right": [0.3, 0, 0.2]}, "arm": "both"},
+                      ["left", "right"])
+    with pytest.raises(InvalidArgumentError, match="needs position"):
+        validate_call(cap, {"position": [0.3, 0, 0.2], "arm": "both"}, ["left", "right"])
+    with pytest.raises(InvalidArgumentError, match="list of 3"):
+        validate_call(cap, {"position": {"left": [0.3, 0, 0.2]}, "arm": "left"}, ["left", "right"])

@@ -168,3 +168,13 @@ def test_random_arguments_return_a_result_and_never_raise(real_stack, name):
 
     check()
     assert not backend.estopped
+
+
+def test_two_arm_move_through_the_real_motion_service():
+    backend, svc = make_stack(rig="piper_dual", image_size=(48, 64))
+    r = svc.call("move_to", {"position": {"left": [0.3, 0.25, 0.25], "right": [0.3, -0.25, 0.25]}, "arm": "both",
+                             "speed_m_s": 0.2})
+    assert r.success, r.message
+    state = backend.privileged_state()["arms"]
+    assert state["left"]["tcp_position_m"][1] == pytest.approx(0.25, abs=2e-3)
+    assert state["right"]["tcp_position_m"][1] == pytest.approx(-0.25, abs=2e-3)

@@ -186,7 +186,9 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("move_to", "motion",
                "Move the tool in a straight Cartesian sweep to an absolute pose, OR command the jaw "
                "(never both). Guarded mode stops at first contact above 5 N; manipulation mode "
-               "tolerates load up to force_limit_n; the 80 N emergency limit is always on.",
+               "tolerates load up to force_limit_n; the 80 N emergency limit is always on. On the dual "
+               "rig, arm='both' moves both arms together with position={'left': [x, y, z], "
+               "'right': [x, y, z]} (and optionally orientation as such a dict).",
                (Param("position", "position", None, "target tool position [x, y, z] in metres", nullable=True),
                 _ORI,
                 Param("jaw", "jaw", None, "jaw opening [m] or 'open' / 'close' (alone, without a pose)",

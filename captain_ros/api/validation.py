@@ -133,8 +133,15 @@ def validate_call(cap: Capability, kwargs: Mapping[str, Any],
         raise InvalidArgumentError(
             f"{cap.name}() got unexpected argument(s) {', '.join(unknown)}; signature: {cap.signature()}")
     out: dict[str, Any] = {}
+    both = cap.name == "move_to" and kwargs.get("arm") == "both"
     for p in cap.params:
-        if p.name in kwargs:
+        if both and p.name in ("position", "orientation") and isinstance(kwargs.get(p.name), Mapping):
+            # dual rig, two-arm move: one pose per arm {"left": ..., "right": ...}
+            per_arm = kwargs[p.name]
+            if len(per_arm) > 4 or not all(isinstance(k, str) for k in per_arm):
+                raise InvalidArgumentError(f"{p.name} with arm='both' must map arm names to values")
+            out[p.name] = {k: _check_param(p, v) for k, v in per_arm.items()}
+        elif p.name in kwargs:
             out[p.name] = _check_param(p, kwargs[p.name])
         elif p.required:
             raise InvalidArgumentError(f"{cap.name}() is missing {p.name!r} ({p.doc}); signature: {cap.signature()}")
@@ -146,6 +153,14 @@ def validate_call(cap: Capability, kwargs: Mapping[str, Any],
             raise InvalidArgumentError("move_to takes a pose OR a jaw command, never both; make two calls")
         if not has_pose and out.get("jaw") is None:
             raise InvalidArgumentError("move_to needs a position/orientation or a jaw command")
-    if arm_names is not None and out.get("arm") is not None and out["arm"] not in arm_names:
+    if both:
+        if arm_names is not None and len(arm_names) < 2:
+            raise UnknownNameError("arm", "both", list(arm_names))
+        if not isinstance(out.get("position"), dict):
+            raise InvalidArgumentError("arm='both' needs position={'left': [x, y, z], 'right': [x, y, z]}")
+        unknown = [a for a in out["position"] if arm_names is not None and a not in arm_names]
+        if unknown:
+            raise UnknownNameError("arm", unknown[0], list(arm_names or ()))
+    elif arm_names is not None and out.get("arm") is not None and out["arm"] not in arm_names:
         raise UnknownNameError("arm", out["arm"], list(arm_names))
     return out
