@@ -132,9 +132,9 @@ def episode_ros(task_name: str, seed: int, out_dir: Path, domain: int,
     from rclpy.action import ActionClient
     from rclpy.node import Node
 
+    from captain_ros.ros import up as _up
     from captain_ros.ros.env import apply_ros_environment
     from captain_ros.ros.runner import spin_nodes
-    from captain_ros.ros import up as _up
     CONFIG, compose = _up.CONFIG, _up.compose
 
     apply_ros_environment(ROOT / "build" / "ros-bench", domain)

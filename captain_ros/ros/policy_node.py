@@ -26,14 +26,13 @@ from captain_ros_interfaces.srv import LoadScene, PrivilegedState
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from std_msgs.msg import String
 
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.ros import convert
 from captain_ros.ros.calls import RosRobotCaller, _call_sync
-from captain_ros.ros.episode_glue import CancellablePolicy
-from captain_ros.ros.estop import LATCHED_QOS
+from captain_ros.ros.episode_glue import CancellablePolicy, finish_results
 from captain_ros.ros.params import Param, declare
+from captain_ros.ros.recorder_watch import RecorderWatch
 
 PARAMS = (
     Param("policy", "scripted", "Default policy when a goal leaves it empty (scripted | openai | "
@@ -55,13 +54,10 @@ class PolicyNode(Node):
         self.load_scene = self.create_client(LoadScene, "/captain/robot/load_scene", callback_group=group)
         self.privileged = self.create_client(PrivilegedState, "/captain/robot/privileged_state",
                                              callback_group=group)
-        self.recorder_status: dict[str, Any] = {}
-        self._status_event = threading.Event()
-        self.create_subscription(String, "/captain/recorder/status", self._on_status, LATCHED_QOS,
-                                 callback_group=group)
+        self.recorder = RecorderWatch(self, self.p["bag_wait_s"], group)
         self._busy = threading.Lock()
         self._goal: Any = None
-        self._calls = 0
+        self._calls, self._max_requests = 0, 1
         self._policy: CancellablePolicy | None = None
         self.server = ActionServer(self, RunEpisode, "/captain/run_episode", self._execute,
                                    goal_callback=self._on_goal, cancel_callback=lambda _g: CancelResponse.ACCEPT,
@@ -69,10 +65,6 @@ class PolicyNode(Node):
 
     def _on_goal(self, goal: RunEpisode.Goal) -> GoalResponse:
         return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
-
-    def _on_status(self, msg: String) -> None:
-        self.recorder_status = json.loads(msg.data)
-        self._status_event.set()
 
     # --- per call ------------------------------------------------------------------------------
     def _on_result(self, name: str, kwargs: dict[str, Any], result: Result, duration_s: float) -> None:
@@ -134,12 +126,18 @@ class PolicyNode(Node):
         self.caller.episode_id, self.caller.refuse = episode_id, self._refuse_when_canceled
         self.caller.request_index_fn = lambda: self._policy.requests if self._policy else 0
         self._event(episode_id, "start", {"task": g.task, "seed": g.seed, "out_dir": str(out_dir)})
-        bag_open = self._recorder_bag_for(episode_id)
+        bag_open = self.recorder.bag_opened(episode_id)
         try:
             summary = run_episode(task, int(g.seed), self.caller, self._policy, budgets, out_dir,
                                   host_success=self._host_success(task))
+        except Exception as exc:  # noqa: BLE001 - the node survives a harness failure
+            self.get_logger().error(f"episode {episode_id} failed: {exc!r}")
+            res.outcome_label, res.summary_json = "internal_error", json.dumps({"error": repr(exc)})
+            goal_handle.abort()
+            return res
         finally:
-            self._publish_harness_receipts(out_dir)
+            for name, kwargs, result in finish_results(out_dir / "trajectory.jsonl"):
+                self._on_result(name, kwargs, result, 0.0)
             self._event(episode_id, "end", {"calls": self._calls})
             self._goal, self.caller.refuse = None, None
             policy.close()
@@ -147,32 +145,14 @@ class PolicyNode(Node):
         res.host_success, res.strict_success = summary.host_success, summary.strict_success
         res.requests, res.calls = summary.requests, summary.robot_calls
         res.physical_actions, res.wall_time_s = summary.physical_actions, summary.wall_s
-        res.failures = self._failures
-        res.bag_path = self._wait_bag_closed(bag_open)
+        res.failures = self.caller.failures
+        res.bag_path = self.recorder.bag_closed(bag_open)
         res.summary_json = json.dumps(summary.to_dict(), default=str)
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
         else:
             goal_handle.succeed()
         return res
-
-    def _publish_harness_receipts(self, out_dir: Path) -> None:
-        """Publish the receipts of ``finish()`` calls (answered by the harness's completion gate,
-        not by a robot node) from the episode's trajectory, so the topic holds every receipt."""
-        path = out_dir / "trajectory.jsonl"
-        if not path.exists():
-            return
-        for line in path.read_text().splitlines():
-            rec = json.loads(line)
-            for cell in rec.get("calls", []) if rec.get("type") == "request" else []:
-                for call in cell.get("robot_calls", []):
-                    if call.get("name") == "finish":
-                        self._on_result("finish", call.get("kwargs", {}),
-                                        Result.from_dict(call["result"]), 0.0)
-
-    @property
-    def _failures(self) -> int:
-        return self.caller.failures
 
     def _event(self, episode_id: str, event: str, detail: dict[str, Any]) -> None:
         self.event_pub.publish(EpisodeEvent(stamp=self.get_clock().now().to_msg(), episode_id=episode_id,
@@ -194,27 +174,6 @@ class PolicyNode(Node):
             return bool(task.success(json.loads(resp.state_json)))
 
         return predicate if self.privileged.service_is_ready() else None
-
-    def _recorder_bag_for(self, episode_id: str) -> str:
-        """Path of the bag the recorder opened for ``episode_id`` ('' without a recorder)."""
-        if not self.recorder_status:
-            return ""
-        deadline = time.monotonic() + self.p["bag_wait_s"]
-        while self.recorder_status.get("episode_id") != episode_id:
-            if time.monotonic() >= deadline:
-                return ""
-            self._status_event.wait(0.05)
-            self._status_event.clear()
-        return str(self.recorder_status.get("open", ""))
-
-    def _wait_bag_closed(self, path: str) -> str:
-        if not path:
-            return ""
-        deadline = time.monotonic() + self.p["bag_wait_s"]
-        while self.recorder_status.get("last_closed") != path and time.monotonic() < deadline:
-            self._status_event.wait(0.05)
-            self._status_event.clear()
-        return path
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,66 @@
+"""Simulation-only services of the robot node: snapshot, restore, privileged state, load scene.
+
+``/captain/robot/snapshot`` stores the full backend state under an id, ``/captain/robot/restore``
+restores it (bit-identical replay afterwards), ``/captain/robot/privileged_state`` returns the
+simulator's ground truth as JSON (for the harness's host-success predicate; never for policies),
+``/captain/robot/load_scene`` builds a task's scene for a seed, or resets the current scene from
+the snapshot taken when it was built. On hardware the backend raises ``NotSupportedError`` and
+the services answer ``success: false`` with its message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from captain_ros_interfaces.srv import LoadScene, PrivilegedState, Restore, Snapshot
+
+from captain_ros.ros import convert
+
+
+class SimServices:
+    """Attach the services to ``robot`` (a :class:`~captain_ros.ros.robot_node.RobotNode`)."""
+
+    def __init__(self, robot: Any, group: Any) -> None:
+        self.robot = robot
+        self._snapshots: dict[str, Any] = {}
+        for srv, name, cb in ((Snapshot, "snapshot", self._on_snapshot),
+                              (Restore, "restore", self._on_restore),
+                              (LoadScene, "load_scene", self._on_load_scene),
+                              (PrivilegedState, "privileged_state", self._on_privileged)):
+            robot.create_service(srv, f"/captain/robot/{name}", cb, callback_group=group)
+
+    def _on_snapshot(self, _req: Snapshot.Request, resp: Snapshot.Response) -> Snapshot.Response:
+        try:
+            snap = self.robot.backend.snapshot()
+        except Exception as exc:  # noqa: BLE001 - NotSupportedError on hardware
+            resp.success, resp.message = False, str(exc)
+            return resp
+        sid = f"snap_{len(self._snapshots)}"
+        self._snapshots[sid] = snap
+        resp.success, resp.message, resp.snapshot_id = True, "stored", sid
+        return resp
+
+    def _on_restore(self, req: Restore.Request, resp: Restore.Response) -> Restore.Response:
+        if req.snapshot_id not in self._snapshots:
+            resp.success = False
+            resp.message = f"unknown snapshot {req.snapshot_id!r}; known: {', '.join(self._snapshots)}"
+            return resp
+        try:
+            self.robot.backend.restore(self._snapshots[req.snapshot_id])
+        except Exception as exc:  # noqa: BLE001
+            resp.success, resp.message = False, str(exc)
+            return resp
+        resp.success, resp.message = True, "restored"
+        return resp
+
+    def _on_load_scene(self, req: LoadScene.Request, resp: LoadScene.Response) -> LoadScene.Response:
+        resp.success, resp.message = self.robot.load_scene(req.task, int(req.seed))
+        return resp
+
+    def _on_privileged(self, _req: Any, resp: PrivilegedState.Response) -> PrivilegedState.Response:
+        try:
+            resp.state_json = convert.dumps(self.robot.backend.privileged_state())
+            resp.success, resp.message = True, ""
+        except Exception as exc:  # noqa: BLE001
+            resp.success, resp.message = False, str(exc)
+        return resp

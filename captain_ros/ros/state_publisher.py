@@ -1,0 +1,83 @@
+"""The robot node's state topics: joint states, TF, wrench estimates and camera streams.
+
+Frames (REP 103/105): ``world`` (fixed, z up) -> ``<arm>_base_link`` (static, ``/tf_static``),
+``world`` -> ``<arm>_tcp`` (tool centre point) and ``world`` -> ``<camera>_optical_frame``
+(x right, y down, z forward) on ``/tf``. Units: rad, m, N. Gripper openings are appended to
+``/joint_states`` as ``<arm>_jaw_opening_m`` [m]. The wrench topic carries the magnitude of the
+external contact force [N] along the tool z axis (the backends estimate a magnitude only).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from geometry_msgs.msg import WrenchStamped
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from tf2_msgs.msg import TFMessage
+
+from captain_ros.core.geometry import Pose
+from captain_ros.ros import convert
+from captain_ros.ros.estop import LATCHED_QOS
+
+
+class StatePublisher:
+    """Publishers for one rig with ``arms`` and ``cameras`` on ``node``."""
+
+    def __init__(self, node: Node, arms: tuple[str, ...], cameras: tuple[str, ...]) -> None:
+        self.node = node
+        self.joint_pub = node.create_publisher(JointState, "/joint_states", 10)
+        self.tf_pub = node.create_publisher(TFMessage, "/tf", 100)
+        self.tf_static_pub = node.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
+        self.wrench_pubs = {a: node.create_publisher(WrenchStamped, f"/captain/wrench/{a}", 10)
+                            for a in arms}
+        self.image_pubs = {c: (node.create_publisher(Image, f"/camera/{c}/image_raw", 2),
+                               node.create_publisher(Image, f"/camera/{c}/depth/image_raw", 2),
+                               node.create_publisher(CameraInfo, f"/camera/{c}/camera_info", 2))
+                           for c in cameras}
+        self.cameras = cameras
+
+    def _stamp(self) -> Any:
+        return self.node.get_clock().now().to_msg()
+
+    def publish_static(self, spec: Any) -> None:
+        stamp = self._stamp()
+        self.tf_static_pub.publish(TFMessage(transforms=[
+            convert.transform_msg("world", f"{a.name}_base_link", a.base_pose, stamp) for a in spec.arms]))
+
+    def publish_state(self, backend: Any) -> None:
+        """One consistent sample (taken between two control ticks under the backend lock)."""
+        stamp = self._stamp()
+        with backend.lock:
+            arms = backend.spec.arm_names
+            joints = [backend.joint_state(a) for a in arms]
+            jaws = {f"{a}_jaw_opening_m": backend.gripper(a).opening_m for a in arms}
+            tcps = [convert.transform_msg("world", f"{a}_tcp", backend.ee_pose(a), stamp) for a in arms]
+            forces = {a: backend.contact_force_n(a) for a in arms}
+        self.joint_pub.publish(convert.joint_states_msg(joints, stamp, jaws))
+        self.tf_pub.publish(TFMessage(transforms=tcps))
+        for a, f in forces.items():
+            w = WrenchStamped()
+            w.header.stamp, w.header.frame_id = stamp, f"{a}_tcp"
+            w.wrench.force.z = float(f)
+            self.wrench_pubs[a].publish(w)
+
+    def publish_cameras(self, backend: Any, depth: bool = True) -> None:
+        """Capture every camera and publish rgb8, 32FC1 depth [m], CameraInfo and its TF."""
+        try:
+            frames = backend.capture(list(self.cameras))
+        except Exception as exc:  # noqa: BLE001 - a render failure must not kill the node
+            self.node.get_logger().warning(f"camera capture failed: {exc}", throttle_duration_sec=10.0)
+            return
+        stamp = self._stamp()
+        tfs = []
+        for name, fr in frames.items():
+            rgb_pub, depth_pub, info_pub = self.image_pubs[name]
+            frame_id = convert.optical_frame(name)
+            rgb_pub.publish(convert.image_msg(fr.rgb, stamp, frame_id))
+            if depth:
+                depth_pub.publish(convert.image_msg(fr.depth_m, stamp, frame_id))
+            info_pub.publish(convert.camera_info_msg(fr, stamp))
+            tfs.append(convert.transform_msg("world", frame_id, Pose.from_matrix(fr.world_from_camera),
+                                             stamp))
+        self.tf_pub.publish(TFMessage(transforms=tfs))
