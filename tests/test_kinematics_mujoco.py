@@ -167,3 +167,19 @@ def test_collisions_lists_table_and_arm_arm(dual: MujocoBackend) -> None:
     q[1] = math.radians(190)
     q[2] = 0.0
     assert any("table" in c for c in kin.collisions({"left": q}))
+
+
+@pytest.mark.parametrize("rig", ["piper", "piper_dual"])
+def test_urdf_camera_optical_frames_match_mujoco(rig: str) -> None:
+    from captain_ros.backends.mujoco.render import world_from_camera
+
+    b = MujocoBackend(None, rig=rig)
+    q = {}
+    for a in b.spec.arm_names:
+        spec = b.spec.arm(a)
+        for name, v in zip(spec.joint_names, b.joint_state(a).position_rad, strict=True):
+            q[name] = float(v)
+    for cam in b.spec.cameras:
+        t_urdf = urdf_link_pose(URDF / f"{rig}.urdf", f"{cam}_optical_frame", q)
+        t_mj = world_from_camera(b.data, b.model.camera(cam).id)
+        np.testing.assert_allclose(t_urdf, t_mj, atol=1e-6)

@@ -144,3 +144,17 @@ def test_force_sensor_matches_contact_forces_and_clearance() -> None:
     assert b.gripper("arm").force_n > 5.0  # the squeeze is internal, seen by the pads only
     kin = b.kinematics("arm")
     assert 0.0 < kin.clearance_m({}) < 0.3
+
+
+def test_head_camera_sees_the_workspace_in_front_of_the_ready_arm() -> None:
+    cubes, names = "", []
+    for i, x in enumerate((0.22, 0.30, 0.38)):
+        for j, y in enumerate((-0.12, 0.0, 0.12)):
+            names.append(f"c{i}{j}")
+            cubes += (f'<body name="c{i}{j}" pos="{x} {y} 0.02">'
+                      '<geom type="box" size="0.02 0.02 0.02" rgba="1 0 0 1"/></body>')
+    b = MujocoBackend(SceneSpec(rig="piper", worldbody_xml=cubes, object_bodies=tuple(names)),
+                      render_segmentation=True)
+    seg = b.capture(["head"])["head"].segmentation
+    counts = np.bincount(seg.ravel(), minlength=len(names) + 1)[1:]
+    assert counts.min() > 200, dict(zip(names, counts.tolist(), strict=True))

@@ -42,8 +42,11 @@ TCP_Z_M = 0.13  # tool point beyond the flange (link6 origin), centre of the pad
 PAD_SIZE_M = (0.03, 0.02, 0.005)  # length (along z), width (along x), thickness (along y)
 LINK_MASS_KG = [0.71, 1.02, 0.50, 0.38, 0.38, 0.45]
 ARM_BASES = {"piper": {"": (0.0, 0.0)}, "piper_dual": {"left_": (0.0, 0.25), "right_": (0.0, -0.25)}}
-HEAD_CAM_POS_M = (0.0, 0.0, 1.0)
-HEAD_CAM_TARGET_M = (0.42, 0.0, 0.0)
+# head RGB-D camera (position, look-at target) [m]. Dual rig: high, centred behind the two arms,
+# as on the AgileX dual-arm rig. Single arm: on a stand at the far end of the table looking back
+# at the robot, so the arm's ready pose never hides the objects in front of it.
+HEAD_CAMERA_M = {"piper": ((0.80, 0.0, 0.90), (0.30, 0.0, 0.0)),
+                 "piper_dual": ((0.0, 0.0, 1.0), (0.42, 0.0, 0.0))}
 HEAD_FOVY_DEG = 58.0
 WRIST_FOVY_DEG = 70.0
 WRIST_CAM_POS_M = (-0.055, 0.0, 0.05)  # in the link6 frame
@@ -171,7 +174,8 @@ def mjcf_arm(p: str, base_xy: tuple[float, float], indent: str) -> str:
 
 def mjcf_rig(rig: str) -> str:
     prefixes = ARM_BASES[rig]
-    hx, hy = look_at_axes(np.array(HEAD_CAM_POS_M), np.array(HEAD_CAM_TARGET_M), np.array([0, 0, 1.0]))
+    head_pos, head_target = HEAD_CAMERA_M[rig]
+    hx, hy = look_at_axes(np.array(head_pos), np.array(head_target), np.array([0, 0, 1.0]))
     arms = "\n".join(mjcf_arm(p, xy, "    ") for p, xy in prefixes.items())
     excludes = []
     for p in prefixes:
@@ -236,7 +240,7 @@ def mjcf_rig(rig: str) -> str:
       <geom name="table_top" type="box" size="0.45 0.65 0.025" material="table" contype="1" conaffinity="1" friction="0.8 0.01 0.001"/>
       <geom name="table_leg" type="box" size="0.4 0.6 0.36" pos="0 0 -0.385" material="table" contype="0" conaffinity="0"/>
     </body>
-    <camera name="head" pos="{fmt(HEAD_CAM_POS_M)}" xyaxes="{fmt(hx)} {fmt(hy)}" fovy="{HEAD_FOVY_DEG}"/>
+    <camera name="head" pos="{fmt(head_pos)}" xyaxes="{fmt(hx)} {fmt(hy)}" fovy="{HEAD_FOVY_DEG}"/>
 {arms}
     <!-- SCENE_WORLDBODY -->
   </worldbody>
@@ -325,7 +329,8 @@ def _frame_with_z(z: np.ndarray) -> np.ndarray:
 
 
 def urdf_rig(rig: str) -> str:
-    hx, hy = look_at_axes(np.array(HEAD_CAM_POS_M), np.array(HEAD_CAM_TARGET_M), np.array([0, 0, 1.0]))
+    head_pos, head_target = HEAD_CAMERA_M[rig]
+    hx, hy = look_at_axes(np.array(head_pos), np.array(head_target), np.array([0, 0, 1.0]))
     r_opt = np.column_stack([hx, -hy, np.cross(hx, -hy)])
     arms = "\n".join(urdf_arm(p, "world", xy) for p, xy in ARM_BASES[rig].items())
     return f"""<?xml version="1.0"?>
@@ -335,7 +340,7 @@ def urdf_rig(rig: str) -> str:
   <joint name="table_joint" type="fixed"><parent link="world"/><child link="table"/><origin xyz="0.3 0 -0.025"/></joint>
   <link name="table"><collision><geometry><box size="0.9 1.3 0.05"/></geometry></collision></link>
   <joint name="head_camera_joint" type="fixed"><parent link="world"/><child link="head_optical_frame"/>
-    <origin xyz="{fmt(HEAD_CAM_POS_M)}" rpy="{fmt(rpy_of(r_opt))}"/></joint>
+    <origin xyz="{fmt(head_pos)}" rpy="{fmt(rpy_of(r_opt))}"/></joint>
   <link name="head_optical_frame"/>
 {arms}
 </robot>

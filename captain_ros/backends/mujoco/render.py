@@ -37,6 +37,24 @@ def world_from_camera(data: mujoco.MjData, camera: int) -> np.ndarray:
     return t
 
 
+def _headless_gl() -> None:
+    """Use EGL when ``mujoco`` was imported before MUJOCO_GL was set and there is no display.
+
+    MuJoCo picks its GL platform when it is first imported; a module that imports ``mujoco``
+    before this package would otherwise get GLFW, which cannot render without an X display.
+    """
+    if os.environ.get("DISPLAY") or os.environ.get("MUJOCO_GL", "egl") not in ("egl", ""):
+        return
+    from mujoco.rendering.classic import gl_context
+
+    current = getattr(gl_context, "GLContext", None)
+    if current is not None and current.__module__.startswith("mujoco.egl"):
+        return
+    from mujoco.egl import GLContext
+
+    gl_context.GLContext = GLContext
+
+
 class CameraRenderer:
     """One offscreen context rendering any camera of the model at ``size_px`` x ``size_px``.
 
@@ -52,6 +70,7 @@ class CameraRenderer:
 
     def _get(self) -> mujoco.Renderer:
         if self._renderer is None:
+            _headless_gl()
             self._renderer = mujoco.Renderer(self._model, self._size, self._size)
         return self._renderer
 
