@@ -183,3 +183,16 @@ def test_urdf_camera_optical_frames_match_mujoco(rig: str) -> None:
         t_urdf = urdf_link_pose(URDF / f"{rig}.urdf", f"{cam}_optical_frame", q)
         t_mj = world_from_camera(b.data, b.model.camera(cam).id)
         np.testing.assert_allclose(t_urdf, t_mj, atol=1e-6)
+
+
+def test_rotation_vector_matches_scipy_including_near_pi() -> None:
+    from scipy.spatial.transform import Rotation
+
+    rng = np.random.default_rng(4)
+    vecs = [rng.normal(size=3) for _ in range(200)]
+    vecs = [v / np.linalg.norm(v) * rng.uniform(0, np.pi) for v in vecs]
+    vecs += [np.array([np.pi - 1e-6, 0, 0]), np.array([0, 0, 1e-10]), np.array([0.0, np.pi, 0.0])]
+    for v in vecs:
+        r = Rotation.from_rotvec(v).as_matrix()
+        w = ik.rotation_vector(r)
+        np.testing.assert_allclose(Rotation.from_rotvec(w).as_matrix(), r, atol=1e-6)
