@@ -108,7 +108,7 @@ def test_grasp_lift_place_and_release_on_stack():
     red = b.privileged_state()["objects"]["red_box"]
     assert red["held_by"] == "arm" and red["position_m"][2] == pytest.approx(0.20)
     drive(b, [0.40, -0.15, 0.06])
-    b.command_gripper("arm", 0.08)
+    b.command_gripper("arm", 0.07)
     b.servo({"arm": b.joint_state("arm").position_rad}, 1.0, GUARD)
     red = b.privileged_state()["objects"]["red_box"]
     assert red["held_by"] is None and not b.gripper("arm").holding
@@ -128,7 +128,7 @@ def test_closing_on_nothing_closes_fully():
     b.servo({"arm": b.joint_state("arm").position_rad}, 1.0, GUARD)
     g = b.gripper("arm")
     assert g.opening_m == pytest.approx(0.0) and not g.holding
-    assert b.command_gripper("arm", 1.0) == pytest.approx(0.08)
+    assert b.command_gripper("arm", 1.0) == pytest.approx(0.07)
 
 
 def test_estop_latches_and_resets():
@@ -200,11 +200,14 @@ def test_collisions_report_table_and_arm_arm():
 def test_boxes_from_scene_spec():
     scene = SceneSpec("piper", '<body name="cube" pos="0.4 0.1 0.02"><freejoint name="cube_j"/>'
                       '<geom type="box" size="0.02 0.02 0.02" rgba="0 1 0 1"/></body>'
-                      '<body name="can" pos="0.5 -0.1 0.05"><geom type="cylinder" size="0.03 0.05"/></body>',
-                      object_bodies=("cube", "can"))
+                      '<body name="can" pos="0.5 -0.1 0.05" quat="0.9238795 0 0 0.3826834">'
+                      '<geom type="cylinder" size="0.03 0.05" material="m_can"/></body>',
+                      asset_xml='<material name="m_can" rgba="0 0 1 1"/>', object_bodies=("cube", "can"))
     boxes = boxes_from_scene(scene)
     assert [bx.name for bx in boxes] == ["cube", "can"]
     np.testing.assert_allclose(boxes[1].size_m, [0.06, 0.06, 0.10])
+    assert boxes[0].rgb == (0, 255, 0) and boxes[1].rgb == (0, 0, 255)
+    assert boxes[1].yaw_rad == pytest.approx(math.pi / 4, abs=1e-6)
     b = FakeBackend(scene=scene)
     assert set(b.privileged_state()["objects"]) == {"cube", "can"}
 

@@ -191,3 +191,21 @@ def test_summary_is_json_serialisable(tmp_path):
     s, _ = run(tmp_path, [{"code": "1"}])
     assert json.loads(json.dumps(s.to_dict()))["outcome"] == "other_failure"
     assert isinstance(PolicyReply().to_dict(), dict)
+
+
+def test_real_task_and_scripted_expert_on_the_fake_backend(tmp_path):
+    """Cross-layer: captain_ros.tasks (scene, TASK.md, gate, predicate) + the scripted expert."""
+    from captain_ros.api.service import RobotService
+    from captain_ros.backends.fake import FakeBackend
+    from captain_ros.motion.service import MotionService
+    from captain_ros.perception.service import PerceptionService
+    from captain_ros.policy.scripted import ScriptedPolicy
+    from captain_ros.tasks import get_task
+
+    task = get_task("pick_place")
+    backend = FakeBackend(scene=task.sample(0))
+    robot = RobotService(backend, MotionService(backend), PerceptionService(backend))
+    s = run_episode(task, 0, robot, ScriptedPolicy(), Budgets(), tmp_path / "ep")
+    assert s.outcome == "success_with_finish", s
+    assert task.instruction(0) in (tmp_path / "ep" / "TASK.md").read_text()
+    assert task.success(backend.privileged_state())

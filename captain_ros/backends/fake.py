@@ -2,8 +2,10 @@
 
 Each arm's "joints" are the tool pose itself, ``q = [x, y, z, roll, pitch, yaw]`` (metres, radians;
 ``R = Rz(yaw) Ry(pitch) Rx(roll)``), so forward kinematics and the Jacobian are analytic. The tool
-frame has its z axis along the approach direction and the jaw along its y axis; ``roll = pi`` points
-the gripper down. Boxes rest on a table (top at ``table_top_z_m``), follow a closed gripper that
+frame has its z axis along the approach direction and the jaw along its y axis; ``roll = pi, yaw = pi``
+points the gripper down (quaternion (0, 0, 1, 0)). Rig geometry follows the MuJoCo PiPER rig (home
+pose, 70 mm jaw, 3 cm pads, arm bases); the head camera sits lower than the MuJoCo one, at
+(0.05, 0, 0.55) m looking at (0.42, 0, 0), so small boxes cover enough pixels at 192x256. Boxes rest on a table (top at ``table_top_z_m``), follow a closed gripper that
 grasped them and drop onto their support when released. Contact force is a linear spring
 (``stiffness_n_m``) on the penetration of the pads/palm (or of a held box) into the table or other
 boxes, checked every 2 ms substep against the :class:`~captain_ros.core.types.ForceGuard`.
@@ -39,9 +41,10 @@ from captain_ros.core.types import (
 JOINT_NAMES = ("x", "y", "z", "roll", "pitch", "yaw")
 SUBSTEP_S = 0.002
 JAW_SPEED_M_S = 0.1
-JAW_MAX_M = 0.08
-PAD_SIZE_M = (0.04, 0.02, 0.008)  # length (along approach), width, thickness
-HOME_Q = np.array([0.30, 0.0, 0.30, math.pi, 0.0, 0.0])
+JAW_MAX_M = 0.07
+PAD_SIZE_M = (0.03, 0.02, 0.005)  # length (along approach), width, thickness [m]
+HOME_Q = np.array([0.23, 0.0, 0.12, math.pi, 0.0, math.pi])
+"""Tool down at (0.23, 0, 0.12) m from the base, quaternion (0, 0, 1, 0), like the MuJoCo rig."""
 
 
 def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
@@ -129,8 +132,17 @@ class _State:
 
 
 def boxes_from_scene(scene: SceneSpec) -> list[FakeBox]:
-    """Approximate the free bodies of a SceneSpec's MJCF as boxes (cylinders/spheres by their bounding box)."""
+    """Approximate the bodies of a SceneSpec's MJCF as boxes (cylinders/spheres by their bounding box).
+
+    Colour comes from the geom's ``rgba`` or its ``material`` (in ``asset_xml``); yaw from the body's
+    ``quat`` or ``euler``.
+    """
     root = ET.fromstring(f"<worldbody>{scene.worldbody_xml}</worldbody>")
+    materials: dict[str, str] = {}
+    if scene.asset_xml.strip():
+        for mat in ET.fromstring(f"<asset>{scene.asset_xml}</asset>").iter("material"):
+            if mat.get("rgba"):
+                materials[mat.get("name", "")] = mat.get("rgba", "")
     wanted = set(scene.object_bodies)
     boxes = []
     for body in root.iter("body"):
@@ -149,10 +161,15 @@ def boxes_from_scene(scene: SceneSpec) -> list[FakeBox]:
             full = np.array([2 * size[0], 2 * size[0], 2 * size[1]])
         else:
             full = np.full(3, 2 * size[0])
-        rgba = [float(v) for v in geom.get("rgba", "0.8 0.2 0.2 1").split()]
-        euler = [float(v) for v in body.get("euler", "0 0 0").split()]
-        boxes.append(FakeBox(name, pos, full, euler[2] if len(euler) == 3 else 0.0,
-                             tuple(int(255 * c) for c in rgba[:3])))  # type: ignore[arg-type]
+        rgba_text = geom.get("rgba") or materials.get(geom.get("material", ""), "0.8 0.2 0.2 1")
+        rgba = [float(v) for v in rgba_text.split()]
+        if body.get("quat"):
+            w, x, y, z = (float(v) for v in body.get("quat", "1 0 0 0").split())
+            yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        else:
+            euler = [float(v) for v in body.get("euler", "0 0 0").split()]
+            yaw = euler[2] if len(euler) == 3 else 0.0
+        boxes.append(FakeBox(name, pos, full, yaw, (int(255 * rgba[0]), int(255 * rgba[1]), int(255 * rgba[2]))))
     return boxes
 
 
@@ -189,13 +206,13 @@ class FakeBackend(Backend):
         lower = np.array([-0.3, -0.8, table_top_z_m - 0.1, -2 * math.pi, -math.pi / 2, -2 * math.pi])
         upper = np.array([1.0, 0.8, table_top_z_m + 0.9, 2 * math.pi, math.pi / 2, 2 * math.pi])
         vel = np.array([0.5, 0.5, 0.5, 3.0, 3.0, 3.0])
-        bases = {"arm": (0.0, 0.0)} if rig == "piper" else {"left": (0.0, 0.3), "right": (0.0, -0.3)}
-        arms = tuple(ArmSpec(name, JOINT_NAMES, lower, upper, vel, Pose(np.array([bx, by, table_top_z_m])), 0.75,
+        bases = {"arm": (0.0, 0.0)} if rig == "piper" else {"left": (0.0, 0.25), "right": (0.0, -0.25)}
+        arms = tuple(ArmSpec(name, JOINT_NAMES, lower, upper, vel, Pose(np.array([bx, by, table_top_z_m])), 0.626,
                              JAW_MAX_M, PAD_SIZE_M, "wrist" if rig == "piper" else f"{name}_wrist")
                      for name, (bx, by) in bases.items())
         cameras = ("head",) + tuple(a.wrist_camera for a in arms if a.wrist_camera)
-        self._spec = RobotSpec(rig, arms, cameras, "head",
-                               np.array([-0.2, -0.7, table_top_z_m - 0.02]), np.array([0.95, 0.7, table_top_z_m + 0.8]))
+        self._spec = RobotSpec(rig, arms, cameras, "head", np.array([-0.15, -0.65, table_top_z_m - 0.02]),
+                               np.array([0.75, 0.65, table_top_z_m + 0.60]))
         home = {a.name: HOME_Q + np.array([0.0, bases[a.name][1], table_top_z_m, 0, 0, 0]) for a in arms}
         self._state = _State(0.0, {k: v.copy() for k, v in home.items()}, {k: v.copy() for k, v in home.items()},
                              {k: JAW_MAX_M for k in home}, {k: JAW_MAX_M for k in home}, {k: 0.0 for k in home},
@@ -203,7 +220,7 @@ class FakeBackend(Backend):
         self._kin = {a.name: FakeKinematics(self, a.name) for a in arms}
         self._rays: dict[tuple[int, int], np.ndarray] = {}
         self._head_pose = self._look_at(np.array([0.05, 0.0, table_top_z_m + 0.55]),
-                                        np.array([0.45, 0.0, table_top_z_m]))
+                                        np.array([0.42, 0.0, table_top_z_m]))
         self._update_held()
         self._update_forces()
 
