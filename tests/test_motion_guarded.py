@@ -183,3 +183,13 @@ def test_duration_too_short_is_stretched_to_the_velocity_limits(above_cube: tupl
     r = m.move_to([0.36, 0.15, 0.06], duration_s=0.04)
     assert r.success, r.message
     assert r.value["duration_s"] > 0.1
+
+
+def test_history_is_forgotten_after_a_restore_to_an_earlier_state(above_cube: tuple) -> None:
+    b, m = fresh(above_cube)
+    snap = b.snapshot()
+    assert m.move_to([CUBE_XY[0], CUBE_XY[1], 0.09]).success
+    assert m.read_motion_trajectory().value["n_total"] > 0
+    b.restore(snap)
+    assert m.read_motion_trajectory().value["n_total"] == 0
+    assert m.recover().failure_category == FailureCategory.PRECONDITION

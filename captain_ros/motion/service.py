@@ -50,6 +50,7 @@ def _safe(fn: Callable[..., Result]) -> Callable[..., Result]:
     @functools.wraps(fn)
     def wrapper(self: MotionService, *a: Any, **kw: Any) -> Result:
         try:
+            self._sync_clock()
             return fn(self, *a, **kw)
         except PlanError as e:
             return Result.fail(e.category, e.message, diagnostics=e.diagnostics,
@@ -79,13 +80,21 @@ class MotionService:
         self._last: dict[str, list[MotionSample]] = {a: [] for a in names}
         self._recover_path: dict[str, list[Pose]] = {a: [] for a in names}
         self._last_arm: str | None = None
+        self._clock_s = backend.time_s()
 
     def clear_history(self) -> None:
-        """Forget executed trajectories (call after ``backend.restore``)."""
+        """Forget executed trajectories (call after ``backend.restore`` to a later state)."""
         for a in self._last:
             self._last[a] = []
             self._recover_path[a] = []
         self._last_arm = None
+
+    def _sync_clock(self) -> None:
+        """A backend clock that went backwards means a restore/reset: the history is stale."""
+        now = self.backend.time_s()
+        if now < self._clock_s:
+            self.clear_history()
+        self._clock_s = now
 
     # --- helpers -------------------------------------------------------------------------------
     def _arm_names(self) -> tuple[str, ...]:
