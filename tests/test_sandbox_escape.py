@@ -194,3 +194,18 @@ def test_violations_are_logged_by_the_harness(sess, caplog):
     with caplog.at_level("WARNING", logger="captain_ros.harness.session"):
         sess.run_cell("import socket", Handler())
     assert "sandbox violation" in caplog.text and "socket" in caplog.text
+
+
+def test_cpu_limit_kills_and_restarts(tmp_path):
+    with PythonSession(tmp_path / "ws", SessionConfig(cell_timeout_s=60.0, cpu_limit_s=1)) as s:
+        r = s.run_cell("x = 0\nwhile True:\n    try:\n        x += 1\n    except BaseException:\n        pass", Handler())
+        assert r.crashed and "CPU time limit" in r.error
+        assert "variables were lost" in s.run_cell("1", Handler()).notice
+
+
+def test_the_child_runs_unprivileged(sess):
+    r = sess.run_cell("g = " + OS_GLOBALS + "\nprint(g['getuid'](), g['getgid']())", Handler())
+    if os.getuid() == 0:
+        assert r.output.split() == ["65534", "65534"]
+    else:
+        assert r.output.split()[0] == str(os.getuid())

@@ -269,7 +269,10 @@ def _setup(cfg: dict) -> None:
 
     limit(resource.RLIMIT_CORE, 0)
     limit(resource.RLIMIT_AS, int(cfg["memory_limit_bytes"]))
-    limit(resource.RLIMIT_CPU, int(cfg["cpu_limit_s"]))
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_s = int(used.ru_utime + used.ru_stime) + int(cfg["cpu_limit_s"])  # start-up does not count
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))  # SIGXCPU, then SIGKILL
     limit(resource.RLIMIT_FSIZE, int(cfg["file_size_limit_bytes"]))
     limit(resource.RLIMIT_NOFILE, 64)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
