@@ -196,3 +196,16 @@ def test_rotation_vector_matches_scipy_including_near_pi() -> None:
         r = Rotation.from_rotvec(v).as_matrix()
         w = ik.rotation_vector(r)
         np.testing.assert_allclose(Rotation.from_rotvec(w).as_matrix(), r, atol=1e-6)
+
+
+def test_collisions_report_robot_self_contacts() -> None:
+    b = MujocoBackend(None)
+    kin, spec = b.kinematics("arm"), b.spec.arm("arm")
+    rng = np.random.default_rng(0)
+    robot = {"base_link", "finger_left", "finger_right"} | {f"link{i}" for i in range(1, 7)}
+    for _ in range(2000):
+        pairs = kin.collisions({"arm": rng.uniform(spec.lower_rad, spec.upper_rad)})
+        selfs = [p for p in pairs if set(p.split("<->")) <= robot]
+        if selfs:
+            break
+    assert selfs, "no self-collision found among random configurations"
