@@ -209,3 +209,25 @@ def test_real_task_and_scripted_expert_on_the_fake_backend(tmp_path):
     assert s.outcome == "success_with_finish", s
     assert task.instruction(0) in (tmp_path / "ep" / "TASK.md").read_text()
     assert task.success(backend.privileged_state())
+
+
+def test_broken_policy_reply_and_broken_caller_do_not_crash(tmp_path):
+    class Weird(Policy):
+        def act(self, messages, tools):
+            return {"content": "not a PolicyReply"}
+
+    class Exploding:
+        def call(self, name, kwargs):
+            raise RuntimeError("transport down")
+
+        def image(self, handle, camera):
+            raise RuntimeError("transport down")
+
+    s = run_episode(RedOnBlueTask(), 0, Exploding(), Weird(), Budgets(), tmp_path / "ep")
+    assert s.end_reason == "policy_error" and s.outcome == "other_failure"
+    assert json.loads((tmp_path / "ep" / "summary.json").read_text())["end_reason"] == "policy_error"
+    # a caller that raises inside a cell becomes an internal_error Result for the policy
+    s2 = run_episode(RedOnBlueTask(), 0, Exploding(), ReplayPolicy([{"code": "print(robot.observe().failure_category)"}]),
+                     Budgets(), tmp_path / "ep2")
+    out = read_records(tmp_path / "ep2" / "trajectory.jsonl")[1]["calls"][0]["output"]
+    assert out.startswith("internal_error") and s2.requests == 2

@@ -11,6 +11,7 @@ unknown tools, empty code, syntax errors) becomes an observation and counts as a
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from captain_ros.harness.session import PythonSession, SessionConfig
 from captain_ros.harness.taskmd import SYSTEM_PROMPT, render_task_md
 from captain_ros.harness.trajectory import TrajectoryWriter, messages_sha256
 from captain_ros.policy.base import Policy, PolicyReply
-from captain_ros.policy.toolcalls import parse_reply
+from captain_ros.policy.toolcalls import ParsedReply, parse_reply
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,14 @@ def _host_success_fn(task: Any, robot: Any) -> Callable[[], bool] | None:
 
 
 def _initial_images(robot: RobotCaller, out_dir: Path) -> tuple[ImageRef, ...]:
+    try:
+        return _observe_initial(robot, out_dir)
+    except Exception:  # noqa: BLE001 - a broken caller must not stop the episode
+        log.exception("initial observation failed")
+        return ()
+
+
+def _observe_initial(robot: RobotCaller, out_dir: Path) -> tuple[ImageRef, ...]:
     res = robot.call("observe", {})
     if not res.success or not isinstance(res.value, dict):
         log.warning("initial observe failed: %s", res.message)
@@ -164,13 +173,21 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
                 log.exception("policy failed")
                 reply = PolicyReply(content="", reasoning=f"(policy error: {type(exc).__name__}: {exc})")
                 end_reason = "policy_error"
+            if not isinstance(reply, PolicyReply):
+                log.error("policy returned %s instead of a PolicyReply", type(reply).__name__)
+                reply = PolicyReply(content="", reasoning=f"(policy returned {type(reply).__name__})")
+                end_reason = "policy_error"
             dt_model = clock() - t0
             model_s += dt_model
             tracker.requests += 1
             prompt_tokens += int(reply.prompt_tokens or 0)
             completion_tokens += int(reply.completion_tokens or 0)
             backend_before = calls.backend_s
-            parsed = parse_reply(reply.content, list(reply.tool_calls) or None, reply.reasoning)
+            try:
+                parsed = parse_reply(reply.content, list(reply.tool_calls) or None, reply.reasoning)
+            except Exception as exc:  # noqa: BLE001 - unparseable output is an observation
+                log.exception("reply parsing failed")
+                parsed = ParsedReply(str(reply.reasoning or ""), (), (f"the reply could not be parsed ({exc})",))
             ids = list(parsed.tool_call_ids)
             cells = [(ids[i] if i < len(ids) else f"call_{t}_{i}", code) for i, code in enumerate(parsed.code_cells)]
             notices = [f"Malformed tool call: {e}" for e in parsed.errors]
@@ -247,6 +264,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
         max(0.0, wall_s - model_s - calls.backend_s), prompt_tokens, completion_tokens, sess.restarts,
         len(sess.violations), malformed, str(out), {"host_success_available": hs_fn is not None})
     writer.write({"type": "episode_end", "summary": summary.to_dict()})
+    (out / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2))
     writer.close()
     return summary
 
