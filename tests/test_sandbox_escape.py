@@ -209,3 +209,12 @@ def test_the_child_runs_unprivileged(sess):
         assert r.output.split() == ["65534", "65534"]
     else:
         assert r.output.split()[0] == str(os.getuid())
+
+
+def test_audit_layer_alone_contains_escapes(tmp_path):
+    """Without the uid drop (e.g. a non-root harness), the audit hook still blocks everything."""
+    with PythonSession(tmp_path / "ws", SessionConfig(cell_timeout_s=5.0, drop_privileges=False)) as s:
+        for code in (OS_GLOBALS + "['fork']()", OS_GLOBALS + "['system']('id')",
+                     "open('/proc/self/environ').read()", SUBCLASS.format("socket") + "()"):
+            r = s.run_cell(code, Handler())
+            assert r.error and "sandbox:" in r.error, r.text()

@@ -282,7 +282,7 @@ def _setup(cfg: dict) -> None:
         os.setgroups([])
         os.setgid(int(cfg.get("drop_to_gid", uid)))
         os.setuid(int(uid))
-        limit(resource.RLIMIT_NPROC, 0)
+    limit(resource.RLIMIT_NPROC, 0)  # no fork, no threads (root is exempt: hence the uid drop)
     read_roots = tuple(os.path.realpath(p) for p in cfg["read_roots"])
     sys.addaudithook(_make_hook(os.path.realpath(cfg["workspace"]), read_roots))
 
