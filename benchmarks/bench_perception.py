@@ -101,17 +101,19 @@ def stats(x: list[float]) -> dict:
             "mean": float(a.mean()), "max": float(a.max())}
 
 
-def run(n_scenes: int, min_visible_px: int, seed0: int) -> dict:
-    names = list(TASKS)
+def run(n_scenes: int, min_visible_px: int, seed0: int, tasks: str = "",
+        merge_views: bool = True) -> dict:
+    names = [t for t in tasks.split(",") if t] or list(TASKS)
     rec: dict[str, list[float]] = defaultdict(list)
     per_task: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     lat: dict[str, list[float]] = defaultdict(list)
     skipped = 0
+    outliers: list[dict] = []
     for i in range(n_scenes):
         task = get_task(names[i % len(names)])
         seed = seed0 + i // len(names)
         backend = MujocoBackend(task.sample(seed), render_segmentation=True)
-        svc = PerceptionService(backend)
+        svc = PerceptionService(backend, merge_views=merge_views)
         t0 = time.perf_counter()
         obs = svc.observe()
         if not obs.success:
@@ -131,10 +133,11 @@ def run(n_scenes: int, min_visible_px: int, seed0: int) -> dict:
             t0 = time.perf_counter()
             mp = svc.mark_point(handle, "head", int(u), int(v), label=name)
             lat["mark_point_s"].append(time.perf_counter() - t0)
-            if mp.success:
-                m_iou = iou(svc.detection(mp.value["id"]).mask, gt_mask)
-            else:
-                m_iou = 0.0
+            m_iou = iou(svc.detection(mp.value["id"]).mask, gt_mask) if mp.success else 0.0
+            if m_iou < 0.8:
+                outliers.append({"task": task.name, "seed": seed, "object": name,
+                                 "via": "mark_point", "iou": round(m_iou, 3),
+                                 "visible_px": int(gt_mask.sum())})
             rec["mark_point_iou"].append(m_iou)
             per_task[task.name]["mark_point_iou"].append(m_iou)
             prompt = prompt_for(name, gt["colour"])
@@ -159,6 +162,10 @@ def run(n_scenes: int, min_visible_px: int, seed0: int) -> dict:
                     rec[f"{tag}_geometry_failed"].append(1.0)
                     continue
                 ce, ee = geom_errors(mg.value, gt)
+                if ce > 0.015 or ee > 0.015:
+                    outliers.append({"task": task.name, "seed": seed, "object": name, "via": tag,
+                                     "center_err_m": round(ce, 4), "extents_err_m": round(ee, 4),
+                                     "views": mg.value["views"], "visible_px": int(gt_mask.sum())})
                 rec[f"{tag}_center_err_m"].append(ce)
                 rec[f"{tag}_extents_err_m"].append(ee)
                 per_task[task.name][f"{tag}_center_err_m"].append(ce)
@@ -167,7 +174,7 @@ def run(n_scenes: int, min_visible_px: int, seed0: int) -> dict:
     return {"scenes": n_scenes, "skipped_objects_min_visible": skipped,
             "metrics": {k: stats(v) for k, v in rec.items()},
             "per_task": {t: {k: stats(v) for k, v in d.items()} for t, d in per_task.items()},
-            "latency_s": {k: stats(v) for k, v in lat.items()}}
+            "latency_s": {k: stats(v) for k, v in lat.items()}, "outliers": outliers}
 
 
 def main() -> None:
@@ -175,10 +182,13 @@ def main() -> None:
     ap.add_argument("--scenes", type=int, default=200)
     ap.add_argument("--min-visible-px", type=int, default=40)
     ap.add_argument("--seed0", type=int, default=0)
+    ap.add_argument("--tasks", default="", help="comma-separated subset of the task suite")
+    ap.add_argument("--no-merge-views", action="store_true",
+                    help="measure from the clicked camera only (no wrist/head point merging)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     t0 = time.time()
-    res = run(args.scenes, args.min_visible_px, args.seed0)
+    res = run(args.scenes, args.min_visible_px, args.seed0, args.tasks, not args.no_merge_views)
     res["wall_s"] = time.time() - t0
     text = json.dumps(res, indent=1)
     if args.out:
@@ -189,6 +199,7 @@ def main() -> None:
         print(k, {a: round(b, 4) if isinstance(b, float) else b for a, b in m[k].items()})
     for k, v in res["latency_s"].items():
         print(k, {a: round(b, 4) if isinstance(b, float) else b for a, b in v.items()})
+    print("outliers", len(res["outliers"]))
     print("wall_s", round(res["wall_s"], 1))
 
 

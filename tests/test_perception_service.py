@@ -305,3 +305,17 @@ def test_bad_input_never_raises(svc, handle, call):
     r = call(svc)
     assert not r.success and r.failure_category is not None and r.message
     assert r.failure_category.value in ("invalid_argument", "unknown_id", "not_detected")
+
+
+def test_object_on_destination_rests_on_it():
+    on_plate = Box((0.36, -0.11, 0.02 + 0.025), (0.05, 0.05, 0.05), (200, 30, 30), 0.2)
+    s = PerceptionService(SynthBackend(objects=[PLATE, on_plate], size_px=320))
+    h = s.observe(["head"]).value["handle"]
+    cube = s.segment("red cube", h).value["detections"][0]["id"]
+    plate = s.segment("plate", h).value["detections"][0]["id"]
+    v = s.measure_object_geometry(cube, plate).value
+    assert v["resting"] is True and v["support"] == "destination"
+    bottom = v["top_z_m"] - v["extents_m"][2]  # what the completion gates read
+    assert bottom == pytest.approx(v["destination"]["top_z_m"], abs=0.004)
+    assert v["destination"]["object_inside_footprint"] is True
+    assert v["destination"]["distance_xy_m"] == pytest.approx(0.01 * 2**0.5, abs=0.004)

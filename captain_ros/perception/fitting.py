@@ -17,6 +17,9 @@ from captain_ros.core.errors import InvalidArgumentError
 
 RESTING_TOL_M = 0.01
 """A bottom within this of a support surface rests on it [m]."""
+SNAP_TOL_M = 0.006
+"""A lowest visible point within this of the support plane means the object stands on it: the
+bottom snaps to the plane (the last few millimetres above the table are removed with the table) [m]."""
 CYLINDER_FILL = 0.9
 """Footprint hull area / rectangle area below this is a cylinder in ``shape="auto"`` [-]."""
 
@@ -94,6 +97,18 @@ def fit_circle(xy: np.ndarray) -> tuple[np.ndarray, float]:
     return centre, float(np.sqrt(max(sol[2] + centre @ centre, 0.0)))
 
 
+def _top_is_disc(pts: np.ndarray, top_z_m: float, rect_area_m2: float) -> bool:
+    """The top face is seen (its hull covers at least half the footprint rectangle) and fills its
+    own rectangle like a disc does. A cube whose top is hidden (another cube on it) shows only an
+    L of side faces, which also fills little of its rectangle but is no cylinder."""
+    band = max(0.004, 0.1 * (top_z_m - float(np.min(pts[:, 2]))))
+    top = pts[pts[:, 2] > top_z_m - band, :2]
+    if len(top) < 10:
+        return False
+    _, _, size, area = min_area_rectangle(top)
+    return area >= 0.5 * rect_area_m2 and area / max(size[0] * size[1], 1e-12) < CYLINDER_FILL
+
+
 def fit_geometry(points_m: np.ndarray, support_z_m: float | None = None, shape: str = "auto",
                  pixel_size_m: float = 0.0) -> ObjectGeometry:
     """Fit a gravity-aligned box or vertical cylinder to world points (N, 3) [m].
@@ -101,7 +116,7 @@ def fit_geometry(points_m: np.ndarray, support_z_m: float | None = None, shape: 
     Args:
         points_m: Object surface points in the world frame [m].
         support_z_m: Height of the plane the object may rest on [m]; a bottom within
-            ``RESTING_TOL_M`` of it snaps to it (the lowest side pixels are hidden by the margin).
+            ``SNAP_TOL_M`` of it snaps to it (the lowest side pixels are hidden by the margin).
         shape: ``"auto"``, ``"box"`` or ``"cylinder"``.
         pixel_size_m: Footprint of one pixel on the object [m]; half of it is added on each side,
             because the outermost samples are pixel centres, not the object's edge.
@@ -114,13 +129,14 @@ def fit_geometry(points_m: np.ndarray, support_z_m: float | None = None, shape: 
         raise InvalidArgumentError(f"shape must be auto, box or cylinder, got {shape!r}")
     top = float(np.percentile(pts[:, 2], 99.5))
     bottom = float(np.percentile(pts[:, 2], 0.5))
-    if support_z_m is not None and np.isfinite(support_z_m) and bottom - support_z_m < RESTING_TOL_M:
+    if support_z_m is not None and np.isfinite(support_z_m) and bottom - support_z_m < SNAP_TOL_M:
         bottom = min(bottom, float(support_z_m))
     xy = pts[:, :2]
     yaw, centre, size, hull_area = min_area_rectangle(xy)
     fill = hull_area / max(size[0] * size[1], 1e-12)
     pad = float(pixel_size_m)
-    is_cyl = shape == "cylinder" or (shape == "auto" and fill < CYLINDER_FILL and len(xy) > 20)
+    is_cyl = shape == "cylinder" or (shape == "auto" and fill < CYLINDER_FILL and len(xy) > 20
+                                     and _top_is_disc(pts, top, size[0] * size[1]))
     if is_cyl:
         try:
             verts = xy[ConvexHull(xy).vertices]

@@ -33,8 +33,8 @@ from captain_ros.perception.guard import finite_number, fmt, guarded
 if TYPE_CHECKING:
     from captain_ros.perception.store import Detection, Observation
 
-MERGE_MARGIN_M = 0.01
-MERGE_MAX_GROWTH_M = 0.03
+MERGE_MARGIN_M = 0.005
+MERGE_MAX_GROWTH_M = 0.012
 HELD_TOL_M = 0.02
 
 
@@ -80,7 +80,9 @@ class MeasureMixin:
             if len(sel) >= 30:
                 sel = sel[~robot(sel)]
             if len(sel) >= 30:
-                extra.append(sel[:: max(1, len(sel) // 5000)])
+                # balance: another view adds at most as many points as the detection has, so the
+                # percentile-based top/bottom are not dominated by one view
+                extra.append(sel[:: max(1, int(np.ceil(len(sel) / max(len(det.points_m), 1))))])
                 used.append(cam)
         return (np.concatenate(extra) if extra else np.zeros((0, 3))), used
 
@@ -88,7 +90,7 @@ class MeasureMixin:
         """Fit of a detection, merged with the other cameras of its observation when consistent."""
         obs = self.observations.find(det.handle)  # type: ignore[attr-defined]
         base = fit_geometry(det.points_m, det.support_z_m, shape)
-        if obs is None or len(obs.frames) < 2:
+        if obs is None or len(obs.frames) < 2 or not self.merge_views:  # type: ignore[attr-defined]
             return base, [det.camera]
         extra, used = self._other_view_points(det, obs)
         if not len(extra):

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import ndimage
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from captain_ros.core.types import CameraFrame
 from captain_ros.perception.camera import valid_depth, world_points_image
@@ -63,12 +65,14 @@ def _chroma_intensity(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return f / s, np.log(s[..., 0])
 
 
-def edge_map(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES) -> np.ndarray:
-    """(H, W) bool: one-pixel-wide boundaries at depth discontinuities and colour edges."""
+def pair_breaks(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Discontinuities between 4-neighbours: ``(H, W-1)`` for horizontal pairs and ``(H-1, W)``
+    for vertical pairs; True where depth jumps, depth is missing, or colour/brightness changes."""
     d = np.where(valid_depth(frame), frame.depth_m, np.nan).astype(np.float32)
     chroma, logi = _chroma_intensity(frame.rgb)
-    edges = np.zeros(d.shape, dtype=bool)
-    for axis in (0, 1):
+    out = []
+    for axis in (1, 0):
         a = [slice(None), slice(None)]
         b = [slice(None), slice(None)]
         a[axis] = slice(0, -1)
@@ -79,12 +83,38 @@ def edge_map(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES) -> np.ndarra
         jump = ~(np.abs(da - db) <= tol)  # NaN (missing depth) counts as a jump
         col = np.abs(chroma[ta] - chroma[tb]).sum(axis=-1) > params.chroma
         bright = np.abs(logi[ta] - logi[tb]) > params.log_intensity
-        # a depth jump marks only the farther pixel (the nearer surface keeps its silhouette),
-        # a colour edge only the right/lower pixel: one-pixel boundaries keep thin faces alive
-        missing = np.isnan(da) | np.isnan(db)
-        edges[ta] |= jump & (missing | (da > db))
-        edges[tb] |= (jump & (missing | (db >= da))) | col | bright
+        out.append(jump | col | bright)
+    return out[0], out[1]
+
+
+def edge_map(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES) -> np.ndarray:
+    """(H, W) bool: pixels with a discontinuity to their right or lower neighbour."""
+    bh, bv = pair_breaks(frame, params)
+    edges = np.zeros(frame.depth_m.shape, dtype=bool)
+    edges[:, :-1] |= bh
+    edges[:-1, :] |= bv
     return edges
+
+
+def connected_regions(valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
+                      ) -> tuple[np.ndarray, int]:
+    """Connected components of ``valid`` pixels where neighbours join unless a break lies between
+    them (breaks sit between pixels, so one-pixel-wide faces survive). Labels 1..n, 0 elsewhere."""
+    h, w = valid.shape
+    idx = np.arange(h * w).reshape(h, w)
+    jh = valid[:, :-1] & valid[:, 1:] & ~break_h
+    jv = valid[:-1, :] & valid[1:, :] & ~break_v
+    rows = np.concatenate([idx[:, :-1][jh], idx[:-1, :][jv]])
+    cols = np.concatenate([idx[:, 1:][jh], idx[1:, :][jv]])
+    graph = coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(h * w, h * w))
+    _, comp = connected_components(graph, directed=False)
+    labels = np.zeros(h * w, dtype=np.int32)
+    flat = valid.ravel()
+    if flat.any():
+        _, inv = np.unique(comp[flat], return_inverse=True)
+        labels[flat] = inv + 1
+        return labels.reshape(h, w), int(inv.max() + 1)
+    return labels.reshape(h, w), 0
 
 
 @dataclass(frozen=True)
@@ -116,10 +146,8 @@ def over_segment(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES, min_area
     pts = world_points_image(frame) if points_m is None else points_m
     sz = estimate_support_z(pts) if support_z_m is None else support_z_m
     fg = foreground(pts, sz)
-    core = fg & ~edge_map(frame, params)
-    labels, n = ndimage.label(core)
+    labels, n = connected_regions(fg, *pair_breaks(frame, params))
     if n:
-        labels = _fill_edges(labels, fg, pts)
         labels, n = merge_coloured(labels, n, frame.rgb, pts)
         areas = ndimage.sum_labels(np.ones_like(labels), labels, index=np.arange(1, n + 1))
         keep = np.zeros(n + 1, dtype=bool)
@@ -131,42 +159,38 @@ def over_segment(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES, min_area
     return Regions(labels.astype(np.int32), n, pts, sz)
 
 
-def _fill_edges(labels: np.ndarray, fg: np.ndarray, pts: np.ndarray, max_px: int = 3) -> np.ndarray:
-    """Give foreground edge pixels the label of the nearest region pixel within ``max_px``,
-    provided their 3-D point is close to that region pixel's point (no bleeding across jumps)."""
-    if not labels.any():
-        return labels
-    dist, (iv, iu) = ndimage.distance_transform_edt(labels == 0, return_indices=True)
-    take = fg & (labels == 0) & (dist <= max_px)
-    if not take.any():
-        return labels
-    src = pts[iv[take], iu[take]]
-    dst = pts[take]
-    close = np.linalg.norm(src - dst, axis=-1) < 0.006 * max(1.0, max_px / 2)
-    out = labels.copy()
-    vv, uu = np.nonzero(take)
-    out[vv[close], uu[close]] = labels[iv[take][close], iu[take][close]]
-    return out
-
-
-MERGE_CHROMA = 0.1
-"""Adjacent coloured regions whose median chromaticities differ less than this are merged [-]."""
+MERGE_HUE = 0.045
+"""Adjacent saturated regions whose median hues differ less than this (fraction of the colour
+circle) are merged; shading and shadows change brightness, not hue [-]."""
 MIN_SATURATION = 0.35
 """Only regions at least this saturated merge (faces of one coloured object under shading) [-]."""
 
 
+def _hue(f: np.ndarray, mx: np.ndarray, mn: np.ndarray) -> np.ndarray:
+    """Per-pixel hue in [0, 1) of a float RGB image (HSV definition)."""
+    r, g, b = f[..., 0], f[..., 1], f[..., 2]
+    c = np.maximum(mx - mn, 1e-6)
+    h = np.where(mx == r, ((g - b) / c) % 6, np.where(mx == g, (b - r) / c + 2, (r - g) / c + 4))
+    return (h / 6.0) % 1.0
+
+
 def merge_coloured(labels: np.ndarray, n: int, rgb: np.ndarray, pts: np.ndarray,
-                   max_gap_m: float = 0.008) -> tuple[np.ndarray, int]:
+                   max_gap_m: float = 0.02) -> tuple[np.ndarray, int]:
     """Merge touching regions of the same saturated colour (the top and the shaded sides of one
     object are split by brightness edges); neutral regions (robot, fixtures) stay apart."""
     if n < 2:
         return labels, n
     idx = np.arange(1, n + 1)
-    chroma, _ = _chroma_intensity(rgb)
-    med = np.stack([ndimage.median(chroma[..., c], labels, idx) for c in range(3)], axis=1)
     f = rgb.astype(float)
-    sat_px = (f.max(axis=2) - f.min(axis=2)) / np.maximum(f.max(axis=2), 1.0)
+    mx, mn = f.max(axis=2), f.min(axis=2)
+    sat_px = (mx - mn) / np.maximum(mx, 1.0)
     sat = np.asarray(ndimage.median(sat_px, labels, idx))
+    hue_px = _hue(f, mx, mn)
+    # circular median-ish: mean of unit vectors per region
+    ang = 2 * np.pi * hue_px
+    cs = ndimage.mean(np.cos(ang), labels, idx)
+    sn = ndimage.mean(np.sin(ang), labels, idx)
+    hue = (np.arctan2(sn, cs) / (2 * np.pi)) % 1.0
     parent = np.arange(n + 1)
 
     def find(a: int) -> int:
@@ -184,8 +208,9 @@ def merge_coloured(labels: np.ndarray, n: int, rgb: np.ndarray, pts: np.ndarray,
         gap = np.linalg.norm(pts[tuple(a)] - pts[tuple(b)], axis=-1)
         sel = (la != lb) & (la > 0) & (lb > 0) & (gap < max_gap_m)
         for x, y in set(zip(la[sel].tolist(), lb[sel].tolist(), strict=True)):
+            dh = abs(hue[x - 1] - hue[y - 1])
             if sat[x - 1] >= MIN_SATURATION and sat[y - 1] >= MIN_SATURATION and \
-                    np.abs(med[x - 1] - med[y - 1]).sum() < MERGE_CHROMA:
+                    min(dh, 1 - dh) < MERGE_HUE:
                 parent[find(x)] = find(y)
     roots = np.array([find(i) for i in range(n + 1)])
     uniq, remap = np.unique(roots, return_inverse=True)  # uniq[0] == 0 (background)
@@ -197,7 +222,7 @@ def grow_from_seed(frame: CameraFrame, u: int, v: int, granularity: str = "objec
     """Mask (H, W) bool of the region containing pixel ``(u, v)``; empty if it lies on the table.
 
     ``granularity="part"`` uses tighter depth/colour thresholds, so it stops at a handle's edges.
-    A seed on an edge pixel takes the nearest region within 4 pixels.
+    A seed on a pixel outside every region takes the nearest region within 4 pixels.
     """
     params = PART_EDGES if granularity == "part" else OBJECT_EDGES
     if regions is None or granularity == "part":

@@ -45,12 +45,16 @@ class PerceptionService(MeasureMixin, StateMixin):
         pointer: Text-prompted pointer; default: the weight-free
             :class:`~captain_ros.perception.default_segmenter.DefaultPointer`.
         max_observations: Observation handles kept (older ones are forgotten).
+        max_detections: Detection ids kept.
+        merge_views: ``measure_object_geometry`` adds the points other cameras of the same
+            observation see inside the detection's box (e.g. the wrist camera).
     """
 
     def __init__(self, backend: Backend, segmenter: Segmenter | None = None,
                  pointer: Pointer | None = None, max_observations: int = 24,
-                 max_detections: int = 512) -> None:
+                 max_detections: int = 512, merge_views: bool = True) -> None:
         self.backend = backend
+        self.merge_views = merge_views
         self.default_segmenter = DefaultSegmenter()
         self.segmenter: Segmenter = segmenter or self.default_segmenter
         self.pointer: Pointer = pointer or DefaultPointer(self.default_segmenter)
@@ -280,8 +284,8 @@ class PerceptionService(MeasureMixin, StateMixin):
         robot = self._robot_filter(obs)
         best, best_cost = None, np.inf
         for info in infos:
-            pts = info.geometry.center_m
-            if robot(pts[None])[0] and info.area_px < 200:
+            pts = mask_points(frame, info.mask, 500)
+            if len(pts) and float(np.mean(robot(pts))) > 0.5:
                 continue
             jump = float(np.linalg.norm(info.geometry.center_m - old.geometry.center_m))
             dcol = float(np.abs(info.rgb.astype(float) - old.rgb.astype(float)).mean()) / 255
