@@ -165,6 +165,9 @@ def render(history: History, config: ContextConfig | None = None,
         refs = list(history.initial_images) + [r for t in kept for o in t.outputs for r in o.images]
         keep = {r.path for r in refs[-cfg.max_images:]} if cfg.max_images > 0 else set()
         task_parts: list[dict[str, Any]] = [{"type": "text", "text": history.task_md}]
+        if history.initial_images:
+            seen = ", ".join(f"{r.camera} ({r.handle})" for r in history.initial_images)
+            task_parts.append({"type": "text", "text": f"Initial images: {seen}."})
         task_parts += [_image_part(r, image_root) if r.path in keep else _omitted(r) for r in history.initial_images]
         msgs: list[dict[str, Any]] = [{"role": "system", "content": history.system},
                                       {"role": "user", "content": task_parts}]

@@ -210,9 +210,10 @@ def _on_sigint(signum, frame):  # noqa: ARG001
 
 def _transport(msg: dict) -> dict:
     """Send one request to the harness and wait for its reply (interrupts deferred meanwhile)."""
+    frame = wire.encode(msg)  # raises TypeError/WireError before anything is sent
     was_in_cell, _SIG["in_cell"] = _SIG["in_cell"], False
     try:
-        wire.write_frame(_OUT_FD, msg)
+        wire.write_bytes(_OUT_FD, frame)
         return wire.read_frame(_IN_FD)
     finally:
         _SIG["in_cell"] = was_in_cell
@@ -223,12 +224,11 @@ def _transport(msg: dict) -> dict:
 
 def _robot_send(name: str, kwargs: dict) -> dict:
     try:
-        wire.encode(kwargs)
+        reply = _transport({"type": "call", "name": name, "kwargs": kwargs})
     except (TypeError, ValueError, wire.WireError) as exc:
         return {"success": False, "executed": False, "failure_category": "invalid_argument",
                 "message": f"{name}: arguments are not plain data ({exc}); pass numbers, lists, strings",
                 "value": None, "diagnostics": {}, "budget": {}, "receipt": ""}
-    reply = _transport({"type": "call", "name": name, "kwargs": kwargs})
     return reply.get("result", reply)
 
 

@@ -37,7 +37,12 @@ def encode(obj: Any) -> bytes:
 
 
 def write_frame(fd: int, obj: Any) -> None:
-    data = memoryview(encode(obj))
+    write_bytes(fd, encode(obj))
+
+
+def write_bytes(fd: int, frame: bytes) -> None:
+    """Write an encoded frame completely."""
+    data = memoryview(frame)
     while data:
         n = os.write(fd, data)
         data = data[n:]
