@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import copy
 import math
-import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from captain_ros.backends import fake_render
 from captain_ros.backends.base import Backend, Kinematics
+from captain_ros.backends.fake_scene import FakeBox, boxes_from_scene, matrix_rpy, rpy_matrix
 from captain_ros.core.errors import EStopError, InvalidArgumentError, UnknownNameError
 from captain_ros.core.geometry import Pose, matrix_to_quat
 from captain_ros.core.scene import SceneSpec
@@ -38,6 +39,8 @@ from captain_ros.core.types import (
     TickReport,
 )
 
+__all__ = ["FakeBackend", "FakeBox", "FakeKinematics", "boxes_from_scene", "matrix_rpy", "rpy_matrix"]
+
 JOINT_NAMES = ("x", "y", "z", "roll", "pitch", "yaw")
 SUBSTEP_S = 0.002
 JAW_SPEED_M_S = 0.1
@@ -45,49 +48,6 @@ JAW_MAX_M = 0.07
 PAD_SIZE_M = (0.03, 0.02, 0.005)  # length (along approach), width, thickness [m]
 HOME_Q = np.array([0.23, 0.0, 0.12, math.pi, 0.0, math.pi])
 """Tool down at (0.23, 0, 0.12) m from the base, quaternion (0, 0, 1, 0), like the MuJoCo rig."""
-
-
-def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """Rotation ``Rz(yaw) @ Ry(pitch) @ Rx(roll)``."""
-    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch),
-                              math.cos(yaw), math.sin(yaw))
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
-
-
-def matrix_rpy(r: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`rpy_matrix` (pitch in [-pi/2, pi/2])."""
-    pitch = math.asin(max(-1.0, min(1.0, -r[2, 0])))
-    roll = math.atan2(r[2, 1], r[2, 2])
-    yaw = math.atan2(r[1, 0], r[0, 0])
-    return np.array([roll, pitch, yaw])
-
-
-@dataclass
-class FakeBox:
-    """A box object. ``size_m`` are full extents [m]; ``rgb`` its colour (0-255)."""
-
-    name: str
-    center_m: np.ndarray
-    size_m: np.ndarray
-    yaw_rad: float = 0.0
-    rgb: tuple[int, int, int] = (200, 40, 40)
-    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
-    held_by: str | None = None
-    rel_tool: np.ndarray | None = None  # 4x4 box pose in the tool frame while held
-    ever_held: bool = False
-    initial_center_m: np.ndarray | None = None
-    initial_rotation: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        self.center_m = np.asarray(self.center_m, dtype=float).copy()
-        self.size_m = np.asarray(self.size_m, dtype=float).copy()
-        if self.center_m.shape != (3,) or self.size_m.shape != (3,) or np.any(self.size_m <= 0):
-            raise InvalidArgumentError(f"box {self.name}: center_m needs 3 numbers and size_m 3 positive ones")
-        self.rotation = rpy_matrix(0.0, 0.0, self.yaw_rad)
-        self.initial_center_m = self.center_m.copy()
-        self.initial_rotation = self.rotation.copy()
 
 
 class FakeKinematics:
@@ -129,48 +89,6 @@ class _State:
     boxes: list[FakeBox]
     estop: bool = False
     estop_reason: str = ""
-
-
-def boxes_from_scene(scene: SceneSpec) -> list[FakeBox]:
-    """Approximate the bodies of a SceneSpec's MJCF as boxes (cylinders/spheres by their bounding box).
-
-    Colour comes from the geom's ``rgba`` or its ``material`` (in ``asset_xml``); yaw from the body's
-    ``quat`` or ``euler``.
-    """
-    root = ET.fromstring(f"<worldbody>{scene.worldbody_xml}</worldbody>")
-    materials: dict[str, str] = {}
-    if scene.asset_xml.strip():
-        for mat in ET.fromstring(f"<asset>{scene.asset_xml}</asset>").iter("material"):
-            if mat.get("rgba"):
-                materials[mat.get("name", "")] = mat.get("rgba", "")
-    wanted = set(scene.object_bodies)
-    boxes = []
-    for body in root.iter("body"):
-        name = body.get("name", "")
-        if wanted and name not in wanted:
-            continue
-        geom = body.find("geom")
-        if geom is None:
-            continue
-        pos = np.array([float(v) for v in body.get("pos", "0 0 0").split()])
-        size = [float(v) for v in geom.get("size", "0.02 0.02 0.02").split()]
-        gtype = geom.get("type", "sphere")
-        if gtype == "box" and len(size) >= 3:
-            full = 2 * np.array(size[:3])
-        elif gtype in ("cylinder", "capsule") and len(size) >= 2:
-            full = np.array([2 * size[0], 2 * size[0], 2 * size[1]])
-        else:
-            full = np.full(3, 2 * size[0])
-        rgba_text = geom.get("rgba") or materials.get(geom.get("material", ""), "0.8 0.2 0.2 1")
-        rgba = [float(v) for v in rgba_text.split()]
-        if body.get("quat"):
-            w, x, y, z = (float(v) for v in body.get("quat", "1 0 0 0").split())
-            yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-        else:
-            euler = [float(v) for v in body.get("euler", "0 0 0").split()]
-            yaw = euler[2] if len(euler) == 3 else 0.0
-        boxes.append(FakeBox(name, pos, full, yaw, (int(255 * rgba[0]), int(255 * rgba[1]), int(255 * rgba[2]))))
-    return boxes
 
 
 class FakeBackend(Backend):
@@ -218,8 +136,7 @@ class FakeBackend(Backend):
                              {k: JAW_MAX_M for k in home}, {k: JAW_MAX_M for k in home}, {k: 0.0 for k in home},
                              {k: np.zeros(6) for k in home}, [copy.deepcopy(b) for b in boxes])
         self._kin = {a.name: FakeKinematics(self, a.name) for a in arms}
-        self._rays: dict[tuple[int, int], np.ndarray] = {}
-        self._head_pose = self._look_at(np.array([0.05, 0.0, table_top_z_m + 0.55]),
+        self._head_pose = fake_render.look_at(np.array([0.05, 0.0, table_top_z_m + 0.55]),
                                         np.array([0.42, 0.0, table_top_z_m]))
         self._update_held()
         self._update_forces()
@@ -260,10 +177,6 @@ class FakeBackend(Backend):
         depth = np.where(on_table, self.table_top_z_m - points[:, 2], 0.0)
         return float(max(0.0, depth.max()))
 
-    def _box_corners(self, box: FakeBox) -> np.ndarray:
-        signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
-        return box.center_m + (signs * box.size_m / 2) @ box.rotation.T
-
     def _arm_force(self, arm: str) -> float:
         st = self._state
         pts = self._pad_points(arm, st.q[arm], st.jaw[arm])
@@ -278,7 +191,7 @@ class FakeBackend(Backend):
             if b.held_by is None:
                 depth = max(depth, self._depth_in_box(pts, b))
         for hb in held:
-            corners = self._box_corners(hb)
+            corners = hb.corners()
             depth = max(depth, self._table_depth(corners))
             for b in st.boxes:
                 if b is not hb and b.held_by is None:
@@ -509,21 +422,6 @@ class FakeBackend(Backend):
                 "joints": {}, "bodies": {}}
 
     # --- rendering -----------------------------------------------------------------------------
-    def _intrinsics(self) -> np.ndarray:
-        h, w = self.image_size
-        f = (h / 2) / math.tan(math.radians(30.0))
-        return np.array([[f, 0.0, (w - 1) / 2], [0.0, f, (h - 1) / 2], [0.0, 0.0, 1.0]])
-
-    @staticmethod
-    def _look_at(eye: np.ndarray, target: np.ndarray) -> np.ndarray:
-        fwd = (target - eye) / np.linalg.norm(target - eye)
-        right = np.cross(fwd, [0.0, 0.0, 1.0])
-        right /= np.linalg.norm(right)
-        down = np.cross(fwd, right)
-        t = np.eye(4)
-        t[:3, 0], t[:3, 1], t[:3, 2], t[:3, 3] = right, down, fwd, eye
-        return t
-
     def camera_pose(self, camera: str) -> np.ndarray:
         """World pose (4x4) of a camera's optical frame."""
         if camera == "head":
@@ -536,80 +434,11 @@ class FakeBackend(Backend):
                 return t
         raise UnknownNameError("camera", camera, self._spec.cameras)
 
-    def _camera_rays(self) -> np.ndarray:
-        key = self.image_size
-        if key not in self._rays:
-            h, w = key
-            k = self._intrinsics()
-            v, u = np.mgrid[0:h, 0:w].astype(float)
-            self._rays[key] = np.stack([(u - k[0, 2]) / k[0, 0], (v - k[1, 2]) / k[1, 1], np.ones_like(u)], -1).reshape(-1, 3)
-        return self._rays[key]
-
-    def _render(self, camera: str) -> CameraFrame:
-        h, w = self.image_size
-        pose = self.camera_pose(camera)
-        k = self._intrinsics()
-        dirs = self._camera_rays() @ pose[:3, :3].T
-        origin = pose[:3, 3]
-        light = np.array([0.3, 0.2, 1.0]) / np.linalg.norm([0.3, 0.2, 1.0])
-        rgb = np.tile(np.array([70.0, 70.0, 78.0]), (h * w, 1))
-        seg = np.zeros(h * w, dtype=np.int32)
-        # the table top: a bounded horizontal plane
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t_tab = (self.table_top_z_m - origin[2]) / dirs[:, 2]
-        xy = origin[:2] + t_tab[:, None] * dirs[:, :2]
-        on = (t_tab > 1e-6) & np.all((xy >= self.table_min_xy) & (xy <= self.table_max_xy), axis=1)
-        depth = np.where(on, t_tab, np.inf)
-        rgb[on] = np.array([150.0, 120.0, 90.0]) * (0.45 + 0.55 * light[2])
-        for idx, box in enumerate(self._state.boxes, start=1):
-            sel = self._pixels_of(box, pose, k, h, w)
-            if sel is None:
-                sel = np.arange(h * w)
-            if sel.size == 0:
-                continue
-            o = (origin - box.center_m) @ box.rotation
-            d = dirs[sel] @ box.rotation
-            half = box.size_m / 2
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t1 = (-half - o) / d
-                t2 = (half - o) / d
-            tnear = np.nan_to_num(np.minimum(t1, t2), nan=-np.inf)
-            tfar = np.nan_to_num(np.maximum(t1, t2), nan=np.inf)
-            t_in, t_out = tnear.max(axis=1), tfar.min(axis=1)
-            hit = (t_out >= t_in) & (t_in > 1e-6) & (t_in < depth[sel])
-            if not np.any(hit):
-                continue
-            pix = sel[hit]
-            axis = np.argmax(tnear[hit], axis=1)
-            rows = np.arange(axis.size)
-            normal_local = np.zeros((axis.size, 3))
-            normal_local[rows, axis] = -np.sign(d[hit][rows, axis])
-            shade = 0.45 + 0.55 * np.clip((normal_local @ box.rotation.T) @ light, 0.0, 1.0)
-            depth[pix] = t_in[hit]
-            rgb[pix] = np.asarray(box.rgb, dtype=float) * shade[:, None]
-            seg[pix] = idx
-        depth_img = np.where(np.isfinite(depth), depth, 0.0).astype(np.float32).reshape(h, w)
-        return CameraFrame(camera, np.clip(rgb, 0, 255).astype(np.uint8).reshape(h, w, 3), depth_img,
-                           k, pose, self._state.t_s, seg.reshape(h, w))
-
-    def _pixels_of(self, box: FakeBox, pose: np.ndarray, k: np.ndarray, h: int, w: int) -> np.ndarray | None:
-        """Flat pixel indices inside the box's projected bounding rectangle (None = all pixels)."""
-        corners = self._box_corners(box)
-        cam = (corners - pose[:3, 3]) @ pose[:3, :3]
-        if np.any(cam[:, 2] < 0.01):
-            return None
-        u = k[0, 0] * cam[:, 0] / cam[:, 2] + k[0, 2]
-        v = k[1, 1] * cam[:, 1] / cam[:, 2] + k[1, 2]
-        u0, u1 = max(0, int(np.floor(u.min())) - 1), min(w - 1, int(np.ceil(u.max())) + 1)
-        v0, v1 = max(0, int(np.floor(v.min())) - 1), min(h - 1, int(np.ceil(v.max())) + 1)
-        if u0 > u1 or v0 > v1:
-            return np.zeros(0, dtype=np.int64)
-        vv, uu = np.mgrid[v0:v1 + 1, u0:u1 + 1]
-        return (vv * w + uu).reshape(-1)
-
     def capture(self, cameras: Sequence[str] | None = None) -> dict[str, CameraFrame]:
         names = list(self._spec.cameras) if cameras is None else list(cameras)
         for c in names:
             if c not in self._spec.cameras:
                 raise UnknownNameError("camera", c, self._spec.cameras)
-        return {c: self._render(c) for c in names}
+        return {c: fake_render.render(c, self.camera_pose(c), self.image_size, self._state.boxes,
+                                      self.table_min_xy, self.table_max_xy, self.table_top_z_m, self._state.t_s)
+                for c in names}
