@@ -130,3 +130,15 @@ def test_workspace_is_the_cwd_and_writable(session):
     assert r.error is None, r.text()
     assert "remember" in r.output and "notes.txt" in r.output
     assert (session.workspace / "notes.txt").read_text() == "remember"
+
+
+def test_a_failing_handler_becomes_a_failed_result(session):
+    class Broken(Recorder):
+        def on_call(self, name, kwargs):
+            raise RuntimeError("bug in the harness side")
+
+        def on_image(self, handle, camera):
+            raise RuntimeError("bug")
+
+    r = session.run_cell("print(robot.observe().failure_category)\nprint(image('obs_1'))", Broken())
+    assert r.output.splitlines() == ["internal_error", "image not attached: internal error (RuntimeError)"]

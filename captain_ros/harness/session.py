@@ -115,6 +115,16 @@ def _read_roots() -> list[str]:
     return sorted(roots)
 
 
+def _safe_call(handler: CellHandler, name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return handler.on_call(name, kwargs)
+    except Exception as exc:  # noqa: BLE001 - a handler bug becomes a failed Result, not a crash
+        log.exception("robot call handler failed for %s", name)
+        return {"success": False, "executed": False, "failure_category": "internal_error",
+                "message": f"{name}: internal harness error ({type(exc).__name__}); it was logged",
+                "value": None, "diagnostics": {}, "budget": {}, "receipt": f"{name}: FAILED internal_error"}
+
+
 class PythonSession:
     """A restartable sandboxed Python process with persistent globals.
 
@@ -283,12 +293,16 @@ class PythonSession:
                 t_call = time.monotonic()
                 if kind == "call":
                     kwargs = msg.get("kwargs")
-                    reply: dict[str, Any] = {"type": "result", "result": handler.on_call(
-                        str(msg.get("name", "")), kwargs if isinstance(kwargs, dict) else {})}
+                    reply: dict[str, Any] = {"type": "result", "result": _safe_call(
+                        handler, str(msg.get("name", "")), kwargs if isinstance(kwargs, dict) else {})}
                 elif kind == "image":
                     images += 1
-                    reply = {"type": "image", "message": handler.on_image(str(msg.get("handle", "")),
-                                                                          str(msg.get("camera", "")))}
+                    try:
+                        text = handler.on_image(str(msg.get("handle", "")), str(msg.get("camera", "")))
+                    except Exception as exc:  # noqa: BLE001 - a handler bug must not end the session
+                        log.exception("image handler failed")
+                        text = f"image not attached: internal error ({type(exc).__name__})"
+                    reply = {"type": "image", "message": text}
                 else:
                     log.warning("sandbox sent an unknown message type %r", kind)
                     self.violations.append(f"unknown message type {kind!r:.40}")
