@@ -152,3 +152,25 @@ class TransformersChat:
         if on_delta and text:
             on_delta("content", text)
         return ChatCompletion(text, None, (), finish, usage, time.perf_counter() - start, 1)
+
+
+def export_safetensors(folder: str | Path, dest: str | Path, gguf_file: str | None = None) -> Path:
+    """Write a plain safetensors copy of a (GGUF) model folder, loadable by ``transformers serve``.
+
+    GGUF weights are dequantized on load; the quantizer is dropped before saving, and the
+    architecture name is recorded so servers can instantiate the model class.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kw: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
+    tok = AutoTokenizer.from_pretrained(str(folder), **kw)
+    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32, **kw)
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.config.architectures = [type(model).__name__]
+    out = Path(dest)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
