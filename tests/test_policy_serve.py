@@ -91,6 +91,9 @@ def test_episode_end_to_end_with_the_openai_policy(server, tmp_path):
     # SmolLM2 does not solve the task; the episode must still run to a proper end
     assert 1 <= s.requests <= 2 and s.outcome in ("other_failure", "budget_exhausted", "false_finish")
     assert s.extra["end_reason"] in ("no_tool_call", "budget:requests", "finish")
-    assert s.model_s > 0 and s.tokens_completion > 0
-    assert (tmp_path / "ep" / "trajectory.jsonl").exists()
+    assert s.model_s > 0
+    import json
+
+    recs = [json.loads(x) for x in (tmp_path / "ep" / "trajectory.jsonl").read_text().splitlines()]
+    assert any((r.get("content") or "").strip() for r in recs if r.get("type") == "request")
     assert (tmp_path / "ep" / "report.html").exists()
