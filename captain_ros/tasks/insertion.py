@@ -19,7 +19,7 @@ from captain_ros.tasks import gate
 from captain_ros.tasks import state as st
 from captain_ros.tasks.base import State, Task, cm, deg
 from captain_ros.tasks.goals import Goal, InsertedInto
-from captain_ros.tasks.pick_place import GAP_M, LIFT_M, REACH_M, add_distractors
+from captain_ros.tasks.pick_place import GAP_M, REACH_M, add_distractors
 from captain_ros.tasks.scene_parts import (
     Placer,
     distinct_colours,
@@ -111,7 +111,8 @@ class Insertion(Task):
         bottom = p[2] - PEG_HALF_HEIGHT_M - self.workspace.table_top_z_m
         depth = goal.depth_of(state)
         above = goal.xy_error_m(state) <= goal.tol_xy_m + 0.004 and depth > -0.05
-        return [bool(reached), bool(held), bool(held and bottom >= LIFT_M), bool(above),
+        # "lifted": held with its bottom above the block's top (high enough to carry over it)
+        return [bool(reached), bool(held), bool(held and bottom >= BLOCK_HEIGHT_M + 0.005), bool(above),
                 bool(above and depth >= 0.005), goal.satisfied(state)]
 
     def gate_check(self, measurements: Sequence[Mapping[str, Any]]) -> tuple[bool, str]:

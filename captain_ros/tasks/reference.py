@@ -25,8 +25,13 @@ from captain_ros.tasks import insertion, open_drawer, pick_place, two_arm_lift
 DOWN = np.array([0.0, 0.0, 1.0, 0.0])
 GRASP_DZ_M = 0.0075
 """The tool point sits this far above a cube's centre when grasping (fingertips clear the table) [m]."""
+FINGERTIP_BELOW_TCP_M = 0.02
+"""The fingertips reach this far below the tool point (the pad centre) [m]."""
 TRANSIT_Z_M = 0.1
 """Height of the tool point when crossing over the table (fingertips 8 cm up) [m]."""
+PARK_R_M = 0.18
+PARK_Z_M = 0.13
+"""Parking arc: radius from the base and tool height (fingertips above a three-cube tower) [m]."""
 APPROACH_M = 0.03
 """Approach/retreat height of the tool point above an object's top [m] (fingertips 1 cm above it).
 
@@ -80,13 +85,28 @@ class Reference:
 
     def transit(self, p: Any, yaw: float, arm: str | None = None, z_m: float = TRANSIT_Z_M,
                 mode: str = "guarded") -> None:
-        """Rise to ``z_m``, cross over at that height, descend to ``p`` (three straight sweeps)."""
+        """Rise to ``z_m``, cross over at that height, descend to ``p``.
+
+        The crossing follows the arc around the arm base (bearing steps of at most 20 deg, the tool
+        turning with the arm): a straight chord between distant bearings would pass over the base,
+        where a vertical tool cannot go.
+        """
         a = arm or self.motion._route(None, np.asarray(p, dtype=float))
+        base = self.backend.spec.arm(a).base_pose.position_m[:2]
         cur = self.backend.ee_pose(a).position_m
-        if cur[2] < z_m - 0.005:
-            self.move([cur[0], cur[1], z_m], arm=a, mode=mode)
-        self.move([p[0], p[1], max(z_m, p[2])], yaw, arm=a, mode=mode)
-        if p[2] < z_m - 0.005:
+        z = max(z_m, float(p[2]))
+        if cur[2] < z - 0.005:
+            self.move([cur[0], cur[1], z], arm=a, mode=mode)
+        d0, d1 = cur[:2] - base, np.asarray(p[:2], dtype=float) - base
+        th0, th1 = float(np.arctan2(d0[1], d0[0])), float(np.arctan2(d1[1], d1[0]))
+        r0, r1 = float(np.linalg.norm(d0)), float(np.linalg.norm(d1))
+        n = int(np.ceil(abs(th1 - th0) / np.deg2rad(20.0)))
+        for k in range(1, n):
+            th, r = th0 + (th1 - th0) * k / n, max(r0 + (r1 - r0) * k / n, PARK_R_M)
+            wp = [base[0] + r * np.cos(th), base[1] + r * np.sin(th), z]
+            self.move(wp, self.choose_yaw(wp, yaw + th - th1, np.pi, a), arm=a, mode=mode)
+        self.move([p[0], p[1], z], yaw, arm=a, mode=mode)
+        if p[2] < z - 0.005:
             self.move(p, yaw, arm=a, mode=mode, speed=0.05)
 
     def choose_yaw(self, p: Any, yaw: float, period_rad: float, arm: str | None = None) -> float:
@@ -117,17 +137,46 @@ class Reference:
         return yaw
 
     def place(self, centre_m: Any, yaw: float, grasp_dz_m: float = GRASP_DZ_M, carry_z_m: float = 0.09,
-              drop_m: float = 0.003, arm: str | None = None) -> None:
+              drop_m: float = 0.003, half_m: float = pick_place.CUBE_HALF_M, arm: str | None = None) -> None:
         """Carry at ``carry_z_m``, lower until the object's centre is ``drop_m`` above ``centre_m``,
-        release, retreat 3 cm up."""
+        release, retreat up (and, where the arm cannot rise above the object, slide out sideways
+        along the open jaw's free direction)."""
         x, y, z = (float(v) for v in centre_m)
         self.transit([x, y, carry_z_m], yaw, arm=arm, z_m=carry_z_m, mode="manipulation")
         self.move([x, y, z + grasp_dz_m + drop_m], yaw, arm=arm, mode="manipulation", speed=0.04)
         self.call("release", arm=arm)
-        self.move([x, y, min(z + grasp_dz_m + drop_m + APPROACH_M, TRANSIT_Z_M + 0.01)], yaw, arm=arm)
+        up = min(z + grasp_dz_m + drop_m + APPROACH_M, TRANSIT_Z_M + 0.01)
+        self.move([x, y, up], yaw, arm=arm)
+        if up - FINGERTIP_BELOW_TCP_M < z + half_m + 0.005:  # fingers still beside the object
+            free = np.array([np.cos(yaw), np.sin(yaw)])  # tool x: the pads' width direction
+            if free @ np.array([x, y]) > 0:
+                free = -free  # slide toward the base
+            self.move([x + 0.06 * free[0], y + 0.06 * free[1], up], yaw, arm=arm, speed=0.05)
 
     def settle(self, duration_s: float = 0.5) -> None:
         self.call("hold", duration_s=duration_s)
+
+    def park(self, arm: str | None = None) -> None:
+        """Close the jaw, rise, withdraw to 0.18 m from the base and swing along that arc to the
+        base's side (clears the head camera's view of the work)."""
+        for a in ([arm] if arm else list(self.backend.spec.arm_names)):
+            base = self.backend.spec.arm(a).base_pose.position_m
+            self.jaw("close", arm=a)
+            cur = self.backend.ee_pose(a).position_m
+            z = max(cur[2], PARK_Z_M)
+            if not self.motion.check_motion(position=[cur[0], cur[1], z], arm=a).value.get("feasible"):
+                z = max(cur[2], TRANSIT_Z_M)
+            self.move([cur[0], cur[1], z], arm=a)
+            d = cur[:2] - base[:2]
+            bearing = float(np.arctan2(d[1], d[0]))
+            if len(self.backend.spec.arm_names) > 1:  # dual rig: swing outward, away from the other arm
+                goal = np.deg2rad(80.0) if base[1] > 0 else -np.deg2rad(80.0)
+            else:  # the side away from where the work was
+                goal = -np.deg2rad(80.0) if bearing > 0 else np.deg2rad(80.0)
+            n = max(1, int(np.ceil(abs(goal - bearing) / np.deg2rad(20.0))))
+            for th in np.linspace(bearing, goal, n + 1):
+                p = [base[0] + PARK_R_M * np.cos(th), base[1] + PARK_R_M * np.sin(th), z]
+                self.move(p, self.choose_yaw(p, float(th), np.pi, a), arm=a)
 
 
 # --- per task ------------------------------------------------------------------------------------
@@ -135,6 +184,7 @@ def solve_pick_place(r: Reference) -> None:
     yaw = r.pick("red_cube")
     plate, _ = r.pose("plate")
     r.place(plate + [0, 0, pick_place.PLATE_HALF_HEIGHT_M + pick_place.CUBE_HALF_M], yaw)
+    r.park()
     r.settle()
 
 
@@ -146,6 +196,7 @@ def solve_stack(r: Reference) -> None:
     yaw = r.pick("red_cube", lift_z_m=0.11)
     green, _ = r.pose("green_cube")
     r.place(green + [0, 0, 2 * h], yaw, carry_z_m=0.11)
+    r.park()
     r.settle()
 
 
@@ -169,6 +220,7 @@ def solve_restack(r: Reference) -> None:
     yaw = r.pick("red_cube", lift_z_m=0.1)
     blue, _ = r.pose("blue_cube")
     r.place(blue + [0, 0, 2 * h], yaw, carry_z_m=0.1)
+    r.park()
     r.settle()
 
 
@@ -183,7 +235,8 @@ def solve_insertion(r: Reference) -> None:
     r.move([hole[0], hole[1], carry], yaw, mode="manipulation", speed=0.06)
     r.move([hole[0], hole[1], hh + grasp_dz + 0.002], yaw, mode="guarded", speed=0.03)
     r.call("release")
-    r.move([hole[0], hole[1], carry + 0.01], yaw)
+    r.move([hole[0], hole[1], carry], yaw)
+    r.park()
     r.settle()
 
 
@@ -202,6 +255,7 @@ def solve_open_drawer(r: Reference) -> None:
     r.jaw(0.05)
     h2, _ = r.pose("drawer_handle")
     r.move([h2[0], h2[1], h2[2] + 0.06], yaw)
+    r.park()
     r.settle()
 
 
@@ -219,7 +273,7 @@ def solve_two_arm_lift(r: Reference) -> None:
         r.move([g[0], g[1], g[2] + GRASP_DZ_M], yaw, arm=arm, speed=0.05)
     for arm in grasps:
         r.jaw("close", arm=arm)
-    lift = task.tolerances["lift_m"] + 0.02
+    lift = task.tolerances["lift_m"] + 0.01
     targets = {arm: [float(g[0]), float(g[1]), float(g[2] + GRASP_DZ_M + lift)] for arm, g in grasps.items()}
     r.call("move_to", position=targets, orientation={a: down_quat(yaws[a]).tolist() for a in grasps},
            arm="both", mode="manipulation", speed_m_s=0.04)

@@ -29,7 +29,7 @@ from captain_ros.tasks.scene_parts import (
 
 BOX_HALF_M = (0.0175, 0.16, 0.0175)  # (x, y, z) half extents; long along y
 BOX_MASS_KG = 0.25
-END_GRASP_M = 0.12
+END_GRASP_M = 0.135
 """Grasp points: +-this far from the box centre along its long axis [m]."""
 
 TEMPLATES = (
@@ -63,8 +63,8 @@ class TwoArmLift(Task):
         ws = self.workspace
         z0 = ws.table_top_z_m
         # each arm lifts its end to 10 cm: its tool must stay within ~0.35 m of its base
-        xy = np.array([rng.uniform(0.20, 0.32), rng.uniform(-0.06, 0.06)])
-        yaw = float(rng.uniform(-np.deg2rad(20), np.deg2rad(20)))
+        xy = np.array([rng.uniform(0.18, 0.30), rng.uniform(-0.06, 0.06)])
+        yaw = float(rng.uniform(-np.deg2rad(15), np.deg2rad(15)))
         colour = self._colour(seed)
         mat = sample_material(rng, "mat_long_box", colour)
         body = free_box("long_box", (xy[0], xy[1], z0 + BOX_HALF_M[2] + GAP_M), BOX_HALF_M, mat.name,
