@@ -193,6 +193,7 @@ def test_summary_is_json_serialisable(tmp_path):
     assert isinstance(PolicyReply().to_dict(), dict)
 
 
+@pytest.mark.slow
 def test_real_task_and_scripted_expert_on_the_fake_backend(tmp_path):
     """Cross-layer: captain_ros.tasks (scene, TASK.md, gate, predicate) + the scripted expert."""
     from captain_ros.api.service import RobotService
