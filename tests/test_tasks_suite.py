@@ -121,7 +121,9 @@ def test_objects_lie_on_the_table_within_the_arms_reach(name: str) -> None:
 def test_task_md_states_instruction_and_tolerances(name: str) -> None:
     t = get_task(name)
     md = t.task_md(7)
-    assert md.startswith(f"## Task: {name}") and t.instruction(7) in md
+    assert md.startswith(f"# TASK: {name}") and t.instruction(7) in md
+    assert "## Success standard" in md and "## Frames" in md
+    assert all(f"`{k}`" in md for k in t.tolerances)
     assert "cm" in md and "finish()" in md
     assert t.tolerances and all(np.isfinite(v) for v in t.tolerances.values())
 

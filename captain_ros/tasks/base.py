@@ -117,13 +117,27 @@ class Task(abc.ABC):
         """Bullet lines of the success standard, with the tolerances in words and numbers."""
 
     def task_md(self, seed: int) -> str:
-        """The task part of TASK.md for ``seed``: instruction and the standard it is judged by."""
-        lines = [f"## Task: {self.name}", "", self.instruction(seed), "",
-                 "## How the final scene is judged", ""]
+        """The task part of TASK.md for ``seed`` (the harness appends the API section): instruction,
+        the success standard with its tolerances in words and numbers, frames and rig geometry."""
+        ws = self.workspace
+        lines = [f"# TASK: {self.name}", "", "## Instruction", "", self.instruction(seed), "",
+                 "## Success standard", "", "The final scene is judged by this standard:", ""]
         lines += [f"- {s}" for s in self.standard()]
-        lines += ["", "`finish()` is accepted only when your own latest `measure_object_geometry` "
-                      "records show the standard above is met (measure after the last motion)."]
+        lines += ["", "`finish()` is checked against your own `measure_object_geometry` results (the "
+                      "latest ones count: measure on a fresh observation after the last motion) with "
+                      "these tolerances:", ""]
+        lines += [f"- `{k}`: {_num(v)}" for k, v in self.tolerances.items()]
+        bases = ", ".join(f"`{a}` at ({x:.2f}, {y:.2f}) m" for a, (x, y, _) in ws.arm_bases.items())
+        lines += ["", "## Frames", "",
+                  "World frame (REP 103): x forward from the robot base toward the table centre, y left, "
+                  "z up, metres. Quaternions [w, x, y, z]. Camera optical frames: x right, y down, "
+                  "z forward. A tool orientation of [0, 1, 0, 0] points the gripper straight down.",
+                  f"The table top is at z = {ws.table_top_z_m:.3f} m. Arm bases: {bases}."]
         return "\n".join(lines) + "\n"
+
+
+def _num(v: float) -> str:
+    return f"{v:g}"
 
 
 def cm(x_m: float) -> str:
