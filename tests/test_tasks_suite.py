@@ -136,3 +136,17 @@ def test_scene_colours_are_distinct_named_colours() -> None:
             colours = [b.split("_")[0] for b in bodies if b.endswith(("_cube", "_cylinder"))]
             assert len(colours) == len(set(colours)), (name, seed, bodies)
             assert len(bodies) == len(set(bodies))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fake_backend_states_are_judged_like_mujoco_ones(name: str) -> None:
+    from captain_ros.backends import make_backend
+
+    t = get_task(name)
+    with make_backend("fake", task=name, seed=4) as b:
+        s = b.privileged_state()
+    assert t.success(s) is False
+    m = t.milestones(s)
+    assert all(type(v) is bool for v in m) and not any(m[1:])
+    x = t.features(s)
+    assert x.shape == (N_FEATURES,) and np.all(np.isfinite(x))

@@ -86,7 +86,7 @@ def critic_features(goals: Sequence[Goal], state: Mapping[str, Any], tracker: Ep
     x[24] = st.tilt_rad(state, g.target)
 
     if isinstance(g, JointAtLeast):
-        q = st.joint_position(state, g.joint)
+        q = st.joint_position(state, g.joint, 0.0)
         q0 = tracker.initial_joint(state, g.joint)
         x[25] = q
         x[26] = q - q0

@@ -81,7 +81,7 @@ class PlaceOn(Goal):
                 and st.tilt_rad(state, self.target) <= self.max_tilt_rad)
 
     def satisfied(self, state: State) -> bool:
-        return self.placed(state) and not st.held(state, self.target)
+        return bool(self.placed(state) and not st.held(state, self.target))
 
     def residual(self, state: State) -> float:
         return float(np.linalg.norm(st.object_position_m(state, self.target) - self.goal_point_m(state)))
@@ -98,7 +98,7 @@ class RestOnTable(Goal):
 
     def satisfied(self, state: State) -> bool:
         p = st.object_position_m(state, self.target)
-        return (abs(p[2] - self.target_half_height_m - self.table_top_z_m) <= self.tol_z_m
+        return bool(abs(p[2] - self.target_half_height_m - self.table_top_z_m) <= self.tol_z_m
                 and st.tilt_rad(state, self.target) <= self.max_tilt_rad
                 and not st.held(state, self.target))
 
@@ -109,7 +109,10 @@ class RestOnTable(Goal):
 
 @dataclass(frozen=True)
 class JointAtLeast(Goal):
-    """Articulated ``joint`` opened to at least ``open_m`` (``target`` = the handle body)."""
+    """Articulated ``joint`` opened to at least ``open_m`` (``target`` = the handle body).
+
+    A state that does not report the joint (no articulation physics) counts as closed (0).
+    """
 
     joint: str = ""
     open_m: float = 0.1
@@ -117,10 +120,10 @@ class JointAtLeast(Goal):
     involves_contact = False
 
     def satisfied(self, state: State) -> bool:
-        return st.joint_position(state, self.joint) >= self.open_m
+        return bool(st.joint_position(state, self.joint, 0.0) >= self.open_m)
 
     def residual(self, state: State) -> float:
-        return float(max(0.0, self.open_m - st.joint_position(state, self.joint)))
+        return float(max(0.0, self.open_m - st.joint_position(state, self.joint, 0.0)))
 
 
 @dataclass(frozen=True)
@@ -139,8 +142,8 @@ class LiftedBy(Goal):
 
     def satisfied(self, state: State) -> bool:
         holders = sum(st.held_by(state, self.target, a) for a in st.arm_names(state))
-        return (self.lift_m_of(state) >= self.lift_m and holders >= self.n_arms
-                and st.tilt_rad(state, self.target) <= self.max_tilt_rad)
+        return bool(self.lift_m_of(state) >= self.lift_m and holders >= self.n_arms
+                    and st.tilt_rad(state, self.target) <= self.max_tilt_rad)
 
     def residual(self, state: State) -> float:
         return float(max(0.0, self.lift_m - self.lift_m_of(state)))
@@ -188,8 +191,8 @@ class InsertedInto(Goal):
         return float(np.linalg.norm(p[:2] - d[:2]))
 
     def satisfied(self, state: State) -> bool:
-        return (self.xy_error_m(state) <= self.tol_xy_m and self.depth_of(state) >= self.depth_m
-                and st.tilt_rad(state, self.target) <= self.max_tilt_rad)
+        return bool(self.xy_error_m(state) <= self.tol_xy_m and self.depth_of(state) >= self.depth_m
+                    and st.tilt_rad(state, self.target) <= self.max_tilt_rad)
 
     def residual(self, state: State) -> float:
         return float(np.hypot(self.xy_error_m(state), max(0.0, self.depth_m - self.depth_of(state))))

@@ -136,7 +136,7 @@ class OpenDrawer(Task):
         return TEMPLATES[int(self.rng(seed, 2).integers(len(TEMPLATES)))].format(colour=self._handle_colour(seed))
 
     def milestones(self, state: State) -> list[bool]:
-        q = st.joint_position(state, "drawer_slide")
+        q = st.joint_position(state, "drawer_slide", 0.0)
         goal = self.tolerances["open_m"]
         p = st.object_position_m(state, "drawer_handle")
         reached = any(np.linalg.norm(st.ee_position_m(state, a) - p) <= REACH_M for a in st.arm_names(state))

@@ -95,8 +95,9 @@ class Restack(Task):
         blue_z = st.object_position_m(state, "blue_cube")[2]
         blue_off = off.satisfied(state)
         m2 = cube_ladder(state, on, z0)
-        return [blue_held or blue_off, (blue_held and blue_z - CUBE_HALF_M - z0 >= LIFT_M) or blue_off,
-                blue_off, blue_off and m2[1], blue_off and m2[2], blue_off and m2[4], self.success(state)]
+        return [bool(v) for v in (
+            blue_held or blue_off, (blue_held and blue_z - CUBE_HALF_M - z0 >= LIFT_M) or blue_off,
+            blue_off, blue_off and m2[1], blue_off and m2[2], blue_off and m2[4], self.success(state))]
 
     def gate_check(self, measurements: Sequence[Mapping[str, Any]]) -> tuple[bool, str]:
         t = self.tolerances

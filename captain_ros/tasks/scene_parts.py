@@ -134,7 +134,7 @@ class Placer:
                 return xy
         raise RuntimeError("Placer: could not place object without overlap (layout too crowded)")
 
-    def reserve(self, xy: Sequence[float], radius_m: float) -> None:
+    def reserve(self, xy: Sequence[float] | np.ndarray, radius_m: float) -> None:
         """Mark a disc as occupied (fixtures placed by hand)."""
         self.placed.append((np.asarray(xy, dtype=float), radius_m))
 

@@ -57,10 +57,16 @@ def tilt_rad(state: Mapping[str, Any], body: str) -> float:
     return float(np.arccos(np.clip(zz, -1.0, 1.0)))
 
 
-def joint_position(state: Mapping[str, Any], joint: str) -> float:
-    """Position of articulated scene joint ``joint`` [m for slides, rad for hinges]."""
+def joint_position(state: Mapping[str, Any], joint: str, default: float | None = None) -> float:
+    """Position of articulated scene joint ``joint`` [m for slides, rad for hinges].
+
+    A state without that joint raises :class:`UnknownNameError`, unless ``default`` is given
+    (a backend without articulation physics, such as the kinematic fake, reports no joints).
+    """
     joints = state.get("joints", {})
     if joint not in joints:
+        if default is not None:
+            return float(default)
         raise UnknownNameError("joint", joint, sorted(joints))
     return float(np.asarray(joints[joint]).reshape(-1)[0])
 

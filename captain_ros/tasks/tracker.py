@@ -84,7 +84,7 @@ class EpisodeTracker:
         """Position of ``joint`` at the start (current one before the first update)."""
         if joint in self.initial_joints:
             return self.initial_joints[joint]
-        return st.joint_position(state, joint)
+        return st.joint_position(state, joint, 0.0)
 
     def snapshot(self) -> dict[str, Any]:
         """A deep copy of the memory (for restoring alongside a backend snapshot)."""
