@@ -259,8 +259,10 @@ def insertion(instruction: str = "") -> Skill:
             "g = G['peg']; off = np.array(GRASP['peg'], dtype=float)",
             "gb = G['block']; bc = np.array(gb['center_m'], dtype=float)",
             "txy = bc[:2] + off[:2]",
-            "t = tcp(); peg_h = g['extents_m'][2]",
-            "tip_offset = g['center_m'][2] - peg_h / 2 - (t[2] - 0.12)   # peg tip z minus tool z (< 0)",
+            "t = tcp(); peg_h = g['extents_m'][2]; PEG_H = peg_h   # its full height, seen standing",
+            "tip_offset = -off[2] - peg_h / 2   # peg tip z minus tool z, from the grasp (< 0)",
+            "r_up = go([t[0], t[1], max(t[2], gb['top_z_m'] - tip_offset + 0.03)], None, speed=0.04, "
+            "mode='manipulation')",
             "z_above = gb['top_z_m'] + 0.01 - tip_offset",
             "Qp, z_ok = approach(txy, gb['top_z_m'] - tip_offset, z_above, None, None, math.pi / 2, 0.05, "
             "mode='manipulation')",
@@ -280,13 +282,14 @@ def insertion(instruction: str = "") -> Skill:
         check = yield Cell("Check the peg against the hole: centred and sunk below the block's top.",
                            "gp = G.get('peg') or {}; d = gp.get('destination') or {}\n"
                            "note(dist=d.get('distance_xy_m'), sunk=None if not gp or not d else "
-                           "round(d['top_z_m'] - (gp['top_z_m'] - gp['extents_m'][2]), 4))\nready()")
+                           "round(d['top_z_m'] - (gp['top_z_m'] - globals().get('PEG_H', gp['extents_m'][2])), 4))"
+                           "  # the part inside the hole is hidden: use the height measured standing\nready()")
         return check
 
     notes = yield from remeasure()
 
     def ok(n: dict) -> bool:
-        return (n.get("dist") is not None and n["dist"] <= 0.006 and (n.get("sunk") or 0) >= 0.015)
+        return (n.get("dist") is not None and n["dist"] <= 0.006 and (n.get("sunk") or 0) >= 0.012)
 
     if ok(notes):
         yield from _finish_with_retries("peg inserted into the block", remeasure, ok)

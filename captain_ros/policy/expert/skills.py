@@ -112,7 +112,9 @@ def grasp_top_down(name: str, prompt: str, sym: str = "math.pi / 2", lift_m: flo
             "GRASP = globals().get('GRASP', {})",
             f"t = tcp({arm_s}); GRASP[{name!r}] = (t - c).tolist()",
             f"held = holding({arm_s})",
-            f"r_lift = go(t + [0, 0, {lift_m}], None, speed=0.05, mode='manipulation', arm={arm_s})",
+            f"for L in ({lift_m!r}, {round(0.6 * lift_m, 3)!r}, 0.04):  # as high as the joints allow",
+            f"    r_lift = go(t + [0, 0, L], None, speed=0.05, mode='manipulation', arm={arm_s})",
+            "    if r_lift.get('success'): break",
             f"note(held_closed=held, held=holding({arm_s}), lift=stop_reason(r_lift), "
             "jaw_after=val(r_close, 'jaw_after_m'))",
         ])
