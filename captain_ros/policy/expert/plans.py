@@ -201,12 +201,16 @@ def open_drawer(instruction: str = "") -> Skill:
         "gh = G['handle']; gc = G['cabinet'] or {'center_m': [0.6, 0.0, 0.05]}",
         "hc = np.array(gh['center_m'], dtype=float); cc = np.array(gc['center_m'], dtype=float)",
         "u = hc[:2] - cc[:2]; u = u / max(np.linalg.norm(u), 1e-6)  # pull direction: out of the cabinet",
-        "jaw('open')",
-        "# the jaw closes along the pull direction, across the bar (symmetry: half a turn)",
-        "Q, gz = approach(hc, gh['top_z_m'], hc[2], math.atan2(u[1], u[0]), None, math.pi, 0.08)",
-        "r_down = go([hc[0], hc[1], gz], None, speed=0.03) if Q is not None else {'success': False}",
+        "jaw(0.045)  # the bar is ~1.6 cm thick: a narrower opening keeps the fingers off the drawer",
+        "# the bar is the outermost part of the handle (its posts reach back to the drawer front), so",
+        "# grasp outward of the measured centre; the jaw closes along the pull direction, across the bar",
+        "for shift in (0.022, 0.03, 0.015, 0.0):",
+        "    hp = hc.copy(); hp[:2] += shift * u",
+        "    Q, gz = approach(hp, gh['top_z_m'], hc[2], math.atan2(u[1], u[0]), None, math.pi, 0.08)",
+        "    if Q is not None: break",
+        "r_down = go([hp[0], hp[1], gz], None, speed=0.03) if Q is not None else {'success': False}",
         "r_close = jaw('close') if r_down.get('success') else None",
-        "note(down=stop_reason(r_down), held=holding(), u=u.round(3))",
+        "note(down=stop_reason(r_down), held=holding(), u=u.round(3), shift=shift)",
     ])
     notes = yield Cell("Grasp the handle bar from above with the jaw closing across the bar, along "
                        "the pull direction (from the cabinet centre to the handle).", grasp)
