@@ -58,9 +58,15 @@ def project_points(frame: CameraFrame, points_m: np.ndarray) -> tuple[np.ndarray
 def world_points_image(frame: CameraFrame) -> np.ndarray:
     """(H, W, 3) world coordinates of every pixel [m]; NaN where depth is missing."""
     h, w = frame.depth_m.shape
-    vv, uu = np.mgrid[0:h, 0:w]
-    depth = np.where(valid_depth(frame), frame.depth_m, np.nan).astype(float)
-    return backproject_pixels(frame, uu.ravel(), vv.ravel(), depth.ravel()).reshape(h, w, 3)
+    k = np.asarray(frame.intrinsics, dtype=float)
+    t = np.asarray(frame.world_from_camera, dtype=float)
+    x = ((np.arange(w) + PIXEL_CENTER_OFFSET - k[0, 2]) / k[0, 0]).astype(np.float32)
+    y = ((np.arange(h) + PIXEL_CENTER_OFFSET - k[1, 2]) / k[1, 1]).astype(np.float32)
+    r = t[:3, :3].astype(np.float32)
+    # world ray per pixel (optical z = 1) = x * r[:, 0] + y * r[:, 1] + r[:, 2]
+    rays = x[None, :, None] * r[:, 0] + y[:, None, None] * r[:, 1] + r[:, 2]
+    depth = np.where(valid_depth(frame), frame.depth_m, np.nan).astype(np.float32)
+    return (depth[..., None] * rays + t[:3, 3].astype(np.float32)).astype(np.float64)
 
 
 def mask_points(frame: CameraFrame, mask: np.ndarray, max_points: int | None = None) -> np.ndarray:

@@ -16,7 +16,7 @@ from scipy import ndimage
 
 from captain_ros.core.errors import CaptainError
 from captain_ros.core.types import CameraFrame
-from captain_ros.perception.camera import valid_depth
+from captain_ros.perception.camera import valid_depth, world_points_image
 from captain_ros.perception.fitting import ObjectGeometry, fit_geometry
 from captain_ros.perception.prompt import colour_score, describe, parse_prompt, shape_score
 from captain_ros.perception.regions import Regions, grow_from_seed, over_segment
@@ -55,26 +55,41 @@ class DefaultSegmenter:
         self.exclude = exclude
         self.min_score = min_score
         self.max_candidates = max_candidates
-        self._cache: list[tuple[np.ndarray, Regions, list[RegionInfo]]] = []
+        self._cache: list[list] = []  # [rgb array, Regions, list[RegionInfo] | None]
+
+    def regions(self, frame: CameraFrame) -> Regions:
+        """Over-segmentation of the frame (the last few frames are cached, keyed by the identity
+        of their RGB array)."""
+        for entry in self._cache:
+            if entry[0] is frame.rgb:
+                return entry[1]
+        regions = over_segment(frame)
+        self._cache = [[frame.rgb, regions, None], *self._cache[: CACHE_FRAMES - 1]]
+        return regions
+
+    def points(self, frame: CameraFrame) -> np.ndarray:
+        """(H, W, 3) world points of the frame, from the region cache when it has the frame."""
+        for entry in self._cache:
+            if entry[0] is frame.rgb:
+                return entry[1].points_m
+        return world_points_image(frame)
 
     def analyse(self, frame: CameraFrame) -> tuple[Regions, list[RegionInfo]]:
-        """Over-segment the frame and describe each object-sized region (the last few frames are
-        cached, keyed by the identity of their RGB array)."""
-        for rgb, regions, infos in self._cache:
-            if rgb is frame.rgb:
-                return regions, infos
-        regions = over_segment(frame)
-        infos: list[RegionInfo] = []
-        for lab, sl in enumerate(ndimage.find_objects(regions.labels), start=1):
-            if sl is None:
-                continue
-            mask = np.zeros(regions.labels.shape, dtype=bool)
-            mask[sl] = regions.labels[sl] == lab
-            info = self._describe(frame, regions, lab, mask)
-            if info is not None:
-                infos.append(info)
-        self._cache = [(frame.rgb, regions, infos), *self._cache[: CACHE_FRAMES - 1]]
-        return regions, infos
+        """Regions of the frame and the description of each object-sized one (cached)."""
+        regions = self.regions(frame)
+        entry = next(e for e in self._cache if e[0] is frame.rgb)
+        if entry[2] is None:
+            infos: list[RegionInfo] = []
+            for lab, sl in enumerate(ndimage.find_objects(regions.labels), start=1):
+                if sl is None:
+                    continue
+                mask = np.zeros(regions.labels.shape, dtype=bool)
+                mask[sl] = regions.labels[sl] == lab
+                info = self._describe(frame, regions, lab, mask)
+                if info is not None:
+                    infos.append(info)
+            entry[2] = infos
+        return regions, entry[2]
 
     def _describe(self, frame: CameraFrame, regions: Regions, lab: int,
                   mask: np.ndarray) -> RegionInfo | None:
@@ -109,14 +124,15 @@ class DefaultSegmenter:
                 box: tuple[float, float, float, float] | None = None) -> list[MaskCandidate]:
         """Masks matching ``text``; with ``points``, the regions under them; with ``box``, the
         regions whose pixels mostly fall inside it."""
-        regions, infos = self.analyse(frame)
         out: list[MaskCandidate] = []
         if points:
+            regions = self.regions(frame)
             for u, v in points:
                 mask = grow_from_seed(frame, int(u), int(v), "object", regions)
                 if mask.any():
                     out.append(MaskCandidate(mask, 1.0, text or "object"))
             return out
+        _, infos = self.analyse(frame)
         for info in infos:
             s = self.score(info, text) if text else 0.3
             if box is not None:

@@ -70,7 +70,7 @@ class MeasureMixin:
         for cam, frame in obs.frames.items():
             if cam == det.camera:
                 continue
-            pts = self.default_segmenter.analyse(frame)[0].points_m  # type: ignore[attr-defined]
+            pts = self.default_segmenter.points(frame)  # type: ignore[attr-defined]
             local = pts - g.center_m
             local[..., :2] = local[..., :2] @ _rot(g.yaw_rad)
             inside = np.all(np.abs(local) <= g.extents_m / 2 + MERGE_MARGIN_M, axis=-1)
@@ -272,7 +272,7 @@ class MeasureMixin:
         for frame in obs.frames.values():
             _, infos = self.default_segmenter.analyse(frame)  # type: ignore[attr-defined]
             for info in infos:
-                pts = self.default_segmenter.analyse(frame)[0].points_m[info.mask]  # type: ignore[attr-defined]
+                pts = self.default_segmenter.regions(frame).points_m[info.mask]  # type: ignore[attr-defined]
                 pts = pts[np.all(np.isfinite(pts), axis=1)]
                 local = to_tool(pts, ee.position_m, ee.quat_wxyz)
                 keep = ~gripper_points_mask(local, opening, self.backend.spec.arm(name).pad_size_m)  # type: ignore[attr-defined]

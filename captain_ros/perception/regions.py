@@ -181,16 +181,14 @@ def merge_coloured(labels: np.ndarray, n: int, rgb: np.ndarray, pts: np.ndarray,
     if n < 2:
         return labels, n
     idx = np.arange(1, n + 1)
-    f = rgb.astype(float)
-    mx, mn = f.max(axis=2), f.min(axis=2)
-    sat_px = (mx - mn) / np.maximum(mx, 1.0)
-    sat = np.asarray(ndimage.median(sat_px, labels, idx))
-    hue_px = _hue(f, mx, mn)
-    # circular median-ish: mean of unit vectors per region
-    ang = 2 * np.pi * hue_px
-    cs = ndimage.mean(np.cos(ang), labels, idx)
-    sn = ndimage.mean(np.sin(ang), labels, idx)
-    hue = (np.arctan2(sn, cs) / (2 * np.pi)) % 1.0
+    on = labels > 0
+    lab = labels[on]
+    f = rgb[on].astype(np.float32)
+    mx, mn = f.max(axis=1), f.min(axis=1)
+    sat = np.asarray(ndimage.median((mx - mn) / np.maximum(mx, 1.0), lab, idx))
+    ang = 2 * np.pi * _hue(f, mx, mn)
+    hue = (np.arctan2(ndimage.mean(np.sin(ang), lab, idx), ndimage.mean(np.cos(ang), lab, idx))
+           / (2 * np.pi)) % 1.0
     parent = np.arange(n + 1)
 
     def find(a: int) -> int:

@@ -92,7 +92,7 @@ class PerceptionService(MeasureMixin, StateMixin):
         """Table-plane height [m] seen by ``camera`` in ``obs`` (cached)."""
         key = (obs.handle, camera)
         if key not in self._support:
-            regions, _ = self.default_segmenter.analyse(obs.frame(camera))
+            regions = self.default_segmenter.regions(obs.frame(camera))
             self._support[key] = regions.support_z_m
         return self._support[key]
 
@@ -230,7 +230,7 @@ class PerceptionService(MeasureMixin, StateMixin):
         iu, iv = self.pixel(frame, u, v)
         if not valid_depth(frame)[iv, iu]:
             return self._no_depth(frame, iu, iv)
-        regions, _ = self.default_segmenter.analyse(frame)
+        regions = self.default_segmenter.regions(frame)
         mask = grow_from_seed(frame, iu, iv, granularity, regions)
         if not mask.any():
             z = float(regions.points_m[iv, iu, 2])
