@@ -43,6 +43,14 @@ except BaseException:
 """
 
 
+def _cpu_s() -> float:
+    """CPU time [s] of this process and its finished children (the sandbox sessions)."""
+    import resource
+
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
 def _percentiles(samples_s: list[float]) -> dict[str, float]:
     ms = sorted(1e3 * s for s in samples_s)
     return {"p50_ms": round(statistics.median(ms), 3), "p90_ms": round(ms[int(0.9 * len(ms))], 3),
@@ -116,17 +124,18 @@ def episode_in_process(task_name: str, seed: int, out_dir: Path) -> dict[str, fl
     from captain_ros.tasks import get_task
 
     task = get_task(task_name)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_s()
     backend = make_backend("mujoco", task=task, seed=seed)
     svc = RobotService(backend, MotionService(backend), PerceptionService(backend))
     s = run_episode(task, seed, svc, make_policy("scripted"), Budgets(), out_dir)
-    total = time.perf_counter() - t0
+    total, cpu = time.perf_counter() - t0, _cpu_s() - c0
     backend.close()
-    return {"episode_wall_s": s.wall_s, "total_s": total, "outcome": s.outcome, "calls": s.robot_calls}
+    return {"episode_wall_s": s.wall_s, "total_s": total, "cpu_s": cpu, "outcome": s.outcome,
+            "calls": s.robot_calls, "backend_s": s.backend_s, "harness_s": s.harness_s}
 
 
 def episode_ros(task_name: str, seed: int, out_dir: Path, domain: int,
-                camera_rate_hz: float | None = None) -> dict[str, float]:
+                robot_params: dict[str, float] | None = None) -> dict[str, float]:
     import rclpy
     from captain_ros_interfaces.action import RunEpisode
     from rclpy.action import ActionClient
@@ -134,19 +143,17 @@ def episode_ros(task_name: str, seed: int, out_dir: Path, domain: int,
 
     from captain_ros.ros import up as _up
     from captain_ros.ros.env import apply_ros_environment
-    from captain_ros.ros.runner import spin_nodes
+    from captain_ros.ros.runner import Executors
     CONFIG, compose = _up.CONFIG, _up.compose
 
     apply_ros_environment(ROOT / "build" / "ros-bench", domain)
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
-    t0 = time.perf_counter()
-    nodes = compose(str(CONFIG), "mujoco", str(out_dir / "bags"), ctx, robot_params=None
-                    if camera_rate_hz is None else {"camera_rate_hz": camera_rate_hz})
+    t0, c0 = time.perf_counter(), _cpu_s()
+    nodes = compose(str(CONFIG), "mujoco", str(out_dir / "bags"), ctx, robot_params=robot_params)
     op = Node("bench_operator", context=ctx)
     client = ActionClient(op, RunEpisode, "/captain/run_episode")
-    executor = spin_nodes([*nodes, op])
-    threading.Thread(target=executor.spin, daemon=True).start()
+    executors = Executors([*nodes, op]).start()
     assert client.wait_for_server(timeout_sec=30.0)
     done = threading.Event()
     fut = client.send_goal_async(RunEpisode.Goal(task=task_name, seed=seed, output_dir=str(out_dir)))
@@ -157,12 +164,14 @@ def episode_ros(task_name: str, seed: int, out_dir: Path, domain: int,
     rfut.add_done_callback(lambda _f: res_done.set())
     res_done.wait()
     r = rfut.result().result
-    total = time.perf_counter() - t0
-    executor.shutdown(timeout_sec=5.0)
+    total, cpu = time.perf_counter() - t0, _cpu_s() - c0
+    summary = json.loads(r.summary_json)
+    executors.shutdown()
     for n in nodes:
         n.destroy_node()
     ctx.try_shutdown()
-    return {"episode_wall_s": r.wall_time_s, "total_s": total, "outcome": r.outcome_label, "calls": r.calls}
+    return {"episode_wall_s": r.wall_time_s, "total_s": total, "cpu_s": cpu, "outcome": r.outcome_label,
+            "calls": r.calls, "backend_s": summary["backend_s"], "harness_s": summary["harness_s"]}
 
 
 def main() -> int:
@@ -174,22 +183,31 @@ def main() -> int:
     parser.add_argument("--domain-id", type=int, default=91)
     parser.add_argument("--skip-episodes", action="store_true")
     parser.add_argument("--camera-rate-hz", type=float, default=None,
-                        help="override the robot node's camera publishing rate (default: config)")
+                        help="override the robot node's camera preview rate (default: config)")
+    parser.add_argument("--joint-state-rate-hz", type=float, default=None,
+                        help="override the robot node's state publishing rate (default: config)")
     args = parser.parse_args()
-    report: dict[str, object] = {"latency": bench_latency(args.calls, args.domain_id)}
+    overrides = {k: v for k, v in (("camera_rate_hz", args.camera_rate_hz),
+                                   ("joint_state_rate_hz", args.joint_state_rate_hz)) if v is not None}
+    report: dict[str, object] = {"robot_overrides": overrides}
+    if args.calls > 0:
+        report["latency"] = bench_latency(args.calls, args.domain_id)
     if not args.skip_episodes:
         rows = []
         with tempfile.TemporaryDirectory() as tmp:
             for k in range(args.episodes):  # alternate so drift in machine load hits both
                 rows.append(("in-process", episode_in_process(args.task, args.seed, Path(tmp) / f"ip{k}")))
                 rows.append(("ros", episode_ros(args.task, args.seed, Path(tmp) / f"ros{k}",
-                                                args.domain_id + 1 + k, args.camera_rate_hz)))
+                                                args.domain_id + 1 + k, overrides)))
         ip = [r for m, r in rows if m == "in-process"]
         ros = [r for m, r in rows if m == "ros"]
         mean = lambda rs, key: statistics.fmean(r[key] for r in rs)  # noqa: E731
         report["episodes"] = {"runs": [{"mode": m, **r} for m, r in rows],
                               "ratio_episode_wall": round(mean(ros, "episode_wall_s") / mean(ip, "episode_wall_s"), 3),
-                              "ratio_total": round(mean(ros, "total_s") / mean(ip, "total_s"), 3)}
+                              "ratio_total": round(mean(ros, "total_s") / mean(ip, "total_s"), 3),
+                              "ratio_cpu": round(mean(ros, "cpu_s") / mean(ip, "cpu_s"), 3),
+                              "median_ratio_episode_wall": round(statistics.median(
+                                  b["episode_wall_s"] / a["episode_wall_s"] for a, b in zip(ip, ros, strict=True)), 3)}
     print(json.dumps(report, indent=2))
     return 0
 

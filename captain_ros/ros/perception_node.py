@@ -3,8 +3,10 @@
 Hosts a :class:`~captain_ros.perception.PerceptionService` over the robot node's backend and
 serves the capabilities of the registry's ``perception`` group on ``/captain/perception/call``,
 the RGB image of a cached observation on ``/captain/perception/image`` (the policy's
-``image(handle, camera)``), and publishes each observation on ``/captain/observations`` and each
-detection list on ``/captain/detections``.
+``image(handle, camera)``), and publishes each observation on ``/captain/observations`` (and its
+frames on ``/camera/<c>/image_raw``, ``depth/image_raw``, ``camera_info``: operators and bags see
+exactly the images the policy's calls used, at no extra rendering cost) and each detection list on
+``/captain/detections``.
 
 The perception service reads the cameras and the robot state directly from the backend (a
 renderer in simulation, the camera drivers on hardware), so this node runs in the same process as
@@ -25,10 +27,13 @@ from captain_ros.core.result import Result
 from captain_ros.ros import convert
 from captain_ros.ros.calls import IMAGE_SRV, PERCEPTION_CALL_SRV, CallServer
 from captain_ros.ros.params import Param, declare
+from captain_ros.ros.state_publisher import CameraPublisher
 
 PARAMS = (
     Param("segmenter", "default", "Segmentation backend ('default' = weight-free colour/depth "
           "segmenter).", choices=("default",)),
+    Param("publish_observations", True, "Publish every observation's frames on /camera/<c>/*."),
+    Param("publish_depth", True, "Include 32FC1 depth [m] with published observation frames."),
 )
 
 
@@ -45,6 +50,7 @@ class PerceptionNode(Node):
         self.create_service(ObservationImage, IMAGE_SRV, self._on_image, callback_group=group)
         self.obs_pub = self.create_publisher(ObservationHandle, "/captain/observations", 10)
         self.det_pub = self.create_publisher(Detections, "/captain/detections", 10)
+        self.camera_pub = CameraPublisher(self, tuple(backend.spec.cameras))
 
     def reset(self) -> None:
         """Fresh observation cache (after the robot node loaded a new scene)."""
@@ -62,6 +68,9 @@ class PerceptionNode(Node):
             self.obs_pub.publish(ObservationHandle(
                 stamp=stamp, handle=str(value["handle"]), cameras=[str(c) for c in value.get("cameras", [])],
                 stamp_s=float(value.get("stamp_s") or 0.0)))
+            if self.p["publish_observations"]:
+                obs = self.perception.observations.get(str(value["handle"]))
+                self.camera_pub.publish_frames(obs.frames, self.p["publish_depth"])
         dets = value.get("detections") if result.success else None
         if isinstance(dets, list):
             msg = Detections(prompt=str(kwargs.get("text", "")),

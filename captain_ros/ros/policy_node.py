@@ -44,6 +44,8 @@ PARAMS = (
 
 
 class PolicyNode(Node):
+
+    executor_threads = 4  # calls/e-stop served while a long callback runs
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("captain_policy", **kwargs)
         self.p = declare(self, PARAMS)

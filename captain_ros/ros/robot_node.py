@@ -33,8 +33,8 @@ PARAMS = (
     Param("seed", 1000, "Scene seed of the task.", min_value=0),
     Param("joint_state_rate_hz", 30.0, "Rate of /joint_states, /tf and wrench [Hz] (applied at "
           "the next activate).", 1.0, 1000.0, read_only=False),
-    Param("camera_rate_hz", 1.0, "Rate of camera images + CameraInfo [Hz]; 0 disables (applied at "
-          "the next activate).", 0.0, 60.0, read_only=False),
+    Param("camera_rate_hz", 0.0, "Live camera preview rate [Hz]; 0: only observations are published "
+          "(by the perception node). Applied at the next activate.", 0.0, 60.0, read_only=False),
     Param("cameras", "", "Comma-separated cameras to publish; empty = all."),
     Param("publish_depth", True, "Also publish 32FC1 depth images [m]."),
 )
@@ -55,6 +55,8 @@ def check_backend(values: dict[str, Any]) -> str | None:
 
 class RobotNode(LifecycleNode):
     """Lifecycle node hosting one backend. ``backend`` injects a ready backend (tests, composition)."""
+
+    executor_threads = 3  # calls/e-stop served while a long callback runs
 
     def __init__(self, backend: Any = None, **kwargs: Any) -> None:
         super().__init__("captain_robot", **kwargs)

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import (
+    Executor,
+    ExternalShutdownException,
+    MultiThreadedExecutor,
+    SingleThreadedExecutor,
+)
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 
@@ -19,6 +25,56 @@ def bring_up(node: Node) -> None:
         for step in (node.trigger_configure, node.trigger_activate):
             if step() != TransitionCallbackReturn.SUCCESS:
                 raise RuntimeError(f"{node.get_name()}: lifecycle {step.__name__} failed")
+
+
+class Executors:
+    """One executor per node, each spinning in its own thread.
+
+    A node's ``executor_threads`` attribute (default 1) picks a multi-threaded executor (nodes
+    that serve calls while a long callback runs: robot, policy) or a single-threaded one. Small
+    per-node wait sets cost much less Python time per event than one executor over every node of
+    the process (measured: 31 % -> 16 % of a core for the idle composed graph at 30 Hz).
+    """
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        self.executors: list[Executor] = []
+        for n in nodes:
+            k = int(getattr(n, "executor_threads", 1))
+            ex: Executor = (MultiThreadedExecutor(num_threads=k, context=n.context) if k > 1
+                            else SingleThreadedExecutor(context=n.context))
+            ex.add_node(n)
+            self.executors.append(ex)
+        self.threads = [threading.Thread(target=self._spin, args=(ex,), daemon=True)
+                        for ex in self.executors]
+
+    @staticmethod
+    def _spin(ex: Executor) -> None:
+        with contextlib.suppress(ExternalShutdownException):
+            ex.spin()
+
+    def start(self) -> Executors:
+        for t in self.threads:
+            t.start()
+        return self
+
+    def start_background(self) -> Executors:
+        """Start all but the first executor; :meth:`spin_first` runs it in the calling thread."""
+        for t in self.threads[1:]:
+            t.start()
+        return self
+
+    def spin_first(self) -> None:
+        """Spin the first executor here until the context shuts down (e.g. Ctrl-C)."""
+        if self.executors:
+            self._spin(self.executors[0])
+
+    def shutdown(self) -> None:
+        """Stop every executor and join its thread (no C++ thread may outlive the process)."""
+        for ex in self.executors:
+            ex.shutdown(timeout_sec=5.0)
+        for t in self.threads:
+            if t.ident is not None and t.is_alive():
+                t.join(10.0)
 
 
 def spin_nodes(nodes: Sequence[Node], threads: int | None = None) -> MultiThreadedExecutor:
@@ -36,15 +92,19 @@ def run_nodes(argv: list[str] | None, factory: Callable[[], Sequence[Node]],
     args: list[Any] = list(sys.argv if argv is None else ["captain", *argv])
     rclpy.init(args=args)
     nodes: Sequence[Node] = ()
+    executors: Executors | None = None
     try:
         nodes = factory()
         if autostart:
             for n in nodes:
                 bring_up(n)
-        spin_nodes(nodes).spin()
+        executors = Executors(nodes).start_background()
+        executors.spin_first()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        if executors is not None:
+            executors.shutdown()
         for n in nodes:
             if isinstance(n, LifecycleNode):
                 with contextlib.suppress(Exception):  # already finalized

@@ -21,6 +21,36 @@ from captain_ros.ros import convert
 from captain_ros.ros.estop import LATCHED_QOS
 
 
+class CameraPublisher:
+    """``/camera/<c>/image_raw`` (rgb8), ``.../depth/image_raw`` (32FC1 [m]), ``.../camera_info``
+    and the optical frame on ``/tf``, for frames captured elsewhere (observations) or here."""
+
+    def __init__(self, node: Node, cameras: tuple[str, ...]) -> None:
+        self.node = node
+        self.cameras = cameras
+        self.tf_pub = node.create_publisher(TFMessage, "/tf", 100)
+        self.image_pubs = {c: (node.create_publisher(Image, f"/camera/{c}/image_raw", 10),
+                               node.create_publisher(Image, f"/camera/{c}/depth/image_raw", 10),
+                               node.create_publisher(CameraInfo, f"/camera/{c}/camera_info", 10))
+                           for c in cameras}
+
+    def publish_frames(self, frames: dict[str, Any], depth: bool = True) -> None:
+        stamp = self.node.get_clock().now().to_msg()
+        tfs = []
+        for name, fr in frames.items():
+            if name not in self.image_pubs:
+                continue
+            rgb_pub, depth_pub, info_pub = self.image_pubs[name]
+            frame_id = convert.optical_frame(name)
+            rgb_pub.publish(convert.image_msg(fr.rgb, stamp, frame_id))
+            if depth:
+                depth_pub.publish(convert.image_msg(fr.depth_m, stamp, frame_id))
+            info_pub.publish(convert.camera_info_msg(fr, stamp))
+            tfs.append(convert.transform_msg("world", frame_id, Pose.from_matrix(fr.world_from_camera),
+                                             stamp))
+        self.tf_pub.publish(TFMessage(transforms=tfs))
+
+
 class StatePublisher:
     """Publishers for one rig with ``arms`` and ``cameras`` on ``node``."""
 
@@ -31,10 +61,7 @@ class StatePublisher:
         self.tf_static_pub = node.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
         self.wrench_pubs = {a: node.create_publisher(WrenchStamped, f"/captain/wrench/{a}", 10)
                             for a in arms}
-        self.image_pubs = {c: (node.create_publisher(Image, f"/camera/{c}/image_raw", 2),
-                               node.create_publisher(Image, f"/camera/{c}/depth/image_raw", 2),
-                               node.create_publisher(CameraInfo, f"/camera/{c}/camera_info", 2))
-                           for c in cameras}
+        self.camera_pub = CameraPublisher(node, cameras)
         self.cameras = cameras
 
     def _stamp(self) -> Any:
@@ -63,21 +90,10 @@ class StatePublisher:
             self.wrench_pubs[a].publish(w)
 
     def publish_cameras(self, backend: Any, depth: bool = True) -> None:
-        """Capture every camera and publish rgb8, 32FC1 depth [m], CameraInfo and its TF."""
+        """Capture every camera now (live preview) and publish the frames."""
         try:
             frames = backend.capture(list(self.cameras))
         except Exception as exc:  # noqa: BLE001 - a render failure must not kill the node
             self.node.get_logger().warning(f"camera capture failed: {exc}", throttle_duration_sec=10.0)
             return
-        stamp = self._stamp()
-        tfs = []
-        for name, fr in frames.items():
-            rgb_pub, depth_pub, info_pub = self.image_pubs[name]
-            frame_id = convert.optical_frame(name)
-            rgb_pub.publish(convert.image_msg(fr.rgb, stamp, frame_id))
-            if depth:
-                depth_pub.publish(convert.image_msg(fr.depth_m, stamp, frame_id))
-            info_pub.publish(convert.camera_info_msg(fr, stamp))
-            tfs.append(convert.transform_msg("world", frame_id, Pose.from_matrix(fr.world_from_camera),
-                                             stamp))
-        self.tf_pub.publish(TFMessage(transforms=tfs))
+        self.camera_pub.publish_frames(frames, depth)

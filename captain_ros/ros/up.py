@@ -66,13 +66,14 @@ def run(args: argparse.Namespace) -> int:
 
     from captain_ros.ros.env import apply_ros_environment, default_state_dir
     from captain_ros.ros.params import ParameterError
-    from captain_ros.ros.runner import spin_nodes
+    from captain_ros.ros.runner import Executors
 
     apply_ros_environment(default_state_dir(), args.domain_id)
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=args.domain_id)
     out = Path(args.out).absolute()
     nodes: list[Any] = []
+    executors = None
     try:
         try:
             nodes = compose(args.params_file, args.backend,
@@ -82,8 +83,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         operator = Node("captain_up", context=context)
         client = ActionClient(operator, RunEpisode, "/captain/run_episode")
-        executor = spin_nodes([*nodes, operator])
-        threading.Thread(target=executor.spin, daemon=True).start()
+        executors = Executors([*nodes, operator]).start()
         if not client.wait_for_server(timeout_sec=30.0):
             print("captain up: the policy node's action server did not come up", file=sys.stderr)
             return 1
@@ -116,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result_summary(res), indent=2))
         return 0 if res.outcome_label not in ("invalid_goal", "scene_not_loaded") else 1
     finally:
+        if executors is not None:
+            executors.shutdown()
         for n in nodes:
             n.destroy_node()
         context.try_shutdown()
