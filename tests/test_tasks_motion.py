@@ -48,6 +48,7 @@ def test_reference_solution_by_motion_commands_solves_the_task(name: str, seed: 
     assert any(line.startswith("move_to") for line in ref.log)
     # the ladder was climbed in order, to the top
     assert tracker.ladder == len(task.milestone_names), (tracker.milestones_ever, tracker.ladder)
+    assert tracker.final_rung(final) == len(task.milestone_names)
     x = task.features(final, tracker)
     assert x[task.feature_names.index("frac_satisfied")] == 1.0
     if name != "open_drawer":

@@ -228,3 +228,22 @@ def test_tracker_remembers_ever_held_and_climbs_the_ladder_once() -> None:
     tr2 = t.tracker()
     tr2.restore(snap)
     assert tr2.ladder == 3 and tr2.ever_held == {"red_cube"}
+
+
+def test_final_rung_drops_placement_rungs_that_no_longer_hold() -> None:
+    t = get_task("pick_place")
+    assert t.persistent_milestones <= set(t.milestone_names)
+    s0 = initial_state("pick_place")
+    tr = t.tracker()
+    tr.update(s0)
+    plate = pos(s0, "plate")
+    s = copy.deepcopy(s0)
+    put(s, "red_cube", pos(s0, "red_cube") + [0, 0, 0.07], held_by="arm")
+    s["arms"]["arm"]["tcp_position_m"] = list(pos(s, "red_cube"))
+    tr.update(s)
+    put(s, "red_cube", plate + [0, 0, PLATE_HALF_HEIGHT_M + CUBE_HALF_M])
+    tr.update(s)
+    assert tr.ladder == 6 and tr.final_rung(s) == 6
+    knocked = copy.deepcopy(s)  # the cube later fell off the plate: placement rungs are lost
+    put(knocked, "red_cube", plate + [0.12, 0, PLATE_HALF_HEIGHT_M + CUBE_HALF_M - 0.012])
+    assert tr.final_rung(knocked) == 3  # reached, grasped, lifted still count

@@ -47,6 +47,9 @@ class Task(abc.ABC):
     heldout_seeds: range = range(1000, 2000)
     tolerances: Mapping[str, float] = {}
     milestone_names: tuple[str, ...] = ()
+    #: Milestones that count for the staged reward only if they still hold at the end (placing,
+    #: moving toward the goal, opening); the others (reaching, grasping, lifting) count once reached.
+    persistent_milestones: frozenset[str] = frozenset()
     feature_names: tuple[str, ...] = FEATURE_NAMES
 
     # --- scenes ----------------------------------------------------------------------------

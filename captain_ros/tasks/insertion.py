@@ -52,6 +52,7 @@ class Insertion(Task):
     rig = "piper"
     tolerances = {"xy_m": 0.008, "depth_m": 0.02, "tilt_rad": float(np.deg2rad(12.0)), "gate_z_m": 0.01}
     milestone_names = ("reached", "grasped", "lifted", "above_hole", "partly_inserted", "inserted")
+    persistent_milestones = frozenset({"above_hole", "partly_inserted", "inserted"})
 
     @property
     def goals(self) -> tuple[Goal, ...]:

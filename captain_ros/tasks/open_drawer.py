@@ -57,6 +57,7 @@ class OpenDrawer(Task):
     rig = "piper"
     tolerances = {"open_m": 0.10, "gate_slack_m": 0.02}
     milestone_names = ("reached", "grasped", "opened_20pct", "opened_half", "opened")
+    persistent_milestones = frozenset({"opened_20pct", "opened_half", "opened"})
 
     @property
     def goals(self) -> tuple[Goal, ...]:

@@ -81,6 +81,7 @@ class PickPlace(Task):
     rig = "piper"
     tolerances = {"xy_m": 0.035, "z_m": 0.012, "tilt_rad": float(np.deg2rad(20.0))}
     milestone_names = ("reached", "grasped", "lifted", "above_target", "placed", "released")
+    persistent_milestones = frozenset({"above_target", "placed", "released"})
 
     @property
     def goals(self) -> tuple[Goal, ...]:

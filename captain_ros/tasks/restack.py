@@ -46,6 +46,7 @@ class Restack(Task):
     tolerances = {"xy_m": 0.02, "z_m": 0.012, "tilt_rad": float(np.deg2rad(20.0))}
     milestone_names = ("top_grasped", "top_lifted", "top_on_table", "bottom_grasped", "bottom_lifted",
                        "bottom_placed", "released")
+    persistent_milestones = frozenset({"top_on_table", "bottom_placed", "released"})
 
     @property
     def goals(self) -> tuple[Goal, ...]:

@@ -46,6 +46,7 @@ class Stack(Task):
     tolerances = {"xy_m": 0.02, "z_m": 0.012, "tilt_rad": float(np.deg2rad(20.0))}
     milestone_names = ("middle_grasped", "middle_lifted", "middle_placed", "top_grasped",
                        "top_lifted", "top_placed", "released")
+    persistent_milestones = frozenset({"middle_placed", "top_placed", "released"})
 
     @property
     def goals(self) -> tuple[Goal, ...]:

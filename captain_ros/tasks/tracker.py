@@ -70,6 +70,19 @@ class EpisodeTracker:
         while self.ladder < len(now) and now[self.ladder]:
             self.ladder += 1
 
+    def final_rung(self, final_state: Mapping[str, Any]) -> int:
+        """Rung reached for the staged sub-goal reward (paper appendix A.2/E): the number of leading
+        milestones that were reached in order, where a persistent milestone (placing, opening,
+        moving toward the goal) also has to hold in ``final_state``. The paper's one-shot reward of
+        a failed episode at rung ``d`` of ``n`` is ``0.15 * d / (n + 1)``."""
+        now = self.task.milestones(final_state)
+        rung = 0
+        for k, name in enumerate(self.task.milestone_names[:self.ladder]):
+            if name in self.task.persistent_milestones and not now[k]:
+                break
+            rung = k + 1
+        return rung
+
     def initial_position_m(self, state: Mapping[str, Any], body: str) -> np.ndarray:
         """Position of ``body`` at the start [m]: the state's own record if it has one, else the
         tracker's first update, else the current position."""

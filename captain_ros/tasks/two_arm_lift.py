@@ -47,6 +47,7 @@ class TwoArmLift(Task):
     rig = "piper_dual"
     tolerances = {"lift_m": 0.08, "tilt_rad": float(np.deg2rad(15.0)), "gate_slack_m": 0.01}
     milestone_names = ("one_reached", "both_reached", "one_grasped", "both_grasped", "lifted_half", "lifted")
+    persistent_milestones = frozenset({"lifted_half", "lifted"})
 
     @property
     def goals(self) -> tuple[Goal, ...]:
