@@ -75,7 +75,9 @@ class RecorderNode(Node):
             infos = self.get_publishers_info_by_topic(topic)
             reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in infos)
             latched = any(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in infos)
-            depth = max([i.qos_profile.depth for i in infos] + [10])
+            # deep reader queues: a flush (fsync) stall must not overflow KEEP_LAST and drop data
+            big = msgtype in ("sensor_msgs/msg/Image", "sensor_msgs/msg/PointCloud2")
+            depth = max([i.qos_profile.depth for i in infos] + [50 if big else 1000])
             sub_qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE if reliable
                                  else ReliabilityPolicy.BEST_EFFORT,
                                  durability=DurabilityPolicy.TRANSIENT_LOCAL if latched

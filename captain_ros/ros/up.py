@@ -132,7 +132,7 @@ def result_summary(res: Any) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="captain up", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="captain up", description=__doc__.splitlines()[0].replace("`", ""))
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

@@ -130,7 +130,9 @@ def test_full_episode_with_feedback_receipts_and_bag(graph):
     s = summarize_bag(r.bag_path)
     assert s.counts["/captain/receipts"] == len(fb_receipts)
     assert s.counts["/captain/episode_events"] == 2 and s.counts["/tf_static"] == 1
-    assert s.counts["/joint_states"] > 10 and s.counts["/tf"] > 10
+    assert s.counts["/joint_states"] > 10
+    # every state cycle publishes /joint_states and /tf together; observations add camera TFs
+    assert s.counts["/tf"] >= s.counts["/joint_states"] - 2
     assert s.counts.get("/camera/head/image_raw", 0) >= 1
     assert s.msgtypes["/captain/receipts"] == "captain_ros_interfaces/msg/Receipt"
     assert s.qos["/tf_static"][0].durability.name == "TRANSIENT_LOCAL"
