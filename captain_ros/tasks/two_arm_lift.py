@@ -35,7 +35,7 @@ END_GRASP_M = 0.135
 TEMPLATES = (
     "lift the long {colour} box with both arms",
     "use both grippers to lift the {colour} bar off the table",
-    "grasp the long {colour} box at both ends and raise it by about ten centimetres",
+    "grasp the long {colour} box at both ends and raise it by at least eight centimetres",
     "pick up the long {colour} block with two arms and hold it level in the air",
 )
 
