@@ -168,7 +168,9 @@ def find(text, handle=None, camera="head", fallback=False, prefer=None):
     dets = [d for d in dets if plausible(d) and d.get("score", 0.0) >= 0.35]
     if not dets:
         return None
-    return max(dets, key=lambda d: (round(d.get("score", 0.0), 2), _rank(d, prefer), d.get("area_px", 0)))
+    if prefer:  # geometry decides among plausible matches (e.g. the widest "block")
+        return max(dets, key=lambda d: (_rank(d, prefer), d.get("score", 0.0)))
+    return max(dets, key=lambda d: (round(d.get("score", 0.0), 2), d.get("area_px", 0)))
 
 def measure(det, dest=None):
     if det is None:
