@@ -121,6 +121,9 @@ def test_mark_point_object_and_part(svc, handle):
     assert part.success and part.value["area_px"] <= r.value["area_px"]
     frac = svc.mark_point(handle, "head", (u + 0.5) / 320, (v + 0.5) / 320)
     assert frac.success and frac.value["pixel_uv"] == [u, v]
+    point = svc.mark_point(handle, "head", u, v, granularity="point")
+    assert point.success and point.value["area_px"] <= 21
+    assert point.value["centroid_m"][2] == pytest.approx(0.04, abs=0.002)  # the block's top
 
 
 def test_mark_point_bad_inputs_fail_with_guidance(svc, handle):
@@ -189,7 +192,8 @@ def test_track_target_and_compare_after_motion():
     assert r.value["tracked_from"] == before and r.value["handle"] != s.detection(before).handle
     c = s.compare_object_observations(before, r.value["id"])
     assert c.success
-    assert c.value["displacement_m"] == pytest.approx([0.05, -0.05, 0.0], abs=0.005)
+    assert c.value["displacement_xyz_m"] == pytest.approx([0.05, -0.05, 0.0], abs=0.005)
+    assert c.value["displacement_m"] == pytest.approx(0.05 * 2**0.5, abs=0.005)
     assert c.value["yaw_change_rad"] == pytest.approx(-0.2, abs=0.05)
     b.objects.remove(moved)
     lost = s.track_target(before)
@@ -216,8 +220,8 @@ def test_inspect_contact_geometry(svc, handle):
     quat = quat_multiply(q, down)
     ok = svc.inspect_contact_geometry(cube, [0.45, 0.05, 0.035], quat.tolist(), 0.07)
     assert ok.success and ok.value["both_pads_contact"] is True, ok.value
-    assert ok.value["clearance_m"]["+y"] == pytest.approx(0.01, abs=0.004)
-    assert ok.value["clearance_m"]["-y"] == pytest.approx(0.01, abs=0.004)
+    assert ok.value["clearance_per_pad_m"]["+y"] == pytest.approx(0.01, abs=0.004)
+    assert ok.value["clearance_per_pad_m"]["-y"] == pytest.approx(0.01, abs=0.004)
     narrow = svc.inspect_contact_geometry(cube, [0.45, 0.05, 0.035], quat.tolist(), 0.03)
     assert narrow.value["collision_on_approach"] is True and not narrow.value["both_pads_contact"]
     miss = svc.inspect_contact_geometry(cube, [0.30, -0.3, 0.035], quat.tolist(), 0.07)
@@ -252,6 +256,7 @@ def test_inspect_release_geometry_with_held_object():
 def test_state_calls(svc):
     st = svc.get_robot_state()
     assert st.success and st.value["end_effector_position_m"] == pytest.approx([0.3, 0.0, 0.35])
+    assert st.value["tcp_position_m"] == st.value["end_effector_position_m"]
     assert svc.get_robot_state("arm").value["arm"] == "arm"
     assert svc.get_robot_state("left").failure_category.value == "unknown_id"
     g = svc.gripper_state()

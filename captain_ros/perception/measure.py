@@ -230,7 +230,7 @@ class MeasureMixin:
                                  "support_clearance_m": round(support_clear, 4)}
         if not slab.any():
             dx = float(np.min(np.maximum(np.abs(x) - width / 2, 0) + np.maximum(np.abs(z) - length / 2, 0)))
-            value |= {"both_pads_contact": False, "clearance_m": {"+y": None, "-y": None},
+            value |= {"both_pads_contact": False, "clearance_per_pad_m": {"+y": None, "-y": None},
                       "collision_on_approach": False, "miss_distance_m": round(dx, 4)}
             return Result.ok("the object is not between the pads at this pose", value,
                              receipt=f"contact {det.id}: pads miss object by {dx:.3f} m")
@@ -244,7 +244,7 @@ class MeasureMixin:
                           max(float(z[between].min()), -length / 2))
         both = (not collide) and ymin < 0 < ymax and support_clear > -0.002
         value |= {"both_pads_contact": bool(both),
-                  "clearance_m": {"+y": round(clear_p, 4), "-y": round(clear_m, 4)},
+                  "clearance_per_pad_m": {"+y": round(clear_p, 4), "-y": round(clear_m, 4)},
                   "collision_on_approach": bool(collide),
                   "object_width_along_jaw_m": round(ymax - ymin, 4),
                   "object_offset_along_jaw_m": round((ymax + ymin) / 2, 4),
@@ -315,8 +315,8 @@ class MeasureMixin:
         dyaw = float((gb.yaw_rad - ga.yaw_rad + np.pi / 4) % (np.pi / 2) - np.pi / 4)
         if "cylinder" in (ga.shape, gb.shape):
             dyaw = 0.0
-        value = {"before_id": a.id, "after_id": b.id, "displacement_m": _r(d),
-                 "distance_m": round(float(np.linalg.norm(d)), 4),
+        value = {"before_id": a.id, "after_id": b.id, "displacement_xyz_m": _r(d),
+                 "displacement_m": round(float(np.linalg.norm(d)), 4),
                  "distance_xy_m": round(float(np.linalg.norm(d[:2])), 4),
                  "yaw_change_rad": round(dyaw, 4),
                  "extents_change_m": _r(gb.extents_m - ga.extents_m)}

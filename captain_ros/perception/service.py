@@ -79,13 +79,18 @@ class PerceptionService(MeasureMixin, StateMixin):
         self.observations.put(handle, obs)
         return obs
 
-    def _obs(self, handle: str | None) -> Observation:
+    def _obs(self, handle: str | None, fresh: bool = False) -> Observation:
+        """The observation ``handle``; for ``None`` the latest one (a fresh one when there is
+        none yet, or when ``fresh``)."""
         if handle is None:
-            return self._capture()
+            latest = None if fresh else self.observations.latest()
+            return latest if latest is not None else self._capture()
         return self.observations.get(handle)
 
     def _frame(self, handle: str | None, camera: str) -> tuple[Observation, CameraFrame]:
         obs = self._obs(handle)
+        if camera not in obs.frames and handle is None and camera in self.backend.spec.cameras:
+            obs = self._capture()  # the latest observation lacks this camera
         return obs, obs.frame(camera)
 
     def support_z(self, obs: Observation, camera: str) -> float:
@@ -151,7 +156,8 @@ class PerceptionService(MeasureMixin, StateMixin):
 
     @guarded
     def segment(self, text: str, handle: str | None = None, camera: str = "head") -> Result:
-        """Detections of the objects ``text`` names (best first)."""
+        """Detections of the objects ``text`` names (best first) in observation ``handle``
+        (``None``: the latest observation; one is taken if there is none)."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidArgumentError("text must be a non-empty phrase such as 'red cube'")
         obs, frame = self._frame(handle, camera)
@@ -223,22 +229,29 @@ class PerceptionService(MeasureMixin, StateMixin):
     @guarded
     def mark_point(self, handle: str, camera: str, u: Any, v: Any, label: str = "",
                    granularity: str = "object") -> Result:
-        """Back-project pixel (u, v), grow it into an object (or part) mask, return a detection."""
-        if granularity not in ("object", "part"):
-            raise InvalidArgumentError("granularity must be 'object' or 'part'")
+        """Back-project pixel (u, v), grow it into an object (or part) mask, return a detection.
+
+        ``granularity``: ``"object"`` (depth- and colour-continuous region), ``"part"`` (tighter
+        thresholds, e.g. a handle) or ``"point"`` (only the clicked surface point)."""
+        if granularity not in ("object", "part", "point"):
+            raise InvalidArgumentError("granularity must be 'object', 'part' or 'point'")
         obs, frame = self._frame(handle, camera)
         iu, iv = self.pixel(frame, u, v)
         if not valid_depth(frame)[iv, iu]:
             return self._no_depth(frame, iu, iv)
         regions = self.default_segmenter.regions(frame)
-        mask = grow_from_seed(frame, iu, iv, granularity, regions)
+        if granularity == "point":  # just the clicked surface point (a 5-pixel-wide disc)
+            vv, uu = np.ogrid[: frame.height, : frame.width]
+            mask = ((uu - iu) ** 2 + (vv - iv) ** 2 <= 6) & valid_depth(frame)
+        else:
+            mask = grow_from_seed(frame, iu, iv, granularity, regions)
         if not mask.any():
             z = float(regions.points_m[iv, iu, 2])
             return Result.fail(FailureCategory.NOT_DETECTED,
                                f"pixel ({iu}, {iv}) lies on the support surface (z={z:.3f} m), not "
                                "on an object; click a pixel inside the object in the image.",
                                receipt=f"mark_point ({iu},{iv}): on the table")
-        if not isinstance(self.segmenter, DefaultSegmenter):
+        if granularity != "point" and not isinstance(self.segmenter, DefaultSegmenter):
             cands = self.segmenter.segment(frame, str(label), points=[(iu, iv)])
             if cands and cands[0].mask[iv, iu]:
                 mask = cands[0].mask
@@ -277,7 +290,7 @@ class PerceptionService(MeasureMixin, StateMixin):
         """Re-identify a detection in a newer observation (a fresh one when ``handle`` is None),
         matching colour, size and position."""
         old = self.detection(detection_id)
-        obs = self._obs(handle)
+        obs = self._obs(handle, fresh=True)
         camera = old.camera if old.camera in obs.frames else sorted(obs.frames)[0]
         frame = obs.frame(camera)
         _, infos = self.default_segmenter.analyse(frame)

@@ -52,6 +52,9 @@ class StateMixin:
         gr = self.backend.gripper(arm)
         return {"end_effector_position_m": _r(ee.position_m),
                 "end_effector_quat_wxyz": _r(ee.quat_wxyz, 5),
+                "tcp_position_m": _r(ee.position_m), "tcp_quat_wxyz": _r(ee.quat_wxyz, 5),
+                "joints_rad": _r(js.position_rad, 5),
+                "force_n": round(float(self.backend.contact_force_n(arm)), 3),
                 "joint_names": list(js.names), "joint_positions_rad": _r(js.position_rad, 5),
                 "jaw_opening_m": round(float(gr.opening_m), 5),
                 "jaw_command_m": round(float(gr.command_m), 5),
