@@ -39,7 +39,8 @@ PARAMS = (
           "transformers | replay:FILE)."),
     Param("output_root", "runs/ros", "Folder of episode folders when a goal gives no output_dir."),
     Param("call_timeout_s", 120.0, "Longest wait for one robot call [s].", 1.0, 3600.0),
-    Param("bag_wait_s", 5.0, "Longest wait for the recorder to close the episode's bag [s].", 0.0, 60.0),
+    Param("bag_wait_s", 10.0, "Longest wait for the recorder to close the episode's bag [s] "
+          "(longer than the recorder's close_grace_s).", 0.0, 120.0),
 )
 
 

@@ -12,6 +12,7 @@ bag, the last closed bag and per-topic counts at the last flush.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import importlib
 import json
 import threading
@@ -38,7 +39,8 @@ PARAMS = (
     Param("topics", EPISODE_TOPICS, "Comma-separated topic patterns (fnmatch) to record."),
     Param("flush_period_s", 1.0, "Flush (close chunk + fsync) period [s].", 0.05, 60.0),
     Param("discovery_period_s", 0.25, "Period of the topic discovery scan [s].", 0.05, 10.0),
-    Param("close_grace_s", 2.0, "Longest wait for late receipts after 'end' [s].", 0.0, 60.0),
+    Param("close_grace_s", 5.0, "Longest wait after 'end' for late receipts and for the state "
+          "topics to deliver samples published after it [s].", 0.0, 60.0),
 )
 
 
@@ -51,7 +53,9 @@ class RecorderNode(Node):
         self.bag: BagWriter | None = None
         self.episode_id = ""
         self.last_closed = ""
-        self._closing: tuple[int, float] | None = None  # (receipts expected, deadline)
+        self._closing: tuple[int, float, int, set[str]] | None = None  # receipts, deadline, end, topics
+        self._last_source_ns: dict[str, int] = {}
+        self._first_source_ns: dict[str, int] = {}
         self._latched: dict[str, tuple[str, Any, bytes]] = {}  # re-written at each bag start
         self._types: dict[str, tuple[str, Any]] = {}
         self._lock = threading.RLock()
@@ -83,26 +87,32 @@ class RecorderNode(Node):
                                  durability=DurabilityPolicy.TRANSIENT_LOCAL if latched
                                  else DurabilityPolicy.VOLATILE)
             self._types[topic] = (msgtype, qos(depth, reliable=reliable, transient_local=latched))
-            self.create_subscription(cls, topic, lambda data, t=topic: self._on_raw(t, data),
-                                     sub_qos, raw=True)
+            self.create_subscription(cls, topic, functools.partial(self._on_raw, topic), sub_qos,
+                                     raw=True)
             self.get_logger().debug(f"recording {topic} [{msgtype}]")
 
-    def _on_raw(self, topic: str, data: bytes) -> None:
+    def _on_raw(self, topic: str, data: bytes, info: Any) -> None:
+        """Write one serialized message, stamped with its reception time (rosbag2's default)."""
         msgtype, q = self._types[topic]
         with self._lock:
+            src = int(info["source_timestamp"])
+            self._last_source_ns[topic] = src
+            self._first_source_ns.setdefault(topic, src)
             if q.durability.name == "TRANSIENT_LOCAL":
                 self._latched[topic] = (msgtype, q, data)
             if self.bag is not None:
-                self._write(topic, msgtype, q, data)
+                self._write(topic, msgtype, q, data, int(info["received_timestamp"]))
+                if self._closing is not None:
+                    self._maybe_close()
 
-    def _write(self, topic: str, msgtype: str, q: Any, data: bytes) -> None:
+    def _write(self, topic: str, msgtype: str, q: Any, data: bytes, stamp_ns: int | None = None) -> None:
         assert self.bag is not None
         if not self.bag.has_topic(topic):
             self.bag.add_topic(topic, msgtype, [q])
-        self.bag.write(topic, time.time_ns(), data)
+        self.bag.write(topic, stamp_ns or time.time_ns(), data)
 
     # --- episodes -------------------------------------------------------------------------------
-    def _on_event(self, ev: EpisodeEvent) -> None:
+    def _on_event(self, ev: EpisodeEvent, info: Any) -> None:
         with self._lock:
             if ev.event == "start":
                 self.close_bag()
@@ -113,13 +123,22 @@ class RecorderNode(Node):
                         qos(100), serialize_message(ev))
             if ev.event == "end":
                 detail = json.loads(ev.detail_json or "{}")
-                self._closing = (int(detail.get("calls", 0)), time.monotonic() + self.p["close_grace_s"])
+                # drain: periodic state topics must deliver a sample published after the end
+                periodic = {t for t, n in self.bag.counts.items() if n >= 10 and self._rate_hz(t) >= 2.0}
+                self._closing = (int(detail.get("calls", 0)), time.monotonic() + self.p["close_grace_s"],
+                                 int(info["source_timestamp"]), periodic)
                 self._maybe_close()
+
+    def _rate_hz(self, topic: str) -> float:
+        """Mean publishing rate of ``topic`` in the open bag [Hz] (from source timestamps)."""
+        span_ns = self._last_source_ns.get(topic, 0) - self._first_source_ns.get(topic, 0)
+        return (self.bag.counts[topic] - 1) / (span_ns * 1e-9) if self.bag and span_ns > 0 else 0.0
 
     def open_bag(self, episode_id: str) -> None:
         path = Path(self.p["output_dir"]) / (episode_id or time.strftime("%Y%m%d_%H%M%S"))
         self.bag = BagWriter(path, self.typestore)
         self.episode_id = episode_id
+        self._first_source_ns = {}
         for topic, (msgtype, q, data) in self._latched.items():
             self._write(topic, msgtype, q, data)
         self.get_logger().info(f"recording episode {episode_id} to {path}")
@@ -128,8 +147,9 @@ class RecorderNode(Node):
     def _maybe_close(self) -> None:
         if self._closing is None or self.bag is None:
             return
-        expected, deadline = self._closing
-        if self.bag.counts["/captain/receipts"] >= expected or time.monotonic() >= deadline:
+        expected, deadline, end_ns, periodic = self._closing
+        drained = all(self._last_source_ns.get(t, 0) >= end_ns for t in periodic)
+        if (self.bag.counts["/captain/receipts"] >= expected and drained) or time.monotonic() >= deadline:
             self.close_bag()
 
     def close_bag(self) -> None:

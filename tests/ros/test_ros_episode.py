@@ -56,7 +56,7 @@ def graph(tmp_path_factory):
     spinner.add(node)
     try:
         assert client.wait_for_server(timeout_sec=60.0), [p.output()[-1500:] for p in procs]
-        yield client, topic, event, procs
+        yield client, topic, event, procs, node
     finally:
         spinner.shutdown()
         node.destroy_node()
@@ -84,7 +84,7 @@ def _result(handle, timeout_s):
 
 
 def test_cancel_mid_episode_stops_cleanly(graph):
-    client, topic, event, procs = graph
+    client, topic, event, procs, _ = graph
     feedback: list = []
     moved = threading.Event()
 
@@ -107,7 +107,7 @@ def test_cancel_mid_episode_stops_cleanly(graph):
 
 
 def test_full_episode_with_feedback_receipts_and_bag(graph):
-    client, topic, event, procs = graph
+    client, topic, event, procs, _ = graph
     feedback: list = []
     handle = _send(client, RunEpisode.Goal(task="pick_place", seed=1000, policy="scripted",
                                            max_requests=20), lambda fb: feedback.append(fb.feedback))
@@ -141,3 +141,53 @@ def test_full_episode_with_feedback_receipts_and_bag(graph):
     moves = [x for m, x in zip(bag_receipts, results, strict=True) if m.capability == "move_to"]
     assert moves and all("stop_reason" in x.value for x in moves if x.executed)
     assert sorted(m.call_index for m in bag_receipts) == list(range(1, len(fb_receipts) + 1))
+
+
+def test_estop_service_from_another_process_halts_a_move(graph):
+    """Operator process -> robot process: the e-stop service halts a MuJoCo move and latches."""
+    from captain_ros_interfaces.srv import LoadScene
+    from sensor_msgs.msg import JointState
+    from std_srvs.srv import Trigger
+
+    from captain_ros.core import FailureCategory
+    from captain_ros.ros.calls import RosRobotCaller, _call_sync
+    from captain_ros.ros.estop import ESTOP_RESET_SRV, ESTOP_TRIGGER_SRV
+
+    client, topic, event, procs, node = graph
+    joints: list = []
+    jev = threading.Event()
+    node.create_subscription(JointState, "/joint_states", lambda m: (joints.append(m), jev.set()), 10)
+    caller = RosRobotCaller(node)
+    trigger = node.create_client(Trigger, ESTOP_TRIGGER_SRV)
+    reset = node.create_client(Trigger, ESTOP_RESET_SRV)
+    load = node.create_client(LoadScene, "/captain/robot/load_scene")
+    assert caller.wait_for_services(30.0) and trigger.wait_for_service(timeout_sec=30.0)
+    assert load.wait_for_service(timeout_sec=30.0)
+    assert _call_sync(load, LoadScene.Request(task="pick_place", seed=1000), 60.0).success
+    state = caller.call("get_robot_state", {})
+    assert state.success, state.message
+    wait_until(lambda: joints, 10.0, jev, "joint states")
+    tcp = state.value["end_effector_position_m"]
+    goal = None
+    for d in ((0.1, 0, 0), (0, 0, 0.1), (0, 0.1, 0), (0, -0.1, 0), (0.08, 0, -0.05)):
+        cand = [tcp[i] + d[i] for i in range(3)]
+        if caller.call("check_motion", {"position": cand}).success:
+            goal = cand
+            break
+    assert goal is not None, "no feasible 10 cm move from the initial pose"
+    out: dict = {}
+    mover = threading.Thread(target=lambda: out.setdefault(
+        "r", caller.call("move_to", {"position": goal, "speed_m_s": 0.02})))
+    q0 = list(joints[-1].position)
+    mover.start()
+    wait_until(lambda: max(abs(a - b) for a, b in zip(joints[-1].position, q0, strict=True)) > 1e-3
+               or "r" in out, 60.0, jev, "the arm to start moving")
+    assert "r" not in out, "the move ended before the e-stop was sent"
+    assert _call_sync(trigger, Trigger.Request(), 10.0).success
+    mover.join(60)
+    assert out["r"].failure_category is FailureCategory.ESTOP, out["r"].to_dict()
+    refused = caller.call("move_to", {"position": goal})
+    assert refused.failure_category is FailureCategory.ESTOP and not refused.executed
+    assert _call_sync(reset, Trigger.Request(), 10.0).success
+    assert caller.call("move_to", {"position": goal}).success
+
