@@ -74,6 +74,7 @@ class RobotNode(LifecycleNode):
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         from captain_ros.backends import make_backend
 
+        before = self._entities()
         inner = self._injected or make_backend(self.p["backend"], task=self.p["task"],
                                                seed=self.p["seed"])
         self.backend = LockedBackend(inner)
@@ -87,9 +88,13 @@ class RobotNode(LifecycleNode):
         self.sim = SimServices(self, self.call_group)
         self.state_pub = StatePublisher(self, spec.arm_names, tuple(names or spec.cameras))
         self.state_pub.publish_static(spec)
+        self._configured = [e for e in self._entities() if e not in before]
         self.get_logger().info(f"configured {self.p['backend']} backend, arms {spec.arm_names}, "
                                f"cameras {self.state_pub.cameras}")
         return TransitionCallbackReturn.SUCCESS
+
+    def _entities(self) -> list[Any]:
+        return [*self.publishers, *self.subscriptions, *self.services]
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
         rate_hz = self.get_parameter("joint_state_rate_hz").value
@@ -108,6 +113,18 @@ class RobotNode(LifecycleNode):
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        """Release what configure created (interfaces and backend); configure may run again."""
+        from rclpy.publisher import Publisher
+        from rclpy.service import Service
+
+        for e in getattr(self, "_configured", []):
+            if isinstance(e, Publisher):
+                self.destroy_publisher(e)
+            elif isinstance(e, Service):
+                self.destroy_service(e)
+            else:
+                self.destroy_subscription(e)
+        self._configured = []
         self.close_backend()
         return TransitionCallbackReturn.SUCCESS
 

@@ -10,6 +10,7 @@ import threading
 
 import numpy as np
 import pytest
+from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from ros_fixtures import wait_until
@@ -177,3 +178,32 @@ def test_parameters_are_typed_and_validated(ros_context):
     assert node.set_parameters([Parameter("camera_rate_hz", value=5.0)])[0].successful
     assert not node.set_parameters([Parameter("backend", value="fake")])[0].successful  # read-only
     node.destroy_node()
+
+
+def test_lifecycle_transitions_build_publish_and_release(ros_context, spinner):
+    """configure builds the backend from parameters, activate publishes, deactivate stops,
+    cleanup releases the backend; the e-stop stays served while inactive."""
+    from lifecycle_msgs.msg import State as LcState
+
+    from captain_ros.ros.robot_node import RobotNode
+
+    robot = RobotNode(context=ros_context, parameter_overrides=[
+        Parameter("backend", value="fake"), Parameter("joint_state_rate_hz", value=100.0)])
+    client = Node("lc_client", context=ros_context)
+    joints, ev = _subscribe(client, JointState, "/joint_states")
+    spinner.add(robot, client)
+    assert robot.backend is None
+    assert robot.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    assert robot.backend is not None and robot.scene == ("pick_place", 1000)
+    assert robot.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    wait_until(lambda: len(joints) >= 3, 10.0, ev, "joint states while active")
+    assert robot.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    assert robot._timers == []
+    reset = client.create_client(Trigger, ESTOP_RESET_SRV)
+    assert reset.wait_for_service(timeout_sec=5.0)  # safety interfaces survive deactivation
+    assert robot.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+    assert robot.backend is None
+    assert robot._state_machine.current_state[0] == LcState.PRIMARY_STATE_UNCONFIGURED
+    assert not reset.wait_for_service(timeout_sec=0.5)  # interfaces released with the backend
+    assert robot.trigger_configure() == TransitionCallbackReturn.SUCCESS  # and configurable again
+    assert reset.wait_for_service(timeout_sec=5.0)
