@@ -31,6 +31,7 @@ from captain_ros.perception.gripper_model import (
 from captain_ros.perception.guard import finite_number, fmt, guarded
 
 if TYPE_CHECKING:
+    from captain_ros.backends.base import Backend
     from captain_ros.perception.store import Detection, Observation
 
 MERGE_MARGIN_M = 0.005
@@ -60,6 +61,8 @@ def solid_samples(geom: ObjectGeometry, step_m: float = 0.004) -> np.ndarray:
 
 class MeasureMixin:
     """Mixed into PerceptionService."""
+
+    backend: Backend
 
     # ------------------------------------------------------------------ helpers
     def _other_view_points(self, det: Detection, obs: Observation) -> tuple[np.ndarray, list[str]]:

@@ -88,9 +88,9 @@ def parse_points(text: str, width: int, height: int, coords: str = "auto",
                     continue
     if not raw:
         labels = _LABEL.findall(text)
-        for i, m in enumerate(_JSON.finditer(text)):
+        for k, m in enumerate(_JSON.finditer(text)):
             raw.append((float(m.group(1)), float(m.group(2)),
-                        labels[i] if i < len(labels) else default_label, "pixels"))
+                        labels[k] if k < len(labels) else default_label, "pixels"))
     if not raw:
         for m in _TUPLE.finditer(text):
             x, y = float(m.group(1)), float(m.group(2))

@@ -55,7 +55,7 @@ class SamSegmenter:
         if self.num_threads:
             torch.set_num_threads(self.num_threads)
         self._processor = SamProcessor(image_processor=SamImageProcessorPil.from_pretrained(self.folder))
-        self._model = SamModel.from_pretrained(self.folder).to(self.device).eval()
+        self._model = SamModel.from_pretrained(self.folder).to(self.device).eval()  # type: ignore[arg-type]
 
     def _embeddings(self, rgb: np.ndarray) -> tuple[Any, Any]:
         """Image embeddings (cached for the last image) and the processor's size info."""

@@ -193,7 +193,8 @@ class PerceptionService(MeasureMixin, StateMixin):
                                f"no point found for {text!r} in {obs.handle}/{camera}; rephrase, "
                                "or look at the image and use mark_point.",
                                receipt=f"point {text!r}: nothing")
-        value = {"points": [{"u": int(round(p.u)), "v": int(round(p.v)), "label": p.label}
+        value: dict[str, Any] = {"points": [{"u": int(round(p.u)), "v": int(round(p.v)),
+                                             "label": p.label}
                             for p in pts], "handle": obs.handle, "camera": camera}
         first = value["points"][0]
         return Result.ok(f"{len(pts)} point(s) for {text!r}", value,

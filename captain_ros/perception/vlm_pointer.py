@@ -108,7 +108,7 @@ class TransformersVLM:
             from transformers import AutoModelForImageTextToText, AutoProcessor
 
             self._processor = AutoProcessor.from_pretrained(self.folder)
-            self._model = AutoModelForImageTextToText.from_pretrained(self.folder).to(self.device)
+            self._model = AutoModelForImageTextToText.from_pretrained(self.folder).to(self.device)  # type: ignore[arg-type]
             self._model.eval()
 
     def generate(self, rgb: np.ndarray, prompt: str) -> str:
