@@ -324,3 +324,13 @@ def test_object_on_destination_rests_on_it():
     assert bottom == pytest.approx(v["destination"]["top_z_m"], abs=0.004)
     assert v["destination"]["object_inside_footprint"] is True
     assert v["destination"]["distance_xy_m"] == pytest.approx(0.01 * 2**0.5, abs=0.004)
+
+
+def test_shape_prompt_prefers_coloured_objects_and_ignores_the_robot_base():
+    base_disc = Cylinder((0.02, 0.0, 0.02), 0.06, 0.04, (120, 120, 125))  # robot base, grey
+    grey_disc = Cylinder((0.5, 0.2, 0.005), 0.07, 0.01, (128, 128, 128))
+    s = PerceptionService(SynthBackend(objects=[base_disc, grey_disc, PLATE], size_px=320))
+    dets = s.segment("plate").value["detections"]
+    assert dets[0]["centroid_m"] == pytest.approx(list(PLATE.center), abs=0.005)
+    assert all(np.linalg.norm(d["centroid_m"][:2]) > 0.1 for d in dets)  # base never returned
+    assert any(d["centroid_m"][:2] == pytest.approx([0.5, 0.2], abs=0.01) for d in dets)

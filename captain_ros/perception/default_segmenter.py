@@ -117,6 +117,12 @@ class DefaultSegmenter:
             s *= shape_score(info.geometry, p.shape)
         if p.colour is None and p.shape is None:
             s = 0.3
+        if p.colour is None:
+            # no colour word: prefer coloured regions (task objects) over neutral ones (robot
+            # links, fixtures); a neutral region can still win when nothing else matches
+            r, g, b = (float(x) for x in info.rgb)
+            sat = (max(r, g, b) - min(r, g, b)) / max(r, g, b, 1.0)
+            s *= 0.6 + 0.4 * min(1.0, sat / 0.5)
         return float(s)
 
     def segment(self, frame: CameraFrame, text: str = "",

@@ -33,6 +33,8 @@ from captain_ros.perception.store import BoundedStore, Detection, Observation
 MAX_FIT_POINTS = 20000
 SELECT_BY = ("score", "largest", "nearest", "leftmost", "rightmost", "highest", "lowest")
 TRACK_MAX_JUMP_M = 0.3
+BASE_EXCLUSION_M = 0.1
+"""Text segmentation ignores regions within this xy distance of an arm base [m]."""
 
 
 class PerceptionService(MeasureMixin, StateMixin):
@@ -124,6 +126,15 @@ class PerceptionService(MeasureMixin, StateMixin):
     def _robot_filter(self, obs: Observation):
         return robot_point_filter(self.backend, obs.robot)
 
+    def _on_robot_base(self, pts: np.ndarray) -> bool:
+        """Most points lie within ``BASE_EXCLUSION_M`` (xy) of an arm base (the robot's own base
+        and shoulder, never a task object)."""
+        for arm in self.backend.spec.arms:
+            d = np.linalg.norm(pts[:, :2] - arm.base_pose.position_m[:2], axis=1)
+            if float(np.mean(d < BASE_EXCLUSION_M)) > 0.5:
+                return True
+        return False
+
     def make_detection(self, obs: Observation, camera: str, mask: np.ndarray, label: str,
                        score: float, pixel_uv: tuple[int, int] | None = None,
                        extra: dict[str, Any] | None = None) -> Detection | None:
@@ -165,7 +176,7 @@ class PerceptionService(MeasureMixin, StateMixin):
         dets = []
         for cand in self.segmenter.segment(frame, text):
             pts = mask_points(frame, cand.mask, 2000)
-            if len(pts) and float(np.mean(robot(pts))) > 0.5:
+            if len(pts) and (float(np.mean(robot(pts))) > 0.5 or self._on_robot_base(pts)):
                 continue
             det = self.make_detection(obs, camera, cand.mask, text, cand.score)
             if det is not None:
@@ -299,7 +310,7 @@ class PerceptionService(MeasureMixin, StateMixin):
         best, best_cost = None, np.inf
         for info in infos:
             pts = mask_points(frame, info.mask, 500)
-            if len(pts) and float(np.mean(robot(pts))) > 0.5:
+            if len(pts) and (float(np.mean(robot(pts))) > 0.5 or self._on_robot_base(pts)):
                 continue
             jump = float(np.linalg.norm(info.geometry.center_m - old.geometry.center_m))
             dcol = float(np.abs(info.rgb.astype(float) - old.rgb.astype(float)).mean()) / 255
