@@ -39,6 +39,9 @@ PARAMS = (
     Param("topics", EPISODE_TOPICS, "Comma-separated topic patterns (fnmatch) to record."),
     Param("flush_period_s", 1.0, "Flush (close chunk + fsync) period [s].", 0.05, 60.0),
     Param("discovery_period_s", 0.25, "Period of the topic discovery scan [s].", 0.05, 10.0),
+    Param("drain_topics", "/joint_states,/tf,/captain/wrench/*", "Comma-separated patterns of the "
+          "periodic state topics that must deliver a sample published after 'end' before the bag "
+          "closes."),
     Param("close_grace_s", 5.0, "Longest wait after 'end' for late receipts and for the state "
           "topics to deliver samples published after it [s].", 0.0, 60.0),
 )
@@ -124,7 +127,9 @@ class RecorderNode(Node):
             if ev.event == "end":
                 detail = json.loads(ev.detail_json or "{}")
                 # drain: periodic state topics must deliver a sample published after the end
-                periodic = {t for t, n in self.bag.counts.items() if n >= 10 and self._rate_hz(t) >= 2.0}
+                drain = [p.strip() for p in self.p["drain_topics"].split(",") if p.strip()]
+                periodic = {t for t, n in self.bag.counts.items() if n >= 10 and self._rate_hz(t) >= 2.0
+                            and any(fnmatch.fnmatch(t, p) for p in drain)}
                 self._closing = (int(detail.get("calls", 0)), time.monotonic() + self.p["close_grace_s"],
                                  int(info["source_timestamp"]), periodic)
                 self._maybe_close()
