@@ -31,7 +31,7 @@ PARAMS = (
     Param("backend", "mujoco", "Robot backend.", choices=KNOWN_BACKENDS),
     Param("task", "pick_place", "Task whose scene the simulator loads (simulation backends)."),
     Param("seed", 1000, "Scene seed of the task.", min_value=0),
-    Param("joint_state_rate_hz", 30.0, "Rate of /joint_states, /tf and wrench [Hz] (applied at "
+    Param("joint_state_rate_hz", 10.0, "Rate of /joint_states, /tf and wrench [Hz] (applied at "
           "the next activate).", 1.0, 1000.0, read_only=False),
     Param("camera_rate_hz", 0.0, "Live camera preview rate [Hz]; 0: only observations are published "
           "(by the perception node). Applied at the next activate.", 0.0, 60.0, read_only=False),
