@@ -30,7 +30,7 @@ from captain_ros.perception.segmenter import Pointer, Segmenter
 from captain_ros.perception.state import StateMixin
 from captain_ros.perception.store import BoundedStore, Detection, Observation
 
-MAX_FIT_POINTS = 20000
+MAX_FIT_POINTS = 8000
 SELECT_BY = ("score", "largest", "nearest", "leftmost", "rightmost", "highest", "lowest")
 TRACK_MAX_JUMP_M = 0.3
 BASE_EXCLUSION_M = 0.1
@@ -54,7 +54,7 @@ class PerceptionService(MeasureMixin, StateMixin):
 
     def __init__(self, backend: Backend, segmenter: Segmenter | None = None,
                  pointer: Pointer | None = None, max_observations: int = 24,
-                 max_detections: int = 512, merge_views: bool = True) -> None:
+                 max_detections: int = 128, merge_views: bool = True) -> None:
         self.backend = backend
         self.merge_views = merge_views
         self.default_segmenter = DefaultSegmenter()
