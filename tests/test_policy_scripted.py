@@ -88,6 +88,10 @@ def test_policy_adapter_reads_task_md_and_tool_outputs():
     messages = [{"role": "system", "content": "sys"},
                 {"role": "user", "content": [{"type": "text", "text": task_md}]}]
     assert instruction_from(messages) == "place the red cube onto the blue plate"
+    harness_md = ("# TASK: two_arm_lift\n\n## Instruction\n\nlift the long green box with both arms\n\n"
+                  "## How the final scene is judged\n\n- the box is 10 cm up; see 'red block' in the API")
+    assert instruction_from([{"role": "user", "content": harness_md}]) == (
+        "lift the long green box with both arms")
     assert outputs_since_last_reply(messages) is None
     pol = ScriptedPolicy()
     pol.reset("pick_place", 1000)

@@ -26,14 +26,20 @@ def outputs_since_last_reply(messages: list[dict[str, Any]]) -> str | None:
 
 
 def instruction_from(messages: list[dict[str, Any]]) -> str:
-    """The instruction sentence of TASK.md (the paragraph after its ``## Task`` heading)."""
+    """The instruction sentence of TASK.md: the paragraph under its ``## Instruction`` heading
+    (or, in the older layout, under ``## Task: <name>``)."""
+    texts = []
     for m in messages:
         if m.get("role") == "assistant":
             break
-        text = flatten_content(m.get("content"))
-        match = re.search(r"^## Task[^\n]*\n+(.+?)(?:\n\s*\n|\n#|$)", text, re.MULTILINE | re.DOTALL)
-        if match:
-            return match.group(1).strip()
+        texts.append(flatten_content(m.get("content")))
+    text = "\n".join(texts)
+    for heading in (r"#+ *Instruction\b[^\n]*", r"#+ *Task\b[^\n]*"):
+        for match in re.finditer(r"^" + heading + r"\n+((?:(?!#).+\n?)+)", text,
+                                 re.MULTILINE | re.IGNORECASE):
+            para = match.group(1).strip()
+            if para:
+                return para.split("\n\n")[0].strip()
     return ""
 
 
