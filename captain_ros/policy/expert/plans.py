@@ -278,7 +278,7 @@ def insertion(instruction: str = "") -> Skill:
             "if Qp is not None else {'success': False}",
             "placed = bool(r_in.get('success')) or stop_reason(r_in) in ('contact', 'force_limit')",
             "r_rel = robot.release() if Qp is not None else None",
-            "go(tcp() + [0, 0, 0.08]); robot.hold(duration_s=0.5)",
+            "go(tcp() + [0, 0, 0.08]); ready(); robot.hold(duration_s=0.5)  # out of the head camera's view",
             "note(insert=stop_reason(r_in), inserted_m=val(r_in, 'executed_distance_m'))",
         ])
         yield Cell("Carry the peg above the hole (the block's centre) by the grasp offset, align "
@@ -289,6 +289,8 @@ def insertion(instruction: str = "") -> Skill:
         yield from perceive(names, dest=("peg", "block"), prefer=prefer)
         check = yield Cell("Check the peg against the hole: centred and sunk below the block's top.",
                            "gp = G.get('peg') or {}; d = gp.get('destination') or {}\n"
+                           "# a peg is thin: a 'peg' as wide as the block is the block itself\n"
+                           "if gp and max(gp['extents_m'][:2]) > 0.05: gp, d = {}, {}\n"
                            "note(dist=d.get('distance_xy_m'), sunk=None if not gp or not d else "
                            "round(d['top_z_m'] - (gp['top_z_m'] - globals().get('PEG_H', gp['extents_m'][2])), 4))"
                            "  # the part inside the hole is hidden: use the height measured standing\nready()")
