@@ -196,6 +196,9 @@ def open_drawer(instruction: str = "") -> Skill:
     names = {"handle": hp, "cabinet": "cabinet"}
     prefer = {"handle": "smallest", "cabinet": "widest"}
     notes = yield from perceive(names, dest=("handle", "cabinet"), prefer=prefer)
+    yield Cell("Sanity-check the handle: it sticks out of the cabinet's front, about 15 cm from the "
+               "cabinet centre and 6 cm above the table. If my detection is not there, pick the "
+               "detection that is.", HANDLE_CHECK)
     first = yield Cell("Remember where the handle starts, so I can verify the opening later.",
                        "H0 = np.array(G['handle']['center_m']) if G.get('handle') else None\n"
                        "note(h0=None if H0 is None else H0.round(4))")
@@ -250,6 +253,26 @@ def open_drawer(instruction: str = "") -> Skill:
         return
     yield from _finish_with_retries("drawer pulled open", remeasure,
                                     lambda n: (n.get("opened") or 0.0) >= 0.095)
+
+
+HANDLE_CHECK = "\n".join([
+    "cc = np.array((G.get('cabinet') or {'center_m': [9, 9, 0]})['center_m'], dtype=float)",
+    "def handle_like(d):",
+    "    c = np.asarray(d['centroid_m'], dtype=float); r = np.linalg.norm(c[:2] - cc[:2])",
+    "    return 0.08 < r < 0.26 and 0.03 < c[2] < 0.11 and max(d['extents_m'][:2]) < 0.16",
+    "ok = D.get('handle') is not None and handle_like(D['handle'])",
+    "if not ok and D.get('cabinet') is not None:",
+    "    H = val(robot.observe(), 'handle')",
+    "    cands = []",
+    "    for text in ('handle', 'objects'):",
+    "        cands += val(robot.segment(text, handle=H), 'detections', default=[]) or []",
+    "    cands = [d for d in cands if handle_like(d)]",
+    "    if cands:",
+    "        D['handle'] = min(cands, key=lambda d: abs(np.linalg.norm(np.asarray(d['centroid_m'][:2]) - cc[:2]) - 0.15))",
+    "        G['handle'] = measure(D['handle'], D['cabinet'])",
+    "        ok = G['handle'] is not None",
+    "note(handle_ok=ok, handle=None if not G.get('handle') else [round(v, 4) for v in G['handle']['center_m']])",
+])
 
 
 def insertion(instruction: str = "") -> Skill:
