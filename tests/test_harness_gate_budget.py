@@ -153,3 +153,28 @@ def test_images_at_most_four_per_cell(calls):
     assert len(ec.log.images) == 4 and (ec.episode_dir / ec.log.images[0].path).exists()
     ec.begin_cell(1, 1)
     assert "no image for handle 'obs_9'" in ec.on_image("obs_9", "head")
+
+
+def test_call_observer_sees_every_final_result(tmp_path):
+    seen: list = []
+    tracker = BudgetTracker(Budgets(max_requests=5, max_wall_s=100.0, max_physical_actions=2), Clock())
+    ec = EpisodeCalls(FakeCaller(), tracker, CompletionGate(lambda ms: (True, "")), tmp_path,
+                      observer=lambda name, kw, res, dt: seen.append((name, kw, res, dt)))
+    ec.begin_cell(1, 0)
+    ec.execute("move_to", {"position": [0.3, 0, 0.2]})
+    ec.execute("teleport", {})
+    ec.execute("finish", {"summary": "done"})
+    assert [s[0] for s in seen] == ["move_to", "teleport", "finish"]
+    assert seen[0][2].budget["physical_actions_left"] == 1  # the budget is attached before
+    assert seen[1][2].failure_category == FailureCategory.UNKNOWN_ID
+    assert seen[2][2].success and all(s[3] >= 0 for s in seen)
+
+
+def test_a_failing_observer_does_not_break_calls(tmp_path):
+    def boom(*_args):
+        raise RuntimeError("observer bug")
+
+    tracker = BudgetTracker(Budgets(), Clock())
+    ec = EpisodeCalls(FakeCaller(), tracker, CompletionGate(lambda ms: (True, "")), tmp_path, observer=boom)
+    ec.begin_cell(1, 0)
+    assert ec.execute("observe", {}).success

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ from captain_ros.harness.history import ImageRef
 log = logging.getLogger(__name__)
 
 MAX_RECEIPTS_SHOWN = 20
+CallObserver = Callable[[str, dict[str, Any], Result, float], None]
+"""``on_call(name, kwargs, result, duration_s)``: sees every call's final Result (budget attached)."""
 NOT_COUNTED = (FailureCategory.INVALID_ARGUMENT, FailureCategory.UNKNOWN_ID, FailureCategory.BUDGET_EXHAUSTED)
 
 
@@ -54,8 +57,10 @@ class EpisodeCalls:
     """Per-episode robot-call handling (budgets, gate, receipts, images, logs)."""
 
     def __init__(self, robot: RobotCaller, tracker: BudgetTracker, gate: CompletionGate,
-                 episode_dir: Path, max_images_per_cell: int = 4) -> None:
+                 episode_dir: Path, max_images_per_cell: int = 4,
+                 observer: CallObserver | None = None) -> None:
         self.robot = robot
+        self.observer = observer
         self.tracker = tracker
         self.gate = gate
         self.episode_dir = Path(episode_dir)
@@ -79,6 +84,7 @@ class EpisodeCalls:
     def execute(self, name: str, kwargs: dict[str, Any]) -> Result:
         """Run one call with budget/gate accounting. Never raises."""
         self.calls += 1
+        t_call = time.perf_counter()
         try:
             cap = registry.CAPABILITY_BY_NAME.get(name) if isinstance(name, str) else None
             if cap is None:
@@ -119,6 +125,12 @@ class EpisodeCalls:
         self.last_dict = result.to_dict()
         self.log.receipts.append(result.receipt)
         self.log.robot_calls.append({"name": str(name)[:60], "kwargs": kwargs, "result": self.last_dict})
+        if self.observer is not None:
+            try:
+                self.observer(str(name)[:60], dict(kwargs) if isinstance(kwargs, dict) else {}, result,
+                             time.perf_counter() - t_call)
+            except Exception:  # noqa: BLE001 - an observer must not break the episode
+                log.exception("call observer failed for %s", name)
         return result
 
     # --- CellHandler ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 
 from captain_ros.api.service import RobotCaller
 from captain_ros.harness.budgets import Budgets, BudgetTracker
-from captain_ros.harness.calls import EpisodeCalls, save_png
+from captain_ros.harness.calls import CallObserver, EpisodeCalls, save_png
 from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, approx_tokens, render
 from captain_ros.harness.gate import CompletionGate
 from captain_ros.harness.history import History, ImageRef, ToolCall, ToolOutput, Turn
@@ -114,7 +114,8 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
                 session_config: SessionConfig | None = None, context_config: ContextConfig | None = None,
                 count_tokens: Callable[[str], int] = approx_tokens, system_prompt: str = SYSTEM_PROMPT,
                 end_on_finish: bool = True, clock: Callable[[], float] = time.monotonic,
-                session: PythonSession | None = None) -> EpisodeSummary:
+                session: PythonSession | None = None,
+                on_call: CallObserver | None = None) -> EpisodeSummary:
     """Run one episode and write ``trajectory.jsonl``, ``TASK.md`` and images into ``out_dir``.
 
     Args:
@@ -128,6 +129,9 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
         host_success: Returns the task predicate on the final state; default uses
             ``task.success(robot.backend.privileged_state())`` when the robot has a backend.
         session: An existing session to reuse (else one is started and closed here).
+        on_call: Observer of every robot call's final Result, budget included, ``finish``
+            included (``on_call(name, kwargs, result, duration_s)``); e.g. the policy node
+            publishes each receipt live.
     """
     budgets = budgets or Budgets()
     ctx = context_config or ContextConfig()
@@ -136,7 +140,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     tracker = BudgetTracker(budgets, clock)
     t_start = clock()
     gate = CompletionGate(task.gate_check)
-    calls = EpisodeCalls(robot, tracker, gate, out)
+    calls = EpisodeCalls(robot, tracker, gate, out, observer=on_call)
     own_session = session is None
     sess = session or PythonSession(out / "workspace", session_config, log_path=out / "session.log")
     task_md = render_task_md(task, seed, budgets)

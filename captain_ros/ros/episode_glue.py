@@ -7,12 +7,9 @@ episode loop at the next request boundary.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from captain_ros.core.result import Result
 from captain_ros.policy.base import Policy, PolicyReply
 
 
@@ -37,21 +34,3 @@ class CancellablePolicy(Policy):
 
     def close(self) -> None:
         self.inner.close()
-
-
-def finish_results(trajectory_path: Path) -> list[tuple[str, dict[str, Any], Result]]:
-    """``(name, kwargs, result)`` of every ``finish()`` call recorded in ``trajectory.jsonl``.
-
-    ``finish`` is answered by the harness's completion gate, not by a robot node, so the policy
-    node reads these back to publish their receipts too.
-    """
-    if not trajectory_path.exists():
-        return []
-    out = []
-    for line in trajectory_path.read_text().splitlines():
-        rec = json.loads(line)
-        for cell in rec.get("calls", []) if rec.get("type") == "request" else []:
-            for call in cell.get("robot_calls", []):
-                if call.get("name") == "finish":
-                    out.append(("finish", dict(call.get("kwargs") or {}), Result.from_dict(call["result"])))
-    return out

@@ -30,7 +30,7 @@ from rclpy.node import Node
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.ros import convert
 from captain_ros.ros.calls import RosRobotCaller, _call_sync
-from captain_ros.ros.episode_glue import CancellablePolicy, finish_results
+from captain_ros.ros.episode_glue import CancellablePolicy
 from captain_ros.ros.params import Param, declare
 from captain_ros.ros.recorder_watch import RecorderWatch
 
@@ -53,7 +53,7 @@ class PolicyNode(Node):
         group = ReentrantCallbackGroup()
         self.receipt_pub = self.create_publisher(Receipt, "/captain/receipts", 100)
         self.event_pub = self.create_publisher(EpisodeEvent, "/captain/episode_events", 100)
-        self.caller = RosRobotCaller(self, self.p["call_timeout_s"], self._on_result, group)
+        self.caller = RosRobotCaller(self, self.p["call_timeout_s"], None, group)
         self.load_scene = self.create_client(LoadScene, "/captain/robot/load_scene", callback_group=group)
         self.privileged = self.create_client(PrivilegedState, "/captain/robot/privileged_state",
                                              callback_group=group)
@@ -132,15 +132,13 @@ class PolicyNode(Node):
         bag_open = self.recorder.bag_opened(episode_id)
         try:
             summary = run_episode(task, int(g.seed), self.caller, self._policy, budgets, out_dir,
-                                  host_success=self._host_success(task))
+                                  host_success=self._host_success(task), on_call=self._on_result)
         except Exception as exc:  # noqa: BLE001 - the node survives a harness failure
             self.get_logger().error(f"episode {episode_id} failed: {exc!r}")
             res.outcome_label, res.summary_json = "internal_error", json.dumps({"error": repr(exc)})
             goal_handle.abort()
             return res
         finally:
-            for name, kwargs, result in finish_results(out_dir / "trajectory.jsonl"):
-                self._on_result(name, kwargs, result, 0.0)
             self._event(episode_id, "end", {"calls": self._calls})
             self._goal, self.caller.refuse = None, None
             policy.close()
