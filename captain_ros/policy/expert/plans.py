@@ -288,6 +288,11 @@ def insertion(instruction: str = "") -> Skill:
         yield from perceive({"block": bp}, prefer=prefer)
         code = "\n".join([
             "g = G['peg']; off = np.array(GRASP['peg'], dtype=float)",
+            "# where is the peg in the hand? measure it while held (it may have shifted when the jaw closed)",
+            "H = val(robot.observe(), 'handle'); dh = find(" + repr(pp) + ", H, fallback=True, prefer='tallest')",
+            "mh = measure(dh)",
+            "if mh and max(mh['extents_m'][:2]) < 0.04 and mh['top_z_m'] - mh['extents_m'][2] > 0.04:",
+            "    off[:2] = tcp()[:2] - np.array(mh['center_m'][:2])",
             "gb = G['block']; bc = np.array(gb['center_m'], dtype=float)",
             "txy = bc[:2] + off[:2]",
             "t = tcp(); peg_h = g['extents_m'][2]; PEG_H = peg_h   # its full height, seen standing",
@@ -297,8 +302,18 @@ def insertion(instruction: str = "") -> Skill:
             "z_above = gb['top_z_m'] + 0.01 - tip_offset",
             "Qp, z_ok = approach(txy, gb['top_z_m'] - tip_offset, z_above, None, None, math.pi / 2, 0.05, "
             "mode='manipulation')",
-            "r_in = go([txy[0], txy[1], z_above - 0.035], None, speed=0.01, mode='manipulation', force=25) "
-            "if Qp is not None else {'success': False}",
+            "# 3 mm clearance: push with a low force limit; if the tip lands on the rim, back up and",
+            "# search a few millimetres around the estimate",
+            "r_in = {'success': False}",
+            "for dx, dy in ((0, 0), (0.0025, 0), (-0.0025, 0), (0, 0.0025), (0, -0.0025),",
+            "               (0.004, 0.004), (-0.004, -0.004), (0.004, -0.004), (-0.004, 0.004)):",
+            "    if Qp is None: break",
+            "    p0 = [txy[0] + dx, txy[1] + dy]",
+            "    go([p0[0], p0[1], z_above], None, speed=0.02, mode='manipulation')",
+            "    r_in = go([p0[0], p0[1], z_above - 0.035], None, speed=0.01, mode='manipulation', force=10)",
+            "    if r_in.get('success') or (val(r_in, 'executed_distance_m', default=0) or 0) > 0.02:",
+            "        break",
+            "    go([p0[0], p0[1], z_above], None, speed=0.02, mode='manipulation', force=20)",
             "placed = bool(r_in.get('success')) or stop_reason(r_in) in ('contact', 'force_limit')",
             "r_rel = robot.release() if Qp is not None else None",
             "go(tcp() + [0, 0, 0.08]); ready(); robot.hold(duration_s=0.5)  # out of the head camera's view",
