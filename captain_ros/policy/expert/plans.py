@@ -354,10 +354,28 @@ def insertion(instruction: str = "") -> Skill:
         yield from _finish_with_retries("peg inserted into the block", remeasure, ok)
 
 
+BOX_CHECK = "\n".join([
+    "def length(d): return max((d.get('extents_m') or [0, 0])[:2])",
+    "if D.get('box') is None or length(D['box']) < 0.2:",
+    "    H = val(robot.observe(), 'handle'); cands = []",
+    "    for text in ('box', 'bar', 'objects'):",
+    "        for cam in ['head'] + [c for c in CAMS if 'wrist' in c]:",
+    "            cands += val(robot.segment(text, handle=H, camera=cam), 'detections', default=[]) or []",
+    "    bases = [base_xy(a) for a in ARMS]",
+    "    cands = [d for d in cands if d['centroid_m'][2] < 0.2 and min(np.linalg.norm("
+    "np.array(d['centroid_m'][:2]) - b) for b in bases) > 0.12]",
+    "    if cands and length(max(cands, key=length)) > length(D.get('box') or {}):",
+    "        D['box'] = max(cands, key=length); G['box'] = measure(D['box'])",
+    "note(box_length=None if not G.get('box') else round(max(G['box']['extents_m'][:2]), 3))",
+])
+
+
 def two_arm_lift(instruction: str = "") -> Skill:
     yield from _setup()
     bp = _prompt(instruction, "box", ("box", "bar", "block", "beam"))
     yield from perceive({"box": bp}, prefer={"box": "longest"})
+    yield Cell("Sanity-check the box: it is long (about 30 cm). If my detection is short, look at "
+               "every detection and keep the longest one.", BOX_CHECK)
     code = "\n".join([
         "g = G['box']; c = np.array(g['center_m'], dtype=float); ext = g['extents_m']",
         "a = g['yaw_rad'] + (0 if ext[0] >= ext[1] else math.pi / 2)   # long axis",
@@ -395,6 +413,7 @@ def two_arm_lift(instruction: str = "") -> Skill:
 
     def remeasure() -> Skill:
         yield from perceive({"box": bp}, prefer={"box": "longest"})
+        yield Cell("Is that the whole box?", BOX_CHECK)
         notes = yield Cell("How high is the box's bottom now?",
                            "gb = G.get('box') or {}\nnote(bottom=None if not gb else "
                            "round(gb['top_z_m'] - gb['extents_m'][2], 4))")
