@@ -37,6 +37,24 @@ if TYPE_CHECKING:
 MERGE_MARGIN_M = 0.005
 MERGE_MAX_GROWTH_M = 0.012
 HELD_TOL_M = 0.02
+COVERED_SUPPORT_MARGIN_M = 0.004
+"""A support whose visible centre lies within this outside an object's footprint is under it [m]."""
+
+
+def rests_on(geom: ObjectGeometry, support: ObjectGeometry) -> bool:
+    """Whether ``geom``'s bottom sits on ``support``'s top with the two stacked in xy.
+
+    Stacked: ``geom``'s centre lies over the support's footprint, or the support's fitted centre
+    lies under ``geom``'s footprint (within ``COVERED_SUPPORT_MARGIN_M``). The second case is
+    the support whose top face ``geom`` itself covers (a cube on a same-sized cube): the camera
+    sees only the support's side faces, so its fit is a sliver of footprint along the visible
+    edge, centred up to half a side off the true centre, and a centre-in-footprint test alone
+    reports a cube sitting squarely on it as "not resting".
+    """
+    if abs(geom.bottom_z_m - support.top_z_m) >= 1.5 * RESTING_TOL_M:
+        return False
+    return bool(inside_footprint(geom.center_m[:2], support)[0]
+                or inside_footprint(support.center_m[:2], geom, -COVERED_SUPPORT_MARGIN_M)[0])
 
 
 def _chroma(rgb: np.ndarray) -> np.ndarray:
@@ -139,15 +157,12 @@ class MeasureMixin:
         support = "none"
         if geom.bottom_z_m - det.support_z_m < RESTING_TOL_M:
             support = "table"
-        elif dgeom is not None and abs(geom.bottom_z_m - dgeom.top_z_m) < 1.5 * RESTING_TOL_M \
-                and inside_footprint(geom.center_m[:2], dgeom)[0]:
+        elif dgeom is not None and rests_on(geom, dgeom):
             support = "destination"
         else:
             for other in self.detections.values():  # type: ignore[attr-defined]
-                og = other.geometry
                 if other.handle == det.handle and other.id != det.id and \
-                        abs(geom.bottom_z_m - og.top_z_m) < 1.5 * RESTING_TOL_M and \
-                        inside_footprint(geom.center_m[:2], og)[0]:
+                        rests_on(geom, other.geometry):
                     support = f"object {other.id}"
                     break
         held = self._held_near(geom)
