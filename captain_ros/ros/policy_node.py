@@ -101,6 +101,7 @@ class PolicyNode(Node):
         from captain_ros.harness.budgets import Budgets
         from captain_ros.harness.episode import run_episode
         from captain_ros.policy.factory import make_policy
+        from captain_ros.report.html import write_report
         from captain_ros.tasks import get_task
 
         g = goal_handle.request
@@ -142,6 +143,10 @@ class PolicyNode(Node):
             self._event(episode_id, "end", {"calls": self._calls})
             self._goal, self.caller.refuse = None, None
             policy.close()
+        try:  # the same per-request report as `captain run` (reasoning, code, receipts, images)
+            write_report(out_dir)
+        except Exception as exc:  # noqa: BLE001 - a report problem never fails the episode
+            self.get_logger().warning(f"report.html not written for {episode_id}: {exc!r}")
         res.outcome_label = "canceled" if goal_handle.is_cancel_requested else summary.outcome
         res.host_success, res.strict_success = summary.host_success, summary.strict_success
         res.requests, res.calls = summary.requests, summary.robot_calls

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 import pytest
 from action_msgs.msg import GoalStatus
@@ -116,6 +117,8 @@ def test_full_episode_with_feedback_receipts_and_bag(graph):
     assert res.status == GoalStatus.STATUS_SUCCEEDED, r.summary_json
     assert r.outcome_label == "success_with_finish" and r.host_success and r.strict_success
     summary = json.loads(r.summary_json)
+    report = Path(summary["out_dir"]) / "report.html"  # the policy node renders the report too
+    assert report.is_file() and "finish" in report.read_text()
     assert summary["finish_called"] and r.requests == summary["requests"] <= 20
     fb_receipts = [rc for f in feedback for rc in f.receipts]
     assert [rc.call_index for rc in fb_receipts] == list(range(1, len(fb_receipts) + 1))
