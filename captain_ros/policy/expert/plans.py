@@ -286,6 +286,26 @@ HANDLE_CHECK = "\n".join([
 ])
 
 
+BLOCK_CHECK = "\n".join([
+    "def fp(d): return min((d.get('extents_m') or [0, 0])[:2])",
+    "if D.get('block') is None or fp(D['block']) < 0.05:",
+    "    H = val(robot.observe(), 'handle'); cands = []",
+    "    for texts in ((BP,), ('block', 'base'), ('objects',)):",
+    "        for text in texts:",
+    "            for cam in ['head'] + [c for c in CAMS if 'wrist' in c]:",
+    "                cands += val(robot.segment(text, handle=H, camera=cam), 'detections', default=[]) or []",
+    "        cands = [d for d in cands if d['centroid_m'][2] < 0.06 and fp(d) >= 0.05 and max(d['extents_m'][:2]) "
+    "<= 0.15 and min(np.linalg.norm(np.array(d['centroid_m'][:2]) - base_xy(a)) for a in ARMS) > 0.12]",
+    "        if cands: break",
+    "    if cands:",
+    "        D['block'] = max(cands, key=lambda d: (fp(d), d.get('score', 0.0)))",
+    "        G['block'] = measure(D['block'])",
+    "ok = bool(G.get('block')) and min(G['block']['extents_m'][:2]) >= 0.05",
+    "if ok and D.get('peg') is not None: G['peg'] = measure(D['peg'], D['block'])",
+    "note(block_ok=ok, block=None if not G.get('block') else [round(v, 4) for v in G['block']['center_m']])",
+])
+
+
 def insertion(instruction: str = "") -> Skill:
     yield from _setup()
     pp = _prompt(instruction, "peg", ("peg", "pin", "rod"))
@@ -293,10 +313,24 @@ def insertion(instruction: str = "") -> Skill:
     names = {"peg": pp, "block": bp}
     prefer = {"peg": "tallest", "block": "widest"}
     yield from perceive(names, dest=("peg", "block"), prefer=prefer)
+    check = yield Cell("Sanity-check the block: it holds a 3.1 cm hole, so it is low and wider than "
+                       "5 cm each way. If my detection is not (or I found none), look at every "
+                       "detection of every camera and keep the largest such one.",
+                       f"BP = {bp!r}\n" + BLOCK_CHECK)
+    if not check.get("block_ok"):
+        return
     held = yield from grasp_top_down("peg", pp, sym="math.pi / 2", lift_m=0.12,
                                      grasp_from_top_m=0.02)
     if held:
-        yield from perceive({"block": bp}, prefer=prefer)
+        yield Cell("Re-measure the block (it is fixed: keep my earlier measurement if the arm now "
+                   "hides it).",
+                   "G0 = dict(G); D0 = dict(D)\n"
+                   "obs = robot.observe(); H = val(obs, 'handle')\n"
+                   "D['block'] = find(BP, H, fallback=True, prefer='widest')\n"
+                   "G['block'] = measure(D['block'])\n"
+                   "if not G['block'] or min(G['block']['extents_m'][:2]) < 0.05:\n"
+                   "    G['block'], D['block'] = G0['block'], D0['block']\n"
+                   "note(block=[round(v, 4) for v in G['block']['center_m']])")
         code = "\n".join([
             "g = G['peg']; off = np.array(GRASP['peg'], dtype=float)",
             "# where is the peg in the hand? measure it while held (it may have shifted when the jaw closed)",
@@ -305,29 +339,50 @@ def insertion(instruction: str = "") -> Skill:
             "if mh and max(mh['extents_m'][:2]) < 0.04 and mh['top_z_m'] - mh['extents_m'][2] > 0.04:",
             "    off[:2] = tcp()[:2] - np.array(mh['center_m'][:2])",
             "gb = G['block']; bc = np.array(gb['center_m'], dtype=float)",
-            "txy = bc[:2] + off[:2]",
             "t = tcp(); peg_h = g['extents_m'][2]; PEG_H = peg_h   # its full height, seen standing",
-            "tip_offset = -off[2] - peg_h / 2   # peg tip z minus tool z, from the grasp (< 0)",
+            "def qconj(q): return [q[0], -q[1], -q[2], -q[3]]",
+            "def qrot(q, v):  # v turned by the unit quaternion q (w, x, y, z)",
+            "    u = np.array(q[1:], dtype=float); v = np.asarray(v, dtype=float)",
+            "    return v + 2 * np.cross(u, np.cross(u, v) + q[0] * v)",
+            "# the peg's tip in the tool frame (it stood upright at the grasp, off below the tool): the",
+            "# approach above the hole may turn the tool about the vertical (another bearing), which",
+            "# swings an off-centre peg around the tool; a pure translation would miss the 3 mm gap",
+            "TIP_TOOL = qrot(qconj(tcp_q()), -off + np.array([0.0, 0.0, -peg_h / 2]))",
+            "tip = qrot(tcp_q(), TIP_TOOL)   # tip minus tool [m], world frame, now",
+            "txy = bc[:2] - tip[:2]",
+            "tip_offset = tip[2]",
             "r_up = go([t[0], t[1], max(t[2], gb['top_z_m'] - tip_offset + 0.03)], None, speed=0.04, "
             "mode='manipulation')",
             "z_above = gb['top_z_m'] + 0.01 - tip_offset",
             "Qp, z_ok = approach(txy, gb['top_z_m'] - tip_offset, z_above, None, None, math.pi / 2, 0.05, "
             "mode='manipulation')",
-            "# 3 mm clearance: push with a low force limit; if the tip lands on the rim, back up and",
-            "# search a few millimetres around the estimate",
+            "if Qp is not None:  # where the tip is with the orientation I now hold",
+            "    tip = qrot(Qp, TIP_TOOL); txy = bc[:2] - tip[:2]; z_above = gb['top_z_m'] + 0.01 - tip[2]",
+            "# 3 mm clearance: push with a low force limit (at 10 N the peg slips up in the jaw and",
+            "# the next tries start from a wrong tip height); if the tip lands on the rim, back up and",
+            "# search in rings around the estimate; a tip 6 mm inside the opening is in the hole",
             "r_in = {'success': False}",
-            "for dx, dy in ((0, 0), (0.0025, 0), (-0.0025, 0), (0, 0.0025), (0, -0.0025),",
-            "               (0.004, 0.004), (-0.004, -0.004), (0.004, -0.004), (-0.004, 0.004)):",
+            "rings = [(0.0, 1)] + [(r, n) for r, n in ((0.0025, 4), (0.0045, 8), (0.0065, 8))]",
+            "offs = [(r * math.cos(2 * math.pi * k / n + (math.pi / n if r > 0.004 else 0)),",
+            "         r * math.sin(2 * math.pi * k / n + (math.pi / n if r > 0.004 else 0)))",
+            "        for r, n in rings for k in range(n)]",
+            "for dx, dy in offs:",
             "    if Qp is None: break",
             "    p0 = [txy[0] + dx, txy[1] + dy]",
             "    go([p0[0], p0[1], z_above], None, speed=0.02, mode='manipulation')",
-            "    r_in = go([p0[0], p0[1], z_above - 0.035], None, speed=0.01, mode='manipulation', force=10)",
-            "    if r_in.get('success') or (val(r_in, 'executed_distance_m', default=0) or 0) > 0.02:",
+            "    r_in = go([p0[0], p0[1], z_above - 0.035], None, speed=0.01, mode='manipulation', force=5)",
+            "    if r_in.get('success') or (val(r_in, 'executed_distance_m', default=0) or 0) > 0.016:",
             "        break",
             "    go([p0[0], p0[1], z_above], None, speed=0.02, mode='manipulation', force=20)",
             "placed = bool(r_in.get('success')) or stop_reason(r_in) in ('contact', 'force_limit')",
             "r_rel = robot.release() if Qp is not None else None",
-            "go(tcp() + [0, 0, 0.08]); ready(); robot.hold(duration_s=0.5)  # out of the head camera's view",
+            "# straight up off the peg before turning home (a sideways sweep from down here would",
+            "# catch the peg's top with the open fingers); as high as the joints allow",
+            "for L in (0.08, 0.06, 0.045, 0.035):",
+            "    up = (tcp() + [0, 0, L]).tolist()",
+            "    if feasible(robot.check_motion(position=up)):",
+            "        robot.move_to(position=up, speed_m_s=0.04); break",
+            "ready(); robot.hold(duration_s=0.5)  # out of the head camera's view",
             "note(insert=stop_reason(r_in), inserted_m=val(r_in, 'executed_distance_m'))",
         ])
         yield Cell("Carry the peg above the hole (the block's centre) by the grasp offset, align "
@@ -336,6 +391,8 @@ def insertion(instruction: str = "") -> Skill:
 
     def remeasure() -> Skill:
         yield from perceive(names, dest=("peg", "block"), prefer=prefer)
+        yield Cell("If the block was not found by its name, take it from every detection again and "
+                   "measure the peg against it.", BLOCK_CHECK)
         check = yield Cell("Check the peg against the hole: centred and sunk below the block's top.",
                            "gp = G.get('peg') or {}; d = gp.get('destination') or {}\n"
                            "# a peg is thin: a 'peg' as wide as the block is the block itself\n"
