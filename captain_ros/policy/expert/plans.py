@@ -209,7 +209,7 @@ def open_drawer(instruction: str = "") -> Skill:
     notes = yield from perceive(names, dest=("handle", "cabinet"), prefer=prefer)
     yield Cell("Sanity-check the handle: it sticks out of the cabinet's front, about 15 cm from the "
                "cabinet centre and 6 cm above the table. If my detection is not there, pick the "
-               "detection that is.", HANDLE_CHECK)
+               "detection that is.", f"HP = {hp!r}\n" + HANDLE_CHECK)
     first = yield Cell("Remember where the handle starts, so I can verify the opening later.",
                        "H0 = np.array(G['handle']['center_m']) if G.get('handle') else None\n"
                        "note(h0=None if H0 is None else H0.round(4))")
@@ -246,17 +246,39 @@ def open_drawer(instruction: str = "") -> Skill:
         "speed=0.03, mode='manipulation', force=60)",
         "    moved = float(np.linalg.norm(tcp()[:2] - t[:2]))",
         "    if not r_pull.get('success') or not holding(): break",
-        "robot.release(); go(tcp() + [0, 0, 0.07]); ready(); robot.hold(duration_s=0.3)",
-        "note(pull=stop_reason(r_pull), moved=round(moved, 4))",
+        "# where the bar is now: under the tool, shifted back by the outward grasp offset",
+        "HEXP = tcp()[:2] - shift * u",
+        "robot.release()",
+        "# straight up off the bar before going home: a sweep from down here back toward the",
+        "# cabinet would push the drawer shut with the open fingers; as high as the joints allow",
+        "for L in (0.07, 0.06, 0.05, 0.04, 0.03, 0.02):",
+        "    up = (tcp() + [0, 0, L]).tolist()",
+        "    if feasible(robot.check_motion(position=up)):",
+        "        robot.move_to(position=up, speed_m_s=0.04); break",
+        "# home passes over the open drawer's front panel: go 4 cm above the ready pose first, so the",
+        "# climbing line clears the panel's top, then straight down",
+        "go((np.array(READY[None][0]) + [0, 0, 0.04]).tolist(), READY[None][1], speed=0.05)",
+        "ready(); robot.hold(duration_s=0.3)",
+        "note(pull=stop_reason(r_pull), moved=round(moved, 4), hexp=HEXP.round(4))",
     ])
     yield Cell("Pull the drawer straight out along the pull direction in manipulation mode, then "
                "let go and move away.", pull)
 
     def remeasure() -> Skill:
+        yield Cell("With the drawer out, the handle lies under my arm's ready pose, hidden from the "
+                   "head camera: move the arm to one side (and a little higher) before looking.",
+                   "\n".join([
+                       "nrm = np.array([-u[1], u[0]]); aside = None",
+                       "for side, sgn in [(s, g) for s in (0.15, 0.12, 0.09) for g in (1, -1)]:",
+                       "    p = np.array(READY[None][0]) + np.r_[sgn * side * nrm, 0.0]",
+                       "    if feasible(robot.check_motion(position=p.tolist(), orientation=READY[None][1])):",
+                       "        aside = stop_reason(go(p.tolist(), READY[None][1], speed=0.06)); break",
+                       "note(aside=aside)",
+                   ]))
         yield from perceive(names, dest=("handle", "cabinet"), prefer=prefer)
-        notes = yield Cell("Compare the handle with where it started.",
-                           "d = float(np.linalg.norm(np.array(G['handle']['center_m'][:2]) - H0[:2])) "
-                           "if G.get('handle') else 0.0\nnote(opened=round(d, 4))")
+        notes = yield Cell("Compare the handle with where it started. If my detection is not where "
+                           "I let go of the bar (the colour may read differently with the drawer "
+                           "out), take the handle detection nearest that spot.", HANDLE_RECHECK)
         return notes
 
     notes = yield from remeasure()
@@ -303,6 +325,29 @@ BLOCK_CHECK = "\n".join([
     "ok = bool(G.get('block')) and min(G['block']['extents_m'][:2]) >= 0.05",
     "if ok and D.get('peg') is not None: G['peg'] = measure(D['peg'], D['block'])",
     "note(block_ok=ok, block=None if not G.get('block') else [round(v, 4) for v in G['block']['center_m']])",
+])
+
+
+HANDLE_RECHECK = "\n".join([
+    "def near_exp(d):",
+    "    c = np.asarray(d['center_m' if 'center_m' in d else 'centroid_m'], dtype=float)",
+    "    return float(np.linalg.norm(c[:2] - HEXP)) if globals().get('HEXP') is not None else 0.0",
+    "def bar_like(d):",
+    "    c = np.asarray(d['centroid_m'], dtype=float)",
+    "    return 0.03 < c[2] < 0.11 and max(d['extents_m'][:2]) < 0.16 and near_exp(d) < 0.04",
+    "if globals().get('HEXP') is not None and (not G.get('handle') or near_exp(G['handle']) > 0.03):",
+    "    H = val(robot.observe(), 'handle'); cands = []",
+    "    for texts in ((HP, 'handle'), ('objects',)):",
+    "        for text in texts:",
+    "            for cam in ['head'] + [c for c in CAMS if 'wrist' in c]:",
+    "                cands += val(robot.segment(text, handle=H, camera=cam), 'detections', default=[]) or []",
+    "        cands = [d for d in cands if bar_like(d)]",
+    "        if cands: break",
+    "    if cands:",
+    "        D['handle'] = min(cands, key=near_exp)",
+    "        G['handle'] = measure(D['handle'], D.get('cabinet'))",
+    "d = float(np.linalg.norm(np.array(G['handle']['center_m'][:2]) - H0[:2])) if G.get('handle') else 0.0",
+    "note(opened=round(d, 4), off_exp=None if not G.get('handle') else round(near_exp(G['handle']), 4))",
 ])
 
 
