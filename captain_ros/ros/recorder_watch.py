@@ -12,15 +12,18 @@ from std_msgs.msg import String
 
 from captain_ros.ros.estop import LATCHED_QOS
 
+STATUS_TOPIC = "/captain/recorder/status"
+
 
 class RecorderWatch:
     """Subscribes to ``/captain/recorder/status``; waits on its updates (bounded, no polling sleeps)."""
 
     def __init__(self, node: Node, wait_s: float, callback_group: Any = None) -> None:
+        self.node = node
         self.wait_s = float(wait_s)
         self.status: dict[str, Any] = {}
         self._event = threading.Event()
-        node.create_subscription(String, "/captain/recorder/status", self._on_status, LATCHED_QOS,
+        node.create_subscription(String, STATUS_TOPIC, self._on_status, LATCHED_QOS,
                                  callback_group=callback_group)
 
     def _on_status(self, msg: String) -> None:
@@ -39,8 +42,9 @@ class RecorderWatch:
 
     def bag_opened(self, episode_id: str) -> str:
         """Path of the bag the recorder opened for ``episode_id`` ('' when no recorder runs)."""
-        if not self.status:
-            return ""
+        if not self.status and self.node.count_publishers(STATUS_TOPIC) == 0:
+            return ""  # no recorder in the graph
+        # a recorder is known: its latched status may still be on its way (just discovered)
         ok = self._wait(lambda: self.status.get("episode_id") == episode_id)
         return str(self.status.get("open", "")) if ok else ""
 

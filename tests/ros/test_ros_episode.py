@@ -57,6 +57,10 @@ def graph(tmp_path_factory):
     spinner.add(node)
     try:
         assert client.wait_for_server(timeout_sec=60.0), [p.output()[-1500:] for p in procs]
+        # the recorder must be in the graph before the first goal, or it misses the start event
+        wait_until(lambda: node.count_publishers("/captain/recorder/status") > 0
+                   and node.count_subscribers("/captain/episode_events") > 0, 30.0,
+                   what="the recorder node to join the graph")
         yield client, topic, event, procs, node
     finally:
         spinner.shutdown()
