@@ -78,3 +78,11 @@ def test_pose_is_immutable():
     pose = Pose([0.1, 0.2, 0.3])
     with pytest.raises(ValueError):
         pose.position_m[0] = 1.0
+
+
+def test_trusted_pose_normalises_and_is_read_only():
+    pose = Pose.trusted(np.array([0.1, 0.2, 0.3]), np.array([-2.0, 0.0, 0.0, 0.0]))
+    assert np.allclose(pose.quat_wxyz, [1, 0, 0, 0]) and pose.frame == "world"
+    assert pose == Pose([0.1, 0.2, 0.3])  # same value as the validating constructor
+    with pytest.raises(ValueError):
+        pose.quat_wxyz[0] = 0.5

@@ -116,6 +116,24 @@ class Pose:
         self.quat_wxyz.setflags(write=False)
 
     @classmethod
+    def trusted(cls, position_m: np.ndarray, quat_wxyz: np.ndarray, frame: str = "world") -> Pose:
+        """A Pose from finite values computed inside the stack, skipping validation (hot paths:
+        one per control tick). The quaternion is normalised and given w >= 0; arrays are taken
+        over (not copied) and made read-only. Never use it on untrusted input."""
+        q = np.asarray(quat_wxyz, dtype=float)
+        q = q / np.sqrt(float(q @ q))
+        if q[0] < 0:
+            q = -q
+        p = np.asarray(position_m, dtype=float)
+        p.setflags(write=False)
+        q.setflags(write=False)
+        pose = object.__new__(cls)
+        object.__setattr__(pose, "position_m", p)
+        object.__setattr__(pose, "quat_wxyz", q)
+        object.__setattr__(pose, "frame", frame)
+        return pose
+
+    @classmethod
     def from_matrix(cls, t: np.ndarray, frame: str = "world") -> Pose:
         t = np.asarray(t, dtype=float)
         return cls(t[:3, 3], matrix_to_quat(t[:3, :3]), frame)

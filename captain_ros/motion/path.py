@@ -39,16 +39,7 @@ def sweep_duration_s(start: Pose, goal: Pose, speed_m_s: float) -> float:
 
 def _pose(p: np.ndarray, q: np.ndarray) -> Pose:
     """A Pose from already-validated values (hot path: one per control tick)."""
-    q = q / math.sqrt(float(q @ q))
-    if q[0] < 0:
-        q = -q
-    p.setflags(write=False)
-    q.setflags(write=False)
-    pose = object.__new__(Pose)
-    object.__setattr__(pose, "position_m", p)
-    object.__setattr__(pose, "quat_wxyz", q)
-    object.__setattr__(pose, "frame", "world")
-    return pose
+    return Pose.trusted(p, q)
 
 
 def sweep(start: Pose, goal: Pose, duration_s: float, dt_s: float = CONTROL_DT_S) -> list[Pose]:

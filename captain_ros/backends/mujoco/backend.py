@@ -64,17 +64,7 @@ def site_pose(data: mujoco.MjData, site: int) -> Pose:
     """World pose of a site, built without re-validation (hot path: every control tick)."""
     quat = np.empty(4)
     mujoco.mju_mat2Quat(quat, data.site_xmat[site])
-    quat /= np.linalg.norm(quat)
-    if quat[0] < 0:
-        quat = -quat
-    pos = data.site_xpos[site].copy()
-    pos.setflags(write=False)
-    quat.setflags(write=False)
-    pose = object.__new__(Pose)
-    object.__setattr__(pose, "position_m", pos)
-    object.__setattr__(pose, "quat_wxyz", quat)
-    object.__setattr__(pose, "frame", "world")
-    return pose
+    return Pose.trusted(data.site_xpos[site].copy(), quat)
 
 
 class MujocoBackend(Backend):
