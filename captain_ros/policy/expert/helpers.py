@@ -178,6 +178,16 @@ def measure(det, dest=None):
     m = robot.measure_object_geometry(det["id"], destination=dest["id"] if dest else None)
     return val(m)
 
+def relabel(d, text):
+    """Detection d under my own name for it (mark_point at its pixel), so that my measurements say
+    what they are about; d itself when the click grows a different region."""
+    if d is None or text in str(d.get("label", "")):
+        return d
+    n = val(robot.mark_point(d["handle"], d["camera"], d["pixel_uv"][0], d["pixel_uv"][1], label=text))
+    if n and np.linalg.norm(np.subtract(n["centroid_m"], d["centroid_m"])) < 0.02:
+        return n
+    return d
+
 def holding(arm=None):
     return bool(val(robot.gripper_state(arm=arm), "holding", default=False))
 
