@@ -193,3 +193,21 @@ def test_history_is_forgotten_after_a_restore_to_an_earlier_state(above_cube: tu
     b.restore(snap)
     assert m.read_motion_trajectory().value["n_total"] == 0
     assert m.recover().failure_category == FailureCategory.PRECONDITION
+
+
+def test_goal_configuration_does_not_depend_on_the_speed(above_cube):
+    """check_motion plans at its default speed; the move may run at another. The goal joints (and
+    so a collision verdict at the goal, e.g. fingers just above the table) must be the same."""
+    b, m = fresh(above_cube)
+    target = [CUBE_XY[0] - 0.06, CUBE_XY[1] + 0.05, 0.03]
+    ends = []
+    for speed in (0.01, 0.03, 0.05, 0.11):
+        r = m.preview_motion(target, arm=None, speed_m_s=speed)
+        assert r.success and r.value["feasible"], r.message
+        ends.append(np.array(r.value["joint_path_rad"][-1]))
+    for q in ends[1:]:
+        assert np.max(np.abs(q - ends[0])) <= 3e-4
+    # and the move ends where it was asked to, to a fraction of a millimetre
+    r = m.move_to(target, speed_m_s=0.03)
+    assert r.success, r.message
+    assert np.linalg.norm(b.ee_pose("arm").position_m - target) < 1.5e-3

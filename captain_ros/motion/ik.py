@@ -72,8 +72,10 @@ def _norms(e: np.ndarray) -> tuple[float, float]:
 
 
 def solve(kin: Kinematics, target: Pose, q0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-          max_iters: int = 100, position_only: bool = False) -> IKResult:
-    """DLS iterations from ``q0`` until the residual is below 1 mm / 0.01 rad."""
+          max_iters: int = 100, position_only: bool = False, pos_tol_m: float = POS_TOL_M,
+          rot_tol_rad: float = ROT_TOL_RAD) -> IKResult:
+    """DLS iterations from ``q0`` until the residual is below ``pos_tol_m`` / ``rot_tol_rad``
+    (default 1 mm / 0.01 rad)."""
     q = np.minimum(np.maximum(np.asarray(q0, dtype=float), lower), upper)
     p_goal, r_goal = target.position_m, target.rotation()
     e = _error(tool_matrix(kin, q), p_goal, r_goal)
@@ -81,7 +83,7 @@ def solve(kin: Kinematics, target: Pose, q0: np.ndarray, lower: np.ndarray, uppe
     it = 0
     damping = DAMPING**2 * np.eye(3 if position_only else 6)
     for it in range(1, max_iters + 1):  # noqa: B007 - reported
-        if pe < POS_TOL_M and (position_only or re < ROT_TOL_RAD):
+        if pe < pos_tol_m and (position_only or re < rot_tol_rad):
             it -= 1
             break
         jac = kin.jacobian(q)
@@ -96,5 +98,5 @@ def solve(kin: Kinematics, target: Pose, q0: np.ndarray, lower: np.ndarray, uppe
         q = np.minimum(np.maximum(q + dq, lower), upper)
         e = _error(tool_matrix(kin, q), p_goal, r_goal)
         pe, re = _norms(e)
-    ok = pe < POS_TOL_M and (position_only or re < ROT_TOL_RAD)
+    ok = pe < pos_tol_m and (position_only or re < rot_tol_rad)
     return IKResult(q, pe, re, ok, it)

@@ -16,6 +16,8 @@ from captain_ros.core.result import FailureCategory
 from captain_ros.motion import ik
 
 COLLISION_CHECK_SPACING_M = 0.01
+FINE_POS_TOL_M = 2e-5      # goal configuration tolerance (see solve_path)
+FINE_ROT_TOL_RAD = 2e-4
 MAX_JOINT_JUMP_RAD = 0.35
 TOOL_REACH_MARGIN_M = 0.25
 
@@ -101,6 +103,13 @@ def solve_path(backend: Backend, arm: str, poses: list[Pose], q0: np.ndarray) ->
                             "intermediate pose", at_fraction=(k + 1) / len(poses))
         q = res.q
         qs.append(q)
+    # the goal configuration to a tight tolerance: within the per-tick tolerance (1 mm, 0.01 rad)
+    # it would depend on the path's sampling, i.e. on the speed, and a check_motion verdict (at
+    # its default speed) could then differ from the move's near a contact at the goal
+    fine = ik.solve(kin, poses[-1], q, lo, hi, max_iters=30, pos_tol_m=FINE_POS_TOL_M,
+                    rot_tol_rad=FINE_ROT_TOL_RAD)
+    if fine.converged and float(np.max(np.abs(fine.q - q))) <= MAX_JOINT_JUMP_RAD:
+        qs[-1], res = fine.q, fine
     return qs, res
 
 
