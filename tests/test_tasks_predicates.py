@@ -73,9 +73,14 @@ def test_pick_place_predicate_milestones_and_features() -> None:
         s2 = copy.deepcopy(s)
         put(s2, "red_cube", plate + [dx, 0, PLATE_HALF_HEIGHT_M + CUBE_HALF_M + dz])
         assert not t.success(s2), (dx, dz)
-    s2 = copy.deepcopy(s)  # tipped over 90 deg
-    s2["objects"]["red_cube"]["quat_wxyz"] = [np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0]
+    s2 = copy.deepcopy(s)  # tipped 45 deg onto an edge
+    s2["objects"]["red_cube"]["quat_wxyz"] = [np.cos(np.pi / 8), np.sin(np.pi / 8), 0, 0]
     assert not t.success(s2)
+    # a cube has six bottom faces: turned over by 90 or 180 deg it rests flat, which is success
+    for q in ([np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0], [0, 0, 1, 0], [0.5, 0.5, 0.5, 0.5]):
+        s2["objects"]["red_cube"]["quat_wxyz"] = q
+        assert t.success(s2), q
+        assert t.features(s2, tr)[F["target_tilt_rad"]] == pytest.approx(0.0, abs=1e-6)
 
 
 def rec(label: str, center: Any, extents: Any, resting: bool = True, dest: dict | None = None) -> dict:

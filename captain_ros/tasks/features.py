@@ -83,7 +83,7 @@ def critic_features(goals: Sequence[Goal], state: Mapping[str, Any], tracker: Ep
     x[21] = float(np.linalg.norm(tgt - tgt0))
     x[22] = max(disp) if disp else 0.0
     x[23] = min(others) if others else 0.0
-    x[24] = st.tilt_rad(state, g.target)
+    x[24] = st.tilt_rad(state, g.target, bool(getattr(g, "any_face_down", False)))
 
     if isinstance(g, JointAtLeast):
         q = st.joint_position(state, g.joint, 0.0)

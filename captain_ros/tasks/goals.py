@@ -55,6 +55,8 @@ class PlaceOn(Goal):
         tol_xy_m: Maximum horizontal distance between the two centres [m].
         tol_z_m: Maximum gap/penetration between target bottom and support top [m].
         max_tilt_rad: Maximum tilt of the target [rad].
+        any_face_down: The target may rest on any face (a cube); tilt is then measured from the
+            nearest face normal (see :func:`captain_ros.tasks.state.tilt_rad`).
     """
 
     target_half_height_m: float = 0.0175
@@ -62,6 +64,7 @@ class PlaceOn(Goal):
     tol_xy_m: float = 0.03
     tol_z_m: float = 0.012
     max_tilt_rad: float = float(np.deg2rad(20.0))
+    any_face_down: bool = False
 
     def goal_point_m(self, state: State) -> np.ndarray:
         assert self.destination is not None
@@ -78,7 +81,7 @@ class PlaceOn(Goal):
         """Geometrically on the support (held or not)."""
         dxy, dz = self.offsets(state)
         return (dxy <= self.tol_xy_m and abs(dz) <= self.tol_z_m
-                and st.tilt_rad(state, self.target) <= self.max_tilt_rad)
+                and st.tilt_rad(state, self.target, self.any_face_down) <= self.max_tilt_rad)
 
     def satisfied(self, state: State) -> bool:
         return bool(self.placed(state) and not st.held(state, self.target))
@@ -95,11 +98,12 @@ class RestOnTable(Goal):
     target_half_height_m: float = 0.0175
     tol_z_m: float = 0.012
     max_tilt_rad: float = float(np.deg2rad(20.0))
+    any_face_down: bool = False
 
     def satisfied(self, state: State) -> bool:
         p = st.object_position_m(state, self.target)
         return bool(abs(p[2] - self.target_half_height_m - self.table_top_z_m) <= self.tol_z_m
-                and st.tilt_rad(state, self.target) <= self.max_tilt_rad
+                and st.tilt_rad(state, self.target, self.any_face_down) <= self.max_tilt_rad
                 and not st.held(state, self.target))
 
     def residual(self, state: State) -> float:

@@ -88,7 +88,7 @@ class PickPlace(Task):
         t = self.tolerances
         return (PlaceOn("red_cube_on_plate", "red_cube", "plate", target_half_height_m=CUBE_HALF_M,
                         support_top_offset_m=PLATE_HALF_HEIGHT_M, tol_xy_m=t["xy_m"], tol_z_m=t["z_m"],
-                        max_tilt_rad=t["tilt_rad"]),)
+                        max_tilt_rad=t["tilt_rad"], any_face_down=True),)
 
     def _plate_colour(self, seed: int) -> str:
         return distinct_colours(self.rng(seed, 1), 1, exclude=("red", "orange", "magenta"))[0]
@@ -138,7 +138,7 @@ class PickPlace(Task):
         return [
             f"The red cube rests on the plate: its centre within {cm(t['xy_m'])} (horizontally) of "
             f"the plate's centre, its bottom within {cm(t['z_m'])} of the plate's top surface, "
-            f"tilted at most {deg(t['tilt_rad'])}.",
+            f"flat on a face (tilted at most {deg(t['tilt_rad'])}; any face of a cube may be down).",
             "The gripper has released the cube (it is not held at the end).",
         ]
 

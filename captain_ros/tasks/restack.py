@@ -53,10 +53,11 @@ class Restack(Task):
         t = self.tolerances
         return (
             RestOnTable("blue_on_table", "blue_cube", None, table_top_z_m=self.workspace.table_top_z_m,
-                        target_half_height_m=CUBE_HALF_M, tol_z_m=t["z_m"], max_tilt_rad=t["tilt_rad"]),
+                        target_half_height_m=CUBE_HALF_M, tol_z_m=t["z_m"], max_tilt_rad=t["tilt_rad"],
+                        any_face_down=True),
             PlaceOn("red_on_blue", "red_cube", "blue_cube", target_half_height_m=CUBE_HALF_M,
                     support_top_offset_m=CUBE_HALF_M, tol_xy_m=t["xy_m"], tol_z_m=t["z_m"],
-                    max_tilt_rad=t["tilt_rad"]),
+                    max_tilt_rad=t["tilt_rad"], any_face_down=True),
         )
 
     def sample(self, seed: int) -> SceneSpec:
@@ -110,6 +111,6 @@ class Restack(Task):
             f"The blue cube rests on the table (its bottom within {cm(t['z_m'])} of the table top).",
             f"The red cube rests on the blue cube: its centre within {cm(t['xy_m'])} (horizontally) "
             f"of the blue cube's centre, its bottom within {cm(t['z_m'])} of the blue cube's top, "
-            f"tilted at most {deg(t['tilt_rad'])}.",
+            f"flat on a face (tilted at most {deg(t['tilt_rad'])}; any face of a cube may be down).",
             "No cube is held at the end.",
         ]

@@ -52,7 +52,7 @@ class Stack(Task):
     def goals(self) -> tuple[Goal, ...]:
         t = self.tolerances
         kw = dict(target_half_height_m=CUBE_HALF_M, support_top_offset_m=CUBE_HALF_M, tol_xy_m=t["xy_m"],
-                  tol_z_m=t["z_m"], max_tilt_rad=t["tilt_rad"])
+                  tol_z_m=t["z_m"], max_tilt_rad=t["tilt_rad"], any_face_down=True)
         return (PlaceOn("green_on_blue", "green_cube", "blue_cube", **kw),  # type: ignore[arg-type]
                 PlaceOn("red_on_green", "red_cube", "green_cube", **kw))  # type: ignore[arg-type]
 
@@ -111,6 +111,6 @@ class Stack(Task):
             f"The green cube rests on the blue cube and the red cube rests on the green cube: each "
             f"upper cube's centre within {cm(t['xy_m'])} (horizontally) of the centre of the cube "
             f"below, its bottom within {cm(t['z_m'])} of that cube's top, tilted at most "
-            f"{deg(t['tilt_rad'])}.",
+            f"{deg(t['tilt_rad'])} from resting flat on a face (any face of a cube may be down).",
             "No cube is held at the end.",
         ]

@@ -49,11 +49,16 @@ def initial_position_m(state: Mapping[str, Any], body: str) -> np.ndarray | None
     return None if p is None else np.asarray(p, dtype=float)
 
 
-def tilt_rad(state: Mapping[str, Any], body: str) -> float:
-    """Angle between the body's z axis and the world z axis [rad]."""
+def tilt_rad(state: Mapping[str, Any], body: str, any_face: bool = False) -> float:
+    """Angle between the body's z axis and the world z axis [rad].
+
+    With ``any_face`` (a cube: every face is a bottom face), the angle between world z and the
+    nearest of the body's six face normals, so a cube resting flat on any face has tilt 0."""
     q = object_quat_wxyz(state, body)
     w, x, y, z = q / max(float(np.linalg.norm(q)), 1e-12)
     zz = 1.0 - 2.0 * (x * x + y * y)  # R[2, 2]
+    if any_face:
+        zz = max(abs(2.0 * (x * z - w * y)), abs(2.0 * (y * z + w * x)), abs(zz))  # |R[2, :]|
     return float(np.arccos(np.clip(zz, -1.0, 1.0)))
 
 
