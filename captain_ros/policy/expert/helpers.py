@@ -113,6 +113,37 @@ def approach(c, top_z, grasp_z, face_yaw, arm=None, sym=math.pi / 2, clearance=0
                         return q, grasp_z + dz
     return None, None
 
+def rise(arm=None, heights=(0.08, 0.06, 0.045, 0.035, 0.025), speed=0.04, mode="guarded"):
+    """Straight up from here, as high as the joints allow (a sideways sweep from down here would
+    catch what I just let go of with the open fingers). Returns the height gained [m]."""
+    t = tcp(arm)
+    for h in heights:
+        up = (t + [0, 0, h]).tolist()
+        if feasible(robot.check_motion(position=up, arm=arm)):
+            robot.move_to(position=up, arm=arm, speed_m_s=speed, mode=mode)
+            return float(tcp(arm)[2] - t[2])
+    return 0.0
+
+def climb(z, arm=None, speed=0.04):
+    """Up to height z [m] where a vertical tool cannot get (joint 5 caps it near the base): close
+    the jaw (the fingertips then stay at the tool point), tilt the tool back in steps in place
+    (turning while climbing would pass the joint limit half way), then climb. True when there."""
+    t = tcp(arm)
+    if t[2] >= z - 0.005:
+        return True
+    b, closed = bearing_to(t, arm), False
+    for th in (None, 164, 156, 148, 140):
+        if th is not None:
+            q = qmul(qz(b), qy(math.radians(th)))
+            if not feasible(robot.check_motion(position=t.tolist(), orientation=q, arm=arm)):
+                continue
+            if not closed:
+                closed = bool(jaw("close", arm=arm))
+            robot.move_to(position=t.tolist(), orientation=q, arm=arm, speed_m_s=speed)
+        if feasible(robot.check_motion(position=[t[0], t[1], z], arm=arm)):
+            return bool(robot.move_to(position=[t[0], t[1], z], arm=arm, speed_m_s=speed).get("success"))
+    return False
+
 def ready(arm=None):
     """Back to the pose I started from (out of the head camera's view of the table)."""
     p, q = READY.get(arm, (None, None))

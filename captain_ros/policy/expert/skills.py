@@ -150,7 +150,10 @@ def place_on(name: str, support_xy: str, support_top: str, margin_m: float = 0.0
         "else {'success': False, 'failure_category': 'no_feasible_orientation'}",
         "placed = bool(r_lower.get('success')) and holding()",
         "r_rel = robot.release() if placed else None",
-        "r_up2 = go(tcp() + [0, 0, 0.08], None, speed=0.06, mode='guarded' if placed else 'manipulation')",
+        "# straight up off it, then (when the joints stop a vertical tool low, near the base) tilted:",
+        "# going home from just above it would sweep the fingers through what I just placed",
+        "z_rel = float(tcp()[2]); up = rise(mode='guarded' if placed else 'manipulation')",
+        "if placed and up < 0.07: climb(z_rel + 0.08)",
         "if placed: robot.hold(duration_s=0.5)  # stay above it: the wrist camera looks straight down",
         "note(placed=placed, lower=stop_reason(r_lower), released=val(r_rel, 'released'), "
         "z=z_ok, target=[round(v, 4) for v in txy])",
