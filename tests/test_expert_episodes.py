@@ -2,8 +2,9 @@
 
 Each case is a behaviour the main job relies on: the handle grasp finds the bar although the
 measured handle centre is biased by its posts (open_drawer 15), the retreat after pulling does not
-push the drawer shut again (open_drawer 48), and the retreat after the last placement does not
-knock the tower over (stack 6).
+push the drawer shut again (open_drawer 48), the retreat after the last placement does not
+knock the tower over (stack 6), a support the arm hides keeps its measurement (stack 47), and a
+tower under the ready pose is verified with the arm aside (stack 83).
 """
 
 from __future__ import annotations
@@ -61,3 +62,17 @@ def test_stack_retreat_leaves_the_tower_standing(tmp_path):
     red_z = [s["objects"]["red_cube"]["position_m"][2] for s in states]
     on_top = next(i for i, z in enumerate(red_z) if z > 0.08 and not states[i]["objects"]["red_cube"]["held"])
     assert min(red_z[on_top:]) > 0.08  # two 3.5 cm cubes below it until the end
+
+
+def test_stack_keeps_the_support_measurement_the_arm_hides(tmp_path):
+    # with the green cube lifted, the arm hides the blue cube from the head camera: the expert
+    # places on the measurement from before the grasp instead of failing on a missing one
+    hs, _ = _episode("stack", 47, tmp_path)
+    assert hs.outcome == "success_with_finish" and hs.host_success
+
+
+def test_stack_verifies_a_tower_under_the_ready_pose_with_the_arm_aside(tmp_path):
+    # the finished tower stands right under the gripper's ready pose, where the top cube merges
+    # with the gripper in the head image: the expert looks again with the arm moved aside
+    hs, _ = _episode("stack", 83, tmp_path)
+    assert hs.outcome == "success_with_finish" and hs.host_success and hs.strict_success

@@ -150,6 +150,24 @@ def ready(arm=None):
     if p is not None:
         return go(p, q, speed=0.08, arm=arm)
 
+def aside(away_from=None, arm=None):
+    """Out of the head camera's way: to one side of the ready pose (the side farther from the xy
+    away_from), 2 cm higher. A tower right under the ready pose merges with the gripper in the
+    head image. Returns the stop reason (None when no side is reachable)."""
+    p0, q0 = READY.get(arm, (None, None))
+    if p0 is None:
+        return None
+    p0 = np.array(p0, dtype=float)
+    sides = [1, -1]
+    if away_from is not None:
+        sides.sort(key=lambda s: -abs(p0[1] + s * 0.15 - float(away_from[1])))
+    for d in (0.15, 0.12, 0.09):
+        for s in sides:
+            p = (p0 + [0.0, s * d, 0.02]).tolist()
+            if feasible(robot.check_motion(position=p, orientation=q0, arm=arm)):
+                return stop_reason(go(p, q0, speed=0.06, arm=arm))
+    return None
+
 def go(p, q=None, speed=0.06, mode="guarded", arm=None, force=None):
     """Check, then move the tool in a straight line to p (and orientation q); if the straight
     sweep is infeasible from here, rise 8 cm first and try again from there."""

@@ -37,14 +37,17 @@ def _transfer(obj: str, obj_prompt: str, dest: str, dest_prompt: str, tol_m: flo
     notes = yield from perceive({obj: obj_prompt, dest: dest_prompt}, dest=(obj, dest))
     for attempt in range(2):
         if not all(notes.get("found", {}).values()):
+            yield Cell("Not everything is in view: move the arm out of the head camera's way, then "
+                       "look again.", "note(aside=aside())")
             notes = yield from perceive({obj: obj_prompt, dest: dest_prompt}, dest=(obj, dest))
             if not all(notes.get("found", {}).values()):
                 return notes
         held = yield from grasp_top_down(obj, obj_prompt)
         if not held:
             return notes
-        # re-measure the destination right before placing (it may have been bumped)
-        yield from perceive({dest: dest_prompt})
+        # re-measure the destination right before placing (it may have been bumped); if the arm
+        # hides it now, the measurement from before the grasp stands (I have not touched it)
+        yield from perceive({dest: dest_prompt}, keep=True)
         placed = yield from place_on(obj, f"G[{dest!r}]['center_m']", f"G[{dest!r}]['top_z_m']")
         if not placed.get("placed"):
             yield Cell("I could not lower the object onto the support from here: set it back down "
@@ -68,8 +71,8 @@ def verify_on(obj: str, obj_prompt: str, dest: str, dest_prompt: str) -> Skill:
         f"D[{obj!r}] = find({obj_prompt!r}, H, fallback=True)",
         f"cam = (D[{obj!r}] or {{}}).get('camera', 'head')",
         f"D[{dest!r}] = find({dest_prompt!r}, H, cam) or find({dest_prompt!r}, H, fallback=True)",
-        f"if D[{obj!r}] is None or D[{dest!r}] is None:  # occluded from here: look again from the ready pose",
-        "    ready(); obs = robot.observe(); H = val(obs, 'handle')",
+        f"if D[{obj!r}] is None or D[{dest!r}] is None:  # hidden from here: look with the arm aside",
+        f"    aside((G.get({obj!r}) or {{}}).get('center_m')); obs = robot.observe(); H = val(obs, 'handle')",
         f"    D[{obj!r}] = D[{obj!r}] or find({obj_prompt!r}, H, fallback=True)",
         f"    D[{dest!r}] = D[{dest!r}] or find({dest_prompt!r}, H, fallback=True)",
         f"gf = measure(D[{obj!r}], D[{dest!r}]) if D[{dest!r}] is not None else None",

@@ -43,13 +43,14 @@ def parse_notes(output: str) -> Notes:
 
 
 def perceive(names: dict[str, str], dest: tuple[str, str] | None = None,
-             prefer: dict[str, str] | None = None) -> Skill:
+             prefer: dict[str, str] | None = None, keep: bool = False) -> Skill:
     """Observe, segment each ``{name: prompt}``, measure each (``dest`` = (name, dest_name)).
 
-    ``prefer`` ranks several matches of a name by geometry (longest, tallest, widest, smallest)."""
+    ``prefer`` ranks several matches of a name by geometry (longest, tallest, widest, smallest).
+    ``keep``: an object not seen now (e.g. hidden by the arm) keeps its earlier measurement."""
     prefer = prefer or {}
     lines = ["obs = robot.observe(); H = val(obs, 'handle'); CAMS[:] = val(obs, 'cameras', default=[])",
-             "G = globals().get('G', {}); D = globals().get('D', {})"]
+             "G = globals().get('G', {}); D = globals().get('D', {}); D_OLD, G_OLD = dict(D), dict(G)"]
     for name, prompt in names.items():
         lines.append(f"D[{name!r}] = find({prompt!r}, H, fallback=True, prefer={prefer.get(name)!r})")
     for name in names:
@@ -57,6 +58,10 @@ def perceive(names: dict[str, str], dest: tuple[str, str] | None = None,
             lines.append(f"G[{name!r}] = measure(D[{name!r}], D.get({dest[1]!r}))")
         else:
             lines.append(f"G[{name!r}] = measure(D[{name!r}])")
+        if keep:
+            lines.append(f"if G[{name!r}] is None and G_OLD.get({name!r}) is not None:  # hidden now: "
+                         "it has not been touched")
+            lines.append(f"    D[{name!r}], G[{name!r}] = D_OLD[{name!r}], G_OLD[{name!r}]")
     keys = repr(list(names))
     lines.append("note(found={n: G.get(n) is not None for n in " + keys + "}, geo={n: (None if "
                  "G.get(n) is None else {'c': [round(v, 4) for v in G[n]['center_m']], 'ext': "
