@@ -138,7 +138,7 @@ def climb(z, arm=None, speed=0.04):
             if not feasible(robot.check_motion(position=t.tolist(), orientation=q, arm=arm)):
                 continue
             if not closed:
-                closed = bool(jaw("close", arm=arm))
+                jaw("close", arm=arm); closed = True
             robot.move_to(position=t.tolist(), orientation=q, arm=arm, speed_m_s=speed)
         if feasible(robot.check_motion(position=[t[0], t[1], z], arm=arm)):
             return bool(robot.move_to(position=[t[0], t[1], z], arm=arm, speed_m_s=speed).get("success"))
@@ -150,20 +150,21 @@ def ready(arm=None):
     if p is not None:
         return go(p, q, speed=0.08, arm=arm)
 
-def aside(away_from=None, arm=None):
-    """Out of the head camera's way: to one side of the ready pose (the side farther from the xy
-    away_from), 2 cm higher. A tower right under the ready pose merges with the gripper in the
-    head image. Returns the stop reason (None when no side is reachable)."""
+def aside(away_from=None, arm=None, side=(0.0, 1.0), up_m=0.02):
+    """Out of the head camera's way: 15 (else 12, 9) cm to one side of the ready pose along the
+    horizontal unit vector side (the side farther from the xy away_from first), up_m higher. A
+    tower right under the ready pose merges with the gripper in the head image. Returns the stop
+    reason (None when no side is reachable)."""
     p0, q0 = READY.get(arm, (None, None))
     if p0 is None:
         return None
-    p0 = np.array(p0, dtype=float)
+    p0, v = np.array(p0, dtype=float), np.array([side[0], side[1], 0.0], dtype=float)
     sides = [1, -1]
     if away_from is not None:
-        sides.sort(key=lambda s: -abs(p0[1] + s * 0.15 - float(away_from[1])))
+        sides.sort(key=lambda s: -np.linalg.norm(p0[:2] + s * 0.15 * v[:2] - np.asarray(away_from[:2], dtype=float)))
     for d in (0.15, 0.12, 0.09):
         for s in sides:
-            p = (p0 + [0.0, s * d, 0.02]).tolist()
+            p = (p0 + s * d * v + [0.0, 0.0, up_m]).tolist()
             if feasible(robot.check_motion(position=p, orientation=q0, arm=arm)):
                 return stop_reason(go(p, q0, speed=0.06, arm=arm))
     return None
@@ -220,6 +221,13 @@ def find(text, handle=None, camera="head", fallback=False, prefer=None):
     if prefer:  # geometry decides among plausible matches (e.g. the widest "block")
         return max(dets, key=lambda d: (_rank(d, prefer), d.get("score", 0.0)))
     return max(dets, key=lambda d: (round(d.get("score", 0.0), 2), d.get("area_px", 0)))
+
+def scan(texts, handle, cams=None):
+    """Every detection of every text in observation handle, in every camera (head first, then the
+    wrist cameras; or just cams), text by text: the candidates to choose from by geometry."""
+    cams = cams or ["head"] + [c for c in CAMS if "wrist" in c]
+    return [d for text in texts for cam in cams
+            for d in (val(robot.segment(text, handle=handle, camera=cam), "detections", default=[]) or [])]
 
 def measure(det, dest=None):
     if det is None:

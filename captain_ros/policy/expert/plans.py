@@ -275,15 +275,8 @@ def open_drawer(instruction: str = "") -> Skill:
 
     def remeasure() -> Skill:
         yield Cell("With the drawer out, the handle lies under my arm's ready pose, hidden from the "
-                   "head camera: move the arm to one side (and a little higher) before looking.",
-                   "\n".join([
-                       "nrm = np.array([-u[1], u[0]]); aside = None",
-                       "for side, sgn in [(s, g) for s in (0.15, 0.12, 0.09) for g in (1, -1)]:",
-                       "    p = np.array(READY[None][0]) + np.r_[sgn * side * nrm, 0.0]",
-                       "    if feasible(robot.check_motion(position=p.tolist(), orientation=READY[None][1])):",
-                       "        aside = stop_reason(go(p.tolist(), READY[None][1], speed=0.06)); break",
-                       "note(aside=aside)",
-                   ]))
+                   "head camera: move the arm to one side (across the pull direction) before looking.",
+                   "note(aside=aside(side=[-u[1], u[0]], up_m=0.0))")
         yield from perceive(names, dest=("handle", "cabinet"), prefer=prefer)
         notes = yield Cell("Compare the handle with where it started. If my detection is not where "
                            "I let go of the bar (the colour may read differently with the drawer "
@@ -305,10 +298,7 @@ HANDLE_CHECK = "\n".join([
     "ok = D.get('handle') is not None and handle_like(D['handle'])",
     "if not ok and D.get('cabinet') is not None:",
     "    H = val(robot.observe(), 'handle')",
-    "    cands = []",
-    "    for text in ('handle', 'objects'):",
-    "        cands += val(robot.segment(text, handle=H), 'detections', default=[]) or []",
-    "    cands = [d for d in cands if handle_like(d)]",
+    "    cands = [d for d in scan(('handle', 'objects'), H, ['head']) if handle_like(d)]",
     "    if cands:",
     "        D['handle'] = relabel(min(cands, key=lambda d: abs(np.linalg.norm(np.asarray(d['centroid_m'][:2]) - cc[:2]) - 0.15)), HP)",
     "        G['handle'] = measure(D['handle'], D['cabinet'])",
@@ -320,12 +310,9 @@ HANDLE_CHECK = "\n".join([
 BLOCK_CHECK = "\n".join([
     "def fp(d): return min((d.get('extents_m') or [0, 0])[:2])",
     "if D.get('block') is None or fp(D['block']) < 0.05:",
-    "    H = val(robot.observe(), 'handle'); cands = []",
+    "    H = val(robot.observe(), 'handle')",
     "    for texts in ((BP,), ('block', 'base'), ('objects',)):",
-    "        for text in texts:",
-    "            for cam in ['head'] + [c for c in CAMS if 'wrist' in c]:",
-    "                cands += val(robot.segment(text, handle=H, camera=cam), 'detections', default=[]) or []",
-    "        cands = [d for d in cands if d['centroid_m'][2] < 0.06 and fp(d) >= 0.05 and max(d['extents_m'][:2]) "
+    "        cands = [d for d in scan(texts, H) if d['centroid_m'][2] < 0.06 and fp(d) >= 0.05 and max(d['extents_m'][:2]) "
     "<= 0.15 and min(np.linalg.norm(np.array(d['centroid_m'][:2]) - base_xy(a)) for a in ARMS) > 0.12]",
     "        if cands: break",
     "    if cands:",
@@ -345,12 +332,9 @@ HANDLE_RECHECK = "\n".join([
     "    c = np.asarray(d['centroid_m'], dtype=float)",
     "    return 0.03 < c[2] < 0.11 and max(d['extents_m'][:2]) < 0.16 and near_exp(d) < 0.04",
     "if globals().get('HEXP') is not None and (not G.get('handle') or near_exp(G['handle']) > 0.03):",
-    "    H = val(robot.observe(), 'handle'); cands = []",
+    "    H = val(robot.observe(), 'handle')",
     "    for texts in ((HP, 'handle'), ('objects',)):",
-    "        for text in texts:",
-    "            for cam in ['head'] + [c for c in CAMS if 'wrist' in c]:",
-    "                cands += val(robot.segment(text, handle=H, camera=cam), 'detections', default=[]) or []",
-    "        cands = [d for d in cands if bar_like(d)]",
+    "        cands = [d for d in scan(texts, H) if bar_like(d)]",
     "        if cands: break",
     "    if cands:",
     "        D['handle'] = relabel(min(cands, key=near_exp), HP)",
@@ -465,12 +449,9 @@ def insertion(instruction: str = "") -> Skill:
 BOX_CHECK = "\n".join([
     "def length(d): return max((d.get('extents_m') or [0, 0])[:2])",
     "if D.get('box') is None or length(D['box']) < 0.2:",
-    "    H = val(robot.observe(), 'handle'); cands = []",
-    "    for text in ('box', 'bar', 'objects'):",
-    "        for cam in ['head'] + [c for c in CAMS if 'wrist' in c]:",
-    "            cands += val(robot.segment(text, handle=H, camera=cam), 'detections', default=[]) or []",
+    "    H = val(robot.observe(), 'handle')",
     "    bases = [base_xy(a) for a in ARMS]",
-    "    cands = [d for d in cands if d['centroid_m'][2] < 0.2 and min(np.linalg.norm("
+    "    cands = [d for d in scan(('box', 'bar', 'objects'), H) if d['centroid_m'][2] < 0.2 and min(np.linalg.norm("
     "np.array(d['centroid_m'][:2]) - b) for b in bases) > 0.12]",
     "    if cands and length(max(cands, key=length)) > length(D.get('box') or {}):",
     "        D['box'] = max(cands, key=length); G['box'] = measure(D['box'])",

@@ -50,7 +50,9 @@ def perceive(names: dict[str, str], dest: tuple[str, str] | None = None,
     ``keep``: an object not seen now (e.g. hidden by the arm) keeps its earlier measurement."""
     prefer = prefer or {}
     lines = ["obs = robot.observe(); H = val(obs, 'handle'); CAMS[:] = val(obs, 'cameras', default=[])",
-             "G = globals().get('G', {}); D = globals().get('D', {}); D_OLD, G_OLD = dict(D), dict(G)"]
+             "G = globals().get('G', {}); D = globals().get('D', {})"]
+    if keep:
+        lines.append("D_OLD, G_OLD = dict(D), dict(G)")
     for name, prompt in names.items():
         lines.append(f"D[{name!r}] = find({prompt!r}, H, fallback=True, prefer={prefer.get(name)!r})")
     for name in names:
