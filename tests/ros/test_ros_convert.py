@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 from captain_ros_interfaces.msg import Receipt
 from captain_ros_interfaces.srv import RobotCall
 from rclpy.serialization import deserialize_message, serialize_message
@@ -49,8 +50,14 @@ def test_robot_call_request_and_response():
 def test_pose_quaternion_order_and_tf():
     pose = Pose([0.1, -0.2, 0.3], [np.cos(0.3), 0.0, 0.0, np.sin(0.3)])
     msg = convert.pose_to_msg(pose)
-    assert msg.orientation.w == np.cos(0.3) and msg.orientation.z == np.sin(0.3)
-    assert convert.msg_to_pose(msg) == pose
+    # Pose normalises its quaternion, so values agree to rounding, not bit for bit
+    assert msg.orientation.w == pytest.approx(np.cos(0.3), abs=1e-12)
+    assert msg.orientation.z == pytest.approx(np.sin(0.3), abs=1e-12)
+    assert msg.orientation.x == 0.0 and msg.orientation.y == 0.0
+    back = convert.msg_to_pose(msg)
+    assert back.frame == pose.frame
+    np.testing.assert_allclose(back.position_m, pose.position_m, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(back.quat_wxyz, pose.quat_wxyz, rtol=0, atol=1e-12)
     tf = convert.transform_msg("world", "arm_tcp", pose, convert.to_time(1.5))
     assert tf.header.frame_id == "world" and tf.child_frame_id == "arm_tcp"
     assert tf.transform.rotation.w == msg.orientation.w
