@@ -125,7 +125,7 @@ def episode_in_process(task_name: str, seed: int, out_dir: Path) -> dict[str, fl
 
     task = get_task(task_name)
     t0, c0 = time.perf_counter(), _cpu_s()
-    backend = make_backend("mujoco", task=task, seed=seed)
+    backend = make_backend("mujoco", task.sample(seed))
     svc = RobotService(backend, MotionService(backend), PerceptionService(backend))
     s = run_episode(task, seed, svc, make_policy("scripted"), Budgets(), out_dir)
     total, cpu = time.perf_counter() - t0, _cpu_s() - c0

@@ -9,6 +9,7 @@ import numpy as np
 
 from captain_ros.api.service import RobotService
 from captain_ros.backends.fake import FakeBackend
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.motion.service import MotionService
 from captain_ros.perception.service import PerceptionService
 
@@ -23,11 +24,11 @@ class RedOnBlueTask:
     def instruction(self, seed: int) -> str:
         return "Put the red box on top of the blue box."
 
-    def success(self, state: Mapping[str, Any]) -> bool:
-        red = np.asarray(state["objects"]["red_box"]["position_m"])
-        blue = np.asarray(state["objects"]["blue_box"]["position_m"])
+    def success(self, state: PrivilegedState) -> bool:
+        red = state.object("red_box").position_m
+        blue = state.object("blue_box").position_m
         return bool(np.linalg.norm(red[:2] - blue[:2]) < 0.02 and red[2] > blue[2] + 0.02
-                    and state["objects"]["red_box"]["held_by"] is None)
+                    and state.object("red_box").held_by is None)
 
     def gate_check(self, measurements: Sequence[Mapping[str, Any]]) -> tuple[bool, str]:
         if not measurements:

@@ -42,15 +42,15 @@ def _episode(task_name: str, seed: int, out: Path) -> tuple[Any, list[dict[str, 
 def test_drawer_handle_grasp_finds_the_bar_behind_a_biased_centre(tmp_path):
     hs, states = _episode("open_drawer", 15, tmp_path)
     assert hs.outcome == "success_with_finish" and hs.host_success
-    assert any(s["objects"]["drawer_handle"]["held"] for s in states)
+    assert any(s.object("drawer_handle").held for s in states)
 
 
 def test_drawer_retreat_does_not_push_the_drawer_shut(tmp_path):
     hs, states = _episode("open_drawer", 48, tmp_path)
     assert hs.outcome == "success_with_finish" and hs.host_success
-    slide = [s["joints"]["drawer_slide"] for s in states]
-    released = next(i for i, s in enumerate(states) if i and states[i - 1]["objects"]["drawer_handle"]["held"]
-                    and not s["objects"]["drawer_handle"]["held"])
+    slide = [s.joint("drawer_slide") for s in states]
+    released = next(i for i, s in enumerate(states) if i and states[i - 1].object("drawer_handle").held
+                    and not s.object("drawer_handle").held)
     # once let go, the drawer stays where the pull left it (the way home passes over its panel)
     assert max(slide[released:]) - min(slide[released:]) < 0.005
     assert slide[-1] >= 0.10
@@ -59,8 +59,8 @@ def test_drawer_retreat_does_not_push_the_drawer_shut(tmp_path):
 def test_stack_retreat_leaves_the_tower_standing(tmp_path):
     hs, states = _episode("stack", 6, tmp_path)
     assert hs.outcome == "success_with_finish" and hs.host_success
-    red_z = [s["objects"]["red_cube"]["position_m"][2] for s in states]
-    on_top = next(i for i, z in enumerate(red_z) if z > 0.08 and not states[i]["objects"]["red_cube"]["held"])
+    red_z = [s.object("red_cube").position_m[2] for s in states]
+    on_top = next(i for i, z in enumerate(red_z) if z > 0.08 and not states[i].object("red_cube").held)
     assert min(red_z[on_top:]) > 0.08  # two 3.5 cm cubes below it until the end
 
 

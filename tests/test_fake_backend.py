@@ -105,14 +105,14 @@ def test_grasp_lift_place_and_release_on_stack():
     g = b.gripper("arm")
     assert g.holding and g.opening_m == pytest.approx(0.04)
     drive(b, [0.45, 0.05, 0.20])
-    red = b.privileged_state()["objects"]["red_box"]
-    assert red["held_by"] == "arm" and red["position_m"][2] == pytest.approx(0.20)
+    red = b.privileged_state().object("red_box")
+    assert red.held_by == "arm" and red.position_m[2] == pytest.approx(0.20)
     drive(b, [0.40, -0.15, 0.06])
     b.command_gripper("arm", 0.07)
     b.servo({"arm": b.joint_state("arm").position_rad}, 1.0, GUARD)
-    red = b.privileged_state()["objects"]["red_box"]
-    assert red["held_by"] is None and not b.gripper("arm").holding
-    assert red["position_m"][2] == pytest.approx(0.03 + 0.02)  # on top of the blue box
+    red = b.privileged_state().object("red_box")
+    assert red.held_by is None and not b.gripper("arm").holding
+    assert red.position_m[2] == pytest.approx(0.03 + 0.02)  # on top of the blue box
     # pressing a held box onto the table produces contact force
     b2 = FakeBackend()
     drive(b2, [0.45, 0.05, 0.02])
@@ -172,8 +172,8 @@ def test_rendering_depth_and_segmentation_are_metric():
     z = head.depth_m[v, u]
     pts_cam = np.stack([(u - k[0, 2]) / k[0, 0] * z, (v - k[1, 2]) / k[1, 1] * z, z], -1)
     pts = pts_cam @ t[:3, :3].T + t[:3, 3]
-    box = b.privileged_state()["objects"]["red_box"]
-    c, half = np.array(box["position_m"]), np.array(box["size_m"]) / 2
+    box = b.privileged_state().object("red_box")
+    c, half = np.array(box.position_m), np.array(box.size_m) / 2
     assert np.all(np.abs(pts - c) <= half + 1e-6)
     assert np.all(head.rgb[v, u, 0] > head.rgb[v, u, 2])  # red
     with pytest.raises(UnknownNameError):
@@ -209,7 +209,7 @@ def test_boxes_from_scene_spec():
     assert boxes[0].rgb == (0, 255, 0) and boxes[1].rgb == (0, 0, 255)
     assert boxes[1].yaw_rad == pytest.approx(math.pi / 4, abs=1e-6)
     b = FakeBackend(scene=scene)
-    assert set(b.privileged_state()["objects"]) == {"cube", "can"}
+    assert set(b.privileged_state().objects) == {"cube", "can"}
 
 
 def test_box_validation():

@@ -14,7 +14,7 @@ DOWN_FAKE = [0.0, 1.0, 0.0, 0.0]  # the fake's home orientation (roll = pi): too
 def test_pick_and_lift_on_fake_backend() -> None:
     b = make_backend("fake")
     m = MotionService(b)
-    box = np.array(b.privileged_state()["objects"]["red_box"]["position_m"])
+    box = np.array(b.privileged_state().object("red_box").position_m)
     assert m.move_to([box[0], box[1], 0.15], DOWN_FAKE).success
     assert m.move_to(jaw="open").success
     r = m.move_to([box[0], box[1], box[2]])
@@ -23,7 +23,7 @@ def test_pick_and_lift_on_fake_backend() -> None:
     assert grip.success and grip.value["holding"]
     lift = m.move_to([box[0], box[1], 0.15], mode="manipulation")
     assert lift.success
-    assert b.privileged_state()["objects"]["red_box"]["position_m"][2] > box[2] + 0.08
+    assert b.privileged_state().object("red_box").position_m[2] > box[2] + 0.08
     assert m.recover(0.05).success
     assert m.release().success
 
@@ -31,7 +31,7 @@ def test_pick_and_lift_on_fake_backend() -> None:
 def test_fake_backend_guarded_stop_and_bad_input() -> None:
     b = make_backend("fake")
     m = MotionService(b)
-    box = np.array(b.privileged_state()["objects"]["red_box"]["position_m"])
+    box = np.array(b.privileged_state().object("red_box").position_m)
     assert m.move_to([box[0], box[1], 0.15], DOWN_FAKE).success
     assert m.move_to(jaw="close").success
     r = m.move_to([box[0], box[1], box[2]])  # closed jaw onto the box top

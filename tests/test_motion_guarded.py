@@ -22,7 +22,7 @@ def cube_rig(rig: str = "piper") -> tuple[MujocoBackend, MotionService]:
 
 
 def cube_pos(b: MujocoBackend) -> np.ndarray:
-    return np.array(b.privileged_state()["objects"]["cube"]["position_m"])
+    return np.array(b.privileged_state().object("cube").position_m)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_manipulation_grasp_and_lift(above_cube: tuple) -> None:
     lift = m.move_to([CUBE_XY[0], CUBE_XY[1], 0.10], mode="manipulation")
     assert lift.success, lift.message
     st = b.privileged_state()
-    assert st["objects"]["cube"]["held_by"] == "arm" and st["objects"]["cube"]["ever_held"]
+    assert st.object("cube").held_by == "arm" and st.object("cube").ever_held
     assert cube_pos(b)[2] > 0.085
     rel = m.release()
     assert rel.success and rel.value["released"]
@@ -172,8 +172,8 @@ def test_two_arm_lift_moves_both_arms_together() -> None:
     lift = m.move_to(above, arm="both", mode="manipulation")
     assert lift.success, lift.message
     st = b.privileged_state()
-    assert st["objects"]["bar"]["position_m"][2] > 0.07
-    assert st["arms"]["left"]["holding"] and st["arms"]["right"]["holding"]
+    assert st.object("bar").position_m[2] > 0.07
+    assert st.arm("left").holding and st.arm("right").holding
     z = [b.ee_pose(a).position_m[2] for a in ("left", "right")]
     assert abs(z[0] - z[1]) < 0.005  # moved together
 

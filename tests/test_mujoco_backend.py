@@ -9,6 +9,7 @@ from captain_ros.backends import make_backend
 from captain_ros.backends.base import Backend
 from captain_ros.backends.mujoco import MujocoBackend
 from captain_ros.core.errors import EStopError, UnknownNameError
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.scene import SceneSpec
 from captain_ros.core.types import ForceGuard
 
@@ -36,7 +37,7 @@ def backend() -> MujocoBackend:
 def test_empty_scene_and_factory() -> None:
     for b in (MujocoBackend(None), make_backend("mujoco", rig="piper_dual")):
         assert isinstance(b, Backend)
-        assert b.privileged_state()["objects"] == {}
+        assert b.privileged_state().objects == {}
         for a in b.spec.arm_names:
             assert b.contact_force_n(a) == 0.0
             assert b.kinematics(a).collisions({}) == []
@@ -80,10 +81,11 @@ def test_state_readings(backend: MujocoBackend) -> None:
     g = backend.gripper("arm")
     assert abs(g.opening_m - 0.07) < 1e-6 and not g.holding
     st = backend.privileged_state()
-    assert set(st["objects"]) == {"cube", "drawer"}
-    assert st["joints"] == {"drawer_slide": 0.0}
-    assert st["objects"]["cube"]["touching"] == ["table"]
-    assert st["arms"]["arm"]["jaw_opening_m"] == pytest.approx(0.07)
+    assert set(st.objects) == {"cube", "drawer"}
+    assert st.joints == {"drawer_slide": 0.0}
+    assert st.object("cube").touching == ("table",)
+    assert st.arm("arm").jaw_opening_m == pytest.approx(0.07)
+    assert PrivilegedState.from_dict(st.to_dict()) == st  # the JSON form round-trips exactly
     with pytest.raises(UnknownNameError):
         backend.joint_state("left")
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from captain_ros.backends.mujoco import MujocoBackend
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.tasks import FEATURE_NAMES, get_task
 from captain_ros.tasks.insertion import BLOCK_HEIGHT_M, PEG_HALF_HEIGHT_M
 from captain_ros.tasks.pick_place import CUBE_HALF_M, PLATE_HALF_HEIGHT_M
@@ -22,8 +23,14 @@ F = {n: i for i, n in enumerate(FEATURE_NAMES)}
 
 
 def initial_state(name: str, seed: int = 3) -> dict[str, Any]:
+    """A real initial state of ``name`` in its JSON form (edited below, then parsed with S)."""
     with MujocoBackend(get_task(name).sample(seed)) as b:
-        return b.privileged_state()
+        return b.privileged_state().to_dict()
+
+
+def S(state: dict[str, Any]) -> PrivilegedState:
+    """The typed state tasks read."""
+    return PrivilegedState.from_dict(state)
 
 
 def put(s: dict[str, Any], body: str, xyz: Any, held_by: str | None = None) -> None:
@@ -44,8 +51,8 @@ def test_pick_place_predicate_milestones_and_features() -> None:
     t = get_task("pick_place")
     s0 = initial_state("pick_place")
     tr = t.tracker()
-    tr.update(s0)
-    x0 = t.features(s0, tr)
+    tr.update(S(s0))
+    x0 = t.features(S(s0), tr)
     assert x0[F["n_goals"]] == 1 and x0[F["frac_satisfied"]] == 0 and x0[F["held"]] == 0
     plate = pos(s0, "plate")
     top = plate[2] + PLATE_HALF_HEIGHT_M + CUBE_HALF_M
@@ -53,34 +60,34 @@ def test_pick_place_predicate_milestones_and_features() -> None:
     s = copy.deepcopy(s0)  # grasped and lifted 8 cm, tool at the cube
     put(s, "red_cube", pos(s0, "red_cube") + [0, 0, 0.08], held_by="arm")
     s["arms"]["arm"]["tcp_position_m"] = list(pos(s, "red_cube"))
-    m = t.milestones(s)
-    assert m[:3] == [True, True, True] and not t.success(s)
-    tr.update(s)
-    x = t.features(s, tr)
+    m = t.milestones(S(s))
+    assert m[:3] == [True, True, True] and not t.success(S(s))
+    tr.update(S(s))
+    x = t.features(S(s), tr)
     assert x[F["held"]] == 1 and x[F["ever_held"]] == 1
     assert x[F["target_lift_m"]] == pytest.approx(0.08, abs=1e-6)
     assert x[F["ee_to_target_m"]] == pytest.approx(0.0, abs=1e-6)
 
     s = copy.deepcopy(s0)  # placed but still held: not yet success
     put(s, "red_cube", plate[:2].tolist() + [top], held_by="arm")
-    assert t.milestones(s)[4] and not t.success(s)
+    assert t.milestones(S(s))[4] and not t.success(S(s))
     put(s, "red_cube", plate[:2].tolist() + [top])  # released
-    assert t.success(s) and all(t.milestones(s)[3:])
-    tr.update(s)
-    assert t.features(s, tr)[F["frac_satisfied"]] == 1 and t.features(s, tr)[F["ever_held"]] == 1
+    assert t.success(S(s)) and all(t.milestones(S(s))[3:])
+    tr.update(S(s))
+    assert t.features(S(s), tr)[F["frac_satisfied"]] == 1 and t.features(S(s), tr)[F["ever_held"]] == 1
 
     for dx, dz in ((0.05, 0.0), (0.0, 0.03), (0.0, -0.02)):  # off-centre, floating, sunk
         s2 = copy.deepcopy(s)
         put(s2, "red_cube", plate + [dx, 0, PLATE_HALF_HEIGHT_M + CUBE_HALF_M + dz])
-        assert not t.success(s2), (dx, dz)
+        assert not t.success(S(s2)), (dx, dz)
     s2 = copy.deepcopy(s)  # tipped 45 deg onto an edge
     s2["objects"]["red_cube"]["quat_wxyz"] = [np.cos(np.pi / 8), np.sin(np.pi / 8), 0, 0]
-    assert not t.success(s2)
+    assert not t.success(S(s2))
     # a cube has six bottom faces: turned over by 90 or 180 deg it rests flat, which is success
     for q in ([np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0], [0, 0, 1, 0], [0.5, 0.5, 0.5, 0.5]):
         s2["objects"]["red_cube"]["quat_wxyz"] = q
-        assert t.success(s2), q
-        assert t.features(s2, tr)[F["target_tilt_rad"]] == pytest.approx(0.0, abs=1e-6)
+        assert t.success(S(s2)), q
+        assert t.features(S(s2), tr)[F["target_tilt_rad"]] == pytest.approx(0.0, abs=1e-6)
 
 
 def rec(label: str, center: Any, extents: Any, resting: bool = True, dest: dict | None = None) -> dict:
@@ -123,16 +130,16 @@ def test_pick_place_gate_reads_the_latest_measurement() -> None:
 def test_stack_and_restack_predicates_and_gates() -> None:
     t = get_task("stack")
     s0 = initial_state("stack")
-    assert not t.success(s0)
+    assert not t.success(S(s0))
     s = copy.deepcopy(s0)
     b = pos(s0, "blue_cube")
     put(s, "green_cube", b + [0, 0, 2 * CUBE_HALF_M])
-    assert t.goals[0].satisfied(s) and not t.success(s)
-    assert t.features(s)[F["n_satisfied"]] == 1 and t.features(s)[F["active_goal_frac"]] == 0.5
+    assert t.goals[0].satisfied(S(s)) and not t.success(S(s))
+    assert t.features(S(s))[F["n_satisfied"]] == 1 and t.features(S(s))[F["active_goal_frac"]] == 0.5
     put(s, "red_cube", b + [0.005, 0, 4 * CUBE_HALF_M])
-    assert t.success(s) and t.milestones(s)[-1]
+    assert t.success(S(s)) and t.milestones(S(s))[-1]
     put(s, "green_cube", b + [0.03, 0, 2 * CUBE_HALF_M])  # middle slid off-centre
-    assert not t.success(s)
+    assert not t.success(S(s))
 
     c = [0.3, 0.0, 0.0175]
     mid = [0.3, 0.0, 0.0525]
@@ -144,28 +151,28 @@ def test_stack_and_restack_predicates_and_gates() -> None:
 
     r = get_task("restack")
     s0 = initial_state("restack")
-    assert not r.success(s0)
+    assert not r.success(S(s0))
     s = copy.deepcopy(s0)
     red = pos(s0, "red_cube")
     put(s, "blue_cube", red + [0.1, 0.0, 0.0])  # blue set down beside red
-    assert r.goals[0].satisfied(s) and not r.success(s)
+    assert r.goals[0].satisfied(S(s)) and not r.success(S(s))
     put(s, "red_cube", red + [0.1, 0.0, 2 * CUBE_HALF_M])
-    assert r.success(s)
+    assert r.success(S(s))
 
 
 def test_open_drawer_predicate_features_and_gate() -> None:
     t = get_task("open_drawer")
     s0 = initial_state("open_drawer")
     tr = t.tracker()
-    tr.update(s0)
-    x = t.features(s0, tr)
+    tr.update(S(s0))
+    x = t.features(S(s0), tr)
     assert x[F["active_is_joint"]] == 1 and x[F["joint_position"]] == 0
     s = copy.deepcopy(s0)
     s["joints"]["drawer_slide"] = 0.05
-    assert t.milestones(s)[2:] == [True, True, False] and not t.success(s)
-    assert t.features(s, tr)[F["joint_progress"]] == pytest.approx(0.5)
+    assert t.milestones(S(s))[2:] == [True, True, False] and not t.success(S(s))
+    assert t.features(S(s), tr)[F["joint_progress"]] == pytest.approx(0.5)
     s["joints"]["drawer_slide"] = 0.11
-    assert t.success(s)
+    assert t.success(S(s))
     h0 = rec("yellow handle", [0.35, 0.0, 0.06], [0.02, 0.1, 0.02])
     h1 = rec("yellow handle", [0.24, 0.0, 0.06], [0.02, 0.1, 0.02])
     assert t.gate_check([h0, h1])[0]
@@ -180,13 +187,13 @@ def test_two_arm_lift_needs_both_arms_and_height() -> None:
     s = copy.deepcopy(s0)
     p = pos(s0, "long_box") + [0, 0, 0.09]
     put(s, "long_box", p, held_by="left")
-    assert not t.success(s)  # one arm only
+    assert not t.success(S(s))  # one arm only
     s["objects"]["long_box"]["pad_contacts"] = {"left": 2, "right": 2}
-    assert t.success(s)
+    assert t.success(S(s))
     put(s, "long_box", pos(s0, "long_box") + [0, 0, 0.045])
     s["objects"]["long_box"]["pad_contacts"] = {"left": 2, "right": 2}
-    assert t.milestones(s)[3] and not t.success(s)
-    x = t.features(s)
+    assert t.milestones(S(s))[3] and not t.success(S(s))
+    x = t.features(S(s))
     assert x[F["ee1_x_m"]] != 0  # both arms' tool points are features on the dual rig
     top = BOX_HALF_M[2] * 2 + 0.09
     assert t.gate_check([rec("green box", [0.3, 0, top - BOX_HALF_M[2]], [0.035, 0.32, 0.035], resting=False)])[0]
@@ -199,11 +206,11 @@ def test_insertion_predicate_and_gate() -> None:
     s = copy.deepcopy(s0)
     hb = pos(s0, "hole_block")
     put(s, "peg", hb + [0.002, 0, PEG_HALF_HEIGHT_M + 0.0005])  # resting on the table in the hole
-    assert t.success(s)
+    assert t.success(S(s))
     put(s, "peg", hb + [0.002, 0, PEG_HALF_HEIGHT_M + BLOCK_HEIGHT_M])  # standing on the rim
-    assert not t.success(s) and t.milestones(s)[3]
+    assert not t.success(S(s)) and t.milestones(S(s))[3]
     put(s, "peg", hb + [0.05, 0, PEG_HALF_HEIGHT_M])
-    assert not t.success(s)
+    assert not t.success(S(s))
     blk_top = BLOCK_HEIGHT_M
     peg_c = [0.3, 0.1, PEG_HALF_HEIGHT_M]
     inside = rec("blue peg", peg_c, [0.025, 0.025, 2 * PEG_HALF_HEIGHT_M], dest=dest("orange block", [0.3, 0.1, 0.0175], blk_top, peg_c))
@@ -219,16 +226,16 @@ def test_tracker_remembers_ever_held_and_climbs_the_ladder_once() -> None:
     for o in s0["objects"].values():
         o.pop("ever_held", None)  # rely on the tracker's own memory
     tr = t.tracker()
-    tr.update(s0)
+    tr.update(S(s0))
     s = copy.deepcopy(s0)
     put(s, "red_cube", pos(s0, "red_cube") + [0, 0, 0.06], held_by="arm")
     s["arms"]["arm"]["tcp_position_m"] = list(pos(s, "red_cube"))
-    tr.update(s)
+    tr.update(S(s))
     assert tr.ladder == 3 and "red_cube" in tr.ever_held
     snap = tr.snapshot()
     s3 = copy.deepcopy(s0)
-    tr.update(s3)  # dropped back: held is gone, ever-held stays, the ladder does not fall
-    x = t.features(s3, tr)
+    tr.update(S(s3))  # dropped back: held is gone, ever-held stays, the ladder does not fall
+    x = t.features(S(s3), tr)
     assert x[F["held"]] == 0 and x[F["ever_held"]] == 1 and tr.ladder == 3
     tr2 = t.tracker()
     tr2.restore(snap)
@@ -240,15 +247,15 @@ def test_final_rung_drops_placement_rungs_that_no_longer_hold() -> None:
     assert t.persistent_milestones <= set(t.milestone_names)
     s0 = initial_state("pick_place")
     tr = t.tracker()
-    tr.update(s0)
+    tr.update(S(s0))
     plate = pos(s0, "plate")
     s = copy.deepcopy(s0)
     put(s, "red_cube", pos(s0, "red_cube") + [0, 0, 0.07], held_by="arm")
     s["arms"]["arm"]["tcp_position_m"] = list(pos(s, "red_cube"))
-    tr.update(s)
+    tr.update(S(s))
     put(s, "red_cube", plate + [0, 0, PLATE_HALF_HEIGHT_M + CUBE_HALF_M])
-    tr.update(s)
-    assert tr.ladder == 6 and tr.final_rung(s) == 6
+    tr.update(S(s))
+    assert tr.ladder == 6 and tr.final_rung(S(s)) == 6
     knocked = copy.deepcopy(s)  # the cube later fell off the plate: placement rungs are lost
     put(knocked, "red_cube", plate + [0.12, 0, PLATE_HALF_HEIGHT_M + CUBE_HALF_M - 0.012])
-    assert tr.final_rung(knocked) == 3  # reached, grasped, lifted still count
+    assert tr.final_rung(S(knocked)) == 3  # reached, grasped, lifted still count

@@ -67,7 +67,7 @@ def _positions(name: str, seeds: range) -> dict[str, np.ndarray]:
         with MujocoBackend(spec) as b:
             s = b.privileged_state()
         for body in spec.object_bodies:
-            out.setdefault(body, []).append(np.asarray(s["objects"][body]["position_m"]))
+            out.setdefault(body, []).append(np.asarray(s.object(body).position_m))
     return {k: np.array(v) for k, v in out.items() if len(v) == len(seeds)}
 
 
@@ -97,8 +97,8 @@ def test_initial_state_is_not_solved_and_features_are_finite(name: str) -> None:
         assert x.shape == (N_FEATURES,) and x.dtype == np.float32 and np.all(np.isfinite(x))
         assert tr.ladder == 0
         # nothing flew off or sank while settling: every object within 2 mm of where it started
-        for o in s["objects"].values():
-            assert np.linalg.norm(np.subtract(o["position_m"], o["initial_position_m"])) < 0.003
+        for o in s.objects.values():
+            assert np.linalg.norm(o.position_m - o.initial_position_m) < 0.003
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n != "two_arm_lift"])
@@ -109,7 +109,7 @@ def test_objects_lie_on_the_table_within_the_arms_reach(name: str) -> None:
         with MujocoBackend(spec) as b:
             s = b.privileged_state()
         for body in spec.object_bodies:
-            p = np.asarray(s["objects"][body]["position_m"])
+            p = np.asarray(s.object(body).position_m)
             if body in ("cabinet", "drawer"):
                 continue
             r = float(np.linalg.norm(p[:2]))
@@ -143,7 +143,7 @@ def test_fake_backend_states_are_judged_like_mujoco_ones(name: str) -> None:
     from captain_ros.backends import make_backend
 
     t = get_task(name)
-    with make_backend("fake", task=name, seed=4) as b:
+    with make_backend("fake", get_task(name).sample(4)) as b:
         s = b.privileged_state()
     assert t.success(s) is False
     m = t.milestones(s)

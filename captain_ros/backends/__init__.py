@@ -6,30 +6,23 @@ import os
 from typing import Any
 
 from captain_ros.backends.base import Backend, Kinematics
+from captain_ros.core.errors import UnknownNameError
+from captain_ros.core.scene import SceneSpec
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede `import mujoco`
 
 BACKENDS = ("mujoco", "fake")
 
 
-def make_backend(name: str, scene: Any = None, *, task: Any = None, seed: int | None = None,
-                 **kw: Any) -> Backend:
-    """Build a backend by name (``"mujoco"`` or ``"fake"``).
+def make_backend(name: str, scene: SceneSpec | None = None, **kw: Any) -> Backend:
+    """Build a backend by name (``"mujoco"`` or ``"fake"``) for ``scene``.
 
     Args:
         name: Backend name.
-        scene: A :class:`~captain_ros.core.scene.SceneSpec` (``None``: empty table).
-        task: Optional task (name or object with ``sample(seed)``); its scene for ``seed`` is used
-            when ``scene`` is not given.
-        seed: Seed for ``task.sample`` (default 0).
-        **kw: Passed to the backend constructor (e.g. ``rig="piper_dual"``).
+        scene: A :class:`~captain_ros.core.scene.SceneSpec` (``None``: the empty table); tasks
+            sample one with ``task.sample(seed)``.
+        **kw: Passed to the backend constructor (e.g. ``rig="piper_dual"`` without a scene).
     """
-    if scene is None and task is not None:
-        if isinstance(task, str):
-            from captain_ros.tasks import get_task
-
-            task = get_task(task)
-        scene = task.sample(0 if seed is None else seed)
     if name == "mujoco":
         from captain_ros.backends.mujoco import MujocoBackend
 
@@ -38,8 +31,6 @@ def make_backend(name: str, scene: Any = None, *, task: Any = None, seed: int | 
         from captain_ros.backends.fake import FakeBackend
 
         return FakeBackend(scene=scene, **kw)
-    from captain_ros.core.errors import UnknownNameError
-
     raise UnknownNameError("backend", name, list(BACKENDS))
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from captain_ros.core.errors import NotSupportedError
 from captain_ros.core.geometry import Pose
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.types import (
     CameraFrame,
     ForceGuard,
@@ -129,7 +130,7 @@ class Backend(abc.ABC):
         """Restore a :meth:`snapshot` exactly (bit-identical replay afterwards)."""
         raise NotSupportedError(f"{type(self).__name__} has no snapshots (simulation only)")
 
-    def privileged_state(self) -> dict[str, Any]:
+    def privileged_state(self) -> PrivilegedState:
         """Simulator ground truth (object poses, articulation, contacts). Never for policies."""
         raise NotSupportedError(f"{type(self).__name__} has no privileged state (simulation only)")
 

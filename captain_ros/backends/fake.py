@@ -28,6 +28,7 @@ from captain_ros.backends.base import Backend, Kinematics
 from captain_ros.backends.fake_scene import FakeBox, boxes_from_scene, matrix_rpy, rpy_matrix
 from captain_ros.core.errors import EStopError, InvalidArgumentError, UnknownNameError
 from captain_ros.core.geometry import Pose, matrix_to_quat
+from captain_ros.core.privileged import ArmTruth, ObjectTruth, PrivilegedState
 from captain_ros.core.scene import SceneSpec
 from captain_ros.core.types import (
     ArmSpec,
@@ -397,29 +398,24 @@ class FakeBackend(Backend):
                 out.append(other.name)
         return sorted(out)
 
-    def privileged_state(self) -> dict[str, Any]:
-        """Ground truth in the MuJoCo backend's schema (objects, arms, joints, bodies)."""
+    def privileged_state(self) -> PrivilegedState:
+        """Ground truth as the same typed state the MuJoCo backend returns (no articulations)."""
         st = self._state
-        objects = {}
-        for b in st.boxes:
-            objects[b.name] = {
-                "position_m": b.center_m.tolist(), "quat_wxyz": matrix_to_quat(b.rotation).tolist(),
-                "initial_position_m": b.initial_center_m.tolist(),  # type: ignore[union-attr]
-                "initial_quat_wxyz": matrix_to_quat(b.initial_rotation).tolist(),  # type: ignore[arg-type]
-                "yaw_rad": float(matrix_rpy(b.rotation)[2]), "size_m": b.size_m.tolist(),
-                "held_by": b.held_by, "held": b.held_by is not None, "ever_held": b.ever_held,
-                "pad_contacts": {arm: 2 if b.held_by == arm else 0 for arm in st.q},
-                "touching": self._touching(b)}
+        objects = {b.name: ObjectTruth(
+            position_m=b.center_m, quat_wxyz=matrix_to_quat(b.rotation),
+            initial_position_m=b.initial_center_m,
+            initial_quat_wxyz=None if b.initial_rotation is None else matrix_to_quat(b.initial_rotation),
+            held_by=b.held_by, ever_held=b.ever_held,
+            pad_contacts={arm: 2 if b.held_by == arm else 0 for arm in st.q},
+            touching=tuple(self._touching(b)), size_m=b.size_m) for b in st.boxes}
         arms = {}
         for arm in st.q:
             held = [b.name for b in st.boxes if b.held_by == arm]
-            arms[arm] = {"tcp_position_m": st.q[arm][:3].tolist(),
-                         "tcp_quat_wxyz": matrix_to_quat(rpy_matrix(*st.q[arm][3:6])).tolist(),
-                         "q_rad": st.q[arm].tolist(), "jaw_opening_m": st.jaw[arm], "jaw_command_m": st.jaw_cmd[arm],
-                         "holding": bool(held), "held_object": held[0] if held else None,
-                         "contact_force_n": st.force[arm]}
-        return {"time_s": st.t_s, "table_top_z_m": self.table_top_z_m, "objects": objects, "arms": arms,
-                "joints": {}, "bodies": {}}
+            arms[arm] = ArmTruth(
+                tcp_position_m=st.q[arm][:3], tcp_quat_wxyz=matrix_to_quat(rpy_matrix(*st.q[arm][3:6])),
+                q_rad=st.q[arm], jaw_opening_m=st.jaw[arm], jaw_command_m=st.jaw_cmd[arm],
+                held_object=held[0] if held else None, contact_force_n=st.force[arm])
+        return PrivilegedState(time_s=st.t_s, objects=objects, arms=arms)
 
     # --- rendering -----------------------------------------------------------------------------
     def camera_pose(self, camera: str) -> np.ndarray:

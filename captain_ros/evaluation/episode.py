@@ -96,7 +96,7 @@ def build_robot(task_name: str, seed: int, backend_name: str = "mujoco") -> tupl
     from captain_ros.tasks import get_task
 
     task = get_task(task_name)
-    backend = make_backend(backend_name, task=task, seed=seed)
+    backend = make_backend(backend_name, task.sample(seed))
     service = RobotService(backend, MotionService(backend), PerceptionService(backend))
     return task, backend, service
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from captain_ros.backends.base import Backend, Kinematics
 from captain_ros.core.geometry import Pose
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.types import (
     CameraFrame,
     ForceGuard,
@@ -101,7 +102,7 @@ class LockedBackend(Backend):
         with self.lock:
             self.inner.restore(snapshot)
 
-    def privileged_state(self) -> dict[str, Any]:
+    def privileged_state(self) -> PrivilegedState:
         with self.lock:
             return self.inner.privileged_state()
 

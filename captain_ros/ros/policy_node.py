@@ -22,11 +22,13 @@ from typing import Any
 
 from captain_ros_interfaces.action import RunEpisode
 from captain_ros_interfaces.msg import EpisodeEvent, Receipt
-from captain_ros_interfaces.srv import LoadScene, PrivilegedState
+from captain_ros_interfaces.srv import LoadScene
+from captain_ros_interfaces.srv import PrivilegedState as PrivilegedStateSrv
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.ros import convert
 from captain_ros.ros.calls import RosRobotCaller, _call_sync
@@ -55,7 +57,7 @@ class PolicyNode(Node):
         self.event_pub = self.create_publisher(EpisodeEvent, "/captain/episode_events", 100)
         self.caller = RosRobotCaller(self, self.p["call_timeout_s"], None, group)
         self.load_scene = self.create_client(LoadScene, "/captain/robot/load_scene", callback_group=group)
-        self.privileged = self.create_client(PrivilegedState, "/captain/robot/privileged_state",
+        self.privileged = self.create_client(PrivilegedStateSrv, "/captain/robot/privileged_state",
                                              callback_group=group)
         self.recorder = RecorderWatch(self, self.p["bag_wait_s"], group)
         self._busy = threading.Lock()
@@ -174,10 +176,10 @@ class PolicyNode(Node):
 
     def _host_success(self, task: Any) -> Any:
         def predicate() -> bool:
-            resp = _call_sync(self.privileged, PrivilegedState.Request(), 30.0)
+            resp = _call_sync(self.privileged, PrivilegedStateSrv.Request(), 30.0)
             if resp is None or not resp.success:
                 raise RuntimeError("privileged state unavailable (hardware or robot node down)")
-            return bool(task.success(json.loads(resp.state_json)))
+            return bool(task.success(PrivilegedState.from_dict(json.loads(resp.state_json))))
 
         return predicate if self.privileged.service_is_ready() else None
 

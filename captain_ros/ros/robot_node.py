@@ -40,6 +40,13 @@ PARAMS = (
 )
 
 
+def scene_of(task: str, seed: int) -> Any:
+    """The scene of ``task`` for ``seed`` (the robot node is where task names meet backends)."""
+    from captain_ros.tasks import get_task
+
+    return get_task(task).sample(seed)
+
+
 def implemented_backends() -> tuple[str, ...]:
     from captain_ros.backends import BACKENDS
 
@@ -75,8 +82,8 @@ class RobotNode(LifecycleNode):
         from captain_ros.backends import make_backend
 
         before = self._entities()
-        inner = self._injected or make_backend(self.p["backend"], task=self.p["task"],
-                                               seed=self.p["seed"])
+        inner = self._injected or make_backend(self.p["backend"],
+                                               scene_of(self.p["task"], int(self.p["seed"])))
         self.backend = LockedBackend(inner)
         self._set_scene(self.p["task"], int(self.p["seed"]))
         spec = self.backend.spec
@@ -165,7 +172,7 @@ class RobotNode(LifecycleNode):
             return False, f"this robot node hosts a fixed backend with scene {self.scene}"
         else:
             try:
-                new = make_backend(self.p["backend"], task=task, seed=seed)
+                new = make_backend(self.p["backend"], scene_of(task, seed))
             except Exception as exc:  # noqa: BLE001 - unknown task, bad seed
                 return False, f"cannot load {task!r} seed {seed}: {exc}"
             with self.backend.lock:

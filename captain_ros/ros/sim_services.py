@@ -59,7 +59,7 @@ class SimServices:
 
     def _on_privileged(self, _req: Any, resp: PrivilegedState.Response) -> PrivilegedState.Response:
         try:
-            resp.state_json = convert.dumps(self.robot.backend.privileged_state())
+            resp.state_json = convert.dumps(self.robot.backend.privileged_state().to_dict())
             resp.success, resp.message = True, ""
         except Exception as exc:  # noqa: BLE001
             resp.success, resp.message = False, str(exc)

@@ -4,8 +4,9 @@ A task is a seeded scene distribution plus a judge:
 
 - ``sample(seed) -> SceneSpec`` and ``instruction(seed) -> str`` are deterministic in the seed;
   ``train_seeds`` and ``heldout_seeds`` are disjoint ranges;
-- ``success(state)``, ``milestones(state)`` and ``features(state, tracker)`` read only
-  ``backend.privileged_state()`` (the policy never sees it);
+- ``success(state)``, ``milestones(state)`` and ``features(state, tracker)`` read only the typed
+  :class:`~captain_ros.core.privileged.PrivilegedState` of ``backend.privileged_state()`` (the
+  policy never sees it);
 - ``gate_check(measurements)`` reads only the agent's own ``measure_object_geometry`` records;
 - ``tolerances`` are the numbers both the predicate and the gate use; :meth:`Task.task_md` states
   them in words and numbers for TASK.md.
@@ -25,13 +26,12 @@ from typing import Any
 import numpy as np
 
 from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.scene import SceneSpec
 from captain_ros.tasks.features import FEATURE_NAMES, critic_features
 from captain_ros.tasks.goals import Goal
 from captain_ros.tasks.tracker import EpisodeTracker
 from captain_ros.tasks.workspace import Workspace, workspace
-
-State = Mapping[str, Any]
 
 
 class Task(abc.ABC):
@@ -86,19 +86,19 @@ class Task(abc.ABC):
     def goals(self) -> tuple[Goal, ...]:
         """Ordered goals; success is their conjunction."""
 
-    def success(self, state: State) -> bool:
+    def success(self, state: PrivilegedState) -> bool:
         """The host success predicate over ``backend.privileged_state()``."""
         return all(g.satisfied(state) for g in self.goals)
 
     @abc.abstractmethod
-    def milestones(self, state: State) -> list[bool]:
+    def milestones(self, state: PrivilegedState) -> list[bool]:
         """Which of ``milestone_names`` hold in ``state`` (ordered; for progress and staged reward)."""
 
     def tracker(self) -> EpisodeTracker:
         """A fresh per-episode memory (initial poses, ever-held flags, milestone ladder)."""
-        return EpisodeTracker(self)
+        return EpisodeTracker(self.milestones, self.milestone_names, self.persistent_milestones)
 
-    def features(self, state: State, tracker: EpisodeTracker | None = None) -> np.ndarray:
+    def features(self, state: PrivilegedState, tracker: EpisodeTracker | None = None) -> np.ndarray:
         """The critic's 36 privileged features (float32, names in ``feature_names``).
 
         ``tracker`` supplies initial poses and ever-held flags; it is updated with ``state`` here

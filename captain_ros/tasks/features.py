@@ -16,12 +16,11 @@ No counters of the policy's own behaviour (calls, failures, requests) appear her
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
-from captain_ros.tasks import state as st
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.tasks.goals import Goal, JointAtLeast
 from captain_ros.tasks.tracker import EpisodeTracker
 
@@ -45,13 +44,13 @@ N_FEATURES = len(FEATURE_NAMES)
 assert N_FEATURES == 36
 
 
-def critic_features(goals: Sequence[Goal], state: Mapping[str, Any], tracker: EpisodeTracker) -> np.ndarray:
+def critic_features(goals: Sequence[Goal], state: PrivilegedState, tracker: EpisodeTracker) -> np.ndarray:
     """The 36-float feature vector (float32) for ``state``; ``tracker`` must have seen ``state``."""
     x = np.zeros(N_FEATURES, dtype=np.float64)
-    arms = st.arm_names(state)[:2]
+    arms = state.arm_names[:2]
     for i, arm in enumerate(arms):
-        x[4 * i:4 * i + 3] = st.ee_position_m(state, arm)
-        x[4 * i + 3] = st.jaw_opening_m(state, arm)
+        x[4 * i:4 * i + 3] = state.arm(arm).tcp_position_m
+        x[4 * i + 3] = state.arm(arm).jaw_opening_m
 
     done = [g.satisfied(state) for g in goals]
     n = len(goals)
@@ -60,12 +59,12 @@ def critic_features(goals: Sequence[Goal], state: Mapping[str, Any], tracker: Ep
     x[8:14] = [n, sum(done), sum(done) / n, active_idx / max(n, 1), float(g.involves_joint),
                float(g.involves_contact)]
 
-    tgt = st.object_position_m(state, g.target)
+    tgt = state.object(g.target).position_m
     goal_pt = g.goal_point_m(state)
     resid = g.residual(state)
     resid0 = _initial_residual(g, state, tracker)
-    ees = [st.ee_position_m(state, a) for a in arms]
-    dest = st.object_position_m(state, g.destination) if g.destination else goal_pt
+    ees = [state.arm(a).tcp_position_m for a in arms]
+    dest = state.object(g.destination).position_m if g.destination else goal_pt
     x[14] = resid
     x[15] = resid / resid0 if resid0 > 1e-6 else 0.0
     x[16] = min(float(np.linalg.norm(e - tgt)) for e in ees) if ees else 0.0
@@ -74,31 +73,31 @@ def critic_features(goals: Sequence[Goal], state: Mapping[str, Any], tracker: Ep
     x[19] = min(float(np.linalg.norm(e - dest)) for e in ees) if ees else 0.0
 
     tgt0 = tracker.initial_position_m(state, g.target)
-    bodies = list(state.get("objects", {}))
-    disp = [float(np.linalg.norm(st.object_position_m(state, b) - tracker.initial_position_m(state, b)))
+    bodies = list(state.objects)
+    disp = [float(np.linalg.norm(state.object(b).position_m - tracker.initial_position_m(state, b)))
             for b in bodies]
-    others = [float(np.linalg.norm(st.object_position_m(state, b) - tgt)) for b in bodies
+    others = [float(np.linalg.norm(state.object(b).position_m - tgt)) for b in bodies
               if b not in (g.target, g.destination)]
     x[20] = float(tgt[2] - tgt0[2])
     x[21] = float(np.linalg.norm(tgt - tgt0))
     x[22] = max(disp) if disp else 0.0
     x[23] = min(others) if others else 0.0
-    x[24] = st.tilt_rad(state, g.target, bool(getattr(g, "any_face_down", False)))
+    x[24] = state.object(g.target).tilt_rad(bool(getattr(g, "any_face_down", False)))
 
     if isinstance(g, JointAtLeast):
-        q = st.joint_position(state, g.joint, 0.0)
+        q = state.joint(g.joint, 0.0)
         q0 = tracker.initial_joint(state, g.joint)
         x[25] = q
         x[26] = q - q0
         x[27] = (q - q0) / (g.open_m - q0) if g.open_m - q0 > 1e-9 else 1.0
-    x[28] = float(st.held(state, g.target))
-    x[29] = float(g.target in tracker.ever_held or st.held(state, g.target) or st.ever_held(state, g.target))
+    x[28] = float(state.object(g.target).held)
+    x[29] = float(g.target in tracker.ever_held or state.object(g.target).held or state.object(g.target).ever_held)
     x[30:33] = tgt
     x[33:36] = dest
     return x.astype(np.float32)
 
 
-def _initial_residual(g: Goal, state: Mapping[str, Any], tracker: EpisodeTracker) -> float:
+def _initial_residual(g: Goal, state: PrivilegedState, tracker: EpisodeTracker) -> float:
     """Residual of ``g`` at the episode start, approximated from the tracker's initial poses."""
     if isinstance(g, JointAtLeast):
         return float(max(0.0, g.open_m - tracker.initial_joint(state, g.joint)))

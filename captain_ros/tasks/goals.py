@@ -4,21 +4,17 @@ A task lists its goals in order (the "active goal" of the critic features is the
 satisfied). Each goal knows its target body, its destination (a body or ``None``), whether it
 involves an articulated joint or a contact, when it is satisfied, and how far the target still
 is from it. All lengths in metres, angles in radians; everything is read from the privileged state
-via :mod:`captain_ros.tasks.state`.
+from the typed :class:`~captain_ros.core.privileged.PrivilegedState`.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from captain_ros.tasks import state as st
-
-State = Mapping[str, Any]
+from captain_ros.core.privileged import PrivilegedState
 
 
 @dataclass(frozen=True)
@@ -33,16 +29,16 @@ class Goal(abc.ABC):
     involves_contact = True
 
     @abc.abstractmethod
-    def satisfied(self, state: State) -> bool:
+    def satisfied(self, state: PrivilegedState) -> bool:
         """Whether the goal holds in ``state``."""
 
     @abc.abstractmethod
-    def residual(self, state: State) -> float:
+    def residual(self, state: PrivilegedState) -> float:
         """Remaining distance of the target to the goal [m] (0 when satisfied geometrically)."""
 
-    def goal_point_m(self, state: State) -> np.ndarray:
+    def goal_point_m(self, state: PrivilegedState) -> np.ndarray:
         """Where the target should end up [m] (its current position for non-placement goals)."""
-        return st.object_position_m(state, self.target)
+        return state.object(self.target).position_m
 
 
 @dataclass(frozen=True)
@@ -56,7 +52,7 @@ class PlaceOn(Goal):
         tol_z_m: Maximum gap/penetration between target bottom and support top [m].
         max_tilt_rad: Maximum tilt of the target [rad].
         any_face_down: The target may rest on any face (a cube); tilt is then measured from the
-            nearest face normal (see :func:`captain_ros.tasks.state.tilt_rad`).
+            nearest face normal (see :meth:`~captain_ros.core.privileged.ObjectTruth.tilt_rad`).
     """
 
     target_half_height_m: float = 0.0175
@@ -66,28 +62,28 @@ class PlaceOn(Goal):
     max_tilt_rad: float = float(np.deg2rad(20.0))
     any_face_down: bool = False
 
-    def goal_point_m(self, state: State) -> np.ndarray:
+    def goal_point_m(self, state: PrivilegedState) -> np.ndarray:
         assert self.destination is not None
-        d = st.object_position_m(state, self.destination)
+        d = state.object(self.destination).position_m
         return np.array([d[0], d[1], d[2] + self.support_top_offset_m + self.target_half_height_m])
 
-    def offsets(self, state: State) -> tuple[float, float]:
+    def offsets(self, state: PrivilegedState) -> tuple[float, float]:
         """(horizontal distance [m], signed bottom-to-support-top gap [m])."""
-        p = st.object_position_m(state, self.target)
+        p = state.object(self.target).position_m
         g = self.goal_point_m(state)
         return float(np.linalg.norm(p[:2] - g[:2])), float(p[2] - g[2])
 
-    def placed(self, state: State) -> bool:
+    def placed(self, state: PrivilegedState) -> bool:
         """Geometrically on the support (held or not)."""
         dxy, dz = self.offsets(state)
         return (dxy <= self.tol_xy_m and abs(dz) <= self.tol_z_m
-                and st.tilt_rad(state, self.target, self.any_face_down) <= self.max_tilt_rad)
+                and state.object(self.target).tilt_rad(self.any_face_down) <= self.max_tilt_rad)
 
-    def satisfied(self, state: State) -> bool:
-        return bool(self.placed(state) and not st.held(state, self.target))
+    def satisfied(self, state: PrivilegedState) -> bool:
+        return bool(self.placed(state) and not state.object(self.target).held)
 
-    def residual(self, state: State) -> float:
-        return float(np.linalg.norm(st.object_position_m(state, self.target) - self.goal_point_m(state)))
+    def residual(self, state: PrivilegedState) -> float:
+        return float(np.linalg.norm(state.object(self.target).position_m - self.goal_point_m(state)))
 
 
 @dataclass(frozen=True)
@@ -100,14 +96,14 @@ class RestOnTable(Goal):
     max_tilt_rad: float = float(np.deg2rad(20.0))
     any_face_down: bool = False
 
-    def satisfied(self, state: State) -> bool:
-        p = st.object_position_m(state, self.target)
+    def satisfied(self, state: PrivilegedState) -> bool:
+        p = state.object(self.target).position_m
         return bool(abs(p[2] - self.target_half_height_m - self.table_top_z_m) <= self.tol_z_m
-                and st.tilt_rad(state, self.target, self.any_face_down) <= self.max_tilt_rad
-                and not st.held(state, self.target))
+                and state.object(self.target).tilt_rad(self.any_face_down) <= self.max_tilt_rad
+                and not state.object(self.target).held)
 
-    def residual(self, state: State) -> float:
-        p = st.object_position_m(state, self.target)
+    def residual(self, state: PrivilegedState) -> float:
+        p = state.object(self.target).position_m
         return float(max(0.0, abs(p[2] - self.target_half_height_m - self.table_top_z_m) - self.tol_z_m))
 
 
@@ -123,11 +119,11 @@ class JointAtLeast(Goal):
     involves_joint = True
     involves_contact = False
 
-    def satisfied(self, state: State) -> bool:
-        return bool(st.joint_position(state, self.joint, 0.0) >= self.open_m)
+    def satisfied(self, state: PrivilegedState) -> bool:
+        return bool(state.joint(self.joint, 0.0) >= self.open_m)
 
-    def residual(self, state: State) -> float:
-        return float(max(0.0, self.open_m - st.joint_position(state, self.joint, 0.0)))
+    def residual(self, state: PrivilegedState) -> float:
+        return float(max(0.0, self.open_m - state.joint(self.joint, 0.0)))
 
 
 @dataclass(frozen=True)
@@ -140,20 +136,20 @@ class LiftedBy(Goal):
     max_tilt_rad: float = float(np.deg2rad(15.0))
     n_arms: int = 2
 
-    def lift_m_of(self, state: State) -> float:
+    def lift_m_of(self, state: PrivilegedState) -> float:
         """Height of the target's bottom above the table [m]."""
-        return float(st.object_position_m(state, self.target)[2] - self.target_half_height_m - self.table_top_z_m)
+        return float(state.object(self.target).position_m[2] - self.target_half_height_m - self.table_top_z_m)
 
-    def satisfied(self, state: State) -> bool:
-        holders = sum(st.held_by(state, self.target, a) for a in st.arm_names(state))
+    def satisfied(self, state: PrivilegedState) -> bool:
+        holders = sum(state.object(self.target).held_by_arm(a) for a in state.arm_names)
         return bool(self.lift_m_of(state) >= self.lift_m and holders >= self.n_arms
-                    and st.tilt_rad(state, self.target) <= self.max_tilt_rad)
+                    and state.object(self.target).tilt_rad() <= self.max_tilt_rad)
 
-    def residual(self, state: State) -> float:
+    def residual(self, state: PrivilegedState) -> float:
         return float(max(0.0, self.lift_m - self.lift_m_of(state)))
 
-    def goal_point_m(self, state: State) -> np.ndarray:
-        p = st.object_position_m(state, self.target).copy()
+    def goal_point_m(self, state: PrivilegedState) -> np.ndarray:
+        p = state.object(self.target).position_m.copy()
         p[2] = self.table_top_z_m + self.target_half_height_m + self.lift_m
         return p
 
@@ -176,27 +172,27 @@ class InsertedInto(Goal):
     depth_m: float = 0.02
     max_tilt_rad: float = float(np.deg2rad(12.0))
 
-    def goal_point_m(self, state: State) -> np.ndarray:
+    def goal_point_m(self, state: PrivilegedState) -> np.ndarray:
         assert self.destination is not None
-        d = st.object_position_m(state, self.destination)
+        d = state.object(self.destination).position_m
         top = d[2] + self.hole_top_offset_m
         return np.array([d[0], d[1], top - self.depth_m + self.target_half_height_m])
 
-    def depth_of(self, state: State) -> float:
+    def depth_of(self, state: PrivilegedState) -> float:
         """How far the peg bottom is below the block top [m] (negative: above it)."""
         assert self.destination is not None
-        top = st.object_position_m(state, self.destination)[2] + self.hole_top_offset_m
-        return float(top - (st.object_position_m(state, self.target)[2] - self.target_half_height_m))
+        top = state.object(self.destination).position_m[2] + self.hole_top_offset_m
+        return float(top - (state.object(self.target).position_m[2] - self.target_half_height_m))
 
-    def xy_error_m(self, state: State) -> float:
+    def xy_error_m(self, state: PrivilegedState) -> float:
         assert self.destination is not None
-        p = st.object_position_m(state, self.target)
-        d = st.object_position_m(state, self.destination)
+        p = state.object(self.target).position_m
+        d = state.object(self.destination).position_m
         return float(np.linalg.norm(p[:2] - d[:2]))
 
-    def satisfied(self, state: State) -> bool:
+    def satisfied(self, state: PrivilegedState) -> bool:
         return bool(self.xy_error_m(state) <= self.tol_xy_m and self.depth_of(state) >= self.depth_m
-                    and st.tilt_rad(state, self.target) <= self.max_tilt_rad)
+                    and state.object(self.target).tilt_rad() <= self.max_tilt_rad)
 
-    def residual(self, state: State) -> float:
+    def residual(self, state: PrivilegedState) -> float:
         return float(np.hypot(self.xy_error_m(state), max(0.0, self.depth_m - self.depth_of(state))))

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.scene import SceneSpec
 from captain_ros.tasks import gate
-from captain_ros.tasks import state as st
-from captain_ros.tasks.base import State, Task, cm, deg
+from captain_ros.tasks.base import Task, cm, deg
 from captain_ros.tasks.goals import Goal, InsertedInto
 from captain_ros.tasks.pick_place import GAP_M, REACH_M, add_distractors
 from captain_ros.tasks.scene_parts import (
@@ -103,12 +103,12 @@ class Insertion(Task):
         p, b = self._colours(seed)
         return TEMPLATES[int(self.rng(seed, 2).integers(len(TEMPLATES)))].format(peg=p, block=b)
 
-    def milestones(self, state: State) -> list[bool]:
+    def milestones(self, state: PrivilegedState) -> list[bool]:
         goal = self.goals[0]
         assert isinstance(goal, InsertedInto)
-        p = st.object_position_m(state, "peg")
-        reached = any(np.linalg.norm(st.ee_position_m(state, a) - p) <= REACH_M for a in st.arm_names(state))
-        held = st.held(state, "peg")
+        p = state.object("peg").position_m
+        reached = any(np.linalg.norm(state.arm(a).tcp_position_m - p) <= REACH_M for a in state.arm_names)
+        held = state.object("peg").held
         bottom = p[2] - PEG_HALF_HEIGHT_M - self.workspace.table_top_z_m
         depth = goal.depth_of(state)
         above = goal.xy_error_m(state) <= goal.tol_xy_m + 0.004 and depth > -0.05

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.scene import SceneSpec
 from captain_ros.tasks import gate
-from captain_ros.tasks import state as st
-from captain_ros.tasks.base import State, Task, cm
+from captain_ros.tasks.base import Task, cm
 from captain_ros.tasks.goals import Goal, JointAtLeast
 from captain_ros.tasks.pick_place import REACH_M, add_distractors
 from captain_ros.tasks.scene_parts import (
@@ -136,12 +136,12 @@ class OpenDrawer(Task):
     def instruction(self, seed: int) -> str:
         return TEMPLATES[int(self.rng(seed, 2).integers(len(TEMPLATES)))].format(colour=self._handle_colour(seed))
 
-    def milestones(self, state: State) -> list[bool]:
-        q = st.joint_position(state, "drawer_slide", 0.0)
+    def milestones(self, state: PrivilegedState) -> list[bool]:
+        q = state.joint("drawer_slide", 0.0)
         goal = self.tolerances["open_m"]
-        p = st.object_position_m(state, "drawer_handle")
-        reached = any(np.linalg.norm(st.ee_position_m(state, a) - p) <= REACH_M for a in st.arm_names(state))
-        return [bool(reached), st.held(state, "drawer_handle"), q >= 0.2 * goal, q >= 0.5 * goal, q >= goal]
+        p = state.object("drawer_handle").position_m
+        reached = any(np.linalg.norm(state.arm(a).tcp_position_m - p) <= REACH_M for a in state.arm_names)
+        return [bool(reached), state.object("drawer_handle").held, q >= 0.2 * goal, q >= 0.5 * goal, q >= goal]
 
     def gate_check(self, measurements: Sequence[Mapping[str, Any]]) -> tuple[bool, str]:
         need = self.tolerances["open_m"] - self.tolerances["gate_slack_m"]

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.scene import SceneSpec
 from captain_ros.tasks import gate
-from captain_ros.tasks import state as st
-from captain_ros.tasks.base import State, Task, cm, deg
+from captain_ros.tasks.base import Task, cm, deg
 from captain_ros.tasks.goals import Goal, PlaceOn
 from captain_ros.tasks.scene_parts import (
     Placer,
@@ -124,7 +124,7 @@ class PickPlace(Task):
         rng = self.rng(seed, 2)
         return TEMPLATES[int(rng.integers(len(TEMPLATES)))].format(plate=self._plate_colour(seed))
 
-    def milestones(self, state: State) -> list[bool]:
+    def milestones(self, state: PrivilegedState) -> list[bool]:
         goal = self.goals[0]
         assert isinstance(goal, PlaceOn)
         return cube_ladder(state, goal, self.workspace.table_top_z_m)
@@ -143,14 +143,14 @@ class PickPlace(Task):
         ]
 
 
-def cube_ladder(state: State, goal: PlaceOn, table_z_m: float) -> list[bool]:
+def cube_ladder(state: PrivilegedState, goal: PlaceOn, table_z_m: float) -> list[bool]:
     """reached, grasped, lifted, above_target, placed, released for a place-on goal."""
     assert goal.destination is not None
-    p = st.object_position_m(state, goal.target)
-    dst = st.object_position_m(state, goal.destination)
-    arms = st.arm_names(state)
-    reached = any(np.linalg.norm(st.ee_position_m(state, a) - p) <= REACH_M for a in arms)
-    held = st.held(state, goal.target)
+    p = state.object(goal.target).position_m
+    dst = state.object(goal.destination).position_m
+    arms = state.arm_names
+    reached = any(np.linalg.norm(state.arm(a).tcp_position_m - p) <= REACH_M for a in arms)
+    held = state.object(goal.target).held
     lifted = held and p[2] - goal.target_half_height_m - table_z_m >= LIFT_M
     support_top = dst[2] + goal.support_top_offset_m
     above = (np.linalg.norm(p[:2] - dst[:2]) <= goal.tol_xy_m

@@ -18,6 +18,7 @@ import numpy as np
 
 from captain_ros.backends.base import Backend
 from captain_ros.core.geometry import quat_multiply, yaw_of_quat
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.result import Result
 from captain_ros.motion import MotionService
 from captain_ros.tasks import insertion, open_drawer, pick_place, two_arm_lift
@@ -62,12 +63,12 @@ class Reference:
         self.log: list[str] = []
 
     # --- state -----------------------------------------------------------------------------
-    def state(self) -> dict[str, Any]:
+    def state(self) -> PrivilegedState:
         return self.backend.privileged_state()
 
     def pose(self, body: str) -> tuple[np.ndarray, np.ndarray]:
-        o = self.state()["objects"][body]
-        return np.asarray(o["position_m"]), np.asarray(o["quat_wxyz"])
+        o = self.state().object(body)
+        return o.position_m.copy(), o.quat_wxyz.copy()
 
     # --- motion ----------------------------------------------------------------------------
     def call(self, name: str, **kw: Any) -> Result:
@@ -213,7 +214,7 @@ def free_spot(r: Reference, near_m: np.ndarray, avoid: list[str], clearance_m: f
 def solve_restack(r: Reference) -> None:
     h = pick_place.CUBE_HALF_M
     red, _ = r.pose("red_cube")
-    avoid = [b for b in r.state()["objects"] if b not in ("blue_cube",)]
+    avoid = [b for b in r.state().objects if b not in ("blue_cube",)]
     spot = free_spot(r, red, avoid)
     yaw = r.pick("blue_cube", lift_z_m=0.1)
     r.place([spot[0], spot[1], h], yaw, carry_z_m=0.1)

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.scene import SceneSpec
 from captain_ros.tasks import gate
-from captain_ros.tasks import state as st
-from captain_ros.tasks.base import State, Task, cm, deg
+from captain_ros.tasks.base import Task, cm, deg
 from captain_ros.tasks.goals import Goal, PlaceOn, RestOnTable
 from captain_ros.tasks.pick_place import CUBE_HALF_M, GAP_M, LIFT_M, add_distractors, cube_ladder
 from captain_ros.tasks.scene_parts import (
@@ -89,12 +89,12 @@ class Restack(Task):
     def instruction(self, seed: int) -> str:
         return TEMPLATES[int(self.rng(seed, 2).integers(len(TEMPLATES)))]
 
-    def milestones(self, state: State) -> list[bool]:
+    def milestones(self, state: PrivilegedState) -> list[bool]:
         off, on = self.goals
         assert isinstance(on, PlaceOn)
         z0 = self.workspace.table_top_z_m
-        blue_held = st.held(state, "blue_cube")
-        blue_z = st.object_position_m(state, "blue_cube")[2]
+        blue_held = state.object("blue_cube").held
+        blue_z = state.object("blue_cube").position_m[2]
         blue_off = off.satisfied(state)
         m2 = cube_ladder(state, on, z0)
         return [bool(v) for v in (

@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.scene import SceneSpec
 from captain_ros.tasks import gate
-from captain_ros.tasks.base import State, Task, cm, deg
+from captain_ros.tasks.base import Task, cm, deg
 from captain_ros.tasks.goals import Goal, PlaceOn
 from captain_ros.tasks.pick_place import CUBE_HALF_M, GAP_M, add_distractors, cube_ladder
 from captain_ros.tasks.scene_parts import (
@@ -80,7 +81,7 @@ class Stack(Task):
     def instruction(self, seed: int) -> str:
         return TEMPLATES[int(self.rng(seed, 2).integers(len(TEMPLATES)))]
 
-    def milestones(self, state: State) -> list[bool]:
+    def milestones(self, state: PrivilegedState) -> list[bool]:
         g1, g2 = self.goals
         assert isinstance(g1, PlaceOn) and isinstance(g2, PlaceOn)
         z0 = self.workspace.table_top_z_m

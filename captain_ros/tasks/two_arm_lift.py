@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.scene import SceneSpec
 from captain_ros.tasks import gate
-from captain_ros.tasks import state as st
-from captain_ros.tasks.base import State, Task, cm, deg
+from captain_ros.tasks.base import Task, cm, deg
 from captain_ros.tasks.goals import Goal, LiftedBy
 from captain_ros.tasks.pick_place import GAP_M, add_distractors
 from captain_ros.tasks.scene_parts import (
@@ -86,25 +86,25 @@ class TwoArmLift(Task):
     def instruction(self, seed: int) -> str:
         return TEMPLATES[int(self.rng(seed, 2).integers(len(TEMPLATES)))].format(colour=self._colour(seed))
 
-    def grasp_points_m(self, state: State) -> dict[str, np.ndarray]:
+    def grasp_points_m(self, state: PrivilegedState) -> dict[str, np.ndarray]:
         """Suggested grasp points of the box ends for each arm (the end nearer to that arm)."""
-        p = st.object_position_m(state, "long_box")
-        w, x, y, z = st.object_quat_wxyz(state, "long_box")
+        p = state.object("long_box").position_m
+        w, x, y, z = state.object("long_box").quat_wxyz
         axis = np.array([2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)])  # body y
         ends = [p + END_GRASP_M * axis, p - END_GRASP_M * axis]
         out = {}
-        for arm in st.arm_names(state):
+        for arm in state.arm_names:
             base = np.array(self.workspace.arm_bases.get(arm, (0.0, 0.0, 0.0))[:2])
             out[arm] = min(ends, key=lambda e: float(np.linalg.norm(e[:2] - base)))
         return out
 
-    def milestones(self, state: State) -> list[bool]:
+    def milestones(self, state: PrivilegedState) -> list[bool]:
         goal = self.goals[0]
         assert isinstance(goal, LiftedBy)
-        arms = st.arm_names(state)
+        arms = state.arm_names
         grasps = self.grasp_points_m(state)
-        reached = [np.linalg.norm(st.ee_position_m(state, a) - grasps[a]) <= 0.05 for a in arms]
-        held = [st.held_by(state, "long_box", a) for a in arms]
+        reached = [np.linalg.norm(state.arm(a).tcp_position_m - grasps[a]) <= 0.05 for a in arms]
+        held = [state.object("long_box").held_by_arm(a) for a in arms]
         lift = goal.lift_m_of(state)
         both = len(arms) >= 2 and all(held)
         return [any(reached), len(arms) >= 2 and all(reached), any(held), both,

@@ -16,17 +16,8 @@ PiPER's J5 limit (+-75 deg) caps the tool height at ~0.14 m at 0.2-0.3 m from th
 (0.23, 0, 0.12) m relative to each base, jaws open (70 mm).
 
 Privileged state (:meth:`MujocoBackend.privileged_state`, simulation ground truth for tasks and the
-critic; never for policies) is a JSON-friendly dict::
-
-    {"time_s": float,
-     "objects": {name: {"position_m": [3], "quat_wxyz": [4], "initial_position_m": [3],
-                        "initial_quat_wxyz": [4], "held_by": arm | None, "held": bool,
-                        "ever_held": bool, "pad_contacts": {arm: 0|1|2},
-                        "touching": [body names]}},          # one entry per scene.object_bodies
-     "joints": {joint_name: position (rad or m)},            # task articulations (hinge/slide)
-     "arms": {arm: {"tcp_position_m", "tcp_quat_wxyz", "q_rad", "jaw_opening_m", "jaw_command_m",
-                    "holding": bool, "held_object": name | None, "contact_force_n"}},
-     "bodies": {body_name: {"position_m", "quat_wxyz"}}}    # every non-robot named body
+critic; never for policies) is the typed :class:`~captain_ros.core.privileged.PrivilegedState`
+(objects, arms, articulated joints, fixture bodies), built by :mod:`.privileged`.
 """
 
 from __future__ import annotations
@@ -44,9 +35,11 @@ from captain_ros.backends.mujoco import privileged
 from captain_ros.backends.mujoco import render as _render
 from captain_ros.backends.mujoco.contacts import ContactReader
 from captain_ros.backends.mujoco.kinematics import MujocoKinematics
+from captain_ros.backends.mujoco.model import site_pose
 from captain_ros.backends.mujoco.snapshot import MujocoSnapshot
 from captain_ros.core.errors import EStopError, InvalidArgumentError, UnknownNameError
 from captain_ros.core.geometry import Pose, as_vector
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.scene import SceneSpec
 from captain_ros.core.types import (
     CameraFrame,
@@ -58,13 +51,6 @@ from captain_ros.core.types import (
 )
 
 _STATE = mujoco.mjtState.mjSTATE_INTEGRATION
-
-
-def site_pose(data: mujoco.MjData, site: int) -> Pose:
-    """World pose of a site, built without re-validation (hot path: every control tick)."""
-    quat = np.empty(4)
-    mujoco.mju_mat2Quat(quat, data.site_xmat[site])
-    return Pose.trusted(data.site_xpos[site].copy(), quat)
 
 
 class MujocoBackend(Backend):
@@ -108,19 +94,15 @@ class MujocoBackend(Backend):
         for n in names:
             if n not in bodies:
                 raise UnknownNameError("scene body", n, [b for b in bodies if b])
-        self._objects = {n: m.body(n).id for n in names}
-        self._body_object = self._map_bodies_to_objects()
+        self._index = privileged.index_scene(m, self._arm_list, names, self._robot_bodies)
+        self._objects = dict(self._index.objects)
+        self._body_object = dict(self._index.body_object)
         labels = np.zeros(m.ngeom, dtype=np.int32)
         ids = {n: k + 1 for k, n in enumerate(names)}
         for g in range(m.ngeom):
             obj = self._body_object.get(int(m.geom_bodyid[g]))
             labels[g] = ids[obj] if obj else 0
         self._renderer = _render.CameraRenderer(m, labels, image_size_px)
-        self._articulations = [m.joint(j).name for j in range(m.njnt)
-                               if int(m.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-                               and int(m.jnt_bodyid[j]) not in self._robot_bodies]
-        self._named_bodies = [b for b in range(1, m.nbody)
-                              if b not in self._robot_bodies and m.body(b).name]
         self.rng = np.random.default_rng(scene.seed if scene else 0)
         self._estop = False
         self._estop_reason = ""
@@ -133,20 +115,6 @@ class MujocoBackend(Backend):
         self.reset()
 
     # --- setup -------------------------------------------------------------------------------
-    def _map_bodies_to_objects(self) -> dict[int, str]:
-        out: dict[int, str] = {}
-        for b in range(self.model.nbody):
-            x = b
-            while x > 0:
-                for name, oid in self._objects.items():
-                    if oid == x:
-                        out[b] = name
-                        break
-                if b in out:
-                    break
-                x = int(self.model.body_parentid[x])
-        return out
-
     def reset(self) -> None:
         """Back to the initial state: home keyframe for the arms, scene bodies as authored."""
         m, d = self.model, self.data
@@ -383,9 +351,13 @@ class MujocoBackend(Backend):
             if obj in self._ever_held:
                 self._ever_held[obj] = True
 
-    def privileged_state(self) -> dict[str, Any]:
-        """Simulator ground truth (schema in this module's docstring). Never for policies."""
-        return privileged.privileged_state(self)
+    def privileged_state(self) -> PrivilegedState:
+        """Simulator ground truth (typed; see :mod:`captain_ros.core.privileged`). Never for
+        policies."""
+        d = self._fresh()
+        return privileged.privileged_state(
+            self.model, d, self._index, self._arm_list, self._pads(), self._forces(),
+            self._grip_cmd, self._initial, self._ever_held, self._contacts.touching(d))
 
     def close(self) -> None:
         self._renderer.close()

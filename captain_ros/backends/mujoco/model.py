@@ -146,3 +146,10 @@ def load_model(rig: str, scene: SceneSpec | None) -> mujoco.MjModel:
     model = mujoco.MjModel.from_xml_string(compose_xml(rig, scene))
     apply_jitter(model, scene)
     return model
+
+
+def site_pose(data: mujoco.MjData, site: int) -> Pose:
+    """World pose of a site, built without re-validation (hot path: every control tick)."""
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, data.site_xmat[site])
+    return Pose.trusted(data.site_xpos[site].copy(), quat)
