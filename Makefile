@@ -5,7 +5,7 @@ setup:
 	@scripts/setup.sh
 
 run: setup
-	.venv/bin/captain up --task pick_place --seed 1000 --policy scripted --out runs/demo
+	.venv/bin/captain up --task pick_place --seed 1000 --policy scripted --out runs/demo --overwrite
 
 test: setup
 	.venv/bin/python -m pytest -q

@@ -7,20 +7,20 @@ import json
 import pytest
 
 from captain_ros.cli.main import build_parser, main
-from captain_ros.evaluation.summary import EpisodeSummary
+from captain_ros.harness.record import EpisodeRecord
 
 
 @pytest.fixture(scope="module")
 def pick_place_episode(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ep") / "pick_place_1000"
-    rc = main(["run", "--task", "pick_place", "--seed", "1000", "--out", str(out)])
+    out = tmp_path_factory.mktemp("ep") / "pick_place_12"
+    rc = main(["run", "--task", "pick_place", "--seed", "12", "--out", str(out)])
     return rc, out
 
 
 def test_captain_run_scripted_pick_place_succeeds_and_writes_the_folder(pick_place_episode, capsys):
     rc, out = pick_place_episode
     assert rc == 0
-    s = EpisodeSummary.from_dict(json.loads((out / "summary.json").read_text()))
+    s = EpisodeRecord.from_dict(json.loads((out / "summary.json").read_text()))
     assert s.outcome == "success_with_finish" and s.host_success and s.strict_success
     assert 5 <= s.requests <= 20 and s.physical_actions > 3
     assert s.wall_s >= s.model_s + s.backend_s - 1e-6
@@ -28,12 +28,31 @@ def test_captain_run_scripted_pick_place_succeeds_and_writes_the_folder(pick_pla
     assert records[0]["type"] == "episode_start" and records[-1]["type"] == "episode_end"
     html = (out / "report.html").read_text()
     assert "Request 1" in html and "robot.observe()" in html and "<img" in html
-    from captain_ros.ros.bag import read_messages, summarize_bag
+    from captain_ros.bags.rosbag2 import read_messages, summarize_bag
 
+    # the in-process bag holds the topics the ROS recorder writes, one message per event
+    assert s.bag_path == str(out / "bag") and s.bag_complete
     bag = summarize_bag(out / "bag")
-    assert bag.counts["/captain/receipts"] > 10 and bag.counts["/captain/episode"] == 1
+    assert bag.counts["/captain/receipts"] == s.robot_calls
+    assert bag.counts["/captain/episode_events"] == 2
+    observes = sum(1 for r in records if r["type"] == "request"
+                   for c in r["calls"] for rc_ in c.get("robot_calls", []) if rc_["name"] == "observe")
+    assert bag.counts["/captain/observations"] == observes
+    for cam in ("head", "wrist"):
+        assert bag.counts[f"/camera/{cam}/image_raw"] == observes
+        assert bag.counts[f"/camera/{cam}/depth/image_raw"] == observes
+        assert bag.counts[f"/camera/{cam}/camera_info"] == observes
+    assert bag.counts["/joint_states"] == s.requests + s.robot_calls
+    assert bag.counts["/captain/wrench/arm"] == bag.counts["/joint_states"]
+    assert bag.counts["/tf_static"] == 1
+    priv_lines = (out / "privileged.jsonl").read_text().splitlines()
+    assert bag.counts["/captain/privileged"] == len(priv_lines) == 2 * s.requests + 2
+    assert bag.msgtypes["/joint_states"] == "sensor_msgs/msg/JointState"
+    assert bag.msgtypes["/camera/head/image_raw"] == "sensor_msgs/msg/Image"
     caps = [m.capability for _t, _ts, m in read_messages(out / "bag", ["/captain/receipts"])]
-    assert "move_to" in caps and "measure_object_geometry" in caps
+    assert "move_to" in caps and "measure_object_geometry" in caps and caps[-1] == "finish"
+    js = next(m for _t, _ts, m in read_messages(out / "bag", ["/joint_states"]))
+    assert list(js.name)[-1] == "arm_jaw_opening_m" and len(js.position) == 7
 
 
 def test_run_prints_live_receipts_and_summary(tmp_path, capsys):

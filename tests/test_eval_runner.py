@@ -8,7 +8,8 @@ import os
 import pytest
 
 from captain_ros.evaluation.runner import EpisodeJob, evaluate, make_jobs, parse_seeds, run_local
-from captain_ros.evaluation.summary import EpisodeSummary, aggregate, compare, load_episodes
+from captain_ros.evaluation.summary import aggregate, compare, load_episodes
+from captain_ros.harness.record import EpisodeRecord
 
 JOB = "test_eval_runner:fake_job"
 
@@ -20,13 +21,13 @@ def fake_job(job: dict) -> dict:
         raise RuntimeError("simulated crash in episode")
     host = seed % 4 != 0
     finished = seed % 5 != 0
-    return EpisodeSummary(
+    return EpisodeRecord(
         task=job["task"], seed=seed, policy=job["policy"], backend=job["backend"],
         outcome=("success_with_finish" if host and finished else
                  "missed_finish" if host else "false_finish" if finished else "other_failure"),
         host_success=host, strict_success=host and finished, finished=finished,
-        false_finish=finished and not host, requests=10 + seed % 3, physical_actions=20,
-        wall_s=1.0, model_s=0.2, harness_s=0.8, backend_s=0.6, out_dir=job["out_dir"],
+        requests=10 + seed % 3, physical_actions=20,
+        wall_s=1.0, model_s=0.2, harness_s=0.2, backend_s=0.6, out_dir=job["out_dir"],
         extra={"pid": os.getpid()}).to_dict()
 
 
@@ -69,7 +70,7 @@ def test_evaluate_writes_json_and_png_with_figures(tmp_path):
 
 
 def test_aggregate_counts_false_finishes_and_overhead():
-    eps = [EpisodeSummary.from_dict(fake_job({"task": "t", "seed": s, "policy": "p",
+    eps = [EpisodeRecord.from_dict(fake_job({"task": "t", "seed": s, "policy": "p",
                                               "backend": "fake", "out_dir": ""}))
            for s in (0, 1, 2, 3, 4, 5)]
     agg = aggregate(eps)
@@ -81,9 +82,9 @@ def test_aggregate_counts_false_finishes_and_overhead():
 
 
 def test_paired_comparison_of_two_runs(tmp_path):
-    a = [EpisodeSummary("t", s, "a", "fake", "success_with_finish", True, True, True)
+    a = [EpisodeRecord("t", s, "a", "fake", "success_with_finish", True, True, True)
          for s in range(10)]
-    b = [EpisodeSummary("t", s, "b", "fake", "other_failure" if s < 7 else "success_with_finish",
+    b = [EpisodeRecord("t", s, "b", "fake", "other_failure" if s < 7 else "success_with_finish",
                         s >= 7, s >= 7, s >= 7) for s in range(12)]
     cmp = compare(a, b)
     assert cmp["paired"] == 10 and cmp["only_in_b"] == 2
@@ -93,7 +94,7 @@ def test_paired_comparison_of_two_runs(tmp_path):
 
 def test_summary_rejects_unknown_outcome():
     with pytest.raises(ValueError):
-        EpisodeSummary("t", 0, "p", "b", "great", True, True)
+        EpisodeRecord("t", 0, "p", "b", "great", True, True)
 
 
 @pytest.mark.slow

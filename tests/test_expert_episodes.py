@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
+from captain_ros.core.privileged import PrivilegedState
 from captain_ros.evaluation.episode import build_robot
 from captain_ros.harness.episode import run_episode
+from captain_ros.harness.observers import CallEvent, EpisodeObserver
+from captain_ros.harness.setup import BackendPrivileged
 from captain_ros.policy.factory import make_policy
 
 pytestmark = pytest.mark.slow
@@ -25,15 +28,16 @@ def _episode(task_name: str, seed: int, out: Path) -> tuple[Any, list[dict[str, 
     """Run the scripted expert; returns the harness summary and the privileged state after
     every physical robot call (read by the test only, never by the policy)."""
     task, backend, service = build_robot(task_name, seed)
-    states: list[dict[str, Any]] = []
+    states: list[PrivilegedState] = []
 
-    def on_call(name: str, _kw: Any, _res: Any, _dt: float) -> None:
-        if name in ("move_to", "release", "recover"):
-            states.append(backend.privileged_state())
+    class AfterMotion(EpisodeObserver):
+        def on_call(self, event: CallEvent) -> None:
+            if event.name in ("move_to", "release", "recover"):
+                states.append(backend.privileged_state())
 
     try:
         hs = run_episode(task, seed, service, make_policy("scripted", {}), None, out / f"{task_name}_{seed}",
-                         on_call=on_call, host_success=lambda: bool(task.success(backend.privileged_state())))
+                         observers=[AfterMotion()], privileged=BackendPrivileged(backend))
     finally:
         backend.close()
     return hs, states

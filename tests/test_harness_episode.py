@@ -11,7 +11,7 @@ from captain_ros.core.result import Result
 from captain_ros.harness import (
     Budgets,
     ContextConfig,
-    EpisodeSummary,
+    EpisodeRecord,
     load_history,
     messages_sha256,
     read_records,
@@ -22,7 +22,7 @@ from captain_ros.policy.base import Policy, PolicyReply
 from captain_ros.policy.replay import ReplayPolicy, load_requests
 
 
-def run(tmp_path, requests, budgets=None, **kw) -> tuple[EpisodeSummary, list[dict]]:
+def run(tmp_path, requests, budgets=None, **kw) -> tuple[EpisodeRecord, list[dict]]:
     backend, robot = make_stack()
     s = run_episode(RedOnBlueTask(), 0, robot, ReplayPolicy(requests), budgets or Budgets(), tmp_path / "ep", **kw)
     return s, read_records(tmp_path / "ep" / "trajectory.jsonl")
@@ -30,7 +30,7 @@ def run(tmp_path, requests, budgets=None, **kw) -> tuple[EpisodeSummary, list[di
 
 def test_success_with_finish_and_a_complete_log(tmp_path):
     s, recs = run(tmp_path, SOLVE_RED_ON_BLUE)
-    assert s.outcome == "success_with_finish" and s.host_success and s.strict_success and s.finish_called
+    assert s.outcome == "success_with_finish" and s.host_success and s.strict_success and s.finished
     assert s.end_reason == "finish" and s.requests == 4 and s.physical_actions == 8
     assert s.gate_rejections == 0 and s.sandbox_violations == 0 and s.session_restarts == 0
     assert s.wall_s == pytest.approx(s.model_s + s.backend_s + s.harness_s, rel=1e-6)
@@ -67,7 +67,7 @@ def test_missed_finish(tmp_path):
 
 def test_false_finish_after_two_rejections(tmp_path):
     s, recs = run(tmp_path, [{"code": "print(robot.finish('done').message)"}] * 3)
-    assert s.outcome == "false_finish" and s.gate_rejections == 2 and s.finish_called and not s.host_success
+    assert s.outcome == "false_finish" and s.gate_rejections == 2 and s.finished and not s.host_success
     outputs = [r["calls"][0]["output"] for r in recs if r["type"] == "request"]
     assert "rejected" in outputs[0] and "rejected" in outputs[1] and "accepted" in outputs[2]
 

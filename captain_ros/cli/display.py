@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
-from captain_ros.evaluation.summary import EpisodeSummary
+from captain_ros.harness.record import EpisodeRecord
 
 
 class Display:
@@ -45,7 +45,7 @@ class Display:
                   file=self.stream, flush=True)
 
 
-def print_summary(s: EpisodeSummary, stream: TextIO) -> None:
+def print_summary(s: EpisodeRecord, stream: TextIO) -> None:
     """The final summary of one episode."""
     lines = [
         "",
@@ -54,11 +54,13 @@ def print_summary(s: EpisodeSummary, stream: TextIO) -> None:
         f"strict success   {s.strict_success}",
         f"requests         {s.requests}",
         f"physical actions {s.physical_actions}",
-        f"wall time        {s.wall_s:.1f} s = model {s.model_s:.1f} s + harness {s.harness_s:.1f} s "
-        f"(backend {s.backend_s:.1f} s of it)",
+        f"wall time        {s.wall_s:.1f} s = model {s.model_s:.1f} s + robot calls "
+        f"{s.backend_s:.1f} s + harness {s.harness_s:.1f} s",
         f"episode folder   {s.out_dir} (summary.json, trajectory.jsonl, report.html"
-        + (", bag/" if s.extra.get("bag") else "") + ")",
+        + (", privileged.jsonl" if s.privileged else "") + (", bag/" if s.bag_path else "") + ")",
     ]
+    if s.return_R is not None:
+        lines.append(f"return (sim)     R = {s.return_R:+.3f}, costs {s.cost_total or 0.0:+.3f}")
     if s.extra.get("bag_error"):
         lines.append(f"bag              not written: {s.extra['bag_error']}")
     if s.error:

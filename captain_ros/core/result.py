@@ -8,6 +8,7 @@ cell output. Robot calls never raise into policy code.
 from __future__ import annotations
 
 import enum
+import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -53,6 +54,19 @@ class FailureCategory(enum.StrEnum):
     """The backend does not support this call (e.g. snapshots on hardware)."""
     INTERNAL_ERROR = "internal_error"
     """An unexpected error below the API. It was logged; the robot is stopped and safe."""
+
+
+def compact_json(value: Any) -> str:
+    """Compact JSON of any Result payload (numpy and dataclasses converted, NaN -> null): the
+    ``*_json`` fields of receipts on the graph and in bags."""
+    return json.dumps(_jsonable(value), separators=(",", ":"), allow_nan=False)
+
+
+def stamp_parts(stamp_s: float) -> tuple[int, int]:
+    """``(sec, nanosec)`` of a non-negative time in seconds (``builtin_interfaces/Time``)."""
+    stamp_s = max(0.0, float(stamp_s))
+    sec = int(math.floor(stamp_s))
+    return sec, min(int(round((stamp_s - sec) * 1e9)), 999_999_999)
 
 
 def _jsonable(value: Any) -> Any:

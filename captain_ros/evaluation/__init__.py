@@ -7,6 +7,7 @@
 """
 
 from captain_ros.evaluation.stats import mcnemar, wilson_interval
-from captain_ros.evaluation.summary import EpisodeSummary, aggregate, compare
+from captain_ros.evaluation.summary import aggregate, compare
+from captain_ros.harness.record import EpisodeRecord
 
-__all__ = ["EpisodeSummary", "aggregate", "compare", "mcnemar", "wilson_interval"]
+__all__ = ["EpisodeRecord", "aggregate", "compare", "mcnemar", "wilson_interval"]

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.evaluation.plot import plot_eval
-from captain_ros.evaluation.summary import EpisodeSummary, aggregate, by_task
+from captain_ros.evaluation.summary import aggregate, by_task
+from captain_ros.harness.record import EpisodeRecord
 
 DEFAULT_JOB = "captain_ros.evaluation.episode:run_job"
 
@@ -81,17 +82,17 @@ def _guarded(job_path: str, job: dict[str, Any]) -> dict[str, Any]:
     except BaseException as exc:  # noqa: BLE001 - a crashed episode is a result, not a crash
         if isinstance(exc, KeyboardInterrupt):
             raise
-        return EpisodeSummary.error_summary(job["task"], job["seed"], job["policy"], job["backend"],
+        return EpisodeRecord.error_record(job["task"], job["seed"], job["policy"], job["backend"],
                                             traceback.format_exc(), job.get("out_dir", "")).to_dict()
 
 
 def run_local(jobs: Sequence[EpisodeJob], workers: int, job_path: str = DEFAULT_JOB,
-              on_result: Callable[[EpisodeSummary], None] | None = None) -> list[EpisodeSummary]:
+              on_result: Callable[[EpisodeRecord], None] | None = None) -> list[EpisodeRecord]:
     """Run ``jobs`` in ``workers`` spawned processes (in this process when ``workers <= 1``)."""
-    results: dict[int, EpisodeSummary] = {}
+    results: dict[int, EpisodeRecord] = {}
     if workers <= 1:
         for i, job in enumerate(jobs):
-            results[i] = EpisodeSummary.from_dict(_guarded(job_path, asdict(job)))
+            results[i] = EpisodeRecord.from_dict(_guarded(job_path, asdict(job)))
             if on_result:
                 on_result(results[i])
         return [results[i] for i in range(len(jobs))]
@@ -101,10 +102,10 @@ def run_local(jobs: Sequence[EpisodeJob], workers: int, job_path: str = DEFAULT_
         for fut in as_completed(futures):
             i = futures[fut]
             try:
-                results[i] = EpisodeSummary.from_dict(fut.result())
+                results[i] = EpisodeRecord.from_dict(fut.result())
             except BaseException as exc:  # noqa: BLE001 - a dead worker process
                 job = jobs[i]
-                results[i] = EpisodeSummary.error_summary(job.task, job.seed, job.policy,
+                results[i] = EpisodeRecord.error_record(job.task, job.seed, job.policy,
                                                           job.backend, repr(exc), job.out_dir)
             if on_result:
                 on_result(results[i])
@@ -119,8 +120,8 @@ def submit_ray(ray: Any, jobs: Sequence[EpisodeJob], job_path: str = DEFAULT_JOB
 
 
 def run_ray(jobs: Sequence[EpisodeJob], address: str, job_path: str = DEFAULT_JOB,
-            on_result: Callable[[EpisodeSummary], None] | None = None,
-            num_cpus: float = 1.0) -> list[EpisodeSummary]:
+            on_result: Callable[[EpisodeRecord], None] | None = None,
+            num_cpus: float = 1.0) -> list[EpisodeRecord]:
     """Run ``jobs`` on the Ray cluster at ``address`` (``"local"`` starts an in-process one)."""
     import ray  # only when asked for
 
@@ -132,17 +133,17 @@ def run_ray(jobs: Sequence[EpisodeJob], address: str, job_path: str = DEFAULT_JO
             ray.init(address=address, log_to_driver=False)
     refs = submit_ray(ray, jobs, job_path, num_cpus)
     index = {ref: i for i, ref in enumerate(refs)}
-    results: dict[int, EpisodeSummary] = {}
+    results: dict[int, EpisodeRecord] = {}
     pending = list(refs)
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
         for ref in done:
             i = index[ref]
             try:
-                results[i] = EpisodeSummary.from_dict(ray.get(ref))
+                results[i] = EpisodeRecord.from_dict(ray.get(ref))
             except Exception as exc:  # noqa: BLE001 - a lost node or worker
                 job = jobs[i]
-                results[i] = EpisodeSummary.error_summary(job.task, job.seed, job.policy,
+                results[i] = EpisodeRecord.error_record(job.task, job.seed, job.policy,
                                                           job.backend, repr(exc), job.out_dir)
             if on_result:
                 on_result(results[i])
@@ -160,7 +161,7 @@ def make_jobs(tasks: Iterable[str], seeds: Iterable[int], policy: str, backend: 
 
 def evaluate(jobs: Sequence[EpisodeJob], out_dir: str | Path, workers: int = 1,
              ray_address: str | None = None, job_path: str = DEFAULT_JOB,
-             on_result: Callable[[EpisodeSummary], None] | None = None) -> dict[str, Any]:
+             on_result: Callable[[EpisodeRecord], None] | None = None) -> dict[str, Any]:
     """Run ``jobs`` and write ``eval.json`` and ``eval.png`` into ``out_dir``; returns the report."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,11 @@
-"""Episode budgets: requests, wall time and physical actions (paper defaults 60 / 1,080 s / 150)."""
+"""Episode budgets: requests, wall time and physical actions (paper defaults 60 / 1,080 s / 150;
+120 physical actions during RL, CaPtain appendix B)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -25,6 +26,16 @@ class Budgets:
     def __post_init__(self) -> None:
         if self.max_requests < 1 or self.max_physical_actions < 0 or not self.max_wall_s > 0:
             raise ValueError("budgets must be positive")
+
+    @classmethod
+    def rl(cls) -> Budgets:
+        """The RL budget mode: the paper's 120 physical actions (requests and wall time as at
+        test time)."""
+        return cls(max_physical_actions=120)
+
+    def replace(self, **changes: Any) -> Budgets:
+        """A copy with some limits changed (validated again)."""
+        return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
         return {"max_requests": self.max_requests, "max_wall_s": self.max_wall_s,

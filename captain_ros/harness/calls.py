@@ -27,12 +27,13 @@ from captain_ros.core.result import FailureCategory, Result
 from captain_ros.harness.budgets import BudgetTracker
 from captain_ros.harness.gate import CompletionGate
 from captain_ros.harness.history import ImageRef
+from captain_ros.harness.observers import CallEvent
 
 log = logging.getLogger(__name__)
 
 MAX_RECEIPTS_SHOWN = 20
-CallObserver = Callable[[str, dict[str, Any], Result, float], None]
-"""``on_call(name, kwargs, result, duration_s)``: sees every call's final Result (budget attached)."""
+CallObserver = Callable[[CallEvent], None]
+"""Sees every call's final Result (budget attached), ``finish`` included."""
 NOT_COUNTED = (FailureCategory.INVALID_ARGUMENT, FailureCategory.UNKNOWN_ID, FailureCategory.BUDGET_EXHAUSTED)
 
 
@@ -44,6 +45,17 @@ class CellLog:
     robot_calls: list[dict[str, Any]] = field(default_factory=list)
     images: list[ImageRef] = field(default_factory=list)
     image_messages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RequestTally:
+    """What one request did through the robot API (for its privileged request record)."""
+
+    physical_actions: int = 0
+    failed_physical: int = 0
+    perception_calls: int = 0
+    successful_calls: int = 0
+    capabilities: list[str] = field(default_factory=list)
 
 
 def save_png(img: np.ndarray, path: Path) -> None:
@@ -73,9 +85,16 @@ class EpisodeCalls:
         self.cell = 0
         self.last_dict: dict[str, Any] = {}
         self.log = CellLog()
+        self.tally = RequestTally()
+        self.failed_physical = 0
+
+    def begin_request(self, request: int) -> None:
+        self.request, self.tally = request, RequestTally()
 
     def begin_cell(self, request: int, cell: int) -> None:
-        self.request, self.cell, self.log = request, cell, CellLog()
+        if request != self.request:
+            self.begin_request(request)
+        self.cell, self.log = cell, CellLog()
 
     def _fail(self, name: str, category: FailureCategory, message: str) -> Result:
         res = Result.fail(category, message)
@@ -114,7 +133,17 @@ class EpisodeCalls:
                     result = self._fail(name, FailureCategory.INTERNAL_ERROR, "the robot returned no Result")
                 if cap.physical and result.failure_category not in NOT_COUNTED:
                     self.tracker.physical_actions += 1
+                    self.tally.physical_actions += 1
                 self.gate.record(name, result)
+            if cap is not None:
+                self.tally.capabilities.append(name)
+                self.tally.successful_calls += int(result.success)
+                if cap.physical and not result.success and \
+                        result.failure_category != FailureCategory.BUDGET_EXHAUSTED:
+                    self.tally.failed_physical += 1
+                    self.failed_physical += 1
+                elif not cap.physical and cap.service != "harness":
+                    self.tally.perception_calls += 1
         except Exception as exc:  # noqa: BLE001 - the harness must not crash on a call
             log.exception("robot call %s failed in the harness", name)
             result = self._fail(str(name)[:60], FailureCategory.INTERNAL_ERROR,
@@ -127,8 +156,9 @@ class EpisodeCalls:
         self.log.robot_calls.append({"name": str(name)[:60], "kwargs": kwargs, "result": self.last_dict})
         if self.observer is not None:
             try:
-                self.observer(str(name)[:60], dict(kwargs) if isinstance(kwargs, dict) else {}, result,
-                             time.perf_counter() - t_call)
+                self.observer(CallEvent(self.request, self.cell, self.calls, str(name)[:60],
+                                        dict(kwargs) if isinstance(kwargs, dict) else {}, result,
+                                        time.perf_counter() - t_call))
             except Exception:  # noqa: BLE001 - an observer must not break the episode
                 log.exception("call observer failed for %s", name)
         return result

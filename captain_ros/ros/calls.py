@@ -74,19 +74,18 @@ class RosRobotCaller:
     Args:
         node: Node that owns the clients (spun by an executor on another thread).
         timeout_s: Longest wait for one call [s] (a move can take tens of seconds).
-        on_result: Called as ``on_result(name, kwargs, result, duration_s)`` after every call.
+
+    The harness's episode observers see every call's Result; ``refuse`` (set per episode) may
+    answer a call without sending it (e.g. after a cancel).
     """
 
     def __init__(self, node: Node, timeout_s: float = 120.0,
-                 on_result: Callable[[str, dict[str, Any], Result, float], None] | None = None,
                  callback_group: CallbackGroup | None = None) -> None:
         self.node = node
         self.timeout_s = float(timeout_s)
-        self.on_result = on_result
         self.episode_id = ""
         self.request_index_fn: Callable[[], int] = lambda: 0
         self.refuse: Callable[[str, dict[str, Any]], Result | None] | None = None
-        self.failures = 0
         self._clients = {g: node.create_client(RobotCall, s, callback_group=callback_group)
                          for g, s in ROUTES.items()}
         self._image = node.create_client(ObservationImage, IMAGE_SRV, callback_group=callback_group)
@@ -97,9 +96,6 @@ class RosRobotCaller:
         return all(c.wait_for_service(timeout_sec=timeout_s) for c in clients)
 
     def call(self, name: str, kwargs: dict[str, Any]) -> Result:
-        import time
-
-        t0 = time.perf_counter()
         cap = CAPABILITY_BY_NAME.get(name) if isinstance(name, str) else None
         refused = self.refuse(str(name), kwargs) if self.refuse is not None else None
         if refused is not None:
@@ -110,9 +106,6 @@ class RosRobotCaller:
                                                          if c.service in self._clients))
         else:
             result = self._remote(self._clients[cap.service], name, kwargs)
-        self.failures += 0 if result.success else 1
-        if self.on_result is not None:
-            self.on_result(str(name), dict(kwargs or {}), result, time.perf_counter() - t0)
         return result
 
     def _remote(self, client: Any, name: str, kwargs: dict[str, Any]) -> Result:
@@ -125,7 +118,7 @@ class RosRobotCaller:
         except (TypeError, ValueError) as exc:
             return Result.fail(FailureCategory.INVALID_ARGUMENT,
                                f"{name}: arguments must be JSON-serialisable ({exc}); nothing moved")
-        resp = _call_sync(client, req, self.timeout_s)
+        resp = call_sync(client, req, self.timeout_s)
         if resp is None:
             return Result.fail(FailureCategory.TIMEOUT, f"{name}: no reply within {self.timeout_s:.0f} s "
                                "from the robot graph; check the robot node before retrying")
@@ -134,14 +127,14 @@ class RosRobotCaller:
     def image(self, handle: str, camera: str) -> np.ndarray | None:
         if not self._image.service_is_ready():
             return None
-        resp = _call_sync(self._image, ObservationImage.Request(handle=str(handle), camera=str(camera)),
+        resp = call_sync(self._image, ObservationImage.Request(handle=str(handle), camera=str(camera)),
                           30.0)
         if resp is None or not resp.found:
             return None
         return convert.image_to_array(resp.image).copy()
 
 
-def _call_sync(client: Any, request: Any, timeout_s: float) -> Any:
+def call_sync(client: Any, request: Any, timeout_s: float) -> Any:
     """Send ``request`` and wait up to ``timeout_s`` [s] on an event (no polling, no sleeps)."""
     done = threading.Event()
     future = client.call_async(request)

@@ -7,7 +7,6 @@ as floats, ROS ``builtin_interfaces/Time``. Images: ``rgb8`` and ``32FC1`` depth
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -19,16 +18,15 @@ from geometry_msgs.msg import Point, Pose, Quaternion, Transform, TransformStamp
 from sensor_msgs.msg import CameraInfo, Image, JointState
 
 from captain_ros.core.geometry import Pose as CorePose
-from captain_ros.core.result import FailureCategory, Result, _jsonable
+from captain_ros.core.result import FailureCategory, Result, compact_json, stamp_parts
 from captain_ros.core.types import CameraFrame
 from captain_ros.core.types import JointState as CoreJointState
 
 
 def to_time(stamp_s: float) -> Time:
     """``builtin_interfaces/Time`` of a time in seconds (non-negative)."""
-    stamp_s = max(0.0, float(stamp_s))
-    sec = int(math.floor(stamp_s))
-    return Time(sec=sec, nanosec=min(int(round((stamp_s - sec) * 1e9)), 999_999_999))
+    sec, nanosec = stamp_parts(stamp_s)
+    return Time(sec=sec, nanosec=nanosec)
 
 
 def from_time(t: Time) -> float:
@@ -37,7 +35,7 @@ def from_time(t: Time) -> float:
 
 def dumps(value: Any) -> str:
     """Compact JSON of any Result payload (numpy and dataclasses converted, NaN -> null)."""
-    return json.dumps(_jsonable(value), separators=(",", ":"), allow_nan=False)
+    return compact_json(value)
 
 
 # --- results and robot calls ------------------------------------------------------------------

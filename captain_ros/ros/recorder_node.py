@@ -4,7 +4,7 @@ Subscribes (raw CDR, no deserialization) to every topic matching ``topics`` as p
 with the publishers' reliability/durability, and stores their offered QoS profiles in the bag.
 An ``/captain/episode_events`` ``start`` opens ``<output_dir>/<episode_id>``; ``end`` closes it once
 the announced number of receipts has been written (or ``close_grace_s`` passed). Bags are flushed
-every ``flush_period_s`` (a crash loses at most that much; see :func:`captain_ros.ros.bag.recover_bag`)
+every ``flush_period_s`` (a crash loses at most that much; see :func:`captain_ros.bags.rosbag2.recover_bag`)
 and closed cleanly on shutdown. Status (JSON on ``/captain/recorder/status``, latched): the open
 bag, the last closed bag and per-topic counts at the last flush.
 """
@@ -27,11 +27,11 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from std_msgs.msg import String
 
-from captain_ros.ros.bag import BagWriter, make_typestore, qos
+from captain_ros.bags.rosbag2 import BagWriter, make_typestore, qos
 from captain_ros.ros.estop import LATCHED_QOS
 from captain_ros.ros.params import Param, declare
 
-EPISODE_TOPICS = ("/captain/receipts,/captain/episode_events,/captain/observations,"
+EPISODE_TOPICS = ("/captain/receipts,/captain/episode_events,/captain/observations,/captain/privileged,"
                   "/captain/detections,/captain/estop/state,/captain/wrench/*,/joint_states,/tf,"
                   "/tf_static,/camera/*/image_raw,/camera/*/camera_info")
 PARAMS = (

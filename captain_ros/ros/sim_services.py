@@ -16,6 +16,9 @@ from captain_ros_interfaces.srv import LoadScene, PrivilegedState, Restore, Snap
 
 from captain_ros.ros import convert
 
+MAX_SNAPSHOTS = 512
+"""Snapshots kept (the harness stores one per request; an episode has at most 60 by default)."""
+
 
 class SimServices:
     """Attach the services to ``robot`` (a :class:`~captain_ros.ros.robot_node.RobotNode`)."""
@@ -23,6 +26,7 @@ class SimServices:
     def __init__(self, robot: Any, group: Any) -> None:
         self.robot = robot
         self._snapshots: dict[str, Any] = {}
+        self._n = 0
         for srv, name, cb in ((Snapshot, "snapshot", self._on_snapshot),
                               (Restore, "restore", self._on_restore),
                               (LoadScene, "load_scene", self._on_load_scene),
@@ -35,8 +39,11 @@ class SimServices:
         except Exception as exc:  # noqa: BLE001 - NotSupportedError on hardware
             resp.success, resp.message = False, str(exc)
             return resp
-        sid = f"snap_{len(self._snapshots)}"
+        self._n += 1
+        sid = f"snap_{self._n}"
         self._snapshots[sid] = snap
+        while len(self._snapshots) > MAX_SNAPSHOTS:  # bounded: the oldest go first
+            self._snapshots.pop(next(iter(self._snapshots)))
         resp.success, resp.message, resp.snapshot_id = True, "stored", sid
         return resp
 

@@ -32,11 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-record", action="store_true", help="do not start the recorder node")
     parser.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID for this graph")
     parser.add_argument("--quiet", action="store_true", help="do not print receipts as they arrive")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a non-empty --out folder instead of refusing")
 
 
 def compose(params_file: str, backend: str = "", record_dir: str | None = None,
             context: Any = None, backend_obj: Any = None,
-            robot_params: dict[str, Any] | None = None) -> list[Any]:
+            robot_params: dict[str, Any] | None = None, overwrite: bool = False) -> list[Any]:
     """The graph's nodes (robot node configured and active) with parameters from ``params_file``.
 
     ``robot_params`` override robot-node parameters (e.g. ``{"camera_rate_hz": 0.0}``).
@@ -52,7 +54,7 @@ def compose(params_file: str, backend: str = "", record_dir: str | None = None,
     robot_over = [Parameter("backend", value=backend)] if backend else []
     robot_over += [Parameter(k, value=v) for k, v in (robot_params or {}).items()]
     nodes = make_robot_stack(backend_obj, robot_overrides=robot_over, **kw)
-    nodes.append(PolicyNode(**kw))
+    nodes.append(PolicyNode(parameter_overrides=[Parameter("overwrite_output", value=overwrite)], **kw))
     if record_dir is not None:
         nodes.append(RecorderNode(parameter_overrides=[Parameter("output_dir", value=record_dir)], **kw))
     return nodes
@@ -77,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         try:
             nodes = compose(args.params_file, args.backend,
-                            None if args.no_record else str(out / "bags"), context)
+                            None if args.no_record else str(out / "bags"), context,
+                            overwrite=args.overwrite)
         except ParameterError as exc:
             print(f"captain up: {exc}", file=sys.stderr)
             return 2

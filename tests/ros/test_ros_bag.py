@@ -7,9 +7,9 @@ import textwrap
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 
+from captain_ros.bags.rosbag2 import BagWriter, qos, read_messages, recover_bag, summarize_bag
 from captain_ros.core import Result
 from captain_ros.ros import convert
-from captain_ros.ros.bag import BagWriter, qos, read_messages, recover_bag, summarize_bag
 
 RECEIPT = "captain_ros_interfaces/msg/Receipt"
 
@@ -59,7 +59,7 @@ def test_crash_after_flush_keeps_flushed_messages(tmp_path):
         from rclpy.serialization import serialize_message
         from captain_ros.core import Result
         from captain_ros.ros import convert
-        from captain_ros.ros.bag import BagWriter
+        from captain_ros.bags.rosbag2 import BagWriter
         bag = BagWriter({str(tmp_path / 'crash')!r})
         bag.add_topic("/captain/receipts", {RECEIPT!r})
         for i in range(4):

@@ -20,8 +20,8 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 from ros_fixtures import ROOT, ChildProcess, Spinner, _next_domain, wait_until
 
+from captain_ros.bags.rosbag2 import read_messages, summarize_bag
 from captain_ros.ros import convert
-from captain_ros.ros.bag import read_messages, summarize_bag
 
 pytestmark = pytest.mark.slow
 
@@ -123,7 +123,7 @@ def test_full_episode_with_feedback_receipts_and_bag(graph):
     summary = json.loads(r.summary_json)
     report = Path(summary["out_dir"]) / "report.html"  # the policy node renders the report too
     assert report.is_file() and "finish" in report.read_text()
-    assert summary["finish_called"] and r.requests == summary["requests"] <= 20
+    assert summary["finished"] and r.requests == summary["requests"] <= 20
     fb_receipts = [rc for f in feedback for rc in f.receipts]
     assert [rc.call_index for rc in fb_receipts] == list(range(1, len(fb_receipts) + 1))
     assert fb_receipts[-1].capability == "finish" and fb_receipts[-1].success
@@ -162,7 +162,7 @@ def test_estop_service_from_another_process_halts_a_move(graph):
     from std_srvs.srv import Trigger
 
     from captain_ros.core import FailureCategory
-    from captain_ros.ros.calls import RosRobotCaller, _call_sync
+    from captain_ros.ros.calls import RosRobotCaller, call_sync
     from captain_ros.ros.estop import ESTOP_RESET_SRV, ESTOP_TRIGGER_SRV
 
     client, topic, event, procs, node = graph
@@ -175,7 +175,7 @@ def test_estop_service_from_another_process_halts_a_move(graph):
     load = node.create_client(LoadScene, "/captain/robot/load_scene")
     assert caller.wait_for_services(30.0) and trigger.wait_for_service(timeout_sec=30.0)
     assert load.wait_for_service(timeout_sec=30.0)
-    assert _call_sync(load, LoadScene.Request(task="pick_place", seed=1000), 60.0).success
+    assert call_sync(load, LoadScene.Request(task="pick_place", seed=1000), 60.0).success
     state = caller.call("get_robot_state", {})
     assert state.success, state.message
     wait_until(lambda: joints, 10.0, jev, "joint states")
@@ -195,11 +195,11 @@ def test_estop_service_from_another_process_halts_a_move(graph):
     wait_until(lambda: max(abs(a - b) for a, b in zip(joints[-1].position, q0, strict=True)) > 1e-3
                or "r" in out, 60.0, jev, "the arm to start moving")
     assert "r" not in out, "the move ended before the e-stop was sent"
-    assert _call_sync(trigger, Trigger.Request(), 10.0).success
+    assert call_sync(trigger, Trigger.Request(), 10.0).success
     mover.join(60)
     assert out["r"].failure_category is FailureCategory.ESTOP, out["r"].to_dict()
     refused = caller.call("move_to", {"position": goal})
     assert refused.failure_category is FailureCategory.ESTOP and not refused.executed
-    assert _call_sync(reset, Trigger.Request(), 10.0).success
+    assert call_sync(reset, Trigger.Request(), 10.0).success
     assert caller.call("move_to", {"position": goal}).success
 

@@ -14,9 +14,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
+from captain_ros.bags.rosbag2 import read_messages, recover_bag, summarize_bag
 from captain_ros.core import Result
 from captain_ros.ros import convert
-from captain_ros.ros.bag import read_messages, recover_bag, summarize_bag
 from captain_ros.ros.estop import LATCHED_QOS
 
 

@@ -21,7 +21,7 @@ from tf2_msgs.msg import TFMessage
 
 from captain_ros.backends.fake import FakeBackend
 from captain_ros.core import FailureCategory
-from captain_ros.ros.calls import RosRobotCaller, _call_sync
+from captain_ros.ros.calls import RosRobotCaller, call_sync
 from captain_ros.ros.estop import ESTOP_RESET_SRV, ESTOP_STATE_TOPIC, ESTOP_TOPIC, LATCHED_QOS
 from captain_ros.ros.params import ParameterError
 
@@ -135,7 +135,7 @@ def test_estop_topic_halts_move_within_one_tick_and_latches(graph):
     assert np.allclose(backend.ee_pose("arm").position_m, stopped_at)
     reset = client.create_client(Trigger, ESTOP_RESET_SRV)
     assert reset.wait_for_service(timeout_sec=5.0)
-    assert _call_sync(reset, Trigger.Request(), 10.0).success
+    assert call_sync(reset, Trigger.Request(), 10.0).success
     wait_until(lambda: not states[-1].data, 5.0, state_ev, "released e-stop state")
     assert caller.call("move_to", {"position": goal}).success
 
@@ -152,15 +152,15 @@ def test_snapshot_restore_and_privileged_state(graph):
     for c in (snap, restore, priv):
         assert c.wait_for_service(timeout_sec=5.0)
     start = backend.ee_pose("arm").position_m.copy()
-    sid = _call_sync(snap, Snapshot.Request(), 10.0)
+    sid = call_sync(snap, Snapshot.Request(), 10.0)
     assert sid.success
     assert caller.call("move_to", {"position": [float(start[0]), float(start[1]) - 0.05,
                                                 float(start[2])]}).success
-    assert _call_sync(restore, Restore.Request(snapshot_id=sid.snapshot_id), 10.0).success
+    assert call_sync(restore, Restore.Request(snapshot_id=sid.snapshot_id), 10.0).success
     assert np.allclose(backend.ee_pose("arm").position_m, start)
-    unknown = _call_sync(restore, Restore.Request(snapshot_id="nope"), 10.0)
+    unknown = call_sync(restore, Restore.Request(snapshot_id="nope"), 10.0)
     assert not unknown.success and sid.snapshot_id in unknown.message
-    state = _call_sync(priv, PrivilegedState.Request(), 10.0)
+    state = call_sync(priv, PrivilegedState.Request(), 10.0)
     assert state.success and isinstance(json.loads(state.state_json), dict)
 
 

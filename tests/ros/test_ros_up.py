@@ -8,7 +8,7 @@ import sys
 
 from ros_fixtures import ROOT, STATE_DIR
 
-from captain_ros.ros.bag import summarize_bag
+from captain_ros.bags.rosbag2 import summarize_bag
 from captain_ros.ros.env import ros_environment
 
 

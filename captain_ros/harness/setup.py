@@ -1,0 +1,120 @@
+"""One episode, assembled: :class:`EpisodeSetup` is what every front end builds and runs.
+
+``captain run`` and every ``captain eval`` worker (:func:`captain_ros.evaluation.episode.local_setup`)
+and the ROS policy node (:mod:`captain_ros.ros.policy_node`) all describe an episode the same way:
+the task and seed, a robot (an in-process ``RobotService`` or a ROS client), a policy, budgets, the
+episode folder, the observers that watch it (live display, bag writer, receipt publisher, report,
+cancel) and, in simulation, the privileged source the hidden per-request record is read from.
+:meth:`EpisodeSetup.run` prepares the folder (refusing to mix two episodes in one folder) and runs
+the loop; the result is the one :class:`~captain_ros.harness.record.EpisodeRecord`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from captain_ros.api.service import RobotCaller
+from captain_ros.core.errors import InvalidArgumentError, NotSupportedError
+from captain_ros.core.privileged import PrivilegedState
+from captain_ros.harness.budgets import Budgets
+from captain_ros.harness.episode import EpisodeOptions, run_episode
+from captain_ros.harness.observers import EpisodeObserver
+from captain_ros.harness.privileged_log import PrivilegedSource
+from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.session import SessionConfig
+from captain_ros.policy.base import Policy
+
+
+class BackendPrivileged:
+    """Privileged source over an in-process simulation backend; snapshots stay in memory, keyed
+    by handle (``<n>``), for restoring decision points while the backend lives."""
+
+    def __init__(self, backend: Any, keep: int = 256) -> None:
+        self.backend = backend
+        self.keep = keep
+        self.snapshots: dict[str, Any] = {}
+        self._n = 0
+
+    def state(self) -> PrivilegedState:
+        return self.backend.privileged_state()
+
+    def snapshot(self) -> str | None:
+        try:
+            snap = self.backend.snapshot()
+        except NotSupportedError:
+            return None
+        self._n += 1
+        handle = f"snap_{self._n:04d}"
+        self.snapshots[handle] = snap
+        while len(self.snapshots) > self.keep:  # oldest first
+            self.snapshots.pop(next(iter(self.snapshots)))
+        return handle
+
+
+def prepare_folder(path: Path, overwrite: bool) -> bool:
+    """Make ``path`` an empty episode folder; returns whether it was created here.
+
+    A non-empty folder is refused (two episodes would mix their files) unless ``overwrite``,
+    which empties it first."""
+    if path.exists() and not path.is_dir():
+        raise InvalidArgumentError(f"{path} exists and is not a folder")
+    if path.is_dir() and any(path.iterdir()):
+        if not overwrite:
+            raise InvalidArgumentError(f"{path} is not empty (it holds an earlier episode?); "
+                                       "choose another folder or pass --overwrite")
+        shutil.rmtree(path)
+    created = not path.exists()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write_test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise InvalidArgumentError(f"cannot write to {path}: {exc.strerror or exc}") from exc
+    return created
+
+
+@dataclass
+class EpisodeSetup:
+    """Everything one episode needs (see the module docstring)."""
+
+    task: Any
+    seed: int
+    robot: RobotCaller
+    policy: Policy
+    out_dir: Path
+    budgets: Budgets = field(default_factory=Budgets)
+    options: EpisodeOptions = field(default_factory=EpisodeOptions)
+    privileged: PrivilegedSource | None = None
+    host_success: Callable[[], bool] | None = None
+    observers: list[EpisodeObserver] = field(default_factory=list)
+    session_config: SessionConfig | None = None
+    overwrite: bool = False
+    _created: bool | None = field(default=None, init=False, repr=False)
+
+    def prepare(self) -> None:
+        """Make the episode folder (idempotent; raises :class:`InvalidArgumentError` for a
+        non-empty folder without ``overwrite`` or an unwritable one). Front ends that start other
+        writers into the folder (the ROS recorder's bag) call it before announcing the episode."""
+        if self._created is None:
+            self._created = prepare_folder(Path(self.out_dir), self.overwrite)
+
+    def run(self) -> EpisodeRecord:
+        """Prepare the folder and run the episode (a failure before the first file is written
+        leaves no empty folder behind)."""
+        out = Path(self.out_dir)
+        self.prepare()
+        created = bool(self._created)
+        try:
+            return run_episode(self.task, self.seed, self.robot, self.policy, self.budgets, out,
+                               options=self.options, privileged=self.privileged,
+                               host_success=self.host_success, observers=self.observers,
+                               session_config=self.session_config)
+        except BaseException:
+            if created and out.is_dir() and not any(out.iterdir()):
+                out.rmdir()
+            raise
