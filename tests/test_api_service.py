@@ -175,6 +175,6 @@ def test_two_arm_move_through_the_real_motion_service():
     r = svc.call("move_to", {"position": {"left": [0.3, 0.25, 0.25], "right": [0.3, -0.25, 0.25]}, "arm": "both",
                              "speed_m_s": 0.2})
     assert r.success, r.message
-    state = backend.privileged_state()["arms"]
-    assert state["left"]["tcp_position_m"][1] == pytest.approx(0.25, abs=2e-3)
-    assert state["right"]["tcp_position_m"][1] == pytest.approx(-0.25, abs=2e-3)
+    state = backend.privileged_state()
+    assert state.arm("left").tcp_position_m[1] == pytest.approx(0.25, abs=2e-3)
+    assert state.arm("right").tcp_position_m[1] == pytest.approx(-0.25, abs=2e-3)

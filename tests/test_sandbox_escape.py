@@ -155,13 +155,15 @@ def test_tampering_with_the_robot_client_and_budgets(sess):
     h = Handler()
     # reach the raw pipe through the client's closure: the harness answers and owns the budgets
     raw = sess.run_cell("lam = robot._send.__closure__[0].cell_contents\n"
-                        "tr = lam.__globals__['_transport']\n"
-                        "print(tr({'type': 'budget', 'physical_actions_left': 10**9}))\n"
-                        "print(tr({'type': 'call', 'name': 'reset_budget', 'kwargs': {}}))", h)
+                        "g = lam.__globals__\n"
+                        "w = g['wire']\n"
+                        "w.write_bytes(g['_OUT_FD'], w.encode({'type': 'budget', 'physical_actions_left': 10**9}))\n"
+                        "print(w.read_frame(g['_IN_FD']))\n"
+                        "print(g['_transport'](w.Call('reset_budget', {})))", h)
     assert raw.error is None, raw.text()
-    assert "unknown request" in raw.output
+    assert "invalid request" in raw.output
     assert h.calls == [("reset_budget", {})]  # went to the harness handler, which validates names
-    assert any("unknown message type" in v for v in sess.violations)
+    assert any("invalid frame" in v for v in sess.violations)
     # the child holds no counters: tampering changes only its own client
     r = sess.run_cell("robot._send = lambda n, k: {'success': True, 'budget': {'physical_actions_left': 10**9}}\n"
                       "print(robot.move_to([0.3, 0, 0.2])['budget'])", h)

@@ -19,12 +19,7 @@ import numpy as np
 
 from captain_ros.api import registry
 from captain_ros.api.validation import validate_call
-from captain_ros.core.errors import (
-    EStopError,
-    InvalidArgumentError,
-    NotSupportedError,
-    UnknownNameError,
-)
+from captain_ros.core.failures import failure_from_exception
 from captain_ros.core.result import RECEIPT_MAX_CHARS, FailureCategory, Result
 
 log = logging.getLogger(__name__)
@@ -52,22 +47,9 @@ def default_receipt(name: str, result: Result) -> str:
 
 
 def exception_to_result(name: str, exc: BaseException) -> Result:
-    """Map an exception raised below the API to a failure Result with an actionable message."""
-    text = str(exc)
-    prefix = "" if text.startswith(f"{name}") else f"{name}: "
-    if isinstance(exc, UnknownNameError):
-        return Result.fail(FailureCategory.UNKNOWN_ID, f"{prefix}{text}")
-    if isinstance(exc, InvalidArgumentError):
-        return Result.fail(FailureCategory.INVALID_ARGUMENT, f"{prefix}{text}; nothing moved")
-    if isinstance(exc, EStopError):
-        return Result.fail(FailureCategory.ESTOP, f"{name}: the emergency stop is latched ({exc}); "
-                           "an operator must reset it")
-    if isinstance(exc, NotSupportedError):
-        return Result.fail(FailureCategory.NOT_SUPPORTED, f"{name}: {exc}")
-    log.exception("internal error in %s", name, exc_info=exc)
-    return Result.fail(FailureCategory.INTERNAL_ERROR,
-                       f"{name}: internal error ({type(exc).__name__}: {str(exc)[:160]}); it was logged. "
-                       "Try another approach or re-observe.")
+    """Map an exception raised below the API to a failure Result (the one shared mapping)."""
+    cap = registry.CAPABILITY_BY_NAME.get(name)
+    return failure_from_exception(exc, name, physical=bool(cap and cap.physical))
 
 
 class RobotService:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -208,13 +209,13 @@ def _on_sigint(signum, frame):  # noqa: ARG001
     _SIG["pending"] = True
 
 
-def _transport(msg: dict) -> dict:
+def _transport(msg: wire.Frame) -> wire.Frame:
     """Send one request to the harness and wait for its reply (interrupts deferred meanwhile)."""
-    frame = wire.encode(msg)  # raises TypeError/WireError before anything is sent
+    frame = wire.encode_frame(msg)  # raises TypeError/WireError before anything is sent
     was_in_cell, _SIG["in_cell"] = _SIG["in_cell"], False
     try:
         wire.write_bytes(_OUT_FD, frame)
-        return wire.read_frame(_IN_FD)
+        return wire.receive(_IN_FD)
     finally:
         _SIG["in_cell"] = was_in_cell
         if was_in_cell and _SIG["pending"]:
@@ -224,18 +225,22 @@ def _transport(msg: dict) -> dict:
 
 def _robot_send(name: str, kwargs: dict) -> dict:
     try:
-        reply = _transport({"type": "call", "name": name, "kwargs": kwargs})
+        reply = _transport(wire.Call(str(name), kwargs if isinstance(kwargs, dict) else {}))
     except (TypeError, ValueError, wire.WireError) as exc:
         return {"success": False, "executed": False, "failure_category": "invalid_argument",
                 "message": f"{name}: arguments are not plain data ({exc}); pass numbers, lists, strings",
                 "value": None, "diagnostics": {}, "budget": {}, "receipt": ""}
-    return reply.get("result", reply)
+    if not isinstance(reply, wire.CallReply):
+        return {"success": False, "executed": False, "failure_category": "internal_error",
+                "message": f"{name}: the harness answered with {reply.kind!r}", "value": None,
+                "diagnostics": {}, "budget": {}, "receipt": ""}
+    return reply.result
 
 
 def _image(handle, camera="head"):
     """Attach an observation's camera image to this cell's output (at most 4 per cell)."""
-    reply = _transport({"type": "image", "handle": str(handle)[:200], "camera": str(camera)[:200]})
-    return str(reply.get("message", ""))
+    reply = _transport(wire.ImageRequest(str(handle)[:200], str(camera)[:200]))
+    return reply.message if isinstance(reply, (wire.ImageReply, wire.ErrorReply)) else ""
 
 
 def _setup(cfg: dict) -> None:
@@ -293,7 +298,7 @@ def _format_error(exc: BaseException) -> str:
     return "".join(tb.format()).strip()
 
 
-def _run_cell(code: str, cell_no: int, cap: int) -> dict:
+def _run_cell(code: str, cell_no: int, cap: int) -> wire.Done:
     out = _Capped(cap)
     old = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = out
@@ -327,8 +332,7 @@ def _run_cell(code: str, cell_no: int, cap: int) -> dict:
         sys.stdout, sys.stderr = old
     violations = list(_VIOLATIONS)
     _VIOLATIONS.clear()
-    return {"type": "done", "output": out.getvalue(), "error": error, "interrupted": interrupted,
-            "violations": violations}
+    return wire.Done(out.getvalue(), error, interrupted, violations)
 
 
 def main() -> None:
@@ -337,21 +341,21 @@ def main() -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
-    cfg = wire.read_frame(_IN_FD)
-    _setup(cfg)
-    wire.write_frame(_OUT_FD, {"type": "ready", "pid": os.getpid()})
-    cap = int(cfg.get("max_output_chars", 20000))
+    cfg = wire.receive(_IN_FD)
+    if not isinstance(cfg, wire.Config):
+        return
+    _setup(dataclasses.asdict(cfg))
+    wire.send(_OUT_FD, wire.Ready(os.getpid()))
     while True:
         try:
-            msg = wire.read_frame(_IN_FD)
+            msg = wire.receive(_IN_FD)
         except KeyboardInterrupt:
             continue
         except wire.WireError:
             return
-        if msg.get("type") == "exec":
-            reply = _run_cell(str(msg.get("code", "")), int(msg.get("cell", 0)), cap)
-            wire.write_frame(_OUT_FD, reply)
-        elif msg.get("type") == "exit":
+        if isinstance(msg, wire.Exec):
+            wire.send(_OUT_FD, _run_cell(msg.code, msg.cell, cfg.max_output_chars))
+        elif isinstance(msg, wire.Exit):
             return
 
 

@@ -21,11 +21,12 @@ import subprocess
 import sys
 import sysconfig
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import captain_ros
+from captain_ros.core.failures import failure_from_exception
 from captain_ros.harness import wire
 
 log = logging.getLogger(__name__)
@@ -120,9 +121,8 @@ def _safe_call(handler: CellHandler, name: str, kwargs: dict[str, Any]) -> dict[
         return handler.on_call(name, kwargs)
     except Exception as exc:  # noqa: BLE001 - a handler bug becomes a failed Result, not a crash
         log.exception("robot call handler failed for %s", name)
-        return {"success": False, "executed": False, "failure_category": "internal_error",
-                "message": f"{name}: internal harness error ({type(exc).__name__}); it was logged",
-                "value": None, "diagnostics": {}, "budget": {}, "receipt": f"{name}: FAILED internal_error"}
+        res = failure_from_exception(RuntimeError(f"harness handler: {type(exc).__name__}"), str(name))
+        return replace(res, receipt=f"{name}: FAILED internal_error").to_dict()
 
 
 class PythonSession:
@@ -175,19 +175,18 @@ class PythonSession:
         assert popen.stdin is not None and popen.stdout is not None
         proc = _Proc(popen, popen.stdin.fileno(), popen.stdout.fileno())
         self._proc = proc
-        cfg = {"workspace": str(self.workspace), "read_roots": _read_roots(),
-               "max_output_chars": self.config.max_output_chars,
-               "memory_limit_bytes": self.config.memory_limit_bytes, "cpu_limit_s": self.config.cpu_limit_s,
-               "file_size_limit_bytes": self.config.file_size_limit_bytes,
-               "drop_to_uid": NOBODY_UID if self.drop_privileges else None,
-               "drop_to_gid": NOBODY_UID if self.drop_privileges else None}
+        cfg = wire.Config(
+            str(self.workspace), _read_roots(), self.config.max_output_chars,
+            int(self.config.memory_limit_bytes), int(self.config.cpu_limit_s),
+            int(self.config.file_size_limit_bytes), NOBODY_UID if self.drop_privileges else None,
+            NOBODY_UID if self.drop_privileges else None)
         try:
-            wire.write_frame(proc.to_child, cfg)
-            msg = self._recv(proc, time.monotonic() + self.config.startup_timeout_s)
+            wire.send(proc.to_child, cfg)
+            msg = wire.decode(self._recv(proc, time.monotonic() + self.config.startup_timeout_s))
         except (OSError, wire.WireError, TimeoutError) as exc:
             self._kill()
             raise RuntimeError(f"the sandboxed session failed to start: {exc}") from exc
-        if not isinstance(msg, dict) or msg.get("type") != "ready":
+        if not isinstance(msg, wire.Ready):
             self._kill()
             raise RuntimeError(f"the sandboxed session sent {msg!r:.100} instead of ready")
 
@@ -214,7 +213,7 @@ class PythonSession:
     def close(self) -> None:
         if self._proc is not None and self._proc.popen.poll() is None:
             try:
-                wire.write_frame(self._proc.to_child, {"type": "exit"})
+                wire.send(self._proc.to_child, wire.Exit())
                 self._proc.popen.wait(timeout=2)
             except (OSError, subprocess.TimeoutExpired, wire.WireError):
                 pass
@@ -262,14 +261,14 @@ class PythonSession:
         interrupted_at: float | None = None
         images = 0
         try:
-            wire.write_frame(proc.to_child, {"type": "exec", "code": code, "cell": self.cells_run})
+            wire.send(proc.to_child, wire.Exec(code, self.cells_run))
             while True:
                 if interrupted_at is None:
                     deadline = t0 + self.config.cell_timeout_s + call_s
                 else:
                     deadline = interrupted_at + self.config.interrupt_grace_s
                 try:
-                    msg = self._recv(proc, deadline)
+                    raw = self._recv(proc, deadline)
                 except TimeoutError:
                     if interrupted_at is None:
                         interrupted_at = time.monotonic()
@@ -278,36 +277,39 @@ class PythonSession:
                     return self._crash(t0, call_s, notice, timed_out=True,
                                        why=f"the cell ran past its {self.config.cell_timeout_s:g} s limit "
                                            "and ignored the interrupt, so the process was killed")
-                if not isinstance(msg, dict):
-                    raise wire.WireError("frame is not an object")
-                kind = msg.get("type")
-                if kind == "done":
-                    violations = tuple(str(v)[:300] for v in (msg.get("violations") or [])[:100])
+                try:
+                    msg = wire.decode(raw)
+                except wire.WireError as exc:  # policy code wrote to the pipe itself
+                    log.warning("sandbox sent an invalid frame: %s", exc)
+                    self.violations.append(f"invalid frame: {str(exc)[:120]}")
+                    wire.send(proc.to_child, wire.ErrorReply("invalid request"))
+                    continue
+                if isinstance(msg, wire.Done):
+                    violations = tuple(str(v)[:300] for v in msg.violations[:100])
                     for v in violations:
                         log.warning("sandbox violation: %s", v)
                     self.violations.extend(violations)
-                    return CellResult(str(msg.get("output", "")), msg.get("error") or None,
-                                      timed_out=interrupted_at is not None or bool(msg.get("interrupted")),
+                    return CellResult(msg.output, msg.error or None,
+                                      timed_out=interrupted_at is not None or msg.interrupted,
                                       notice=notice, violations=violations,
                                       duration_s=time.monotonic() - t0, call_s=call_s)
                 t_call = time.monotonic()
-                if kind == "call":
-                    kwargs = msg.get("kwargs")
-                    reply: dict[str, Any] = {"type": "result", "result": _safe_call(
-                        handler, str(msg.get("name", "")), kwargs if isinstance(kwargs, dict) else {})}
-                elif kind == "image":
+                reply: wire.Frame
+                if isinstance(msg, wire.Call):
+                    reply = wire.CallReply(_safe_call(handler, msg.name, msg.kwargs))
+                elif isinstance(msg, wire.ImageRequest):
                     images += 1
                     try:
-                        text = handler.on_image(str(msg.get("handle", "")), str(msg.get("camera", "")))
+                        text = handler.on_image(msg.handle, msg.camera)
                     except Exception as exc:  # noqa: BLE001 - a handler bug must not end the session
                         log.exception("image handler failed")
                         text = f"image not attached: internal error ({type(exc).__name__})"
-                    reply = {"type": "image", "message": text}
+                    reply = wire.ImageReply(text)
                 else:
-                    log.warning("sandbox sent an unknown message type %r", kind)
-                    self.violations.append(f"unknown message type {kind!r:.40}")
-                    reply = {"type": "error", "message": "unknown request"}
-                wire.write_frame(proc.to_child, reply)
+                    log.warning("sandbox sent an unexpected %r frame", msg.kind)
+                    self.violations.append(f"unexpected frame {msg.kind!r:.40}")
+                    reply = wire.ErrorReply("unexpected request")
+                wire.send(proc.to_child, reply)
                 call_s += time.monotonic() - t_call
         except (OSError, wire.WireError) as exc:
             return self._crash(t0, call_s, notice, timed_out=interrupted_at is not None,

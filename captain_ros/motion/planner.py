@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from captain_ros.backends.base import Backend
+from captain_ros.core.errors import CaptainError
 from captain_ros.core.geometry import Pose
 from captain_ros.core.result import FailureCategory
 from captain_ros.motion import ik
@@ -22,7 +23,7 @@ MAX_JOINT_JUMP_RAD = 0.35
 TOOL_REACH_MARGIN_M = 0.25
 
 
-class PlanError(Exception):
+class PlanError(CaptainError):
     """A rejected motion: ``category``, a message that says what to do, and numbers."""
 
     def __init__(self, category: FailureCategory, message: str, **diagnostics: Any) -> None:
@@ -30,6 +31,11 @@ class PlanError(Exception):
         self.category = category
         self.message = message
         self.diagnostics = diagnostics
+
+    @property
+    def failure_category(self) -> FailureCategory:
+        """The category :func:`captain_ros.core.failures.failure_from_exception` reports."""
+        return self.category
 
 
 @dataclass(frozen=True)

@@ -18,56 +18,36 @@ and both sweeps share one duration and are checked for arm-arm collisions jointl
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+import itertools
 from typing import Any
 
 import numpy as np
 
 from captain_ros.backends.base import Backend
-from captain_ros.core.errors import (
-    EStopError,
-    InvalidArgumentError,
-    NotSupportedError,
-    UnknownNameError,
-)
+from captain_ros.core.errors import EStopError, InvalidArgumentError
+from captain_ros.core.failures import never_raises
 from captain_ros.core.geometry import Pose
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.core.types import ForceGuard
 from captain_ros.motion import args, path
+from captain_ros.motion.executor import Samples, run_ticks
 from captain_ros.motion.limits import CONTACT_FORCE_N, DEFAULT_FORCE_LIMIT_N, EMERGENCY_FORCE_N
 from captain_ros.motion.planner import ArmPlan, PlanError, check_collisions, plan_sweep
 from captain_ros.motion.receipts import motion_result
+from captain_ros.motion.recovery import reverse_path
+from captain_ros.motion.routing import route_arm
 from captain_ros.motion.trajectory import MotionSample, Outcome
 
 SETTLE_TOL_M = 0.002
 JAW_TIMEOUT_S = 1.5
 
 
-def _safe(fn: Callable[..., Result]) -> Callable[..., Result]:
-    """Map exceptions to failed Results: robot calls never raise into policy code."""
+def _sync(service: MotionService) -> None:
+    service._sync_clock()
 
-    @functools.wraps(fn)
-    def wrapper(self: MotionService, *a: Any, **kw: Any) -> Result:
-        try:
-            self._sync_clock()
-            return fn(self, *a, **kw)
-        except PlanError as e:
-            return Result.fail(e.category, e.message, diagnostics=e.diagnostics,
-                               receipt=f"{fn.__name__}: rejected ({e.category.value}), nothing moved")
-        except UnknownNameError as e:
-            return Result.fail(FailureCategory.UNKNOWN_ID, str(e))
-        except (InvalidArgumentError, TypeError, ValueError) as e:
-            return Result.fail(FailureCategory.INVALID_ARGUMENT, f"{e}; nothing moved")
-        except EStopError as e:
-            return Result.fail(FailureCategory.ESTOP, f"{e}; an operator must reset the e-stop")
-        except NotSupportedError as e:
-            return Result.fail(FailureCategory.NOT_SUPPORTED, str(e))
-        except Exception as e:  # noqa: BLE001 - robot calls never raise into policy code
-            return Result.fail(FailureCategory.INTERNAL_ERROR,
-                               f"internal error in {fn.__name__} ({type(e).__name__}: {e}); the robot holds "
-                               "its last target")
-    return wrapper
+
+_physical = never_raises(physical=True, before=_sync)
+_readonly = never_raises(physical=False, before=_sync)
 
 
 class MotionService:
@@ -101,61 +81,36 @@ class MotionService:
         return self.backend.spec.arm_names
 
     def _route(self, arm: Any, target: np.ndarray | None = None) -> str:
-        names = self._arm_names()
-        if arm is not None:
-            if not isinstance(arm, str) or arm not in names:
-                raise UnknownNameError("arm", arm, list(names))
-            return arm
-        if len(names) == 1:
-            return names[0]
-        holders = [a for a in names if self.backend.gripper(a).holding]
-        if len(holders) == 1:
-            return holders[0]
-        if target is not None:
-            d = [np.linalg.norm(self.backend.spec.arm(a).base_pose.position_m[:2] - target[:2]) for a in names]
-            return names[int(np.argmin(d))]
-        return self._last_arm or names[0]
+        return route_arm(self.backend, arm, target, self._last_arm)
 
     def _guard(self, mode: str, force_limit_n: float | None, baseline_n: float = 0.0) -> ForceGuard:
         stop = CONTACT_FORCE_N if mode == "guarded" else (force_limit_n or DEFAULT_FORCE_LIMIT_N)
         return ForceGuard(stop_force_n=stop, emergency_force_n=EMERGENCY_FORCE_N, baseline_n=baseline_n)
 
-    def _sample(self, arm: str, t0: float) -> MotionSample:
-        b = self.backend
-        return MotionSample(b.time_s() - t0, b.ee_pose(arm), b.gripper(arm).opening_m, b.contact_force_n(arm))
-
     def _refuse_if_estopped(self) -> None:
         if self.backend.estopped:
             raise EStopError("the e-stop is latched; motion is refused")
 
+    def _remember(self, samples: Samples) -> None:
+        for a, trace in samples.items():
+            self._last[a] = trace
+            self._last_arm = a
+
     def _execute(self, plans: dict[str, ArmPlan], guard: ForceGuard) -> Outcome:
         """Run the pre-solved joint path tick by tick, then settle on the goal (<= 0.3 s)."""
         b = self.backend
-        t0 = b.time_s()
-        samples = {a: [self._sample(a, t0)] for a in plans}
         n = len(next(iter(plans.values())).q)
-        peak, stop = 0.0, "reached"
         steps = [{a: p.q[k] for a, p in plans.items()} for k in range(n)]
         steps += [{a: p.q[-1] for a, p in plans.items()}] * 15
-        for k, q in enumerate(steps):
-            if k >= n and all(np.linalg.norm(b.ee_pose(a).position_m - p.goal.position_m) < SETTLE_TOL_M
-                              for a, p in plans.items()):
-                break
-            try:
-                rep = b.servo(q, self.dt_s, guard)
-            except EStopError:  # latched by an operator while moving: the backend already halted
-                stop = "estop"
-                break
-            peak = max(peak, rep.peak_force_n)
-            for a in plans:
-                samples[a].append(self._sample(a, t0))
-            if rep.stopped:
-                stop = "force_limit" if rep.emergency else "contact"
-                break
-        for a in plans:
-            self._last[a] = samples[a]
-            self._last_arm = a
-        return Outcome(samples, stop, peak, b.time_s() - t0)
+
+        def settled(k: int, _samples: Samples) -> str | None:
+            done = k >= n and all(np.linalg.norm(b.ee_pose(a).position_m - p.goal.position_m) < SETTLE_TOL_M
+                                  for a, p in plans.items())
+            return "reached" if done else None
+
+        out = run_ticks(b, list(plans), self.dt_s, guard, steps, before=settled)
+        self._remember(out.samples)
+        return out
 
     def _velocity_ratio(self, plan: ArmPlan) -> float:
         """Largest per-tick joint step relative to the joint velocity limits (> 1: too fast)."""
@@ -188,7 +143,7 @@ class MotionService:
         return plans
 
     # --- API ------------------------------------------------------------------------------------
-    @_safe
+    @_physical
     def move_to(self, position: Any = None, orientation: Any = None, jaw: Any = None, arm: Any = None,
                 speed_m_s: Any = 0.05, duration_s: Any = None, mode: Any = "guarded",
                 force_limit_n: Any = None) -> Result:
@@ -230,26 +185,24 @@ class MotionService:
         b = self.backend
         before = b.gripper(arm).opening_m
         cmd = b.command_gripper(arm, value)
-        guard = self._guard("manipulation", force_limit_n)
         t0 = b.time_s()
-        samples = [self._sample(arm, t0)]
-        peak, stop, still = 0.0, "reached", 0
-        while b.time_s() - t0 < JAW_TIMEOUT_S:
-            rep = b.servo({}, self.dt_s, guard)
-            peak = max(peak, rep.peak_force_n)
-            samples.append(self._sample(arm, t0))
-            if rep.stopped:
-                stop = "force_limit" if rep.emergency else "contact"
-                break
-            opening = samples[-1].jaw_m
-            if abs(opening - cmd) < 5e-4:
-                break
-            still = still + 1 if abs(opening - samples[-2].jaw_m) < 5e-5 else 0
-            if still >= 3:
-                stop = "blocked"
-                break
-        self._last[arm] = samples
-        self._last_arm = arm
+        still = 0
+
+        def timed_out(_k: int, _samples: Samples) -> str | None:
+            return "reached" if b.time_s() - t0 >= JAW_TIMEOUT_S else None
+
+        def arrived(_k: int, samples: Samples) -> str | None:
+            nonlocal still
+            trace = samples[arm]
+            if abs(trace[-1].jaw_m - cmd) < 5e-4:
+                return "reached"
+            still = still + 1 if abs(trace[-1].jaw_m - trace[-2].jaw_m) < 5e-5 else 0
+            return "blocked" if still >= 3 else None
+
+        out = run_ticks(b, [arm], self.dt_s, self._guard("manipulation", force_limit_n),
+                        itertools.repeat({}), before=timed_out, after=arrived, estop_stops=False)
+        self._remember(out.samples)
+        stop, peak = out.stop_reason, out.peak_force_n
         g = b.gripper(arm)
         value_out = {"arm": arm, "stop_reason": stop, "jaw_command_m": round(cmd, 4),
                      "jaw_before_m": round(before, 4), "jaw_after_m": round(g.opening_m, 4),
@@ -264,7 +217,7 @@ class MotionService:
         msg = "jaw stopped on an object" if stop == "blocked" else "jaw reached its command"
         return Result.ok(msg, value_out, executed=True, receipt=receipt)
 
-    @_safe
+    @_physical
     def hold(self, duration_s: Any = 1.0, arm: Any = None) -> Result:
         """Keep the current targets for ``duration_s`` [s] (all arms unless ``arm`` is given)."""
         dur = args.number(duration_s, "duration_s", 0.0, 30.0)
@@ -286,7 +239,7 @@ class MotionService:
                                executed=True, value=value, receipt=receipt)
         return Result.ok("held position", value, executed=True, receipt=receipt)
 
-    @_safe
+    @_physical
     def recover(self, distance_m: Any = 0.05, arm: Any = None) -> Result:
         """Back out up to ``distance_m`` [m] along the last executed trajectory (reversed)."""
         dist = args.number(distance_m, "distance_m", 0.0, 0.3)
@@ -297,22 +250,7 @@ class MotionService:
                                f"no executed trajectory of arm {a!r} to reverse; use move_to to back away")
         self._refuse_if_estopped()
         b = self.backend
-        # walk back along the executed path from its end for up to `dist`
-        rev = [b.ee_pose(a)]
-        acc = 0.0
-        cut = len(hist) - 1
-        for k in range(len(hist) - 2, -1, -1):
-            step = float(np.linalg.norm(hist[k].position_m - rev[-1].position_m))
-            if acc + step > dist:
-                u = (dist - acc) / step if step > 0 else 0.0
-                p = rev[-1].position_m + u * (hist[k].position_m - rev[-1].position_m)
-                rev.append(Pose(p, path.slerp(rev[-1].quat_wxyz, hist[k].quat_wxyz, u)))
-                acc = dist
-                cut = k + 1
-                break
-            acc += step
-            rev.append(hist[k])
-            cut = k
+        rev, cut, acc = reverse_path(hist, b.ee_pose(a), dist)
         if acc < 1e-4:
             return Result.fail(FailureCategory.PRECONDITION, "already at the start of the last trajectory")
         poses = path.polyline(rev, 0.05, self.dt_s)
@@ -326,7 +264,7 @@ class MotionService:
         return motion_result(self.backend, "recover", {a: plan}, out, jaw_before, "guarded",
                                    {"start_force_n": round(guard.baseline_n, 2)})
 
-    @_safe
+    @_physical
     def release(self, arm: Any = None) -> Result:
         """Open the jaw fully to let go of a held object; reports whether it was released."""
         names = self._arm_names()
@@ -366,7 +304,7 @@ class MotionService:
                        ik_residual_m=round(p.ik_position_error_m, 6), ik_residual_rad=round(p.ik_rotation_error_rad, 6))
         return a, verdict, plans
 
-    @_safe
+    @_readonly
     def check_motion(self, position: Any, orientation: Any = None, arm: Any = None) -> Result:
         """Read-only: would ``move_to(position, orientation)`` pass its pre-checks? Nothing moves."""
         a, verdict, _ = self._check(position, orientation, arm, 0.05)
@@ -377,7 +315,7 @@ class MotionService:
         msg = "feasible" if verdict["feasible"] else f"infeasible: {verdict['reason']}"
         return Result.ok(msg, verdict, receipt=f"check_motion {a}: {msg}"[:300])
 
-    @_safe
+    @_readonly
     def preview_motion(self, position: Any, orientation: Any = None, arm: Any = None,
                        speed_m_s: Any = 0.05) -> Result:
         """Read-only: sampled waypoints, joint path, duration and minimum clearance of a sweep."""
@@ -395,7 +333,7 @@ class MotionService:
         msg = "feasible" if verdict["feasible"] else f"infeasible: {verdict['reason']}"
         return Result.ok(msg, verdict, receipt=f"preview_motion {a}: {msg}, {verdict['predicted_duration_s']:.2f} s"[:300])
 
-    @_safe
+    @_readonly
     def read_motion_trajectory(self, arm: Any = None, last_n: Any = 50) -> Result:
         """The last ``last_n`` samples (t, tool position, jaw, force) of the arm's last motion."""
         if isinstance(last_n, bool) or not isinstance(last_n, (int, np.integer)) or not 1 <= last_n <= 10000:
