@@ -9,12 +9,13 @@ from captain_ros.backends.base import Backend, Kinematics
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede `import mujoco`
 
-BACKENDS = ("mujoco", "fake")
+BACKENDS = ("mujoco", "fake", "piper")
 
 
 def make_backend(name: str, scene: Any = None, *, task: Any = None, seed: int | None = None,
                  **kw: Any) -> Backend:
-    """Build a backend by name (``"mujoco"`` or ``"fake"``).
+    """Build a backend by name (``"mujoco"``, ``"fake"`` or ``"piper"``), wrapped in the safety
+    layer (:class:`~captain_ros.backends.safety.SafeBackend`) that every backend shares.
 
     Args:
         name: Backend name.
@@ -30,14 +31,20 @@ def make_backend(name: str, scene: Any = None, *, task: Any = None, seed: int | 
 
             task = get_task(task)
         scene = task.sample(0 if seed is None else seed)
+    from captain_ros.backends.safety import SIM_DEFAULTS, SafeBackend
+
     if name == "mujoco":
         from captain_ros.backends.mujoco import MujocoBackend
 
-        return MujocoBackend(scene, **kw)
+        return SafeBackend(MujocoBackend(scene, **kw), SIM_DEFAULTS)
     if name == "fake":
         from captain_ros.backends.fake import FakeBackend
 
-        return FakeBackend(scene=scene, **kw)
+        return SafeBackend(FakeBackend(scene=scene, **kw), SIM_DEFAULTS)
+    if name == "piper":  # PiPER over CAN (piper_sdk); `emulate=True` starts the CAN emulator
+        from captain_ros.backends.piper import make_piper
+
+        return make_piper(scene, **kw)
     from captain_ros.core.errors import UnknownNameError
 
     raise UnknownNameError("backend", name, list(BACKENDS))
