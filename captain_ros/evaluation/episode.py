@@ -87,8 +87,10 @@ class LivePolicy(Policy):
         self.inner.close()
 
 
-def build_robot(task_name: str, seed: int, backend_name: str = "mujoco") -> tuple[Any, Any, Any]:
-    """``(task, backend, RobotService)`` for one scene."""
+def build_robot(task_name: str, seed: int, backend_name: str = "mujoco",
+                backend_options: dict[str, Any] | None = None) -> tuple[Any, Any, Any]:
+    """``(task, backend, RobotService)`` for one scene (``backend_options``: e.g. the PiPER's
+    ``can``/``config``/``emulate``)."""
     from captain_ros.api.service import RobotService
     from captain_ros.backends import make_backend
     from captain_ros.motion.service import MotionService
@@ -96,7 +98,7 @@ def build_robot(task_name: str, seed: int, backend_name: str = "mujoco") -> tupl
     from captain_ros.tasks import get_task
 
     task = get_task(task_name)
-    backend = make_backend(backend_name, task=task, seed=seed)
+    backend = make_backend(backend_name, task=task, seed=seed, **(backend_options or {}))
     service = RobotService(backend, MotionService(backend), PerceptionService(backend))
     return task, backend, service
 
@@ -119,7 +121,8 @@ def run_one(task_name: str, seed: int, policy_spec: str = "scripted", backend_na
     opts = dict(options or {})
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    task, backend, service = build_robot(task_name, seed, backend_name)
+    task, backend, service = build_robot(task_name, seed, backend_name,
+                                         opts.get("backend_options"))
     robot = LiveRobot(service, on_event)
     pol = LivePolicy(policy or make_policy(policy_spec, opts), on_event, robot)
     try:
