@@ -76,6 +76,7 @@ class PiperEmulator:
                        for a, ch in self.channels.items()}
         self._drop_until: dict[str, float] = dict.fromkeys(names, 0.0)
         self._drop_ids: dict[str, frozenset[int] | None] = dict.fromkeys(names)
+        self.joint_offset_rad = {a: np.zeros(6) for a in names}
         self._render = ThreadPoolExecutor(max_workers=1, thread_name_prefix="emu-render")
         self.cycles = 0
         self.frames_sent = 0
@@ -103,6 +104,12 @@ class PiperEmulator:
             d = self.devices[arm]
             (d.over_current.add if on else d.over_current.discard)(joint - 1)
 
+    def offset_joint_feedback(self, arm: str, joint: int, offset_rad: float) -> None:
+        """Fault: joint ``joint`` (1-6) reports its angle off by ``offset_rad`` (a slipped or
+        mis-zeroed joint sensor; the motor encoder and the controller's pose stay true)."""
+        with self.lock:
+            self.joint_offset_rad[arm][joint - 1] = offset_rad
+
     def clear_faults(self) -> None:
         with self.lock:
             for d in self.devices.values():
@@ -110,6 +117,7 @@ class PiperEmulator:
                 d.over_current.clear()
             for a in self._drop_until:
                 self._drop_until[a] = 0.0
+                self.joint_offset_rad[a][:] = 0.0
 
     # --- ground truth / cameras ----------------------------------------------------------------
     def privileged_state(self) -> dict[str, Any]:
@@ -203,7 +211,7 @@ class PiperEmulator:
         current = effort_to_current_ma(tau)
         for j in dev.over_current:
             current[j] = OVER_CURRENT_MA
-        mdeg = [int(round(float(v) * 180_000.0 / np.pi)) for v in q]
+        mdeg = [int(round(float(v) * 180_000.0 / np.pi)) for v in q + self.joint_offset_rad[arm]]
         pose = self._fk.CalFK(q.tolist())[5]
         out = [(frames.STATUS, frames.status(dev.ctrl_mode, dev.arm_status, dev.move_mode,
                                              dev.motion_done(), dev.err_code))]
