@@ -150,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/episode")
     p.add_argument("--json", action="store_true", help="print the summary as JSON only")
     _add_policy_args(p)
-    from captain_ros.cli.hw import add_parser as add_hw_parser, add_rig_args
+    from captain_ros.cli.hw import add_parser as add_hw_parser
+    from captain_ros.cli.hw import add_rig_args
 
     add_rig_args(p)  # --config/--can/--emulate/--rig of --backend piper
     p.set_defaults(fn=cmd_run)

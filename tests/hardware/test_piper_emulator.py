@@ -9,7 +9,12 @@ import pytest
 
 from captain_ros.backends.piper import PiperConfig, make_piper
 from captain_ros.backends.piper_emulator import frames
-from captain_ros.core.errors import EStopError, HardwareError, InvalidArgumentError, SafetyLimitError
+from captain_ros.core.errors import (
+    EStopError,
+    HardwareError,
+    InvalidArgumentError,
+    SafetyLimitError,
+)
 from captain_ros.core.types import ForceGuard
 from captain_ros.motion import MotionService
 from captain_ros.tasks import get_task

@@ -206,7 +206,8 @@ class PiperBackend(Backend):
                 f = self._estimate_force(arm, fb)
                 peak = max(peak, f)
                 lag = 0.0
-                if arm in cmd and prev.get(arm) is not None and np.allclose(prev[arm], cmd[arm]):
+                last = prev.get(arm)
+                if arm in cmd and last is not None and np.allclose(last, cmd[arm]):
                     lag = float(np.max(np.abs(cmd[arm] - fb.q_rad)))
                 if f > guard.emergency_force_n:
                     stopped = emergency = True

@@ -110,7 +110,7 @@ class PiperConfig:
     feedback_timeout_s: float = 1.0
     contact: ContactConfig = field(default_factory=ContactConfig)
     cameras: dict[str, CameraConfig] = field(default_factory=dict)
-    safety: SafetyConfig = field(default_factory=lambda: HARDWARE_SAFETY)
+    safety: SafetyConfig = field(default_factory=lambda: _hardware_safety())
 
     def __post_init__(self) -> None:
         if self.rig not in RIG_ARMS:
@@ -168,5 +168,9 @@ HARDWARE_SAFETY = SafetyConfig(workspace_margin_m=0.0, velocity_scale=1.0, max_a
                                max_feedback_age_s=0.1, twin_tolerance_m=0.005,
                                twin_tolerance_rad=0.02)
 """Hardware defaults: every guard on (see docs/hardware.md for where each number comes from)."""
+
+
+def _hardware_safety() -> SafetyConfig:
+    return HARDWARE_SAFETY
 
 __all__ = ["HARDWARE_SAFETY", "CameraConfig", "ContactConfig", "PiperConfig"]

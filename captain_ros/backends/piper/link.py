@@ -9,6 +9,7 @@ virtual bus the send side reuses the receive bus.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -155,10 +156,8 @@ class PiperArmLink:
         self.sdk.EmergencyStop(0x02)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing never raises
             self.sdk.DisconnectPort()
-        except Exception:  # noqa: BLE001 - closing never raises
-            pass
 
 
 def _interface_up(name: str) -> bool:

@@ -169,4 +169,6 @@ class ArmDevice:
         return bits
 
     def motion_done(self) -> bool:
-        return self.target_rad is None or bool(np.allclose(self.setpoint_rad, self.target_rad))
+        if self.target_rad is None or self.setpoint_rad is None:
+            return True
+        return bool(np.allclose(self.setpoint_rad, self.target_rad))

@@ -166,7 +166,7 @@ class PiperEmulator:
             msg = bus.recv(timeout=0.0)
             if msg is None:
                 return
-            cmd = frames.decode(msg.arbitration_id, msg.data)
+            cmd = frames.decode(msg.arbitration_id, bytes(msg.data))
             if cmd is not None:
                 with self.lock:
                     self.devices[arm].handle(cmd, self._q(arm))
