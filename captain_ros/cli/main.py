@@ -7,6 +7,7 @@ Subcommands:
 - ``captain compare RUN_A RUN_B``: paired comparison of two evaluations (exact McNemar).
 - ``captain report DIR``: (re)render an episode folder's report.html.
 - ``captain up ...``: the ROS graph in one process (``captain_ros.ros.up``).
+- ``captain hw check [--config F] [--can can0] [--emulate]``: hardware bring-up checks, no motion.
 """
 
 from __future__ import annotations
@@ -30,11 +31,15 @@ def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
             opts[k] = v
     if getattr(ns, "no_bag", False):
         opts["record_bag"] = False
+    if getattr(ns, "backend", None) == "piper":
+        from captain_ros.cli.hw import rig_options
+
+        opts["backend_options"] = rig_options(ns)
     return opts
 
 
 def _add_policy_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="mujoco", choices=("mujoco", "fake"))
+    p.add_argument("--backend", default="mujoco", choices=("mujoco", "fake", "piper"))
     p.add_argument("--policy", default="scripted",
                    help="scripted (default, no model) | openai | transformers | replay:FILE")
     p.add_argument("--base-url", dest="base_url", help="OpenAI-compatible endpoint, e.g. "
@@ -145,6 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/episode")
     p.add_argument("--json", action="store_true", help="print the summary as JSON only")
     _add_policy_args(p)
+    from captain_ros.cli.hw import add_parser as add_hw_parser
+    from captain_ros.cli.hw import add_rig_args
+
+    add_rig_args(p)  # --config/--can/--emulate/--rig of --backend piper
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("eval", help="evaluate over seeds in parallel (processes or Ray)")
     p.add_argument("--task", default="pick_place", help="task name, comma list, or 'all'")
@@ -167,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="render report.html of an episode folder")
     p.add_argument("dir")
     p.set_defaults(fn=cmd_report)
+    add_hw_parser(sub)
     return parser
 
 

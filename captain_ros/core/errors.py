@@ -33,3 +33,13 @@ class NotSupportedError(CaptainError):
 
 class EStopError(CaptainError):
     """The emergency stop is latched; motion is refused until it is reset."""
+
+
+class SafetyLimitError(InvalidArgumentError):
+    """A safety guard below the API refused a command (workspace box, joint limit, force/current
+    limit, disagreeing twin). Nothing moved; the message names the guard and the limit."""
+
+
+class HardwareError(CaptainError):
+    """The hardware link is not usable: bus down, arm not enabled, stale feedback or a device fault.
+    The message says what to check; nothing was commanded."""

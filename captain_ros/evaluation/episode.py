@@ -24,6 +24,8 @@ from captain_ros.report.observer import ReportObserver
 log = logging.getLogger(__name__)
 
 Event = Callable[[str, dict[str, Any]], None]
+SIM_BACKENDS = ("mujoco", "fake")
+"""Backends with ground truth (privileged state, snapshots); hardware has none."""
 
 
 class ProgressObserver(EpisodeObserver):
@@ -48,8 +50,10 @@ class ProgressObserver(EpisodeObserver):
                                   "message": res.message, "receipt": res.receipt})
 
 
-def build_robot(task_name: str, seed: int, backend_name: str = "mujoco") -> tuple[Any, Any, Any]:
-    """``(task, backend, RobotService)`` for one scene."""
+def build_robot(task_name: str, seed: int, backend_name: str = "mujoco",
+                backend_options: dict[str, Any] | None = None) -> tuple[Any, Any, Any]:
+    """``(task, backend, RobotService)`` for one scene (``backend_options``: e.g. the PiPER's
+    ``can``/``config``/``emulate``)."""
     from captain_ros.api.service import RobotService
     from captain_ros.backends import make_backend
     from captain_ros.motion.service import MotionService
@@ -57,7 +61,7 @@ def build_robot(task_name: str, seed: int, backend_name: str = "mujoco") -> tupl
     from captain_ros.tasks import get_task
 
     task = get_task(task_name)
-    backend = make_backend(backend_name, task.sample(seed))
+    backend = make_backend(backend_name, task.sample(seed), **(backend_options or {}))
     service = RobotService(backend, MotionService(backend), PerceptionService(backend))
     return task, backend, service
 
@@ -81,7 +85,7 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
 
     opts = dict(options or {})
     out = Path(out_dir)
-    task, backend, service = build_robot(task_name, seed, backend_name)
+    task, backend, service = build_robot(task_name, seed, backend_name, opts.get("backend_options"))
     try:
         pol = policy or make_policy(policy_spec, opts)
     except BaseException:
@@ -101,7 +105,8 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
         budgets=budgets_from(opts),
         options=EpisodeOptions(policy_name=policy_spec, backend_name=backend_name,
                                missed_finish_after=int(opts.get("missed_finish_after", 15))),
-        privileged=BackendPrivileged(backend), observers=observers,
+        privileged=BackendPrivileged(backend) if backend_name in SIM_BACKENDS else None,
+        observers=observers,
         overwrite=bool(opts.get("overwrite", False)))
     return setup, backend
 
