@@ -21,7 +21,7 @@ from launch_ros.actions import Node
 
 from launch import LaunchDescription
 
-IMPLEMENTED_BACKENDS = ("mujoco", "fake")
+IMPLEMENTED_BACKENDS = ("mujoco", "fake", "piper")
 KNOWN_BACKENDS = ("mujoco", "fake", "piper", "xr1", "humanoid")
 
 

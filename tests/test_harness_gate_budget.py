@@ -159,7 +159,7 @@ def test_call_observer_sees_every_final_result(tmp_path):
     seen: list = []
     tracker = BudgetTracker(Budgets(max_requests=5, max_wall_s=100.0, max_physical_actions=2), Clock())
     ec = EpisodeCalls(FakeCaller(), tracker, CompletionGate(lambda ms: (True, "")), tmp_path,
-                      observer=lambda name, kw, res, dt: seen.append((name, kw, res, dt)))
+                      observer=lambda ev: seen.append((ev.name, ev.kwargs, ev.result, ev.duration_s, ev.index)))
     ec.begin_cell(1, 0)
     ec.execute("move_to", {"position": [0.3, 0, 0.2]})
     ec.execute("teleport", {})
@@ -168,6 +168,7 @@ def test_call_observer_sees_every_final_result(tmp_path):
     assert seen[0][2].budget["physical_actions_left"] == 1  # the budget is attached before
     assert seen[1][2].failure_category == FailureCategory.UNKNOWN_ID
     assert seen[2][2].success and all(s[3] >= 0 for s in seen)
+    assert [s[4] for s in seen] == [1, 2, 3]  # call index within the episode
 
 
 def test_a_failing_observer_does_not_break_calls(tmp_path):

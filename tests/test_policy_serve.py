@@ -90,7 +90,7 @@ def test_episode_end_to_end_with_the_openai_policy(server, tmp_path):
                  "max_requests": 2, "record_bag": False, "timeout_s": 180})
     # SmolLM2 does not solve the task; the episode must still run to a proper end
     assert 1 <= s.requests <= 2 and s.outcome in ("other_failure", "budget_exhausted", "false_finish")
-    assert s.extra["end_reason"] in ("no_tool_call", "budget:requests", "finish")
+    assert s.end_reason in ("no_tool_call", "budget:requests", "finish")
     assert s.model_s > 0
     import json
 

@@ -70,9 +70,11 @@ def test_workspace_guard_refuses_before_motion() -> None:
     assert np.array_equal(b.joint_state("arm").position_rad, q0) and not b.estopped
 
 
-def test_force_limit_latches_and_only_reset_clears() -> None:
+def test_force_limit_latches_and_only_reset_clears(monkeypatch: pytest.MonkeyPatch) -> None:
+    from captain_ros.backends.fake import contacts
+
     b = SafeBackend(FakeBackend(), SafetyConfig(max_contact_force_n=1e-9))
-    b.inner._arm_force = lambda arm: 5.0  # type: ignore[method-assign]  # a pushing contact
+    monkeypatch.setattr(contacts, "arm_force", lambda st, table, arm: 5.0)  # a pushing contact
     q = b.joint_state("arm").position_rad + 0.01
     with pytest.raises(EStopError, match="guard:force"):
         b.servo({"arm": q}, 0.02, ForceGuard(stop_force_n=1e6, emergency_force_n=1e6))

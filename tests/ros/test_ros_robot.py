@@ -167,8 +167,8 @@ def test_snapshot_restore_and_privileged_state(graph):
 def test_parameters_are_typed_and_validated(ros_context):
     from captain_ros.ros.robot_node import RobotNode
 
-    with pytest.raises(ParameterError, match="implemented: mujoco, fake"):
-        RobotNode(context=ros_context, parameter_overrides=[Parameter("backend", value="piper")])
+    with pytest.raises(ParameterError, match="implemented: mujoco, fake, piper"):
+        RobotNode(context=ros_context, parameter_overrides=[Parameter("backend", value="xr1")])
     node = RobotNode(backend=FakeBackend(), context=ros_context)
     desc = node.describe_parameter("joint_state_rate_hz")
     assert desc.type == Parameter.Type.DOUBLE.value and "Hz" in desc.description
