@@ -77,3 +77,18 @@ def make_record(task: str = "pick_place", seed: int = 0, *, outcome: str = "succ
                          host_success=success, strict_success=outcome == "success_with_finish",
                          return_R=RETURNS[outcome], states=states, requests=reqs,
                          group=group or f"{task}:{seed}", out_dir=out_dir)
+
+
+def record_from_arrays(e, seed: int = 0, out_dir: str = "") -> EpisodeRecord:
+    """The records.md record of a synthetic :class:`EpisodeArrays` (for loader-level tests)."""
+    n = e.n_requests
+    reqs = tuple(RequestRecord(t=k + 1, physical_actions=int(e.physical_actions[k]),
+                               failed_physical=int(e.failed_physical[k]),
+                               python_error_only=bool(e.error_only[k]),
+                               perception_only=bool(e.perception_only[k]),
+                               capabilities=e.capabilities[k], cost=float(e.costs[k]))
+                 for k in range(n))
+    outcome = "success_with_finish" if e.success else "other_failure"
+    rec = make_record(task=e.task, seed=seed, outcome=outcome, features=list(e.features),
+                      held=list(e.held), requests=reqs, group=e.group, out_dir=out_dir)
+    return rec
