@@ -25,6 +25,8 @@ from typing import Any
 
 from captain_ros.core.errors import CaptainError
 
+HELDOUT_SALT = "critic-heldout"
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--episodes", nargs="+", required=True, metavar="RUN_DIR",
@@ -43,12 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _split(episodes: Sequence[Any], fraction: float) -> tuple[list[Any], list[Any]]:
-    from captain_ros.learn.credit.early_stop import unit_hash
+    from captain_ros.learn.critic.train import split_groups
 
     if not 0.0 <= fraction < 1.0:
         raise CaptainError(f"--heldout-fraction must be in [0, 1), got {fraction}")
-    held = [e for e in episodes if unit_hash(e.group, "critic-heldout") < fraction]
-    train = [e for e in episodes if unit_hash(e.group, "critic-heldout") >= fraction]
+    train, held = split_groups(episodes, fraction, HELDOUT_SALT)
     if not train:
         raise CaptainError(f"all {len(episodes)} episodes fell into the held-out split; "
                            f"lower --heldout-fraction or add start states")

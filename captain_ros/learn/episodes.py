@@ -167,9 +167,10 @@ def episode_arrays(record: EpisodeLike, episode_id: str | None = None) -> Episod
         capabilities=tuple(tuple(str(c) for c in r.capabilities) for r in requests))
 
 
-# Where the lead's torch-free loader lives once it lands on main (records.md: harness/ or core/).
-_LOADER_MODULES = ("captain_ros.harness.records", "captain_ros.core.records",
-                   "captain_ros.harness.episode_record", "captain_ros.evaluation.records")
+# Where the torch-free loader lives (records.md: harness/ or core/; on main it is being written as
+# captain_ros.harness.privileged_log, re-exported by captain_ros.harness).
+_LOADER_MODULES = ("captain_ros.harness", "captain_ros.harness.privileged_log",
+                   "captain_ros.harness.records", "captain_ros.core.records")
 
 
 def default_loader() -> Callable[[str], EpisodeLike]:

@@ -81,8 +81,11 @@ def test_broken_entries_are_refused(edit, message):
 
 def test_post_selecting_the_best_candidate_fails_validation():
     cfg = VerifierConfig(candidates="reused")
-    pairs = lambda f, n: [d for xi in range(f, f + n)
-                          for d in (PairedDraw("good", xi, 1.0, 0.0), PairedDraw("bad", xi, 0.0, 0.0))]
+
+    def pairs(f, n):
+        return [d for xi in range(f, f + n)
+                for d in (PairedDraw("good", xi, 1.0, 0.0), PairedDraw("bad", xi, 0.0, 0.0))]
+
     v = verify(pairs, 0.01, cfg)
     e = ledger_entry(event_id="e", generation=0, history_id="h", task="t", seed=0,
                      evidence=EVIDENCE, contract=CONTRACT,

@@ -66,7 +66,9 @@ def test_candidates_are_averaged_never_post_selected():
 
 
 def test_reused_candidates_pay_the_outer_layer():
-    good = lambda f, n: [PairedDraw(c, xi, 1.0, 0.0) for xi in range(f, f + n) for c in ("a", "b")]
+    def good(f, n):
+        return [PairedDraw(c, xi, 1.0, 0.0) for xi in range(f, f + n) for c in ("a", "b")]
+
     h = verify(good, 0.05, VerifierConfig(method="hoeffding", candidates="reused"))
     # K = 2: the candidate layer alone is sqrt(2 ln(2 / (0.05/12)) / 2) = 2.48 > 1: never admitted
     assert h.verdict == "insufficient" and h.radius > 2.4

@@ -161,6 +161,10 @@ class EpisodeCredit:
     advantages: np.ndarray
     critic_version: int
 
+    def by_request(self) -> dict[int, float]:
+        """{t: A_t} for t = 1 .. T, the form the policy update takes."""
+        return {k + 1: float(a) for k, a in enumerate(self.advantages)}
+
 
 def round_credit(episodes: Sequence[EpisodeArrays], values: Mapping[str, EpisodeValues],
                  running_std: RunningStd, *, lam: float = GAE_LAMBDA,

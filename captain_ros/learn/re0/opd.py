@@ -88,9 +88,8 @@ def reopd_weights(turns: Sequence[TurnSource], events: Mapping[str, AdmittedEven
 def keep_cold_trajectory(host_success: bool, turns: Sequence[TurnSource],
                          events: Mapping[str, AdmittedEvent]) -> bool:
     """RE-OPD-cold keeps verified-completed trajectories: successful, every repair admitted."""
-    return host_success and all(t.source == "seat" or (t.event_id in events
-                                                       and events[t.event_id].admitted)
-                                for t in turns)
+    return host_success and all(t.source == "seat" or events.get(t.event_id or "") is not None
+                                and events[t.event_id or ""].admitted for t in turns)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, positions: torch.Tensor,
     if input_ids.dim() != 1 or positions.dim() != 1:
         raise ValueError("input_ids and positions must be 1-D")
     if positions.numel() == 0:
-        return torch.zeros(0)
+        return torch.zeros(0, device=input_ids.device)
     if int(positions.min()) < 1 or int(positions.max()) >= input_ids.numel():
         raise ValueError("positions must lie in 1 .. L-1 (position 0 has no context)")
     if not temperature > 0:

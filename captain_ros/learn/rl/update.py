@@ -116,21 +116,25 @@ class PolicyUpdater:
         pos_np = np.nonzero(w_tok > 0)[0]
         if pos_np.size == 0:
             return incl, None
-        ids = torch.as_tensor(np.asarray(s.input_ids), dtype=torch.long)
-        pos = torch.as_tensor(pos_np, dtype=torch.long)
+        dev = self.params[0].device
+        ids = torch.as_tensor(np.asarray(s.input_ids), dtype=torch.long, device=dev)
+        pos = torch.as_tensor(pos_np, dtype=torch.long, device=dev)
         temp = self.config.temperature
         logp_new = token_logprobs(self.model, ids, pos, temp)
         with torch.no_grad():
             if self.reference_model is not None:
-                logp_ref = token_logprobs(self.reference_model, ids, pos, temp)
+                logp_ref = token_logprobs(self.reference_model, ids, pos, temp).to(dev)
             else:
                 with reference_context(self.model):
                     logp_ref = token_logprobs(self.model, ids, pos, temp)
-        out = masked_policy_loss(
-            logp_new, torch.as_tensor(s.old_logprobs[pos_np], dtype=torch.float32), logp_ref,
-            torch.as_tensor(adv_tok[pos_np], dtype=torch.float32),
-            torch.as_tensor(w_tok[pos_np], dtype=torch.float32),
-            torch.ones(pos_np.size, dtype=torch.bool), self.config.loss)
+
+        def f32(a: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(a, dtype=torch.float32, device=dev)
+
+        out = masked_policy_loss(logp_new, f32(s.old_logprobs[pos_np]), logp_ref,
+                                 f32(adv_tok[pos_np]), f32(w_tok[pos_np]),
+                                 torch.ones(pos_np.size, dtype=torch.bool, device=dev),
+                                 self.config.loss)
         (out.loss * scale).backward()
         return incl, out
 
