@@ -70,11 +70,13 @@ def main() -> int:
         print(f"  {k:<17} {m[k]:.3f}   anchor {ANCHORS.get(k, ANCHORS.get('warm_start_' + k))}")
     for k, v in ca["abs_advantage_share"].items():
         anchor = ca["anchors"]["abs_advantage_share"].get(k)
-        print(f"  |A| share {k:<11} {v if v is None else round(100 * v, 1)} %   anchor "
-              f"{None if anchor is None else 100 * anchor} %")
+        shown = "n/a" if v is None else f"{100 * v:.1f} %"
+        print(f"  |A| share {k:<11} {shown:>8}   anchor "
+              f"{'-' if anchor is None else f'{100 * anchor:.1f} %'}")
     for k, v in ca["median_delta_v"].items():
-        print(f"  median dV {k:<14} {v}   anchor {ca['anchors']['median_delta_v'][k]} "
-              f"(n = {ca['n_delta_v'][k]})")
+        shown = "n/a" if v is None else f"{v:+.4f}"
+        print(f"  median dV {k:<14} {shown:>8}   anchor "
+              f"{ca['anchors']['median_delta_v'][k]:+.4f} (n = {ca['n_delta_v'][k]})")
     if ns.json:
         with open(ns.json, "w") as f:
             json.dump({"metrics": m, "credit": ca, "training": log,
