@@ -63,6 +63,7 @@ def run(ns: argparse.Namespace, loader: Callable[[str], Any] | None = None) -> d
     from captain_ros.learn.critic import Critic, WarmStartConfig, evaluate, warm_start
     from captain_ros.learn.critic.metrics import ANCHORS
     from captain_ros.learn.episodes import load_run_dirs
+    from captain_ros.tasks import TASKS
     from captain_ros.tasks.features import FEATURE_NAMES
 
     if ns.threads:
@@ -77,8 +78,9 @@ def run(ns: argparse.Namespace, loader: Callable[[str], Any] | None = None) -> d
         raise CaptainError(f"episode features have {sorted(width)} columns, the critic expects "
                            f"{len(FEATURE_NAMES)} (tasks/features.py)")
     train, held = _split(rep.episodes, ns.heldout_fraction)
+    vocab = sorted(set(TASKS) | {e.task for e in rep.episodes})   # every task has a one-hot
     critic = (Critic.load(ns.init, FEATURE_NAMES) if ns.init
-              else Critic.for_episodes(train, FEATURE_NAMES, seed=ns.seed))
+              else Critic.for_episodes(train, FEATURE_NAMES, tasks=vocab, seed=ns.seed))
     cfg_kw = {k: v for k, v in (("epochs", ns.epochs), ("batch_size", ns.batch_size),
                                 ("lr", ns.lr)) if v is not None}
     log = warm_start(critic, train, WarmStartConfig(seed=ns.seed, **cfg_kw))

@@ -118,3 +118,12 @@ def test_metrics_by_hand():
     # bins: [0.3,0.4) {0.3:0}, [0.4,0.5) {0.4:1}, [0.6,0.7) {0.6:0}, [0.8,0.9) {0.8:0}, [0.9,1] {0.9:1}
     assert ece(s, y) == pytest.approx((0.3 + 0.6 + 0.6 + 0.8 + 0.1) / 5)
     assert ece(np.array([0.25, 0.25, 0.25, 0.25]), np.array([1, 0, 0, 0])) == pytest.approx(0.0)
+
+
+def test_a_column_constant_at_warm_start_is_only_centred():
+    x = np.zeros((4, 2))
+    x[:, 0] = [0.1, 0.2, 0.3, 0.4]
+    spec = InputSpec.fit(("a_m", "b_m"), ("stack",), x, np.arange(1, 5))
+    assert spec.std[1] == 1.0
+    z = spec.encode(np.array([[0.25, 0.3]]), np.array([2]), ["stack"])
+    assert z[0, 1] == pytest.approx(0.3)

@@ -6,7 +6,8 @@ elapsed time and move credit from grasps to perception (CaPtain section 4.5); th
 any feature name that looks like one.
 
 [x; t] is standardised with a mean and standard deviation fixed when the critic is first trained
-(warm start) and stored with it, so co-training never shifts the input scale under the ensemble.
+(warm start) and stored with it, so co-training never shifts the input scale under the ensemble
+(a column constant at warm start is only centred).
 The one-hot part is not standardised. An unknown task maps to an all-zero one-hot (the critic
 then ranks from the physical state alone) and is counted, never silently relabelled.
 """
@@ -73,8 +74,11 @@ class InputSpec:
             t: np.ndarray) -> InputSpec:
         """Standardisation fitted on raw features ``x`` (N, F) and request indices ``t`` (N,)."""
         xt = np.column_stack([np.asarray(x, np.float64), np.asarray(t, np.float64)])
+        std = xt.std(axis=0)
+        # A column constant at warm start (the second arm on single-arm tasks) keeps scale 1, so
+        # values it takes later (a dual-arm task in co-training) stay in range.
         return cls(tuple(feature_names), tuple(sorted(set(tasks))), xt.mean(axis=0),
-                   np.maximum(xt.std(axis=0), 1e-6))
+                   np.where(std < 1e-6, 1.0, std))
 
     def encode(self, x: np.ndarray, t: np.ndarray, tasks: Sequence[str]) -> np.ndarray:
         """(N, dim) float32 inputs from raw features (N, F), indices (N,) and task names."""
