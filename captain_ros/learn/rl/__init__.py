@@ -5,7 +5,8 @@
 - :mod:`loss` (torch): double-sided ratio mask, ratio-weighted advantage, k3 KL to the SFT model;
 - :mod:`logprobs` (torch): per-token log-probs at chosen positions, the peft reference context;
 - :mod:`update` (torch): K-round gradient accumulation, AdamW with warm-up then constant LR,
-  staleness check, policy versions, state for checkpoint/resume.
+  staleness check, policy versions, state for checkpoint/resume;
+- :mod:`noise` (torch): count sketches of per-episode gradients and appendix H's noise scale.
 
 Importing this package does not import torch.
 """
@@ -19,7 +20,8 @@ _LAZY = {"RLSample": "samples", "segment_sample": "samples", "sample_requests": 
          "token_weights": "samples", "MAX_REQUESTS": "samples", "LossConfig": "loss",
          "LossOutput": "loss", "masked_policy_loss": "loss", "token_logprobs": "logprobs",
          "reference_context": "logprobs", "PolicyUpdater": "update", "UpdateConfig": "update",
-         "RoundStats": "update", "check_staleness": "update"}
+         "RoundStats": "update", "check_staleness": "update", "GradientSketch": "noise",
+         "NoiseScale": "noise", "simple_noise_scale": "noise"}
 
 __all__ = sorted(_LAZY)
 

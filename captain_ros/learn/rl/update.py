@@ -25,6 +25,7 @@ import torch
 from captain_ros.learn.errors import StaleRolloutError
 from captain_ros.learn.rl.logprobs import reference_context, token_logprobs
 from captain_ros.learn.rl.loss import LossConfig, masked_policy_loss
+from captain_ros.learn.rl.noise import GradientSketch
 from captain_ros.learn.rl.samples import MAX_REQUESTS, RLSample, sample_requests, token_weights
 
 
@@ -87,7 +88,9 @@ class PolicyUpdater:
     """Owns the optimizer of ``model``'s trainable parameters and the policy version."""
 
     def __init__(self, model: Any, config: UpdateConfig = UpdateConfig(),
-                 reference_model: Any | None = None) -> None:
+                 reference_model: Any | None = None, sketch_dim: int | None = None) -> None:
+        """``sketch_dim``: also record a count sketch of every episode's gradient (appendix H's
+        noise scale, :mod:`captain_ros.learn.rl.noise`) in :attr:`episode_sketches`."""
         self.model = model
         self.config = config
         self.reference_model = reference_model
@@ -105,6 +108,8 @@ class PolicyUpdater:
         self.version = 0
         self.rounds_accumulated = 0
         self.rng = np.random.default_rng(config.seed)
+        self.sketch = GradientSketch(params, sketch_dim, config.seed) if sketch_dim else None
+        self.episode_sketches: dict[str, np.ndarray] = {}
 
     @property
     def lr(self) -> float:
@@ -156,10 +161,17 @@ class PolicyUpdater:
         self.model.eval()   # no dropout: the same distribution the rollout sampled from
         tok = kept = req_total = req_sampled = 0
         kl_sum = ratio_sum = loss_sum = 0.0
+        self.episode_sketches = {}
+        last = self.sketch.of_grads() if self.sketch is not None else None
         for s in fresh:
             if s.episode_id not in advantages:
                 raise KeyError(f"no advantages for episode {s.episode_id!r}")
             incl, out = self._segment_loss(s, advantages[s.episode_id], scale)
+            if self.sketch is not None and last is not None:
+                now = self.sketch.of_grads()   # linear: this segment's gradient, unscaled below
+                prev = self.episode_sketches.get(s.episode_id, 0.0)
+                self.episode_sketches[s.episode_id] = prev + (now - last) / scale
+                last = now
             req_total += len(s.requests)
             req_sampled += len(incl)
             if out is not None:
