@@ -1,0 +1,29 @@
+"""Errors of the learning layer, all under the project's one root :class:`CaptainError`."""
+
+from __future__ import annotations
+
+from captain_ros.core.errors import CaptainError, InvalidArgumentError
+
+
+class LearnError(CaptainError):
+    """Root of the learning layer's errors."""
+
+
+class RecordError(LearnError, InvalidArgumentError):
+    """An episode record is malformed (shapes, indices, non-finite values) or cannot be loaded."""
+
+
+class CriticFolderError(LearnError):
+    """A critic folder is missing files, has a wrong format, or does not match the inputs."""
+
+
+class StaleRolloutError(LearnError):
+    """A rollout comes from a policy more versions old than the update allows."""
+
+
+class AlphaBudgetError(LearnError):
+    """A verification asked for more significance level than the generation has left."""
+
+
+class LedgerError(LearnError):
+    """An admission-ledger line breaks the schema; the message names the line and the field."""
