@@ -5,7 +5,7 @@ gravity-aligned box with a yaw-only fit (minimum-area rectangle of the points' x
 the z range is accurate. Cylinders are detected by how much of that rectangle their footprint
 fills (a disc fills pi/4) and refit with a least-squares circle. Rectangle and hull come from
 opencv (``cv2.minAreaRect``, ``cv2.convexHull``): same results as the former hand-written
-rotating-edges code, ~6x faster (docs/libraries.md).
+rotating-edges code, ~8x faster (docs/libraries.md).
 """
 
 from __future__ import annotations
