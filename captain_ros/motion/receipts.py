@@ -8,7 +8,7 @@ from captain_ros.backends.base import Backend
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.motion.limits import CONTACT_FORCE_N, EMERGENCY_FORCE_N
 from captain_ros.motion.planner import ArmPlan
-from captain_ros.motion.trajectory import Outcome
+from captain_ros.motion.trajectory import Outcome, trace
 
 
 def motion_result(b: Backend, name: str, plans: dict[str, ArmPlan], out: Outcome,
@@ -39,17 +39,20 @@ def motion_result(b: Backend, name: str, plans: dict[str, ArmPlan], out: Outcome
                      f"jaw {v['jaw_before_m']:.3f}->{v['jaw_after_m']:.3f} m, tcp ({x:.3f},{y:.3f},{z:.3f})")
     parts.append(f"peak {out.peak_force_n:.1f} N, {out.elapsed_s:.2f} s")
     receipt = "; ".join(parts)
+    diag = {"trace": {a: trace(out.samples[a]) for a in plans}}
     if out.stop_reason == "reached":
-        return Result.ok(f"{name} reached the target", value, executed=True, receipt=receipt)
+        return Result.ok(f"{name} reached the target", value, executed=True, receipt=receipt,
+                         diagnostics=diag)
     if out.stop_reason == "estop":
         return Result.fail(FailureCategory.ESTOP, "the e-stop was latched during the motion; the robot "
-                           "halted and an operator must reset it", executed=True, value=value, receipt=receipt)
+                           "halted and an operator must reset it", executed=True, value=value, receipt=receipt,
+                           diagnostics=diag)
     if out.stop_reason == "contact":
         return Result.fail(FailureCategory.CONTACT,
                            f"stopped at first contact ({out.peak_force_n:.1f} N > {CONTACT_FORCE_N:.0f} N guard "
                            "or the manipulation limit); inspect, then recover() or re-plan",
-                           executed=True, value=value, receipt=receipt)
+                           executed=True, value=value, receipt=receipt, diagnostics=diag)
     return Result.fail(FailureCategory.FORCE_LIMIT,
                        f"emergency force limit ({EMERGENCY_FORCE_N:.0f} N) tripped; back out with recover()",
-                       executed=True, value=value, receipt=receipt)
+                       executed=True, value=value, receipt=receipt, diagnostics=diag)
 

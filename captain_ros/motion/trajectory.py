@@ -37,3 +37,21 @@ class Outcome:
         """Straight-line displacement of the tool from start to end [m]."""
         s = self.samples[arm]
         return float(np.linalg.norm(s[-1].pose.position_m - s[0].pose.position_m))
+
+
+TRACE_MAX_SAMPLES = 40
+"""At most this many samples per arm go into a motion Result's ``diagnostics["trace"]``."""
+
+
+def trace(samples: list[MotionSample], max_samples: int = TRACE_MAX_SAMPLES) -> dict[str, Any]:
+    """A compact, evenly thinned copy of one arm's samples for the episode log (``report.html``
+    plots it): ``{"t_s": [...], "position_m": [[x, y, z], ...], "jaw_m": [...], "force_n": [...]}``.
+    The first, the last and the peak-force samples are always kept."""
+    n = len(samples)
+    if n == 0:
+        return {"t_s": [], "position_m": [], "jaw_m": [], "force_n": []}
+    keep = set(np.linspace(0, n - 1, min(n, max(max_samples - 1, 2))).round().astype(int).tolist())
+    keep.add(int(np.argmax([s.force_n for s in samples])))
+    picked = [samples[i].to_dict() for i in sorted(keep)]
+    return {"t_s": [p["t_s"] for p in picked], "position_m": [p["position_m"] for p in picked],
+            "jaw_m": [p["jaw_m"] for p in picked], "force_n": [p["force_n"] for p in picked]}

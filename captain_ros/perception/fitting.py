@@ -3,15 +3,17 @@
 A single view sees a box's top face and one or two sides, so a full oriented-box fit is poor; a
 gravity-aligned box with a yaw-only fit (minimum-area rectangle of the points' xy footprint) plus
 the z range is accurate. Cylinders are detected by how much of that rectangle their footprint
-fills (a disc fills pi/4) and refit with a least-squares circle.
+fills (a disc fills pi/4) and refit with a least-squares circle. Rectangle and hull come from
+opencv (``cv2.minAreaRect``, ``cv2.convexHull``): same results as the former hand-written
+rotating-edges code, ~8x faster (docs/libraries.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
-from scipy.spatial import ConvexHull, QhullError
 
 from captain_ros.core.errors import InvalidArgumentError
 
@@ -63,29 +65,38 @@ def _rot(yaw: float) -> np.ndarray:
     return np.array([[c, -s], [s, c]])
 
 
+def _centred_f32(xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Points as opencv needs them (float32), centred first so world coordinates keep their
+    precision (float32 near 1 m resolves ~0.1 um; centred, far better)."""
+    xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+    origin = xy.mean(axis=0) if len(xy) else np.zeros(2)
+    return (xy - origin).astype(np.float32), origin
+
+
+def hull_vertices(xy: np.ndarray) -> np.ndarray:
+    """The convex hull's vertices (M, 2) of xy points (N, 2) [m], in the input precision."""
+    xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+    if len(xy) < 3:
+        return xy
+    pts, _ = _centred_f32(xy)
+    idx = cv2.convexHull(pts, returnPoints=False)
+    return xy[np.asarray(idx, dtype=int).reshape(-1)]
+
+
 def min_area_rectangle(xy: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, float]:
     """Yaw [rad] in [-pi/4, pi/4), centre (2,), sizes (2,) of the smallest enclosing rectangle,
-    and the hull area [m^2]."""
-    try:
-        hull = ConvexHull(xy)
-        verts = xy[hull.vertices]
-        area = float(hull.volume)
-    except (QhullError, ValueError):
-        verts, area = xy, 0.0
-    best = (np.inf, 0.0, np.zeros(2), np.zeros(2))
-    edges = np.diff(np.vstack([verts, verts[:1]]), axis=0)
-    angles = np.unique(np.round(np.mod(np.arctan2(edges[:, 1], edges[:, 0]), np.pi / 2), 6))
-    for a in angles if angles.size else [0.0]:
-        local = verts @ _rot(a)
-        lo, hi = local.min(axis=0), local.max(axis=0)
-        size = hi - lo
-        if size[0] * size[1] < best[0]:
-            best = (size[0] * size[1], float(a), _rot(a) @ ((lo + hi) / 2), size)
-    _, yaw, centre, size = best
-    if yaw >= np.pi / 4:
-        yaw -= np.pi / 2
-        size = size[::-1]
-    return float(yaw), centre, np.asarray(size, dtype=float), area
+    and the hull area [m^2] (``cv2.minAreaRect``, ``cv2.contourArea`` of ``cv2.convexHull``)."""
+    pts, origin = _centred_f32(xy)
+    if len(pts) == 0:
+        return 0.0, origin, np.zeros(2), 0.0
+    (cx, cy), (w, h), angle = cv2.minAreaRect(pts)
+    area = float(cv2.contourArea(cv2.convexHull(pts))) if len(pts) >= 3 else 0.0
+    yaw, size = float(np.radians(angle)), np.array([w, h], dtype=float)
+    while yaw >= np.pi / 4:
+        yaw, size = yaw - np.pi / 2, size[::-1]
+    while yaw < -np.pi / 4:
+        yaw, size = yaw + np.pi / 2, size[::-1]
+    return yaw, np.array([cx, cy], dtype=float) + origin, size, area
 
 
 def fit_circle(xy: np.ndarray) -> tuple[np.ndarray, float]:
@@ -138,11 +149,7 @@ def fit_geometry(points_m: np.ndarray, support_z_m: float | None = None, shape: 
     is_cyl = shape == "cylinder" or (shape == "auto" and fill < CYLINDER_FILL and len(xy) > 20
                                      and _top_is_disc(pts, top, size[0] * size[1]))
     if is_cyl:
-        try:
-            verts = xy[ConvexHull(xy).vertices]
-        except (QhullError, ValueError):
-            verts = xy
-        c, r = fit_circle(verts)
+        c, r = fit_circle(hull_vertices(xy))
         r += pad / 2
         centre, size, yaw = c, np.array([2 * r, 2 * r]), 0.0
     else:

@@ -3,17 +3,17 @@
 The simulator's task objects are uniformly coloured primitives resting on a table, so a frame splits
 cleanly at depth discontinuities and colour (chromaticity) edges once the table plane is removed.
 :func:`over_segment` returns a label image; :func:`grow_from_seed` returns the region containing a
-pixel (``mark_point``). Both are vectorised (``scipy.ndimage``), ~10-30 ms for a 512x512 frame.
+pixel (``mark_point``). Both are vectorised (numpy, ``scipy.ndimage``; the connected components
+are opencv's, see :func:`connected_regions`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 from scipy import ndimage
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from captain_ros.core.types import CameraFrame
 from captain_ros.perception.camera import valid_depth, world_points_image
@@ -99,22 +99,23 @@ def edge_map(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES) -> np.ndarra
 def connected_regions(valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
                       ) -> tuple[np.ndarray, int]:
     """Connected components of ``valid`` pixels where neighbours join unless a break lies between
-    them (breaks sit between pixels, so one-pixel-wide faces survive). Labels 1..n, 0 elsewhere."""
+    them (breaks sit between pixels, so one-pixel-wide faces survive). Labels 1..n, 0 elsewhere,
+    numbered in raster order of each region's first pixel.
+
+    The pixel graph is drawn as a (2H-1, 2W-1) image: pixels on the even cells, and the cell
+    between two 4-neighbours set when they join; the 4-connected components of that image
+    (``cv2.connectedComponents``) are exactly the graph's. Same labels as the former
+    ``scipy.sparse.csgraph`` version, ~5x faster (docs/libraries.md).
+    """
     h, w = valid.shape
-    idx = np.arange(h * w).reshape(h, w)
-    jh = valid[:, :-1] & valid[:, 1:] & ~break_h
-    jv = valid[:-1, :] & valid[1:, :] & ~break_v
-    rows = np.concatenate([idx[:, :-1][jh], idx[:-1, :][jv]])
-    cols = np.concatenate([idx[:, 1:][jh], idx[1:, :][jv]])
-    graph = coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(h * w, h * w))
-    _, comp = connected_components(graph, directed=False)
-    labels = np.zeros(h * w, dtype=np.int32)
-    flat = valid.ravel()
-    if flat.any():
-        _, inv = np.unique(comp[flat], return_inverse=True)
-        labels[flat] = inv + 1
-        return labels.reshape(h, w), int(inv.max() + 1)
-    return labels.reshape(h, w), 0
+    if h == 0 or w == 0:
+        return np.zeros((h, w), dtype=np.int32), 0
+    lattice = np.zeros((2 * h - 1, 2 * w - 1), dtype=np.uint8)
+    lattice[::2, ::2] = valid
+    lattice[::2, 1::2] = valid[:, :-1] & valid[:, 1:] & ~break_h
+    lattice[1::2, ::2] = valid[:-1, :] & valid[1:, :] & ~break_v
+    n, labels = cv2.connectedComponents(lattice, connectivity=4, ltype=cv2.CV_32S)
+    return np.ascontiguousarray(labels[::2, ::2]), int(n - 1)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,105 @@
+"""An episode folder as the report reads it: ``summary.json``, ``trajectory.jsonl``, one accessor.
+
+Episode folders come from three front ends (``captain run``, ``captain eval`` workers, the ROS
+policy node) whose ``summary.json`` keys differ (``finished`` / ``finish_called``,
+``tokens_prompt`` / ``prompt_tokens``; the ROS node writes the harness summary, which has no
+``policy`` or ``backend``). :meth:`EpisodeFolder.field` is the one place that knows the spellings;
+a field that none of the records has is ``None``, shown as "unknown", never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "finished": ("finished", "finish_called"),
+    "tokens_prompt": ("tokens_prompt", "prompt_tokens"),
+    "tokens_completion": ("tokens_completion", "completion_tokens"),
+    "robot_calls": ("robot_calls",),
+    "end_reason": ("end_reason",),
+}
+"""Canonical summary field -> the keys it has been written under, preferred first."""
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file; unparseable lines and non-objects are skipped."""
+    out: list[dict[str, Any]] = []
+    if not path.exists():
+        return out
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(errors="replace"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+@dataclass(frozen=True)
+class EpisodeFolder:
+    """The records of one episode folder.
+
+    Attributes:
+        root: The folder.
+        summary: ``summary.json`` (empty when missing or unreadable).
+        start / end: The ``episode_start`` / ``episode_end`` trajectory records (empty if absent).
+        requests: The ``request`` records, in order.
+    """
+
+    root: Path
+    summary: dict[str, Any]
+    start: dict[str, Any]
+    end: dict[str, Any]
+    requests: list[dict[str, Any]]
+
+    @classmethod
+    def load(cls, root: str | Path) -> EpisodeFolder:
+        root = Path(root)
+        records = read_jsonl(root / "trajectory.jsonl")
+        start = next((r for r in records if r.get("type") == "episode_start"), {})
+        end = next((r for r in records if r.get("type") == "episode_end"), {})
+        requests = [r for r in records if r.get("type") == "request"]
+        return cls(root, _read_json(root / "summary.json"), start, end, requests)
+
+    def _sources(self) -> list[dict[str, Any]]:
+        end_summary = self.end.get("summary")
+        srcs = [self.summary, end_summary if isinstance(end_summary, dict) else {}]
+        srcs += [s["extra"] for s in list(srcs) if isinstance(s.get("extra"), dict)]
+        return [*srcs, self.start]
+
+    def field(self, name: str, default: Any = None) -> Any:
+        """A summary field by its canonical name (see :data:`ALIASES`), looked up in
+        ``summary.json``, then the trajectory's ``episode_end`` summary, their ``extra`` dicts and
+        the ``episode_start`` record; ``default`` when none has it (or it is empty)."""
+        for src in self._sources():
+            for key in ALIASES.get(name, (name,)):
+                value = src.get(key)
+                if value is not None and value != "":
+                    return value
+        return default
+
+    def number(self, name: str) -> float | None:
+        """A numeric field, ``None`` when missing or not a number."""
+        value = self.field(name)
+        try:
+            return float(value) if value is not None and not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            return None
+
+    @property
+    def title(self) -> str:
+        return f"{self.field('task', '?')} seed {self.field('seed', '?')}"
