@@ -1,10 +1,9 @@
 """An episode folder as the report reads it: ``summary.json``, ``trajectory.jsonl``, one accessor.
 
-Episode folders come from three front ends (``captain run``, ``captain eval`` workers, the ROS
-policy node) whose ``summary.json`` keys differ (``finished`` / ``finish_called``,
-``tokens_prompt`` / ``prompt_tokens``; the ROS node writes the harness summary, which has no
-``policy`` or ``backend``). :meth:`EpisodeFolder.field` is the one place that knows the spellings;
-a field that none of the records has is ``None``, shown as "unknown", never guessed.
+Every front end writes the one :class:`~captain_ros.harness.record.EpisodeRecord`; folders
+written before it existed used other keys (``finish_called``, ``tokens_prompt``) and may lack
+``policy`` or ``backend``. :meth:`EpisodeFolder.field` is the one place that knows those older
+spellings; a field that none of the records has is ``None``, shown as "unknown", never guessed.
 """
 
 from __future__ import annotations
