@@ -30,9 +30,10 @@ def _default_params_file():
         from ament_index_python.packages import get_package_share_directory
 
         return os.path.join(get_package_share_directory("captain_ros"), "config", "captain.yaml")
-    except Exception:  # noqa: BLE001 - source checkout without an ament index entry
-        return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "config", "captain.yaml")
+    except Exception:  # noqa: BLE001 - no ament index entry: the copy inside the package
+        from captain_ros.data import data_path
+
+        return str(data_path("config", "captain.yaml"))
 
 
 def _nodes(context, *args, **kwargs):

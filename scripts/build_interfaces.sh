@@ -82,12 +82,4 @@ build_pkg() {
 build_pkg tf2_msgs "tf2_msgs.msg"
 build_pkg captain_ros_interfaces "captain_ros_interfaces.msg, captain_ros_interfaces.srv, captain_ros_interfaces.action"
 
-# 2. ament index entry for the (editable) captain_ros package itself: marker + share overlay so
-#    get_package_share_directory('captain_ros') finds package.xml, launch/ and config/.
-share=$VENV/share/captain_ros
-mkdir -p "$VENV/share/ament_index/resource_index/packages" "$share"
-: >"$VENV/share/ament_index/resource_index/packages/captain_ros"
-for item in package.xml launch config; do
-  [ -e "$ROOT/$item" ] && ln -sfn "$ROOT/$item" "$share/$item"
-done
 echo "[interfaces] done"

@@ -16,7 +16,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-CONFIG = Path(__file__).resolve().parents[2] / "config" / "captain.yaml"
+from captain_ros.data import data_path
+
+CONFIG = data_path("config", "captain.yaml")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,9 +18,10 @@ from captain_ros_interfaces.action import RunEpisode
 from captain_ros_interfaces.msg import Receipt
 from rclpy.action import ActionClient
 from rclpy.node import Node
-from ros_fixtures import ROOT, ChildProcess, Spinner, _next_domain, wait_until
+from ros_fixtures import ChildProcess, Spinner, _next_domain, wait_until
 
 from captain_ros.bags.rosbag2 import read_messages, summarize_bag
+from captain_ros.data import data_path
 from captain_ros.ros import convert
 
 pytestmark = pytest.mark.slow
@@ -32,7 +33,7 @@ def graph(tmp_path_factory):
 
     domain = _next_domain()
     bags = tmp_path_factory.mktemp("bags")
-    cfg = str(ROOT / "config" / "captain.yaml")
+    cfg = str(data_path("config", "captain.yaml"))
     procs = [
         ChildProcess(["-m", "captain_ros.ros.robot_stack", "--ros-args", "--params-file", cfg,
                       "-p", "backend:=mujoco", "-p", "camera_rate_hz:=1.0"], domain, "robot_stack"),
