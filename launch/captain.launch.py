@@ -14,12 +14,11 @@ Without the launch tools, ``captain up`` composes the same nodes from the same Y
 
 import os
 
+from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-
-from launch import LaunchDescription
 
 IMPLEMENTED_BACKENDS = ("mujoco", "fake", "piper")
 KNOWN_BACKENDS = ("mujoco", "fake", "piper", "xr1", "humanoid")
@@ -45,7 +44,12 @@ def _nodes(context, *args, **kwargs):
             f"{', '.join(IMPLEMENTED_BACKENDS)}")
     params_file = LaunchConfiguration("params_file").perform(context)
     task = LaunchConfiguration("task").perform(context)
-    seed = int(LaunchConfiguration("seed").perform(context))
+    seed_text = LaunchConfiguration("seed").perform(context)
+    if not seed_text.isdigit():
+        raise RuntimeError(f"seed:={seed_text} must be a non-negative integer")
+    seed = int(seed_text)
+    if not os.path.isfile(params_file):
+        raise RuntimeError(f"params_file:={params_file} does not exist")
     policy = LaunchConfiguration("policy").perform(context)
     bag_dir = LaunchConfiguration("bag_dir").perform(context)
     return [

@@ -20,3 +20,11 @@ for f in "$ROOT"/launch/*.py; do ln -s "$f" "$share/launch/"; done
 for f in "$ROOT"/captain_ros/data/config/*.yaml; do ln -s "$f" "$share/config/"; done
 for f in "$ROOT"/scripts/ros/relay/*; do install -m 0755 "$f" "$VENV/lib/captain_ros/"; done
 echo "[ament] captain_ros share/ and lib/ overlay in $VENV"
+# `source .venv/bin/activate` puts the venv on the ament index path, like sourcing a ROS
+# workspace's setup.bash (ros2 launch / ros2 run / get_package_share_directory need it).
+if ! grep -q "captain_ros: ament index" "$VENV/bin/activate"; then
+  cat >>"$VENV/bin/activate" <<'ACT'
+# captain_ros: ament index (scripts/ament_overlay.sh)
+case ":${AMENT_PREFIX_PATH:-}:" in *":$VIRTUAL_ENV:"*) ;; *) export AMENT_PREFIX_PATH="$VIRTUAL_ENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}" ;; esac
+ACT
+fi

@@ -29,6 +29,7 @@ from captain_ros_interfaces.srv import PrivilegedState as PrivilegedStateSrv
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.parameter_client import AsyncParameterClient
 from std_msgs.msg import String
 
 from captain_ros.core.errors import InvalidArgumentError
@@ -70,6 +71,7 @@ class PolicyNode(Node):
                                              callback_group=group)
         self.snapshot = self.create_client(Snapshot, "/captain/robot/snapshot", callback_group=group)
         self.recorder = RecorderWatch(self, self.p["bag_wait_s"], group)
+        self.robot_params = AsyncParameterClient(self, "captain_robot", callback_group=group)
         self._busy = threading.Lock()
         self._goal: Any = None
         self.server = ActionServer(self, RunEpisode, "/captain/run_episode", self._execute,
@@ -121,7 +123,8 @@ class PolicyNode(Node):
         sim = self.privileged.service_is_ready()
         setup = EpisodeSetup(
             task=task, seed=int(g.seed), robot=self.caller, policy=policy, out_dir=out_dir,
-            budgets=budgets, options=EpisodeOptions(policy_name=policy_name, backend_name="ros"),
+            budgets=budgets, options=EpisodeOptions(policy_name=policy_name,
+                                                    backend_name=self._robot_backend()),
             privileged=ServicePrivileged(self.privileged, self.snapshot, call_sync) if sim else None,
             observers=observers, overwrite=bool(self.p["overwrite_output"]))
         setup.prepare()  # before the recorder opens its bag (it may write into the folder)
@@ -166,6 +169,17 @@ class PolicyNode(Node):
         else:
             goal_handle.succeed()
         return res
+
+    def _robot_backend(self) -> str:
+        """The robot node's ``backend`` parameter (what the record names as backend)."""
+        if not self.robot_params.services_are_ready():
+            return "unknown"
+        done = threading.Event()
+        future = self.robot_params.get_parameters(["backend"])
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(2.0) or future.result() is None or not future.result().values:
+            return "unknown"
+        return str(future.result().values[0].string_value or "unknown")
 
     def _event(self, episode_id: str, event: str, detail: dict[str, Any]) -> None:
         self.event_pub.publish(EpisodeEvent(stamp=self.get_clock().now().to_msg(), episode_id=episode_id,

@@ -72,6 +72,7 @@ class RobotNode(LifecycleNode):
         self.backend: LockedBackend | None = None
         self.service: Any = None
         self._initial: Any = None
+        self.last_error = ""
         self._timers: list[Any] = []
         self.scene_listeners: list[Any] = []  # called after load_scene (e.g. perception reset)
         self.call_group = MutuallyExclusiveCallbackGroup()
@@ -79,9 +80,29 @@ class RobotNode(LifecycleNode):
 
     # --- lifecycle ------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
+        before = self._entities()
+        try:
+            return self._configure(before)
+        except Exception as exc:  # noqa: BLE001 - a failed transition says why, then fails
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            self.get_logger().error(f"configure failed: {self.last_error}")
+            for e in self._entities():
+                if e not in before:
+                    self._destroy(e)
+            return TransitionCallbackReturn.FAILURE
+
+    def _destroy(self, entity: Any) -> None:
+        for kind in ("publisher", "subscription", "service"):
+            fn = getattr(self, f"destroy_{kind}")
+            try:
+                fn(entity)
+                return
+            except Exception:  # noqa: BLE001 - not that kind of entity
+                continue
+
+    def _configure(self, before: list[Any]) -> TransitionCallbackReturn:
         from captain_ros.backends import make_backend
 
-        before = self._entities()
         inner = self._injected or make_backend(self.p["backend"],
                                                scene_of(self.p["task"], int(self.p["seed"])))
         self.backend = LockedBackend(inner)
