@@ -1,0 +1,1 @@
+"""Humanoid pair behind a bridge interface (see bridge.py)."""
