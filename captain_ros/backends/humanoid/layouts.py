@@ -60,6 +60,8 @@ class Layout:
         gates: Route gates in route order.
         start_s_m: Arc length of the payload centre at the start [m].
         target_support_top_m: Height of the target pedestal's top [m].
+        target_bay_m: Length of a wider bay before the target (0 = none) [m]: the corridor widens
+            by ``bay_extra_half_width_m`` on both sides so the robots can retreat.
         description: One line for reports.
     """
 
@@ -68,7 +70,9 @@ class Layout:
     width_m: float
     gates: tuple[Gate, ...]
     start_s_m: float = 0.0
-    target_support_top_m: float = 0.80
+    target_support_top_m: float = 0.70
+    target_bay_m: float = 0.0
+    bay_extra_half_width_m: float = 0.6
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -190,7 +194,7 @@ class Layout:
         start = Support("start_support", float(sx), float(sy), 0.15, 0.15, payload_bottom_start_m)
         h = self.target_heading_rad
         # the target pedestal is long across the route (along the formation axis) and short along it
-        along, across = 0.18, 0.25
+        along, across = 0.15, 0.12
         hx = abs(math.cos(h)) * along + abs(math.sin(h)) * across
         hy = abs(math.sin(h)) * along + abs(math.cos(h)) * across
         target = Support("target_support", float(tx), float(ty), hx, hy, self.target_support_top_m)
@@ -200,14 +204,28 @@ class Layout:
         """Wall centre lines (start, end) [m]: both corridor sides plus the two end caps."""
         half = self.width_m / 2.0 + WALL_THICKNESS_M / 2.0
         pts = self._pts.copy()
-        t0 = pts[1] - pts[0]
-        t1 = pts[-1] - pts[-2]
-        pts[0] -= t0 / np.linalg.norm(t0) * 1.0  # room behind the start
-        pts[-1] += t1 / np.linalg.norm(t1) * 1.2  # room beyond the target
+        t0 = (pts[1] - pts[0]) / np.linalg.norm(pts[1] - pts[0])
+        t1 = (pts[-1] - pts[-2]) / np.linalg.norm(pts[-1] - pts[-2])
+        pts[0] -= t0 * 1.0  # room behind the start
+        end = pts[-1] + t1 * 1.2  # room beyond the target
+        last_corner = max(self.corner_s(), default=0.0)
+        bay = self.target_bay_m > 0 and self.length_m - self.target_bay_m > last_corner
+        if bay:
+            pts[-1] = self.point_at(self.length_m - self.target_bay_m)
+        else:
+            pts[-1] = end
         left, right = _offset(pts, half), _offset(pts, -half)
         walls = [(left[i], left[i + 1]) for i in range(len(left) - 1)]
         walls += [(right[i], right[i + 1]) for i in range(len(right) - 1)]
-        walls += [(left[0], right[0]), (left[-1], right[-1])]
+        walls.append((left[0], right[0]))
+        if not bay:
+            walls.append((left[-1], right[-1]))
+            return walls
+        n = np.array([-t1[1], t1[0]])
+        hb = half + self.bay_extra_half_width_m
+        walls += [(left[-1], pts[-1] + n * hb), (right[-1], pts[-1] - n * hb),
+                  (pts[-1] + n * hb, end + n * hb), (pts[-1] - n * hb, end - n * hb),
+                  (end + n * hb, end - n * hb)]
         return walls
 
 
@@ -229,13 +247,14 @@ def _offset(pts: np.ndarray, d: float) -> np.ndarray:
 
 LAYOUTS: dict[str, Layout] = {
     "base": Layout(
-        "base", ((0.0, 0.0), (4.2, 0.0), (4.2, 4.0), (7.6, 4.0)), 2.3,
+        "base", ((0.0, 0.0), (4.2, 0.0), (4.2, 4.0), (7.6, 4.0)), 2.4,
         (Gate("gate_1", 2.2), Gate("gate_2", 5.5), Gate("gate_3", 7.4), Gate("gate_4", 9.6)),
-        description="left turn, then right turn; 11.6 m route, corridor 2.3 m"),
+        target_bay_m=1.8,
+        description="left turn, then right turn; 11.6 m route, corridor 2.4 m, bay at the target"),
     "l2": Layout(
         "l2", ((0.0, 0.0), (3.6, 0.0), (3.6, -3.4), (7.4, -3.4), (7.4, -5.6)), 2.3,
-        (Gate("gate_1", 2.0), Gate("gate_2", 4.9), Gate("gate_3", 8.6), Gate("gate_4", 11.1)),
-        description="right, left, right; 11.6 m route, corridor 2.3 m"),
+        (Gate("gate_1", 2.0), Gate("gate_2", 4.9), Gate("gate_3", 8.6), Gate("gate_4", 11.9)),
+        description="right, left, right; 13.0 m route, corridor 2.3 m"),
     "l3": Layout(
         "l3", ((0.0, 0.0), (3.0, 0.0), (3.0, 2.6), (6.2, 2.6)), 2.15,
         (Gate("gate_1", 1.8), Gate("gate_2", 4.2), Gate("gate_3", 6.4)),

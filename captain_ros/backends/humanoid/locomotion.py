@@ -29,7 +29,7 @@ SCALE_STD = 0.03
 """Stationary std of the translation-speed scale error."""
 HEADING_STD_RAD = 0.015
 """Stationary std of the heading error of translation [rad]."""
-YAW_SCALE_STD = 0.04
+YAW_SCALE_STD = 0.03
 """Stationary std of the turn-rate scale error."""
 NOISE_TAU_S = 4.0
 """Correlation time of the tracking errors [s]."""
