@@ -24,14 +24,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from captain_ros.backends.humanoid.layouts import Layout
-from captain_ros.backends.humanoid.sim import SPACING_M, START_SUPPORT_TOP_M
-from captain_ros.backends.humanoid.types import wrap_angle
 from captain_ros.coevolve.motor import DROP_LOWEST_Z_M, ExecutionTrace
 from captain_ros.coevolve.observation import Observation
 from captain_ros.coevolve.plan import Phase
+from captain_ros.coevolve.progress import progress
 from captain_ros.coevolve.strategy import ROBOTS, Coordination
 
 LEVELS = ("drop", "robot", "contact", "support", "stability", "phase", "progress")
@@ -141,14 +138,6 @@ PHASE_OBJECTIVES = {
 SETUP_OBJECTIVES = ("recentre", "restore_spacing", "turn")
 
 
-def _seg_distance(layout: Layout, k: int, xy: np.ndarray) -> float:
-    """Distance from ``xy`` to route segment ``k`` (as a line segment) [m]."""
-    a = np.asarray(layout.waypoints[k], float)
-    b = np.asarray(layout.waypoints[k + 1], float)
-    t = float(np.clip((xy - a) @ (b - a) / ((b - a) @ (b - a)), 0.0, 1.0))
-    return float(np.linalg.norm(xy - (a + t * (b - a))))
-
-
 class Verifier:
     """Verifies transactions for one layout and endpoint."""
 
@@ -156,24 +145,6 @@ class Verifier:
         self.layout = layout
         self.endpoint = endpoint
         self.tol = tol or Tolerances()
-
-    # --- helpers ---------------------------------------------------------------------------------
-    def _formation_error(self, o: Observation) -> float:
-        f = o.formation
-        return abs(f["spacing_error_m"]) + 0.5 * f["max_facing_error_rad"]
-
-    def _on_target(self, o: Observation) -> tuple[bool, dict[str, float]]:
-        p = o.payload
-        dz = abs(p["position_m"][2] - o["target"]["payload_target_z_m"])
-        dxy = o["target"]["distance_m"]
-        ok = (p["resting_on"] == "target_support" and dxy <= self.tol.target_radius_m
-              and dz <= self.tol.vertical_tol_m and p["tilt_rad"] <= self.tol.terminal_tilt_rad)
-        return ok, {"target_distance_m": dxy, "target_dz_m": dz, "tilt_rad": p["tilt_rad"]}
-
-    def _clearance(self, o: Observation) -> float:
-        c = np.array(o.payload["position_m"][:2])
-        return min(float(np.linalg.norm(np.array([o["robots"][r]["x_m"], o["robots"][r]["y_m"]]) - c))
-                   for r in ROBOTS) - SPACING_M / 2.0
 
     # --- the check ------------------------------------------------------------------------------
     def verify(self, pre: Observation, z: Coordination, theta: dict[str, dict[str, Any]],
@@ -236,7 +207,7 @@ class Verifier:
         pre_ok, why = self._phase_valid(pre, z, phase)
         checks.append(Check("phase_validity", pre_ok, "phase", z.primitive, phase.kind, why))
         # progress against the objective
-        prog_ok, prog_detail, meas = self._progress(pre, z, theta, post, trace)
+        prog_ok, prog_detail, meas = progress(self.layout, self.tol, pre, z, theta, post, trace)
         checks.append(Check("progress", prog_ok, "progress", meas.get("progress"), meas.get("needed"),
                             prog_detail))
         failed = [c for c in checks if not c.ok]
@@ -273,85 +244,6 @@ class Verifier:
         if z.primitive == "retreat" and any(pre["robots"][r]["palm_force_n"] > 0.5 for r in ROBOTS):
             return False, "retreat before the palms are clear of the payload"
         return True, ""
-
-    def _progress(self, pre: Observation, z: Coordination, theta: dict[str, dict[str, Any]],
-                  post: Observation, trace: ExecutionTrace) -> tuple[bool, str, dict[str, Any]]:
-        kind, tol = z.objective.kind, self.tol
-        lay = self.layout
-        if kind == "initialize":
-            lifted = post.payload["lowest_z_m"] - START_SUPPORT_TOP_M
-            ok = (post.payload["supported"] and "start_support" not in post.payload["touches"]
-                  and lifted >= 0.015 and post.payload["tilt_rad"] <= math.radians(5.0))
-            return ok, f"payload lifted {lifted:.3f} m", {"progress": round(lifted, 3), "needed": 0.015}
-        if kind in ("reach_gate", "enter_target"):
-            a = theta["robot_a"]
-            tangent = lay.tangent_at(pre.route["s_m"])
-            along = 0.0
-            if z.primitive == "coordinated_linear_transport":
-                along = float(a["distance_m"]) * float(np.dot(a["direction_xy"], tangent))
-            if kind == "reach_gate":
-                ds = post.route["s_m"] - pre.route["s_m"]
-                remaining = pre.route["next_gate"]["remaining_m"] if pre.route["next_gate"] else along
-                need = max(0.05, 0.5 * min(along, max(remaining, 0.05))) if along > 0 else math.inf
-                ok = ds >= need
-                return ok, (f"advanced {ds:.2f} m along the route (commanded {along:.2f} m)" if ok else
-                            f"advanced only {ds:.2f} m along the route (needed {need:.2f} m)"), \
-                    {"progress": round(ds, 3), "needed": round(need, 3) if math.isfinite(need) else None}
-            d0, d1 = pre["target"]["distance_m"], post["target"]["distance_m"]
-            need_d = max(tol.target_radius_m, d0 - 0.5 * min(max(along, 0.0), d0))
-            ok = d1 <= need_d + 1e-9 and d1 < d0
-            return ok, f"target distance {d0:.2f} -> {d1:.2f} m", {"progress": round(d0 - d1, 3),
-                                                                   "needed": round(d0 - need_d, 3)}
-        if kind == "turn":
-            k = int(z.objective.target.split("_")[-1]) if z.objective.target.startswith("segment_") else \
-                min(pre.route["segment"] + 1, lay.n_segments - 1)
-            h = lay.segment_heading(k)
-            e0 = abs(wrap_angle(pre.formation["travel_heading_rad"] - h))
-            e1 = abs(wrap_angle(post.formation["travel_heading_rad"] - h))
-            c0 = _seg_distance(lay, k, np.array(pre.payload["position_m"][:2]))
-            c1 = _seg_distance(lay, k, np.array(post.payload["position_m"][:2]))
-            commanded = abs(float(theta["robot_a"].get("angle_rad", e0)))
-            need = min(0.5 * min(commanded, e0), max(e0 - 0.15, 0.0))
-            ok = e0 - e1 >= need and c1 <= c0 + 0.25
-            detail = (f"heading error to segment {k} {math.degrees(e0):.0f} -> {math.degrees(e1):.0f} deg; "
-                      f"distance to segment {k} {c0:.2f} -> {c1:.2f} m")
-            if c1 > c0 + 0.25:
-                detail += " (the formation moved away from the next segment)"
-            return ok, detail, {"progress": round(e0 - e1, 3), "needed": round(need, 3),
-                                "segment_distance_m": [round(c0, 3), round(c1, 3)]}
-        if kind == "recentre":
-            l0, l1 = abs(pre.route["centre_lateral_m"]), abs(post.route["centre_lateral_m"])
-            ok = l1 <= max(0.06, 0.6 * l0)
-            return ok, f"lateral offset {l0:.3f} -> {l1:.3f} m", {"progress": round(l0 - l1, 3),
-                                                                 "needed": round(l0 - max(0.06, 0.6 * l0), 3)}
-        if kind == "restore_spacing":
-            e0, e1 = self._formation_error(pre), self._formation_error(post)
-            ok = e1 <= max(0.03, 0.6 * e0)
-            return ok, f"formation error {e0:.3f} -> {e1:.3f}", {"progress": round(e0 - e1, 3),
-                                                                "needed": round(e0 - max(0.03, 0.6 * e0), 3)}
-        if kind == "place":
-            ok, m = self._on_target(post)
-            return ok, (f"payload {'rests' if ok else 'does not rest'} on the target (distance "
-                        f"{m['target_distance_m']:.2f} m, dz {m['target_dz_m']:.3f} m)"), \
-                {"progress": m, "needed": {"radius_m": tol.target_radius_m, "dz_m": tol.vertical_tol_m}}
-        if kind == "release":
-            ok_t, m = self._on_target(post)
-            w = trace.window
-            wt = float(w.get("max_tilt_rad", math.inf))
-            ok = ok_t and w.get("duration_s", 0.0) >= tol.window_s - 1e-6 and wt <= tol.terminal_tilt_rad \
-                and w.get("max_drift_m", math.inf) <= 0.05
-            return ok, (f"stability window {w.get('duration_s', 0.0):.1f} s, max tilt "
-                        f"{math.degrees(wt) if math.isfinite(wt) else float('nan'):.1f} deg, drift "
-                        f"{w.get('max_drift_m', float('nan')):.3f} m; on target {ok_t}"), \
-                {"progress": {"window": {k: v for k, v in w.items() if k != 'start'}, **m},
-                 "needed": {"window_s": tol.window_s}}
-        if kind == "retreat":
-            ok_t, m = self._on_target(post)
-            cl = self._clearance(post)
-            ok = ok_t and cl >= tol.retreat_clearance_m
-            return ok, f"clearance {cl:.2f} m (payload still on target: {ok_t})", \
-                {"progress": round(cl, 3), "needed": tol.retreat_clearance_m}
-        return False, f"no progress measure for objective {kind}", {}
 
     def _classify(self, c: Check, z: Coordination, trace: ExecutionTrace) -> tuple[str, str]:
         def role(r: str) -> str:

@@ -22,11 +22,8 @@ def make_roles(kind: str = "scripted", typed_revision: bool = True,
         options: Backend options.
     """
     if kind == "scripted":
-        from captain_ros.coevolve.roles.scripted import (
-            ScriptedCoder,
-            ScriptedOrchestrator,
-            ScriptedReviser,
-        )
+        from captain_ros.coevolve.roles.scripted import ScriptedCoder, ScriptedOrchestrator
+        from captain_ros.coevolve.roles.scripted_reviser import ScriptedReviser
 
         return RoleSet(ScriptedOrchestrator(), ScriptedCoder(), ScriptedReviser() if typed_revision else None,
                        "scripted")
