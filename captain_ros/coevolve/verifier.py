@@ -212,7 +212,8 @@ class Verifier:
                             prog_detail))
         failed = [c for c in checks if not c.ok]
         failed.sort(key=lambda c: LEVELS.index(c.level))
-        meas.update({"clipped_commands": trace.clipped, "duration_s": round(trace.duration_s, 2),
+        meas.update({"payload_xy": [round(float(v), 3) for v in post.payload["position_m"][:2]],
+                     "clipped_commands": trace.clipped, "duration_s": round(trace.duration_s, 2),
                      "stopped": trace.reason, "spacing_error_m": post.formation["spacing_error_m"],
                      "lateral_m": post.route["centre_lateral_m"],
                      "heading_error_rad": post.route["heading_error_rad"]})

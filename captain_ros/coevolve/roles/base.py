@@ -103,9 +103,8 @@ class RoleSet:
     coder: Coder
     reviser: Reviser | None
     name: str = "scripted"
+    resources: list[Any] = field(default_factory=list)  # objects with close() (a shared backbone)
 
     def close(self) -> None:
-        for r in (self.orchestrator, self.coder, self.reviser):
-            close = getattr(r, "close", None)
-            if close is not None:
-                close()
+        for r in self.resources:
+            r.close()
