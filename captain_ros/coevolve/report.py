@@ -110,7 +110,7 @@ def render(folder: str | Path) -> str:
     body.append("<h2>Milestones</h2><table><tr><th>milestone</th><th>first certified at transaction</th></tr>"
                 + "".join(f"<tr><td>{_e(n)}</td><td>{_e(t if t is not None else 'never')}</td></tr>"
                           for n, t in zip(names, firsts, strict=False)) + "</table>")
-    plan = next((e["plan"] for e in reversed(evs) if e.get("plan")), [])
+    plan: list[dict[str, Any]] = next((e["plan"] for e in reversed(evs) if e.get("plan")), [])
     body.append("<h2>Plan</h2><table><tr><th>phase</th><th>completion evidence</th><th>status</th></tr>"
                 + "".join(f"<tr><td>{_e(p['name'])}</td><td>{_e(p['evidence'])}</td><td>{_e(p['status'])}</td></tr>"
                           for p in plan) + "</table>")
