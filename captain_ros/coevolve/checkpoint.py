@@ -88,9 +88,9 @@ class CheckpointStore:
     def commit(self, transaction: int, observation: Observation, certified: tuple[str, ...],
                plan: Plan) -> Checkpoint:
         """Make the current bridge state the latest trusted checkpoint."""
-        priv = self.bridge.privileged_state()
-        ck = Checkpoint(f"ckpt_{len(self.checkpoints)}", transaction, self.bridge.snapshot(),
-                        str(priv["digest"]), observation, tuple(certified), plan)
+        snap = self.bridge.snapshot()
+        ck = Checkpoint(f"ckpt_{len(self.checkpoints)}", transaction, snap, str(snap.digest), observation,
+                        tuple(certified), plan)
         self.checkpoints.append(ck)
         return ck
 
@@ -107,8 +107,7 @@ class CheckpointStore:
             RestorationError: The digest after the restore differs from the checkpoint's.
         """
         ck = self.latest
-        self.bridge.restore(ck.snapshot)
-        digest = str(self.bridge.privileged_state()["digest"])
+        digest = str(self.bridge.restore(ck.snapshot))
         if digest != ck.digest:
             raise RestorationError(f"restored state digest {digest} != checkpoint {ck.id} digest {ck.digest}")
         self.motor.resync()

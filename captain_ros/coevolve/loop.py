@@ -46,14 +46,18 @@ class CoEvolveRun:
         out_dir: Run folder (``None``: nothing written).
         bridge: A humanoid bridge (default: a fresh MuJoCo pair for the layout and seed).
         listeners: Called with every event (live display, ROS receipts).
+        should_stop: Polled before every step; ``True`` ends the run (label C, e.g. an operator's
+            cancel).
     """
 
     def __init__(self, config: RunConfig, roles: RoleSet, out_dir: str | Path | None = None,
-                 bridge: HumanoidBridge | None = None, listeners: list[Any] | None = None) -> None:
+                 bridge: HumanoidBridge | None = None, listeners: list[Any] | None = None,
+                 should_stop: Any = None) -> None:
         from captain_ros.backends.humanoid.sim import MujocoHumanoidPair
 
         self.cfg = config
         self.roles = roles
+        self.should_stop = should_stop
         self.out_dir = Path(out_dir) if out_dir else None
         self.layout = get_layout(config.layout)
         self.bridge = bridge or MujocoHumanoidPair(self.layout, seed=config.seed, noise=config.noise)
@@ -110,7 +114,8 @@ class CoEvolveRun:
         if self.stall >= self.cfg.stall_limit or self.attempt >= self.cfg.repair_limit \
                 or self.model_calls >= self.cfg.max_model_calls:
             return "G"
-        if time.perf_counter() - t0 > self.cfg.max_wall_s or self.bridge.estopped:
+        if time.perf_counter() - t0 > self.cfg.max_wall_s or self.bridge.estopped or (
+                self.should_stop is not None and self.should_stop()):
             return "C"
         return None
 

@@ -213,10 +213,11 @@ class MotorInterface:
             b.reset_monitor()
         t0 = b.time_s()
         stopped, reason = False, ""
-        n_ticks = int(math.ceil(total / PLANNER_DT_S - 1e-9))
-        for k in range(n_ticks + int(SETTLE_S / PLANNER_DT_S)):
-            t = k * PLANNER_DT_S
-            moving = k < n_ticks
+        t = 0.0
+        while t < total + SETTLE_S - 1e-6:
+            # profiles are indexed by the controllers' clock, so a late planner tick (e.g. over ROS)
+            # does not stretch them
+            moving = t < total - 1e-9
             now = {r: b.state(r) for r in ROBOTS} if any(p.feedback for p in progs.values()) else None
             for r, p in progs.items():
                 if moving and p.velocity:
@@ -246,6 +247,7 @@ class MotorInterface:
             if s is not None and ("floor" in s["touches"] or s["lowest_z_m"] < DROP_LOWEST_Z_M):
                 stopped, reason = True, "payload dropped"
                 break
+            t = b.time_s() - t0
         if stopped:
             self.resync()
             if "e-stop" not in reason:

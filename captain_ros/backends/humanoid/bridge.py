@@ -86,11 +86,13 @@ class HumanoidBridge(abc.ABC):
 
     # --- simulation only ---------------------------------------------------------------------
     def snapshot(self) -> Any:
-        """Full restorable state (physics, controller state, RNG)."""
+        """Full restorable state (physics, controller state, RNG); its ``digest`` attribute is the
+        state digest at that instant (taken atomically with the snapshot)."""
         raise NotSupportedError(f"{type(self).__name__} has no snapshots (simulation only)")
 
-    def restore(self, snapshot: Any) -> None:
-        """Restore a :meth:`snapshot` exactly (bit-identical replay afterwards)."""
+    def restore(self, snapshot: Any) -> str:
+        """Restore a :meth:`snapshot` exactly (bit-identical replay afterwards); returns the state
+        digest right after restoring (atomically), for the caller to verify the restoration."""
         raise NotSupportedError(f"{type(self).__name__} has no snapshots (simulation only)")
 
     def privileged_state(self) -> dict[str, Any]:

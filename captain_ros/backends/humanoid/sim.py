@@ -304,9 +304,9 @@ class MujocoHumanoidPair(HumanoidBridge):
             {r: (rp.start.copy(), rp.goal.copy(), rp.t0_s, rp.ramp_s) for r, rp in self._ramps.items()},
             self._estop, self._estop_reason, dict(self._fallen), dict(self.rng.bit_generator.state),
             self.ticks, {k: (dict(v) if isinstance(v, dict) else (list(v) if isinstance(v, list) else v))
-                         for k, v in self._monitor.items()})
+                         for k, v in self._monitor.items()}, self.digest())
 
-    def restore(self, snapshot: HumanoidSnapshot) -> None:
+    def restore(self, snapshot: HumanoidSnapshot) -> str:
         if not isinstance(snapshot, HumanoidSnapshot) or snapshot.model_key != self.model_key:
             raise InvalidArgumentError("snapshot is not from this layout's humanoid scene")
         mujoco.mj_setState(self.model, self.data, snapshot.physics, mujoco.mjtState.mjSTATE_INTEGRATION)
@@ -319,3 +319,4 @@ class MujocoHumanoidPair(HumanoidBridge):
         self.ticks = snapshot.ticks
         self._monitor = {k: (dict(v) if isinstance(v, dict) else (list(v) if isinstance(v, list) else v))
                          for k, v in snapshot.monitor.items()}
+        return self.digest()

@@ -32,6 +32,7 @@ class HumanoidSnapshot:
     rng_state: dict[str, Any]
     ticks: int
     monitor: dict[str, Any] = field(default_factory=dict)
+    digest: str = ""
 
     def __post_init__(self) -> None:
         self.physics.setflags(write=False)
