@@ -92,21 +92,23 @@ def progress(layout: Layout, tol: Any, pre: Observation, z: Coordination,
         c1 = segment_distance(lay, k, np.array(post.payload["position_m"][:2]))
         commanded = abs(float(theta["robot_a"].get("angle_rad", e0)))
         need = min(0.5 * min(commanded, e0), max(e0 - 0.15, 0.0))
-        ok = e0 - e1 >= need and c1 <= c0 + 0.25
+        ok = e0 > 0.05 and e0 - e1 >= need and c1 <= c0 + 0.25
         detail = (f"heading error to segment {k} {math.degrees(e0):.0f} -> {math.degrees(e1):.0f} deg; "
                   f"distance to segment {k} {c0:.2f} -> {c1:.2f} m")
         if c1 > c0 + 0.25:
             detail += " (the formation moved away from the next segment)"
+        if e0 <= 0.05:
+            detail += " (the heading was already aligned: nothing to turn)"
         return ok, detail, {"progress": round(e0 - e1, 3), "needed": round(need, 3),
                             "segment_distance_m": [round(c0, 3), round(c1, 3)]}
     if kind == "recentre":
         l0, l1 = abs(pre.route["centre_lateral_m"]), abs(post.route["centre_lateral_m"])
-        ok = l1 <= max(0.06, 0.6 * l0)
+        ok = l0 > 0.03 and l1 <= max(0.06, 0.6 * l0)
         return ok, f"lateral offset {l0:.3f} -> {l1:.3f} m", {"progress": round(l0 - l1, 3),
                                                              "needed": round(l0 - max(0.06, 0.6 * l0), 3)}
     if kind == "restore_spacing":
         e0, e1 = formation_error(pre), formation_error(post)
-        ok = e1 <= max(0.03, 0.6 * e0)
+        ok = e0 > 0.015 and e1 <= max(0.03, 0.6 * e0)
         return ok, f"formation error {e0:.3f} -> {e1:.3f}", {"progress": round(e0 - e1, 3),
                                                             "needed": round(e0 - max(0.03, 0.6 * e0), 3)}
     if kind == "place":

@@ -250,8 +250,9 @@ class Verifier:
         def role(r: str) -> str:
             return f"{r} ({z.role_of(r)})"
 
+        clipped = [r for r, v in trace.clipped.items() if v]
         if c.name == "payload_not_dropped":
-            return "payload_drop", "payload"
+            return "payload_drop", role(clipped[0]) if clipped else "payload"
         if c.name == "robots_upright":
             r = c.detail.split()[0]
             return ("robot_fall" if "fell" in c.detail else "robot_tilt"), role(r)
@@ -268,7 +269,6 @@ class Verifier:
         if c.name == "formation_facing":
             return "facing_error", ""
         if c.name.startswith("payload_tilt"):
-            clipped = [r for r, v in trace.clipped.items() if v]
             return "payload_tilt", role(clipped[0]) if clipped else "payload"
         if c.name == "palms_clear":
             return "palms_not_clear", ""
