@@ -117,7 +117,8 @@ def model_roles(kind: str, typed_revision: bool, options: dict[str, Any]) -> Rol
 
         from captain_ros.policy.chat_policies import OpenAIPolicy
 
-        kw = {k: opts[k] for k in ("timeout_s", "max_tokens", "temperature") if k in opts}
+        kw = {k: opts[k] for k in ("timeout_s", "max_tokens", "temperature", "max_retries", "backoff_s")
+              if k in opts}
         policy: Policy = OpenAIPolicy(
             opts.get("base_url") or os.environ.get("CAPTAIN_BASE_URL", "http://localhost:8000/v1"),
             opts.get("model") or os.environ.get("CAPTAIN_MODEL", "default"),
