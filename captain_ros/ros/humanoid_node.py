@@ -84,8 +84,7 @@ class HumanoidNode(Node):
 
     def _publish(self) -> None:
         with self.lock:
-            names = self.bridge.spec.robot_names
-            states = {r: self.bridge.state(r) for r in names}
+            states = {r: self.bridge.state(r) for r in self.bridge.spec.robot_names}
             priv = self.bridge.privileged_state()
         msg = {"time_s": priv["time_s"], "estop": priv["estop"], "payload": priv["payload"],
                "robots": {r: s.to_dict() for r, s in states.items()}}
