@@ -3,8 +3,9 @@
     ros2 launch captain_ros captain.launch.py backend:=mujoco task:=pick_place policy:=scripted
 
 Arguments: ``backend`` (mujoco | fake | piper | xr1 | humanoid), ``task``, ``seed``, ``policy``,
-``params_file`` (default: the package's config/captain.yaml), ``record`` (true | false),
-``bag_dir``. A backend that is not implemented yet stops the launch at once with a message naming
+``layout`` (humanoid only), ``params_file`` (default: the package's config/captain.yaml), ``record``
+(true | false), ``bag_dir``. ``backend:=humanoid`` starts the humanoid controller node, the CoEvolve
+node and the recorder (send ``RunEpisode "{task: base, seed: 1000, policy: scripted}"``). A backend that is not implemented yet stops the launch at once with a message naming
 the implemented ones. The robot and perception nodes share one process (the perception service
 reads the backend's cameras in-process); the policy and recorder nodes run in their own.
 Send an episode with ``ros2 action send_goal /captain/run_episode
@@ -21,6 +22,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 IMPLEMENTED_BACKENDS = ("mujoco", "fake", "piper")
+HUMANOID_BACKENDS = ("humanoid",)  # the humanoid pair: its own controller node and CoEvolve node
 KNOWN_BACKENDS = ("mujoco", "fake", "piper", "xr1", "humanoid")
 
 
@@ -35,21 +37,41 @@ def _default_params_file():
         return str(data_path("config", "captain.yaml"))
 
 
+def _humanoid_nodes(context):
+    """Humanoid controller (the bridge at fixed rates) + CoEvolve node (RunEpisode) + recorder."""
+    params_file = LaunchConfiguration("params_file").perform(context)
+    bag_dir = LaunchConfiguration("bag_dir").perform(context)
+    layout = LaunchConfiguration("layout").perform(context)
+    seed = int(LaunchConfiguration("seed").perform(context))
+    return [
+        Node(package="captain_ros", executable="captain_humanoid", name="captain_humanoid",
+             output="screen", parameters=[params_file, {"layout": layout, "seed": seed}],
+             on_exit=Shutdown(reason="humanoid controller exited")),
+        Node(package="captain_ros", executable="captain_coevolve", name="captain_coevolve",
+             output="screen", parameters=[params_file]),
+        Node(package="captain_ros", executable="captain_recorder", name="captain_recorder",
+             output="screen", parameters=[params_file, {"output_dir": bag_dir}],
+             condition=IfCondition(LaunchConfiguration("record"))),
+    ]
+
+
 def _nodes(context, *args, **kwargs):
     backend = LaunchConfiguration("backend").perform(context)
+    seed_text = LaunchConfiguration("seed").perform(context)
+    if not seed_text.isdigit():
+        raise RuntimeError(f"seed:={seed_text} must be a non-negative integer")
+    params_file = LaunchConfiguration("params_file").perform(context)
+    if not os.path.isfile(params_file):
+        raise RuntimeError(f"params_file:={params_file} does not exist")
+    if backend in HUMANOID_BACKENDS:
+        return _humanoid_nodes(context)
     if backend not in IMPLEMENTED_BACKENDS:
         known = "known" if backend in KNOWN_BACKENDS else "unknown"
         raise RuntimeError(
             f"backend:={backend} ({known}) is not implemented yet; implemented backends: "
             f"{', '.join(IMPLEMENTED_BACKENDS)}")
-    params_file = LaunchConfiguration("params_file").perform(context)
     task = LaunchConfiguration("task").perform(context)
-    seed_text = LaunchConfiguration("seed").perform(context)
-    if not seed_text.isdigit():
-        raise RuntimeError(f"seed:={seed_text} must be a non-negative integer")
     seed = int(seed_text)
-    if not os.path.isfile(params_file):
-        raise RuntimeError(f"params_file:={params_file} does not exist")
     policy = LaunchConfiguration("policy").perform(context)
     bag_dir = LaunchConfiguration("bag_dir").perform(context)
     return [
@@ -73,6 +95,8 @@ def generate_launch_description():
         DeclareLaunchArgument("seed", default_value="1000", description="scene seed"),
         DeclareLaunchArgument("policy", default_value="scripted",
                               description="scripted | openai | transformers | replay:FILE"),
+        DeclareLaunchArgument("layout", default_value="base",
+                              description="humanoid backend: corridor layout base | l2 | l3 | l4"),
         DeclareLaunchArgument("params_file", default_value=_default_params_file(),
                               description="ROS 2 params file of the nodes"),
         DeclareLaunchArgument("record", default_value="true", description="start the recorder"),

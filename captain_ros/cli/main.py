@@ -8,6 +8,7 @@ Subcommands:
 - ``captain report DIR``: (re)render an episode folder's report.html.
 - ``captain up ...``: the ROS graph in one process (``captain_ros.ros.up``).
 - ``captain hw check [--config F] [--can can0] [--emulate]``: hardware bring-up checks, no motion.
+- ``captain coevolve run|eval|report ...``: two humanoids carrying one payload (``captain_ros.cli.coevolve``).
 """
 
 from __future__ import annotations
@@ -182,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "coevolve":  # two humanoids, one payload: captain_ros.cli.coevolve
+        from captain_ros.cli.coevolve import main as coevolve_main
+
+        return int(coevolve_main(argv[1:]) or 0)
     if argv and argv[0] == "up":  # the ROS graph in one process: owned by captain_ros.ros.up
         from captain_ros.ros.up import main as up_main
 

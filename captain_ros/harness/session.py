@@ -57,6 +57,10 @@ class SessionConfig:
         cpu_limit_s: CPU time of one child process before it is killed (RLIMIT_CPU) [s].
         file_size_limit_bytes: Largest file the child may write (RLIMIT_FSIZE) [bytes].
         drop_privileges: Run the child as ``nobody`` (None = when the harness runs as root).
+        clients: Extra handles in the session's globals, as ``(name, "module:function")`` pairs;
+            the child calls ``function(transport)`` at start-up, and calls made through the handle
+            reach :meth:`CellHandler.on_call` named ``"<name>.<method>"`` (e.g. CoEvolve's robot
+            handles, :func:`captain_ros.coevolve.skills.build_client`).
     """
 
     cell_timeout_s: float = 60.0
@@ -67,6 +71,7 @@ class SessionConfig:
     cpu_limit_s: int = 3600
     file_size_limit_bytes: int = 64 << 20
     drop_privileges: bool | None = None
+    clients: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -179,7 +184,8 @@ class PythonSession:
             str(self.workspace), _read_roots(), self.config.max_output_chars,
             int(self.config.memory_limit_bytes), int(self.config.cpu_limit_s),
             int(self.config.file_size_limit_bytes), NOBODY_UID if self.drop_privileges else None,
-            NOBODY_UID if self.drop_privileges else None)
+            NOBODY_UID if self.drop_privileges else None,
+            dict(self.config.clients))
         try:
             wire.send(proc.to_child, cfg)
             msg = wire.decode(self._recv(proc, time.monotonic() + self.config.startup_timeout_s))

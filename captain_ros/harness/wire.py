@@ -105,6 +105,8 @@ class Config(Frame):
     file_size_limit_bytes: int = 0
     drop_to_uid: int | None = None
     drop_to_gid: int | None = None
+    clients: dict[str, Any] = field(default_factory=dict)
+    """Extra handles of the session's globals: ``{name: "module:function"}`` (CoEvolve)."""
 
 
 @dataclass(frozen=True)
