@@ -31,7 +31,7 @@ from captain_ros.backends.humanoid.types import (
     PairSpec,
 )
 from captain_ros.core.errors import CaptainError
-from captain_ros.ros.calls import _call_sync
+from captain_ros.ros.calls import call_sync
 from captain_ros.ros.estop import ESTOP_RESET_SRV, ESTOP_STATE_TOPIC, ESTOP_TRIGGER_SRV, LATCHED_QOS
 from captain_ros.ros.humanoid_node import PREFIX
 
@@ -96,7 +96,7 @@ class RosHumanoidBridge(HumanoidBridge):
         self._latched = bool(msg.data)
 
     def _srv(self, client: Any, req: Any) -> Any:
-        resp = _call_sync(client, req, self.timeout_s)
+        resp = call_sync(client, req, self.timeout_s)
         if resp is None:
             raise RosBridgeError(f"{client.srv_name} did not answer within {self.timeout_s:.0f} s")
         return resp
