@@ -13,12 +13,13 @@ is contact too. The gripper is a ``GripperCommand`` goal (or a position topic). 
 every goal and latches; a real arm also needs its own hardware e-stop (docs/hardware.md).
 
 Link health for the safety layer (:class:`~captain_ros.backends.safety.LinkStatus`): connected =
-joint states have arrived and the trajectory server is up; feedback age = age of the newest joint
-state; enabled = the trajectory server is available (ros2_control has no motor-enable topic).
+joint states have arrived; feedback age = age of the newest joint state; enabled = the trajectory
+server is available (ros2_control has no motor-enable topic); faults name what is missing.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -54,6 +55,8 @@ from captain_ros.core.types import (
     RobotSpec,
     TickReport,
 )
+
+log = logging.getLogger(__name__)
 
 POLL_S = 0.005
 """Joint-state polling period inside a control tick [s]."""
@@ -218,7 +221,7 @@ class RosArmBackend(Backend):
         goal = self.transport.goal_state(arm)
         if goal.status == "aborted" and goal.error:
             faults.append(f"last trajectory aborted by the driver: {goal.error}")
-        return LinkStatus(connected=s is not None and server, enabled=server, feedback_age_s=age,
+        return LinkStatus(connected=s is not None, enabled=server, feedback_age_s=age,
                           faults=tuple(faults))
 
     def enable(self, arm: str) -> None:
@@ -329,6 +332,7 @@ class RosArmBackend(Backend):
     def estop(self, reason: str = "") -> None:
         """Cancel every trajectory goal (the controllers hold) and latch."""
         self._estop_reason = reason or "operator"
+        log.warning("ros_arm e-stop: %s", self._estop_reason)
         self.hold()
 
     def reset_estop(self) -> None:

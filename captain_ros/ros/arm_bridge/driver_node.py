@@ -229,3 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     from captain_ros.ros.runner import run_nodes
 
     return run_nodes(argv, lambda: [ArmDriverNode()])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
