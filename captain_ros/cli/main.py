@@ -75,9 +75,8 @@ def _add_policy_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
-    from captain_ros.evaluation.episode import run_one
-
     from captain_ros.core.errors import CaptainError
+    from captain_ros.evaluation.episode import run_one
 
     display = None if ns.json else Display(sys.stdout, ns.task, ns.seed, ns.policy)
     try:

@@ -27,6 +27,8 @@ from captain_ros.ros.sim_services import SimServices
 from captain_ros.ros.state_publisher import StatePublisher
 
 KNOWN_BACKENDS = ("mujoco", "fake", "piper", "ros_arm", "xr1", "humanoid")
+HARDWARE_BACKENDS = ("piper", "ros_arm")
+"""No ground truth through the graph (also on the emulator): bags as on the real rig."""
 PARAMS = (
     Param("backend", "mujoco", "Robot backend.", choices=KNOWN_BACKENDS),
     Param("task", "pick_place", "Task whose scene the simulator loads (simulation backends)."),
@@ -72,8 +74,6 @@ def backend_options(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_backend(values: dict[str, Any]) -> str | None:
-    if values["backend"] == "xr1":
-        return "backend 'xr1' is the ROS arm bridge: use backend:=ros_arm (config/xr1.yaml)"
     if values["backend"] not in implemented_backends():
         return (f"backend {values['backend']!r} is not implemented yet; implemented: "
                 f"{', '.join(implemented_backends())}")
@@ -113,7 +113,8 @@ class RobotNode(LifecycleNode):
                                 ("motion",), self.call_group)
         self.estop = EStopInterface(self, self.backend.estop, self.backend.reset_estop,
                                     lambda: self.backend.estopped)
-        self.sim = SimServices(self, self.call_group)
+        self.sim = SimServices(self, self.call_group, privileged=self._injected is not None
+                               or self.p["backend"] not in HARDWARE_BACKENDS)
         self.state_pub = StatePublisher(self, spec.arm_names, tuple(names or spec.cameras))
         self.state_pub.publish_static(spec)
         self._configured = [e for e in self._entities() if e not in before]

@@ -35,7 +35,9 @@ def write_config(path: Path, calibration: Path, domain_id: int) -> Path:
     for cam in d["ros_arm"]["cameras"]:
         d["ros_arm"]["cameras"][cam]["calibration"] = str(calibration / f"{cam}.yaml")
     d["ros_arm"]["domain_id"] = domain_id
-    d["ros_arm"]["safety"]["max_feedback_age_s"] = FEEDBACK_AGE_S
+    # a whole episode on the shared machine (load 6+ on 2 cores) saw 304 ms gaps between two
+    # /joint_states of the 100 Hz Python driver: the episode test allows 1 s
+    d["ros_arm"]["safety"]["max_feedback_age_s"] = 1.0
     path.write_text(yaml.safe_dump(d))
     return path
 

@@ -59,6 +59,13 @@ def _floats(value: Any, name: str, n: int | None = None) -> tuple[float, ...]:
     return out
 
 
+ROS_ARM_SAFETY = SafetyConfig(workspace_margin_m=0.0, velocity_scale=1.0, max_accel_rad_s2=5.0,
+                              max_contact_force_n=60.0, max_effort_nm=20.0, watchdog_s=0.2,
+                              max_feedback_age_s=0.1, twin_tolerance_m=0.005,
+                              twin_tolerance_rad=0.02)
+"""Defaults of a ROS arm: every guard on; set per arm in its config (docs/hardware.md)."""
+
+
 @dataclass(frozen=True)
 class GripperConfig:
     """The arm's parallel gripper.
@@ -318,11 +325,6 @@ class RosArmConfig:
         return cls.from_dict(raw["ros_arm"], p.parent.resolve())
 
 
-ROS_ARM_SAFETY = SafetyConfig(workspace_margin_m=0.0, velocity_scale=1.0, max_accel_rad_s2=5.0,
-                              max_contact_force_n=60.0, max_effort_nm=20.0, watchdog_s=0.2,
-                              max_feedback_age_s=0.1, twin_tolerance_m=0.005,
-                              twin_tolerance_rad=0.02)
-"""Defaults of a ROS arm: every guard on; set per arm in its config (docs/hardware.md)."""
 
 __all__ = ["ROS_ARM_SAFETY", "ArmConfig", "CameraConfig", "ContactConfig", "GripperConfig",
            "RosArmConfig", "check_keys"]

@@ -11,6 +11,7 @@ CameraInfo per camera, paired by header stamp.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -74,8 +75,10 @@ class RclpyArmTransport:
     def __init__(self, config: RosArmConfig, node_name: str = "captain_arm_bridge") -> None:
         self.config = config
         self.context = rclpy.Context()
-        kw = {} if config.domain_id < 0 else {"domain_id": int(config.domain_id)}
-        rclpy.init(context=self.context, **kw)
+        if config.domain_id < 0:
+            rclpy.init(context=self.context)
+        else:
+            rclpy.init(context=self.context, domain_id=int(config.domain_id))
         self.node = Node(node_name, context=self.context)
         group = ReentrantCallbackGroup()
         self._cv = threading.Condition()
@@ -85,11 +88,11 @@ class RclpyArmTransport:
         self._eff: dict[str, float] = {}
         self.node.create_subscription(JointState, config.joint_states_topic, self._on_joints,
                                       qos_profile_sensor_data, callback_group=group)
-        self._traj = {a: ActionClient(self.node, FollowJointTrajectory, c.trajectory_action,
+        self._traj: dict[str, Any] = {a: ActionClient(self.node, FollowJointTrajectory, c.trajectory_action,
                                       callback_group=group) for a, c in config.arms.items()}
         self._goal: dict[str, Any] = dict.fromkeys(config.arms)
         self._state: dict[str, GoalState] = {a: GoalState("none") for a in config.arms}
-        self._grip_action = {a: ActionClient(self.node, GripperCommand, c.gripper.action,
+        self._grip_action: dict[str, Any] = {a: ActionClient(self.node, GripperCommand, c.gripper.action,
                                              callback_group=group)
                              for a, c in config.arms.items() if c.gripper.action}
         self._grip_topic = {a: self.node.create_publisher(Float64, c.gripper.topic, 10)
@@ -101,7 +104,7 @@ class RclpyArmTransport:
                 self.node.create_subscription(
                     cls, topic, lambda m, n=name, k=kind: self._on_camera(n, k, m),
                     qos_profile_sensor_data, callback_group=group)
-        self._truth = None
+        self._truth: Any = None
         if config.ground_truth_service:
             from captain_ros_interfaces.srv import PrivilegedState
 
@@ -113,10 +116,8 @@ class RclpyArmTransport:
         self._thread.start()
 
     def _spin(self) -> None:
-        try:
+        with contextlib.suppress(ExternalShutdownException, rclpy.executors.ShutdownException):
             self.executor.spin()
-        except (ExternalShutdownException, rclpy.executors.ShutdownException):
-            pass
 
     # --- joint states ---------------------------------------------------------------------------
     def _on_joints(self, msg: JointState) -> None:
@@ -247,7 +248,7 @@ class RclpyArmTransport:
         future.add_done_callback(lambda _f: done.set())
         if not done.wait(10.0) or future.result() is None:
             raise HardwareError("ground-truth service did not answer")
-        resp = future.result()
+        resp: Any = future.result()
         if not resp.success:
             raise HardwareError(f"ground truth: {resp.message}")
         return json.loads(resp.state_json)
