@@ -88,7 +88,13 @@ def generate_launch_description():
         DeclareLaunchArgument("can", default_value="", description="piper: can0 or can0,can1"),
         DeclareLaunchArgument("emulate", default_value="false",
                               description="piper: the CAN emulator instead of hardware"),
-        *(DeclareLaunchArgument(k, default_value="", description=f"perception: {k}")
-          for k in PASS_THROUGH[2:]),
+        DeclareLaunchArgument("segmenter", default_value="", description="default | sam"),
+        DeclareLaunchArgument("sam_folder", default_value="", description="SAM checkpoint folder"),
+        DeclareLaunchArgument("pointer", default_value="",
+                              description="default | vlm_local | vlm_endpoint"),
+        DeclareLaunchArgument("vlm_folder", default_value="", description="local VLM folder"),
+        DeclareLaunchArgument("vlm_url", default_value="",
+                              description="OpenAI-compatible pointing endpoint"),
+        DeclareLaunchArgument("vlm_model", default_value="", description="served pointing model"),
         OpaqueFunction(function=_nodes),
     ])

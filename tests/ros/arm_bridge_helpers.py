@@ -11,9 +11,11 @@ import yaml
 from ros_fixtures import ROOT
 
 CONFIG = ROOT / "config" / "ros_arm_piper.yaml"
-FEEDBACK_AGE_S = 0.3
+FEEDBACK_AGE_S = 1.0
 """Stale-feedback limit of the tests: the config's 100 ms is for a real-time driver; Python
-publishers on a shared 2-core test machine under load miss it now and then."""
+publishers on a shared 2-core test machine under load 6+ missed it (304-360 ms gaps seen), and
+goal acceptance took over the config's 0.5 s: the tests allow 1 s and 2 s."""
+GOAL_TIMEOUT_S = 2.0
 
 
 def arm_config(calibration: Path, domain_id: int, **overrides: Any) -> Any:
@@ -25,6 +27,7 @@ def arm_config(calibration: Path, domain_id: int, **overrides: Any) -> Any:
         d["cameras"][cam]["calibration"] = str(calibration / f"{cam}.yaml")
     d["domain_id"] = domain_id
     d["safety"]["max_feedback_age_s"] = FEEDBACK_AGE_S
+    d["goal_timeout_s"] = GOAL_TIMEOUT_S
     d.update(overrides)
     return RosArmConfig.from_dict(d, CONFIG.parent)
 
@@ -35,9 +38,8 @@ def write_config(path: Path, calibration: Path, domain_id: int) -> Path:
     for cam in d["ros_arm"]["cameras"]:
         d["ros_arm"]["cameras"][cam]["calibration"] = str(calibration / f"{cam}.yaml")
     d["ros_arm"]["domain_id"] = domain_id
-    # a whole episode on the shared machine (load 6+ on 2 cores) saw 304 ms gaps between two
-    # /joint_states of the 100 Hz Python driver: the episode test allows 1 s
-    d["ros_arm"]["safety"]["max_feedback_age_s"] = 1.0
+    d["ros_arm"]["safety"]["max_feedback_age_s"] = FEEDBACK_AGE_S
+    d["ros_arm"]["goal_timeout_s"] = GOAL_TIMEOUT_S
     path.write_text(yaml.safe_dump(d))
     return path
 
