@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Build the project's ROS interface packages (interfaces/*) with the rosidl toolchain of the
 # ROS 2 Kilted PyPI wheels and install them into the virtual environment's prefix, so that
-# `import captain_ros_interfaces.msg` / `import tf2_msgs.msg` work with no environment variables.
+# `import captain_ros_interfaces.msg` / `import tf2_msgs.msg` / `import control_msgs.action` work
+# with no environment variables.
 #
 # Idempotent: a package is rebuilt only when its files (or the interpreter) changed.
 # Usage: scripts/build_interfaces.sh            (VENV defaults to ./.venv)
 #        FORCE=1 scripts/build_interfaces.sh    (rebuild everything)
 #
 # On a machine with a ROS 2 distribution (Jazzy/Kilted) use colcon instead (docs/ros.md); the
-# distribution's own tf2_msgs is then used and interfaces/tf2_msgs is ignored.
+# distribution's own tf2_msgs and control_msgs are then used and interfaces/{tf2_msgs,control_msgs}
+# are ignored.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -80,6 +82,7 @@ build_pkg() {
 }
 
 build_pkg tf2_msgs "tf2_msgs.msg"
+build_pkg control_msgs "control_msgs.msg, control_msgs.action"
 build_pkg captain_ros_interfaces "captain_ros_interfaces.msg, captain_ros_interfaces.srv, captain_ros_interfaces.action"
 
 echo "[interfaces] done"

@@ -32,7 +32,12 @@ def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
             opts[k] = v
     if getattr(ns, "no_bag", False):
         opts["record_bag"] = False
-    if getattr(ns, "backend", None) == "piper":
+    perception = {k: getattr(ns, k) for k in ("segmenter", "sam_folder", "pointer", "vlm_folder",
+                                              "vlm_url", "vlm_model", "vlm_coords")
+                  if getattr(ns, k, None)}
+    if perception:
+        opts["perception"] = perception
+    if getattr(ns, "backend", None) in ("piper", "ros_arm"):
         from captain_ros.cli.hw import rig_options
 
         opts["backend_options"] = rig_options(ns)
@@ -40,7 +45,7 @@ def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def _add_policy_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="mujoco", choices=("mujoco", "fake", "piper"))
+    p.add_argument("--backend", default="mujoco", choices=("mujoco", "fake", "piper", "ros_arm"))
     p.add_argument("--policy", default="scripted",
                    help="scripted (default, no model) | openai | transformers | replay:FILE")
     p.add_argument("--base-url", dest="base_url", help="OpenAI-compatible endpoint, e.g. "
@@ -57,14 +62,32 @@ def _add_policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-wall-s", dest="max_wall_s", type=float)
     p.add_argument("--max-physical-actions", dest="max_physical_actions", type=int)
     p.add_argument("--no-bag", dest="no_bag", action="store_true", help="do not record a bag")
+    p.add_argument("--segmenter", choices=("default", "sam"),
+                   help="perception segmenter (default: weight-free; sam: --sam-folder)")
+    p.add_argument("--sam-folder", dest="sam_folder", help="local SAM checkpoint folder")
+    p.add_argument("--pointer", choices=("default", "vlm_local", "vlm_endpoint"),
+                   help="text -> points: weight-free, a local VLM folder, or an OpenAI-compatible "
+                   "endpoint serving a Molmo-style model (key: $CAPTAIN_VLM_API_KEY)")
+    p.add_argument("--vlm-folder", dest="vlm_folder", help="local pointing model folder")
+    p.add_argument("--vlm-url", dest="vlm_url", help="pointing endpoint, e.g. http://host:8000/v1")
+    p.add_argument("--vlm-model", dest="vlm_model", help="served pointing model name")
+    p.add_argument("--vlm-coords", dest="vlm_coords",
+                   choices=("auto", "percent", "permille", "pixels", "fraction"))
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
+    from captain_ros.core.errors import CaptainError
     from captain_ros.evaluation.episode import run_one
 
     display = None if ns.json else Display(sys.stdout, ns.task, ns.seed, ns.policy)
-    summary = run_one(ns.task, ns.seed, ns.policy, ns.backend, ns.out, _policy_options(ns),
-                      on_event=display.event if display else None)
+    try:
+        summary = run_one(ns.task, ns.seed, ns.policy, ns.backend, ns.out, _policy_options(ns),
+                          on_event=display.event if display else None)
+    except CaptainError as exc:  # bad config, rig unreachable: one line (traceback with --debug)
+        if ns.debug:
+            raise
+        print(f"captain run: {exc}", file=sys.stderr)
+        return 2
     if ns.json:
         print(json.dumps(summary.to_dict(), indent=2, default=str))
     else:
@@ -154,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     from captain_ros.cli.hw import add_parser as add_hw_parser
     from captain_ros.cli.hw import add_rig_args
 
-    add_rig_args(p)  # --config/--can/--emulate/--rig of --backend piper
+    add_rig_args(p)  # --config/--can/--emulate/--rig of --backend piper (ros_arm: --config)
+    p.add_argument("--debug", action="store_true", help="show tracebacks of start-up errors")
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("eval", help="evaluate over seeds in parallel (processes or Ray)")
     p.add_argument("--task", default="pick_place", help="task name, comma list, or 'all'")

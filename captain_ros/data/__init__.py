@@ -16,3 +16,13 @@ DATA_DIR = Path(__file__).resolve().parent
 def data_path(*parts: str) -> Path:
     """Path of a packaged data file, e.g. ``data_path("config", "captain.yaml")``."""
     return DATA_DIR.joinpath(*parts)
+
+
+def config_file(path: str | Path) -> Path:
+    """A rig/parameter file given by the user: ``path`` itself when it exists, else the packaged
+    file of that name (so ``config/xr1.yaml`` or ``xr1.yaml`` works from any directory)."""
+    p = Path(path)
+    if p.is_file():
+        return p
+    packaged = data_path("config", p.name)
+    return packaged if packaged.is_file() else p
