@@ -58,8 +58,10 @@ def _humanoid_nodes(context):
              on_exit=Shutdown(reason="humanoid controller exited")),
         Node(package="captain_ros", executable="captain_coevolve", name="captain_coevolve",
              output="screen", parameters=[params_file]),
+        # respawned when it dies: the new recorder recovers the crashed bag and takes the next one
         Node(package="captain_ros", executable="captain_recorder", name="captain_recorder",
              output="screen", parameters=[params_file, {"output_dir": bag_dir}],
+             respawn=True, respawn_delay=1.0,
              condition=IfCondition(LaunchConfiguration("record"))),
     ]
 
@@ -94,8 +96,10 @@ def _nodes(context, *args, **kwargs):
              on_exit=Shutdown(reason="robot process exited")),
         Node(package="captain_ros", executable="captain_policy", name="captain_policy",
              output="screen", parameters=[params_file, {"policy": policy}]),
+        # respawned when it dies: the new recorder recovers the crashed bag and takes the next one
         Node(package="captain_ros", executable="captain_recorder", name="captain_recorder",
              output="screen", parameters=[params_file, {"output_dir": bag_dir}],
+             respawn=True, respawn_delay=1.0,
              condition=IfCondition(LaunchConfiguration("record"))),
     ]
 

@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 
 
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("hw", help="hardware bring-up: `captain hw check`")
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("hw", help="hardware bring-up: `captain hw check`", parents=[common])
     hw = p.add_subparsers(dest="hw_command", required=True)
-    c = hw.add_parser("check", help="verify links, enable state, limits, cameras, e-stop (no motion)")
+    c = hw.add_parser("check", help="verify links, enable state, limits, cameras, e-stop (no motion)",
+                      parents=[common])
     add_rig_args(c)
     c.add_argument("--backend", default="piper", choices=("piper", "ros_arm"),
                    help="piper (CAN, default) or ros_arm (a ROS 2 arm driver; --config xr1.yaml)")

@@ -41,3 +41,19 @@ def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
 
         return ReplayPolicy(spec.split(":", 1)[1])
     raise InvalidArgumentError(f"unknown policy {spec!r}; valid: {', '.join(POLICY_KINDS)}")
+
+
+def check_spec(spec: str) -> None:
+    """Raise (:class:`InvalidArgumentError`, or ``OSError``/``ValueError`` naming the replay file)
+    if ``spec`` cannot name a policy; builds nothing, loads no model."""
+    if spec in ("scripted", "openai", "transformers"):
+        return
+    if spec.startswith("replay:"):
+        from captain_ros.policy.replay import load_requests
+
+        path = spec.split(":", 1)[1]
+        if not path:
+            raise InvalidArgumentError("replay: needs a file, e.g. --policy replay:requests.jsonl")
+        load_requests(path)
+        return
+    raise InvalidArgumentError(f"unknown policy {spec!r}; valid: {', '.join(POLICY_KINDS)}")

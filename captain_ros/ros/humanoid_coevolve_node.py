@@ -122,7 +122,8 @@ class CoEvolveNode(Node):
         res.requests, res.calls = summary.outcome.charged, count["n"]
         res.physical_actions, res.wall_time_s = summary.outcome.charged, summary.wall_s
         res.failures = summary.outcome.charged - summary.outcome.accepted
-        res.bag_path = self.recorder.bag_closed(bag_open)
+        bag = self.recorder.bag_closed(run_id, bag_open)
+        res.bag_path, res.bag_complete, res.bag_status = bag.path, bag.complete, bag.status
         res.summary_json = json.dumps(summary.to_dict(), default=str)
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()

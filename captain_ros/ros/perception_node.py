@@ -28,6 +28,7 @@ from captain_ros.perception.models import POINTERS, SEGMENTERS, PerceptionModels
 from captain_ros.ros import convert
 from captain_ros.ros.calls import IMAGE_SRV, PERCEPTION_CALL_SRV, CallServer
 from captain_ros.ros.params import Param, declare
+from captain_ros.ros.publish_log import PublishLog
 from captain_ros.ros.state_publisher import CameraPublisher
 
 PARAMS = (
@@ -79,8 +80,9 @@ class PerceptionNode(Node):
         group = MutuallyExclusiveCallbackGroup()
         self.calls = CallServer(self, PERCEPTION_CALL_SRV, self._call, ("perception",), group)
         self.create_service(ObservationImage, IMAGE_SRV, self._on_image, callback_group=group)
-        self.obs_pub = self.create_publisher(ObservationHandle, "/captain/observations", 10)
-        self.det_pub = self.create_publisher(Detections, "/captain/detections", 10)
+        self.publish_log = PublishLog(self)
+        self.obs_pub = self.publish_log.publisher(ObservationHandle, "/captain/observations", 100)
+        self.det_pub = self.publish_log.publisher(Detections, "/captain/detections", 100)
         self.camera_pub = CameraPublisher(self, tuple(backend.spec.cameras))
 
     def reset(self) -> None:

@@ -23,6 +23,7 @@ from captain_ros.ros.calls import ROBOT_CALL_SRV, CallServer
 from captain_ros.ros.estop import EStopInterface
 from captain_ros.ros.locked_backend import LockedBackend
 from captain_ros.ros.params import Param, declare
+from captain_ros.ros.publish_log import PublishLog
 from captain_ros.ros.sim_services import SimServices
 from captain_ros.ros.state_publisher import StatePublisher
 
@@ -93,6 +94,8 @@ class RobotNode(LifecycleNode):
         self.service: Any = None
         self._initial: Any = None
         self.last_error = ""
+        self.publish_log = PublishLog(self)  # what the state topics published (bag completeness)
+        self._latched_reason: str | None = None  # the e-stop latch across backend rebuilds
         self._timers: list[Any] = []
         self.scene_listeners: list[Any] = []  # called after load_scene (e.g. perception reset)
         self.call_group = MutuallyExclusiveCallbackGroup()
@@ -126,7 +129,8 @@ class RobotNode(LifecycleNode):
         inner = self._injected or make_backend(self.p["backend"],
                                                scene_of(self.p["task"], int(self.p["seed"])),
                                                **backend_options(self.p))
-        self.backend = LockedBackend(inner)
+        # a latch from before a cleanup/configure cycle (a backend rebuild) is kept
+        self.backend = LockedBackend(inner, latched_reason=self._latched_reason)
         self._set_scene(self.p["task"], int(self.p["seed"]))
         spec = self.backend.spec
         names = [c.strip() for c in self.p["cameras"].split(",") if c.strip()]
@@ -183,8 +187,10 @@ class RobotNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def close_backend(self) -> None:
-        if self.backend is not None and self._injected is None:
-            self.backend.close()
+        if self.backend is not None:
+            self._latched_reason = self.backend.latched_reason
+            if self._injected is None:
+                self.backend.close()
         self.backend = None
 
     # --- scene ----------------------------------------------------------------------------------

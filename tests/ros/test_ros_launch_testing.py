@@ -1,4 +1,4 @@
-"""Runs the launch_testing test of the launch file (tests/launch/captain_launch_test.py) with the
+"""Runs the launch_testing test of the launch file (tests/launch/graph_launch_testing.py) with the
 real `launch_test` command, as `colcon test` / `add_launch_test` would."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def test_launch_file_passes_its_launch_testing_test(tmp_path: Path) -> None:
     require_ros2_cli()
     launch_test = VENV / "bin" / "launch_test"
     env = cli_env(70 + os.getpid() % 10)
-    proc = subprocess.run([str(launch_test), str(ROOT / "tests" / "launch" / "captain_launch_test.py"),
+    proc = subprocess.run([str(launch_test), str(ROOT / "tests" / "launch" / "graph_launch_testing.py"),
                            "--junit-xml", str(tmp_path / "junit.xml")],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     out = proc.stdout + proc.stderr
