@@ -46,6 +46,10 @@ from captain_ros.ros.params import Param, declare
 from captain_ros.ros.publish_log import PublishLog
 from captain_ros.ros.recorder_watch import RecorderWatch
 
+COUNTS_SETTLE_S = 0.2
+"""Between the end stamp and asking the nodes what they published in the window [s]: a message
+stamped just before it may still be on its way out of a busy node."""
+
 PARAMS = (
     Param("policy", "scripted", "Default policy when a goal leaves it empty (scripted | openai | "
           "transformers | replay:FILE)."),
@@ -170,9 +174,10 @@ class PolicyNode(Node):
             self.get_logger().error(f"episode {episode_id} failed: {exc!r}")
             return self._abort(goal_handle, res, "internal_error", repr(exc))
         finally:
-            end_ns = time.time_ns()
-            self._event(episode_id, "end", {"calls": watcher.calls,
-                                            "published": self._published(start_ns, end_ns)}, end_ns)
+            end_ns = self._event(episode_id, "end", {"calls": watcher.calls})
+            time.sleep(COUNTS_SETTLE_S)  # messages stamped before end_ns are published by now
+            self._event(episode_id, "counts", {"calls": watcher.calls,
+                                               "published": self._published(start_ns, end_ns)}, end_ns)
             self._goal, self.caller.refuse = None, None
             setup.policy.close()
         res.outcome_label = "canceled" if goal_handle.is_cancel_requested else record.outcome

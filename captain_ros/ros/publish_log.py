@@ -1,8 +1,8 @@
 """What a node published, and when: the ground truth a bag is checked against.
 
 Every node that publishes recorded topics creates its publishers through one :class:`PublishLog`,
-which remembers the publish time [ns, system clock, the clock DDS stamps source timestamps with]
-of every message per topic and serves ``/<node>/published_counts``
+which remembers the stamp of every message per topic (its header stamp, the one the recorder
+windows by; the publish time [ns, system clock] for messages without one) and serves ``/<node>/published_counts``
 (``captain_ros_interfaces/srv/PublishedCounts``): the number of messages per topic published in a
 time window. At the end of an episode the policy node asks every node for its counts in the
 episode's window and hands them to the recorder with the ``end`` event, so the recorder knows
@@ -23,6 +23,8 @@ from typing import Any
 from captain_ros_interfaces.srv import PublishedCounts
 from rclpy.node import Node
 
+from captain_ros.bags.episodes import stamp_of_message
+
 KEEP_S = 3600.0
 
 
@@ -35,8 +37,9 @@ class CountingPublisher:
         self._log = log
 
     def publish(self, msg: Any) -> None:
+        stamp = stamp_of_message(msg)  # the recorder windows by this same stamp
+        self._log.record(self.topic, time.time_ns() if stamp is None else stamp)
         self.inner.publish(msg)
-        self._log.record(self.topic)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -57,12 +60,14 @@ class PublishLog:
         """``node.create_publisher`` whose messages are logged."""
         return CountingPublisher(self.node.create_publisher(msg_type, topic, qos, **kw), topic, self)
 
-    def record(self, topic: str) -> None:
-        now = time.time_ns()
+    def record(self, topic: str, stamp_ns: int) -> None:
         with self._lock:
             d = self._stamps.setdefault(topic, deque())
-            d.append(now)
-            while d and d[0] < now - self.keep_ns:
+            if d and stamp_ns < d[-1]:  # out of order (another thread): keep the deque sorted
+                bisect.insort(d, stamp_ns)
+            else:
+                d.append(stamp_ns)
+            while d and d[0] < stamp_ns - self.keep_ns:
                 d.popleft()
 
     def counts(self, start_ns: int, end_ns: int) -> dict[str, int]:

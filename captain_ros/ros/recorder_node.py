@@ -2,10 +2,11 @@
 
 Subscribes (raw CDR) to every topic matching ``topics`` as publishers appear, with the
 publishers' reliability/durability and deep reader queues, and stores their offered QoS profiles
-in the bag. Which bag a message goes to is decided by its publish time against the episode's
-window (:mod:`captain_ros.bags.episodes`): the policy node's ``start`` event opens the window,
-its ``end`` event closes it and carries how many messages every node published in it, so the bag
-closes as soon as it holds them all, or after ``close_grace_s`` marked incomplete.
+in the bag. Which bag a message goes to is decided by its stamp against the episode's window
+(:mod:`captain_ros.bags.episodes`): the policy node's ``start`` event opens the window, its
+``end`` event ends it and the ``counts`` event that follows says how many messages every node
+published in it, so the bag closes as soon as it holds them all, or after ``close_grace_s``
+marked incomplete (the missing counts in the status).
 
 Crash safety: the bag is flushed (MCAP chunk closed + fsync) every ``flush_period_s``, so a
 SIGKILL loses at most that much; at start the node recovers every unclosed bag left in
@@ -33,7 +34,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from std_msgs.msg import String
 
-from captain_ros.bags.episodes import ClosedBag, EpisodeRouter
+from captain_ros.bags.episodes import ClosedBag, EpisodeRouter, stamp_of_cdr
 from captain_ros.bags.rosbag2 import BagWriter, make_typestore, qos, recover_bag
 from captain_ros.ros.estop import LATCHED_QOS
 from captain_ros.ros.params import Param, declare
@@ -45,11 +46,14 @@ EPISODE_TOPICS = ("/captain/receipts,/captain/episode_events,/captain/observatio
 PARAMS = (
     Param("output_dir", "runs/bags", "Directory that receives one bag per episode."),
     Param("topics", EPISODE_TOPICS, "Comma-separated topic patterns (fnmatch) to record."),
-    Param("flush_period_s", 1.0, "Flush (close chunk + fsync) period [s]: what a crash can lose.",
-          0.05, 60.0),
+    Param("flush_period_s", 0.5, "Flush (close chunk + fsync) period [s]: with hold_s, what a "
+          "crash can lose.", 0.05, 60.0),
     Param("discovery_period_s", 0.25, "Period of the topic discovery scan [s].", 0.05, 10.0),
     Param("close_grace_s", 10.0, "Longest wait after 'end' for the messages the nodes published in "
           "the episode [s]; past it the bag closes marked incomplete.", 0.0, 120.0),
+    Param("hold_s", 0.3, "A message is written once this much older than now [s] (its episode's "
+          "end may be announced after it was published); a crash loses at most this plus the "
+          "flush period.", 0.0, 10.0),
     Param("buffer_s", 30.0, "How long messages are kept for an episode whose start event arrives "
           "after them [s].", 1.0, 600.0),
 )
@@ -66,10 +70,13 @@ class RecorderNode(Node):
         self.patterns = [t.strip() for t in self.p["topics"].split(",") if t.strip()]
         self.typestore = make_typestore()
         self.instance = f"{os.getpid()}-{time.time_ns()}"
-        self.router = EpisodeRouter(self._open_writer, buffer_s=self.p["buffer_s"])
+        self.router = EpisodeRouter(self._open_writer, buffer_s=self.p["buffer_s"],
+                                    hold_s=self.p["hold_s"])
         self.closed: list[ClosedBag] = []
         self.recovered = self._recover_crashed()
         self._types: dict[str, tuple[str, Any, bool]] = {}
+        self._subs: dict[str, Any] = {}
+        self.flushed: dict[str, dict[str, int]] = {}
         self._lock = threading.RLock()
         group = MutuallyExclusiveCallbackGroup()
         self.status_pub = self.create_publisher(String, "/captain/recorder/status", LATCHED_QOS)
@@ -114,14 +121,16 @@ class RecorderNode(Node):
                                  durability=DurabilityPolicy.TRANSIENT_LOCAL if latched
                                  else DurabilityPolicy.VOLATILE)
             self._types[topic] = (msgtype, qos(depth, reliable=reliable, transient_local=latched), latched)
-            self.create_subscription(cls, topic, functools.partial(self._on_raw, topic), sub_qos,
-                                     raw=True)
+            self._subs[topic] = self.create_subscription(
+                cls, topic, functools.partial(self._on_raw, topic), sub_qos, raw=True)
             self.get_logger().debug(f"recording {topic} [{msgtype}]")
 
     def _on_raw(self, topic: str, data: bytes, info: Any) -> None:
         msgtype, q, latched = self._types[topic]
+        stamp = stamp_of_cdr(msgtype, data)
         with self._lock:
-            self.router.message(topic, msgtype, q, data, int(info["source_timestamp"]), latched)
+            self.router.message(topic, msgtype, q, data,
+                                int(info["source_timestamp"]) if stamp is None else stamp, latched)
             self._closed(self.router.poll())
 
     # --- episodes -------------------------------------------------------------------------------
@@ -138,12 +147,13 @@ class RecorderNode(Node):
             if ev.event == "start":
                 self.router.start(ev.episode_id, at)
             self.router.message(EVENTS_TOPIC, "captain_ros_interfaces/msg/EpisodeEvent", q, data, at)
+            detail = json.loads(ev.detail_json or "{}")
             if ev.event == "end":
-                detail = json.loads(ev.detail_json or "{}")
-                expected = detail.get("published") or {"/captain/receipts": int(detail.get("calls", 0))}
-                expected.pop(EVENTS_TOPIC, None)  # the end event itself is stamped at the window's end
-                self.router.end(ev.episode_id, at, expected, self.p["close_grace_s"])
-                self._closed(self.router.poll())
+                self.router.end(ev.episode_id, at, self.p["close_grace_s"])
+            if ev.event in ("end", "counts") and "published" in detail:
+                expected = {t: n for t, n in detail["published"].items() if t != EVENTS_TOPIC}
+                self.router.expect(ev.episode_id, expected)
+            self._closed(self.router.poll())
         self._status()
 
     def _closed(self, bags: list[ClosedBag]) -> None:
@@ -158,6 +168,7 @@ class RecorderNode(Node):
         with self._lock:
             self._closed(self.router.poll())
             self.router.flush()
+            self.flushed = {w.episode_id: dict(w.counts) for w in self.router.windows}
         self._status()
 
     def _status(self) -> None:
@@ -167,10 +178,22 @@ class RecorderNode(Node):
             status = {"instance": self.instance, "open": self.router.open_paths,
                       "episodes": [w.episode_id for w in self.router.windows],
                       "counts": {w.episode_id: dict(w.counts) for w in self.router.windows},
+                      "flushed": self.flushed,  # on disk: what a crash now would keep
                       "closed": [b.to_dict() for b in self.closed],
                       "last_closed": self.closed[-1].path if self.closed else "",
-                      "recovered": self.recovered}
+                      "recovered": self.recovered, "ready": self.ready()}
         self.status_pub.publish(String(data=json.dumps(status)))
+
+    def ready(self) -> bool:
+        """Every recorded topic in the graph is subscribed and matched to all its publishers, so
+        nothing published from now on can be missed."""
+        for topic, _types in self.get_topic_names_and_types():
+            if topic == EVENTS_TOPIC or not any(fnmatch.fnmatch(topic, p) for p in self.patterns):
+                continue
+            sub = self._subs.get(topic)
+            if sub is None or sub.get_publisher_count() < self.count_publishers(topic):
+                return False
+        return True
 
     def destroy_node(self) -> None:
         with self._lock:

@@ -67,8 +67,10 @@ class RecorderWatch:
         runs or it did not open one in time)."""
         if not self.status and not self._alive():
             return "", ""  # no recorder in the graph
-        ok = self._wait(lambda: episode_id in (self.status.get("episodes") or []),
-                        give_up=lambda: not self._alive())
+        # open, and matched to every publisher of its topics (a new recorder still discovering
+        # them would miss the episode's first messages)
+        ok = self._wait(lambda: episode_id in (self.status.get("episodes") or [])
+                        and bool(self.status.get("ready")), give_up=lambda: not self._alive())
         if not ok:
             return "", str(self.status.get("instance", ""))
         paths = self.status.get("open") or []

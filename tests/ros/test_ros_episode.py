@@ -109,7 +109,7 @@ def test_cancel_mid_episode_stops_cleanly(graph):
     assert res.result.outcome_label == "canceled" and not res.result.strict_success
     assert 0 < res.result.calls < 40 and res.result.requests >= 1
     assert res.result.bag_path  # the recorder closed the partial episode's bag
-    assert summarize_bag(res.result.bag_path).counts["/captain/episode_events"] == 2
+    assert summarize_bag(res.result.bag_path).counts["/captain/episode_events"] == 3  # start, end, counts
 
 
 def test_full_episode_with_feedback_receipts_and_bag(graph):
@@ -141,7 +141,7 @@ def test_full_episode_with_feedback_receipts_and_bag(graph):
     # the bag of this episode, read back
     s = summarize_bag(r.bag_path)
     assert s.counts["/captain/receipts"] == len(fb_receipts)
-    assert s.counts["/captain/episode_events"] == 2 and s.counts["/tf_static"] == 1
+    assert s.counts["/captain/episode_events"] == 3 and s.counts["/tf_static"] == 1
     assert s.counts["/joint_states"] > 10
     # every state cycle publishes /joint_states and /tf together (observations add camera TFs);
     # the bag's cut-off at close may land between the two topics' last few messages under load
