@@ -3,7 +3,7 @@
 An episode is a time window ``[start_ns, end_ns]`` announced by the policy node's episode events
 (their header stamps). A message belongs to the episode whose window contains its *stamp* (the
 header stamp its node gave it, :func:`stamp_of_cdr`; the DDS source timestamp for messages without
-one), whatever its arrival time: an image that arrives 3 s late still goes
+one or with an unset, zero stamp), whatever its arrival time: an image that arrives 3 s late still goes
 to the episode it was published in, and one published before the bag began goes to no bag of
 this episode. Messages are buffered for a while, so a message that arrives before the ``start``
 event does is not lost. The ``end`` event carries, per topic, how many messages the nodes

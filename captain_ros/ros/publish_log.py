@@ -37,8 +37,8 @@ class CountingPublisher:
         self._log = log
 
     def publish(self, msg: Any) -> None:
-        stamp = stamp_of_message(msg)  # the recorder windows by this same stamp
-        self._log.record(self.topic, time.time_ns() if stamp is None else stamp)
+        stamp = stamp_of_message(msg)  # the recorder windows by this same stamp (0 = unset)
+        self._log.record(self.topic, stamp or time.time_ns())
         self.inner.publish(msg)
 
     def __getattr__(self, name: str) -> Any:

@@ -130,7 +130,7 @@ class RecorderNode(Node):
         stamp = stamp_of_cdr(msgtype, data)
         with self._lock:
             self.router.message(topic, msgtype, q, data,
-                                int(info["source_timestamp"]) if stamp is None else stamp, latched)
+                                stamp or int(info["source_timestamp"]), latched)  # 0: unset
             self._closed(self.router.poll())
 
     # --- episodes -------------------------------------------------------------------------------
