@@ -184,7 +184,11 @@ def ok(S: State, p: Sequence[float], q: Sequence[float] | None = None, arm: str 
 def go(S: State, p: Sequence[float] | np.ndarray, q: Sequence[float] | None = None, speed: float = 0.06,
        mode: str = "guarded", arm: str | None = None, force: float | None = None) -> Res:
     """Check, then move the tool in a straight line to p (and orientation q); if the straight
-    sweep is infeasible from here, rise 8 cm first and try again from there."""
+    sweep is infeasible from here, rise 8 cm first and try again from there.
+
+    Returns the move's Result, or the check_motion Result when the move is refused: that call
+    succeeded (``success`` is True) and says ``feasible: False``, so a caller that tests only
+    ``success`` takes a refusal for a move (kept: the expert's behaviour is measured with it)."""
     p = [float(v) for v in p]
     c = S.robot.check_motion(position=p, orientation=q, arm=arm)
     if not feasible(c):

@@ -101,16 +101,22 @@ def finish_with_retries(summary: str, remeasure: Callable[[], Plan],
     return False
 
 
+def all_found(notes: Notes) -> bool:
+    """A perception note found every object (an empty or missing note found nothing)."""
+    found = notes.get("found")
+    return isinstance(found, dict) and bool(found) and all(found.values())
+
+
 def transfer(obj: str, obj_prompt: str, dest: str, dest_prompt: str, tol_m: float) -> Plan:
     """Pick ``obj`` and place it on ``dest``; verify; one corrective retry. Returns the final notes."""
     both = {obj: obj_prompt, dest: dest_prompt}
     notes = yield from perceive(both, dest=(obj, dest))
     for attempt in range(2):
-        if not all(notes.get("found", {}).values()):
+        if not all_found(notes):
             yield Call("Not everything is in view: move the arm out of the head camera's way, then "
                        "look again.", kit.aside, key="aside")
             notes = yield from perceive(both, dest=(obj, dest))
-            if not all(notes.get("found", {}).values()):
+            if not all_found(notes):
                 return notes
         held = yield from grasp_top_down(obj, obj_prompt)
         if not held:

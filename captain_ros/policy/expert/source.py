@@ -128,6 +128,17 @@ def uses(name: str) -> frozenset[str]:
     return _USES[name]
 
 
+def robot_calls(names: Iterable[str]) -> frozenset[str]:
+    """Robot capabilities (``S.robot.<name>``) that ``names`` and their dependencies may call."""
+    found: set[str] = set()
+    for n in closure(names):
+        for node in ast.walk(_tree(n)):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
+                    and node.value.attr == "robot":
+                found.add(node.attr)
+    return frozenset(found)
+
+
 def closure(names: Iterable[str]) -> list[str]:
     """``names`` and every session function they use, transitively, in registration order."""
     todo, seen = list(names), set()

@@ -21,6 +21,7 @@ from captain_ros.policy.expert.kit import (
     val,
 )
 from captain_ros.policy.expert.look import find, measure, scan
+from captain_ros.policy.expert.resume import in_hand, put_down, remember, take_stock
 from captain_ros.policy.expert.routines import (
     finish_with_retries,
     grasp_top_down,
@@ -139,33 +140,84 @@ def inserted(n: Notes) -> bool:
     return isinstance(dist, int | float) and dist <= 0.006 and isinstance(sunk, int | float) and sunk >= 0.012
 
 
-def plan(instruction: str = "") -> Plan:
-    pp = prompt_for(instruction, "peg", ("peg", "pin", "rod"))
-    bp = prompt_for(instruction, "block", ("block", "base"))
-    names = {"peg": pp, "block": bp}
-    prefer = {"peg": "tallest", "block": "widest"}
-    yield from perceive(names, dest=("peg", "block"), prefer=prefer)
-    check = yield Call("Sanity-check the block: it holds a 3.1 cm hole, so it is low and wider than "
-                       "5 cm each way. If my detection is not (or I found none), look at every "
-                       "detection of every camera and keep the largest such one.", check_block, (bp,))
-    if not check.get("block_ok"):
-        return
-    held = yield from grasp_top_down("peg", pp, lift_m=0.12, from_top_m=0.02)
-    if held:
+PEG_HEIGHT_M = 0.08
+"""The peg's height as TASK.md states it [m] (taking over, I may never have seen it standing)."""
+
+
+class _Names:
+    def __init__(self, instruction: str) -> None:
+        self.pp = prompt_for(instruction, "peg", ("peg", "pin", "rod"))
+        self.bp = prompt_for(instruction, "block", ("block", "base"))
+        self.names = {"peg": self.pp, "block": self.bp}
+        self.prefer = {"peg": "tallest", "block": "widest"}
+
+    def perceive(self) -> Plan:
+        notes = yield from perceive(self.names, dest=("peg", "block"), prefer=self.prefer)
+        return notes
+
+    def check_block(self) -> Plan:
+        notes = yield Call("Sanity-check the block: it holds a 3.1 cm hole, so it is low and wider "
+                           "than 5 cm each way. If my detection is not (or I found none), look at "
+                           "every detection of every camera and keep the largest such one.",
+                           check_block, (self.bp,))
+        return notes
+
+    def insert(self) -> Plan:
         yield Call("Re-measure the block (it is fixed: keep my earlier measurement if the arm now "
-                   "hides it).", remeasure_block, (bp,))
+                   "hides it).", remeasure_block, (self.bp,))
         yield Call("Carry the peg above the hole (the block's centre) by the grasp offset, align "
                    "just above the opening, push it in slowly in manipulation mode and release.",
-                   insert, (pp,))
+                   insert, (self.pp,))
 
-    def remeasure() -> Plan:
-        yield from perceive(names, dest=("peg", "block"), prefer=prefer)
+    def remeasure(self) -> Plan:
+        yield from self.perceive()
         yield Call("If the block was not found by its name, take it from every detection again and "
-                   "measure the peg against it.", check_block, (bp,))
+                   "measure the peg against it.", check_block, (self.bp,))
         notes = yield Call("Check the peg against the hole: centred and sunk below the block's top.",
                            check_peg)
         return notes
 
-    notes = yield from remeasure()
+    def check_and_finish(self) -> Plan:
+        notes = yield from self.remeasure()
+        if inserted(notes):
+            yield from finish_with_retries("peg inserted into the block", self.remeasure, inserted)
+
+
+def plan(instruction: str = "") -> Plan:
+    n = _Names(instruction)
+    yield from n.perceive()
+    check = yield from n.check_block()
+    if not check.get("block_ok"):
+        return
+    held = yield from grasp_top_down("peg", n.pp, lift_m=0.12, from_top_m=0.02)
+    if held:
+        yield from n.insert()
+    yield from n.check_and_finish()
+
+
+def resume(instruction: str = "") -> Plan:
+    n = _Names(instruction)
+    held = yield from take_stock()
+    yield from n.perceive()
+    check = yield from n.check_block()
+    if not check.get("block_ok"):
+        return
+    yield Call(f"TASK.md says the peg is {100 * PEG_HEIGHT_M:g} cm tall: remember it (the part in "
+               "a hole is hidden).", remember, ("peg_h", PEG_HEIGHT_M))
+    if held:
+        notes = yield Call("I hold something: find and measure the peg in my hand, to carry it by "
+                           "its offset.", in_hand, ("peg", n.pp))
+        if notes.get("in_hand"):
+            yield from n.insert()
+            yield from n.check_and_finish()
+            return
+        yield Call("What I hold is not the peg: put it down and look again.", put_down)
+        yield from n.perceive()
+    notes = yield Call("Is the peg in the hole already? Centred and sunk below the block's top.", check_peg)
     if inserted(notes):
-        yield from finish_with_retries("peg inserted into the block", remeasure, inserted)
+        yield from finish_with_retries("peg inserted into the block", n.remeasure, inserted)
+        return
+    held = yield from grasp_top_down("peg", n.pp, lift_m=0.12, from_top_m=0.02)
+    if held:
+        yield from n.insert()
+    yield from n.check_and_finish()

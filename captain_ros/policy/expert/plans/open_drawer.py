@@ -29,6 +29,7 @@ from captain_ros.policy.expert.kit import (
     val,
 )
 from captain_ros.policy.expert.look import measure, relabel, scan
+from captain_ros.policy.expert.resume import take_stock
 from captain_ros.policy.expert.routines import finish_with_retries, perceive, prompt_for
 from captain_ros.policy.expert.skills import reset
 from captain_ros.policy.expert.source import in_session
@@ -160,41 +161,83 @@ def recheck_handle(S: State, prompt: str) -> dict[str, Any]:
     return {"opened": round(d, 4), "off_exp": None if not h else round(near_exp(h), 4)}
 
 
-def plan(instruction: str = "") -> Plan:
-    hp = prompt_for(instruction, "handle", ("handle", "knob", "grip"))
-    names = {"handle": hp, "cabinet": "cabinet"}
-    prefer = {"handle": "smallest", "cabinet": "widest"}
-    yield from perceive(names, dest=("handle", "cabinet"), prefer=prefer)
-    yield Call("Sanity-check the handle: it sticks out of the cabinet's front, about 15 cm from the "
-               "cabinet centre and 6 cm above the table. If my detection is not there, pick the "
-               "detection that is.", check_handle, (hp,))
-    first = yield Call("Remember where the handle starts, so I can verify the opening later.", mark_start)
-    if first.get("h0") is None:
-        return
-    grasp = ("Grasp the handle bar from above with the jaw closing across the bar, along the pull "
-             "direction (from the cabinet centre to the handle).")
-    notes = yield Call(grasp, grab_handle)
-    if not notes.get("held"):
-        yield Call("The grasp missed: open, back off and re-measure.", reset)
-        yield from perceive(names, dest=("handle", "cabinet"), prefer=prefer)
-        notes = yield Call("Second grasp of the handle.", grab_handle)
-        if not notes.get("held"):
-            return
-    yield Call("Pull the drawer straight out along the pull direction in manipulation mode, then "
-               "let go and move away.", pull)
+@in_session
+def pull_axis(S: State) -> dict[str, Any]:
+    """The pull direction from my records (cabinet centre to handle), for a handle already held."""
+    gc = S.G["cabinet"] or {"center_m": [0.6, 0.0, 0.05]}
+    u = np.array(S.G["handle"]["center_m"][:2], dtype=float) - np.array(gc["center_m"][:2], dtype=float)
+    S.m["u"], S.m["shift"] = u / max(np.linalg.norm(u), 1e-6), 0.0
+    return {"u": S.m["u"].round(3)}
 
-    def remeasure() -> Plan:
+
+class _Drawer:
+    def __init__(self, instruction: str) -> None:
+        self.hp = prompt_for(instruction, "handle", ("handle", "knob", "grip"))
+        self.names = {"handle": self.hp, "cabinet": "cabinet"}
+        self.prefer = {"handle": "smallest", "cabinet": "widest"}
+
+    def perceive(self) -> Plan:
+        yield from perceive(self.names, dest=("handle", "cabinet"), prefer=self.prefer)
+
+    def find_handle(self) -> Plan:
+        """Perceive, sanity-check and remember where the handle is; returns False if it is lost."""
+        yield from self.perceive()
+        yield Call("Sanity-check the handle: it sticks out of the cabinet's front, about 15 cm from "
+                   "the cabinet centre and 6 cm above the table. If my detection is not there, pick "
+                   "the detection that is.", check_handle, (self.hp,))
+        first = yield Call("Remember where the handle starts, so I can verify the opening later.",
+                           mark_start)
+        return first.get("h0") is not None
+
+    def grab(self) -> Plan:
+        """Grasp the handle, once more after a miss; returns True when held."""
+        grasp = ("Grasp the handle bar from above with the jaw closing across the bar, along the "
+                 "pull direction (from the cabinet centre to the handle).")
+        notes = yield Call(grasp, grab_handle)
+        if not notes.get("held"):
+            yield Call("The grasp missed: open, back off and re-measure.", reset)
+            yield from self.perceive()
+            notes = yield Call("Second grasp of the handle.", grab_handle)
+        return bool(notes.get("held"))
+
+    def remeasure(self) -> Plan:
         yield Call("With the drawer out, the handle lies under my arm's ready pose, hidden from the "
-                   "head camera: move the arm to one side (across the pull direction) before looking.",
-                   drawer_aside)
-        yield from perceive(names, dest=("handle", "cabinet"), prefer=prefer)
+                   "head camera: move the arm to one side (across the pull direction) before "
+                   "looking.", drawer_aside)
+        yield from self.perceive()
         notes = yield Call("Compare the handle with where it started. If my detection is not where "
                            "I let go of the bar (the colour may read differently with the drawer "
-                           "out), take the handle detection nearest that spot.", recheck_handle, (hp,))
+                           "out), take the handle detection nearest that spot.", recheck_handle,
+                           (self.hp,))
         return notes
 
-    notes = yield from remeasure()
-    if (notes.get("opened") or 0.0) < OPENED_M:
+    def pull_and_finish(self) -> Plan:
+        yield Call("Pull the drawer straight out along the pull direction in manipulation mode, "
+                   "then let go and move away.", pull)
+        notes = yield from self.remeasure()
+        if (notes.get("opened") or 0.0) < OPENED_M:
+            return
+        yield from finish_with_retries("drawer pulled open", self.remeasure,
+                                       lambda n: (n.get("opened") or 0.0) >= OPENED_M)
+
+
+def plan(instruction: str = "") -> Plan:
+    d = _Drawer(instruction)
+    if not (yield from d.find_handle()):
         return
-    yield from finish_with_retries("drawer pulled open", remeasure,
-                                   lambda n: (n.get("opened") or 0.0) >= OPENED_M)
+    if (yield from d.grab()):
+        yield from d.pull_and_finish()
+
+
+def resume(instruction: str = "") -> Plan:
+    """Taking over I cannot know how far the drawer was open before: "where it starts" is where
+    the handle is now, so I finish only once my own pull has opened it far enough."""
+    d = _Drawer(instruction)
+    held = yield from take_stock()
+    if not (yield from d.find_handle()):
+        return
+    if held:
+        yield Call("I hold the handle: the pull direction runs from the cabinet centre to it.", pull_axis)
+    elif not (yield from d.grab()):
+        return
+    yield from d.pull_and_finish()

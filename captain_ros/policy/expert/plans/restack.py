@@ -9,6 +9,7 @@ import numpy as np
 
 from captain_ros.policy.expert.cells import Call, Plan
 from captain_ros.policy.expert.kit import State, base_xy, val
+from captain_ros.policy.expert.resume import put_down, take_stock
 from captain_ros.policy.expert.routines import (
     finish_with_retries,
     grasp_top_down,
@@ -42,16 +43,40 @@ def free_spot(S: State) -> dict[str, Any]:
     return {"free": np.round(best, 3), "clearance": round(best_d, 3)}
 
 
-def plan(instruction: str = "") -> Plan:
+def _move_blue_aside() -> Plan:
+    """Take the blue cube off the red one and put it on a free spot."""
     yield from perceive({"blue_cube": "blue cube", "red_cube": "red cube"})
     held = yield from grasp_top_down("blue_cube", "blue cube")
     if held:
         yield Call("Find a free spot on the table for the blue cube: reachable, at least 9 cm from "
                    "every object I can see.", free_spot)
         yield from place_on("blue_cube", "free")
+
+
+def _restack_and_finish() -> Plan:
     notes = yield from transfer("red_cube", "red cube", "blue_cube", "blue cube", TOL_M)
     if not verified(notes, TOL_M):
         return
     yield from finish_with_retries(
         "red cube restacked on the blue cube",
         lambda: verify_on("red_cube", "red cube", "blue_cube", "blue cube"), lambda n: verified(n, TOL_M))
+
+
+def plan(instruction: str = "") -> Plan:
+    yield from _move_blue_aside()
+    yield from _restack_and_finish()
+
+
+def resume(instruction: str = "") -> Plan:
+    if (yield from take_stock()):
+        yield Call("I hold a cube: put it down, then see what stands where.", put_down)
+    done = yield from verify_on("red_cube", "red cube", "blue_cube", "blue cube")
+    if verified(done, 0.85 * TOL_M):
+        yield from finish_with_retries(
+            "red cube restacked on the blue cube",
+            lambda: verify_on("red_cube", "red cube", "blue_cube", "blue cube"), lambda n: verified(n, TOL_M))
+        return
+    start = yield from verify_on("blue_cube", "blue cube", "red_cube", "red cube")
+    if verified(start, TOL_M):  # the blue cube still sits on the red one
+        yield from _move_blue_aside()
+    yield from _restack_and_finish()

@@ -21,6 +21,7 @@ from captain_ros.policy.expert.kit import (
     val,
 )
 from captain_ros.policy.expert.look import measure, scan
+from captain_ros.policy.expert.resume import hands, take_stock
 from captain_ros.policy.expert.routines import finish_with_retries, perceive, prompt_for
 from captain_ros.policy.expert.source import in_session
 
@@ -106,25 +107,62 @@ def lifted(n: Notes) -> bool:
     return isinstance(bottom, int | float) and bottom >= LIFTED_M
 
 
-def plan(instruction: str = "") -> Plan:
-    bp = prompt_for(instruction, "box", ("box", "bar", "block", "beam"))
-    yield from perceive({"box": bp}, prefer={"box": "longest"})
-    yield Call("Sanity-check the box: it is long (about 30 cm). If my detection is short, look at "
-               "every detection and keep the longest one.", check_box)
-    notes = yield Call("Grasp the long box near both ends, one arm each, with the jaws closing "
-                       "across the box; descend guarded, then close both jaws.", grab_box)
-    held = notes.get("held") or {}
-    if not held or not all(held.values()):
-        yield Call("Not both jaws hold the box: open both and back off.", let_go_both)
-        return
-    yield Call("Lift together in 2 cm steps, alternating arms so the box stays level.", lift_box)
+class _Box:
+    def __init__(self, instruction: str) -> None:
+        self.bp = prompt_for(instruction, "box", ("box", "bar", "block", "beam"))
 
-    def remeasure() -> Plan:
-        yield from perceive({"box": bp}, prefer={"box": "longest"})
+    def perceive(self) -> Plan:
+        yield from perceive({"box": self.bp}, prefer={"box": "longest"})
+        yield Call("Sanity-check the box: it is long (about 30 cm). If my detection is short, look "
+                   "at every detection and keep the longest one.", check_box)
+
+    def grab(self) -> Plan:
+        """Grasp with both arms; returns True when both hold the box (else both let go)."""
+        notes = yield Call("Grasp the long box near both ends, one arm each, with the jaws closing "
+                           "across the box; descend guarded, then close both jaws.", grab_box)
+        held = notes.get("held") or {}
+        if not held or not all(held.values()):
+            yield Call("Not both jaws hold the box: open both and back off.", let_go_both)
+            return False
+        return True
+
+    def remeasure(self) -> Plan:
+        yield from perceive({"box": self.bp}, prefer={"box": "longest"})
         yield Call("Is that the whole box?", check_box)
         notes = yield Call("How high is the box's bottom now?", box_bottom)
         return notes
 
-    notes = yield from remeasure()
-    if lifted(notes):
-        yield from finish_with_retries("box lifted with both arms", remeasure, lifted)
+    def lift_and_finish(self) -> Plan:
+        yield Call("Lift together in 2 cm steps, alternating arms so the box stays level.", lift_box)
+        yield from self.check_and_finish()
+
+    def check_and_finish(self) -> Plan:
+        notes = yield from self.remeasure()
+        if lifted(notes):
+            yield from finish_with_retries("box lifted with both arms", self.remeasure, lifted)
+
+
+def plan(instruction: str = "") -> Plan:
+    box = _Box(instruction)
+    yield from box.perceive()
+    if (yield from box.grab()):
+        yield from box.lift_and_finish()
+
+
+def resume(instruction: str = "") -> Plan:
+    box = _Box(instruction)
+    notes = yield Call("Take stock of where the task stands: which hands hold something?", hands)
+    held = notes.get("held") or {}
+    if held and all(held.values()):  # both hold the box: lifted enough already?
+        bottom = yield from box.remeasure()
+        if lifted(bottom):
+            yield from finish_with_retries("box lifted with both arms", box.remeasure, lifted)
+        else:
+            yield from box.lift_and_finish()
+        return
+    if any(held.values()):
+        yield Call("Only one jaw holds: open both and back off.", let_go_both)
+    yield from take_stock()  # both hands empty now: home, out of the camera's view
+    yield from box.perceive()
+    if (yield from box.grab()):
+        yield from box.lift_and_finish()
