@@ -241,6 +241,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
                      "model_s": dt_model, "backend_s": backend_dt,
                      "harness_s": max(0.0, clock() - t_request - dt_model - backend_dt),
                      "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                     "policy_info": dict(reply.info),  # e.g. the faults a scripted-faulty expert injected
                      "context_sha256": messages_sha256(messages)}
             writer.write(entry)
             obs.on_request(t, entry)
