@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from arm_bridge_helpers import FEEDBACK_AGE_S, InProcessDriver, arm_config, write_config
-from ros_fixtures import ROOT, wait_until
+from ros_fixtures import wait_until
 
 from captain_ros.core.errors import (
     EStopError,
@@ -24,6 +24,7 @@ from captain_ros.core.errors import (
     SafetyLimitError,
 )
 from captain_ros.core.types import ForceGuard
+from captain_ros.data import data_path
 
 
 def identity_calibration(folder: Path) -> None:
@@ -196,7 +197,7 @@ def test_guard_measured_joints_outside_limits_refuse_enable(driver: InProcessDri
 
 def test_guard_unknown_config_key_is_named(tmp_path: Path) -> None:
     cfg = tmp_path / "arm.yaml"
-    cfg.write_text((ROOT / "config" / "ros_arm_piper.yaml").read_text().replace(
+    cfg.write_text(data_path("config", "ros_arm_piper.yaml").read_text().replace(
         "joint_states_topic:", "joint_state_topic:"))
     out = subprocess.run([sys.executable, "-m", "captain_ros.cli.main", "run", "--backend",
                           "ros_arm", "--config", str(cfg), "--out", str(tmp_path / "ep")],
@@ -218,7 +219,7 @@ def test_expert_episode_through_ros_arm_against_the_driver_process(
     from captain_ros.evaluation.episode import run_one
 
     calib = tmp_path / "calib"
-    drv = child_process([str(ROOT / "scripts" / "ros" / "captain_arm_driver"), "--ros-args",
+    drv = child_process(["-m", "captain_ros.ros.arm_bridge.driver_node", "--ros-args",
                          "-p", f"calibration_dir:={calib}", "-p", "task:=pick_place",
                          "-p", "seed:=3", "-p", "image_size_px:=256"], "arm_driver")
     wait_until(lambda: (calib / "wrist.yaml").is_file() or drv.proc.poll() is not None, 60.0,
