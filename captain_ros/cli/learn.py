@@ -1,5 +1,6 @@
 """``captain learn <command>``: the learning layer (torch is imported only by the command run).
 
+- ``captain learn dataset RUN_DIR_OR_BAG... --out DIR``: supervised rows (torch-free);
 - ``captain learn critic --episodes RUN_DIR... --out DIR``: the privileged simulator critic.
 """
 
@@ -9,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 COMMANDS = {
+    "dataset": ("captain_ros.cli.learn_dataset", "supervised rows from episode folders and bags"),
     "critic": ("captain_ros.cli.learn_critic", "train the privileged simulator critic"),
 }
 
