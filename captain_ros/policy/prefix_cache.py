@@ -11,7 +11,8 @@ At least one prompt token is always left to prefill, because ``generate`` needs 
 last prompt position.
 
 Only ``transformers`` caches with ``crop`` and ``get_seq_length`` (``DynamicCache``) are reused; a
-cache that cannot be cropped is dropped and the prompt is prefilled in full.
+cache that cannot be cropped (a sliding-window or linear-attention layer past its window) is
+dropped and the prompt is prefilled in full.
 """
 
 from __future__ import annotations
@@ -64,10 +65,11 @@ class PrefixCache:
         cache = None
         if keep > 0:
             try:
-                if self.cache.get_seq_length() > keep:
-                    self.cache.crop(keep)
+                extra = int(self.cache.get_seq_length()) - keep
+                if extra > 0:
+                    self.cache.crop(-extra)  # transformers 5: a negative count removes tokens
                 cache = self.cache
-            except (AttributeError, NotImplementedError, ValueError, TypeError):
+            except (AttributeError, NotImplementedError, RuntimeError, ValueError, TypeError):
                 keep = 0
         if cache is None:
             keep = 0
