@@ -6,6 +6,8 @@ Subcommands:
 - ``captain eval --task T[,T2|all] --seeds A-B --workers N [--ray ADDRESS] --out DIR``: many episodes.
 - ``captain compare RUN_A RUN_B``: paired comparison of two evaluations (exact McNemar).
 - ``captain report DIR``: (re)render an episode folder's report.html.
+- ``captain learn sft --data DIR --base smollm2|PATH --out DIR``: fine-tune a student
+  (``captain_ros.cli.learn``).
 - ``captain up ...``: the ROS graph in one process (``captain_ros.ros.up``).
 """
 
@@ -19,6 +21,7 @@ import time
 from typing import Any
 
 from captain_ros.cli.display import Display, print_eval, print_summary
+from captain_ros.cli.learn import add_learn_parser
 
 
 def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
@@ -167,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="render report.html of an episode folder")
     p.add_argument("dir")
     p.set_defaults(fn=cmd_report)
+    add_learn_parser(sub)
     return parser
 
 

@@ -81,8 +81,9 @@ def with_tool_prelude(template: str) -> str:
 
 @functools.lru_cache(maxsize=32)
 def _supports_tools(template: str) -> bool:
-    from transformers.utils.chat_template_utils import render_jinja_template
+    from transformers.utils import chat_template_utils
 
+    render_jinja_template: Any = chat_template_utils.render_jinja_template
     tool = {"type": "function", "function": {"name": _PROBE_TOOL, "description": "probe",
                                              "parameters": {"type": "object", "properties": {}}}}
     call = {"id": "c0", "type": "function",

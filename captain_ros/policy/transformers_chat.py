@@ -126,7 +126,8 @@ class TransformersChat:
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), **kw)
         torch_dtype = getattr(torch, dtype) if dtype else (
             torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
-        self.model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch_dtype, **kw)
+        auto: Any = AutoModelForCausalLM
+        self.model: Any = auto.from_pretrained(str(folder), dtype=torch_dtype, **kw)
         self.model.to(self.device).eval()
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
@@ -180,7 +181,7 @@ class TransformersChat:
         finish = "stop" if stopped or len(new) < self.max_new_tokens else "length"
         self.requests += 1
         self.usage_total = self.usage_total + TokenUsage(len(prompt_ids), len(new), 0, True)
-        return Generation(self.tokenizer.decode(new, skip_special_tokens=True), tuple(prompt_ids),
+        return Generation(str(self.tokenizer.decode(new, skip_special_tokens=True)), tuple(prompt_ids),
                           tuple(new), recorder.finish(new), finish, use, time.perf_counter() - start)
 
     def complete(self, messages: Sequence[dict[str, Any]],
@@ -207,7 +208,7 @@ def export_safetensors(folder: str | Path, dest: str | Path, gguf_file: str | No
 
     kw: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
     tok = AutoTokenizer.from_pretrained(str(folder), **kw)
-    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32, **kw)
+    model: Any = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32, **kw)
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config

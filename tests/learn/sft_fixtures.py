@@ -11,7 +11,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness_helpers import SOLVE_RED_ON_BLUE  # noqa: E402
+from harness_helpers import SOLVE_RED_ON_BLUE, RedOnBlueTask, make_stack  # noqa: E402, F401 (re-exported)
 
 from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, render  # noqa: E402
 from captain_ros.harness.history import History, ToolCall, ToolOutput, Turn  # noqa: E402
@@ -86,21 +86,41 @@ def write_rows(folder: Path, rows: list[dict[str, Any]], name: str = "train.json
     return folder
 
 
-def train_tokenizer(template: str, corpus: list[str] | None = None, vocab_size: int = 800) -> Any:
-    """A byte-level BPE tokenizer trained on ``corpus`` (default: rendered episodes)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def train_tokenizer(template: str, corpus: list[str] | None = None, vocab_size: int = 800,
+                    whole_lines: list[str] | None = None) -> Any:
+    """A byte-level BPE tokenizer trained on ``corpus`` (default: rendered episodes), with the
+    pre-tokenizer and normalizer ``Qwen2Tokenizer`` rebuilds on load (so a saved and reloaded
+    copy tokenizes identically). ``whole_lines`` become single added tokens (a compact
+    vocabulary for tests that train on the real, long harness prompt)."""
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        trainers,
+    )
     from transformers import PreTrainedTokenizerFast
+    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
     if corpus is None:
         corpus = [json.dumps(make_row(episode_history(4)))] * 4 + [SYSTEM_PROMPT, TASK_MD]
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus, trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<|im_end|>",
                                    pad_token="<pad>", bos_token="<|im_start|>")
+    if whole_lines:
+        fast.add_tokens([AddedToken(ln, normalized=False) for ln in dict.fromkeys(whole_lines)
+                         if len(ln) > 3])
     fast.chat_template = template
     return fast
 
