@@ -6,6 +6,10 @@ position ids (``masking_utils.find_packed_sequence_indices``), so no sequence at
 and no compute is spent on padding. The first token of each sequence carries no label (nothing
 precedes it in its own sequence). This is trl's padding-free layout, plus the ``weights`` trl's
 collator does not carry.
+
+With the sdpa or eager attention of CPUs, a batch of several sequences materialises an N x N
+block mask over the N concatenated tokens; for whole-episode sequences of many thousand tokens use
+one sequence per micro-batch and gradient accumulation (the default), which needs no mask at all.
 """
 
 from __future__ import annotations
