@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import tempfile
 import time
@@ -161,6 +162,7 @@ def main() -> int:
            "raw_tokens_per_s": args.seq_len / min(raw),
            "trainer_tokens_per_s": args.seq_len / min(train_s),
            "ratio_median_of_pairs": statistics.median(ratios), "ratio_best": min(raw) / min(train_s),
+           "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
            "machine": platform.processor() or platform.machine(), "load_avg": os.getloadavg(),
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     print(f"{args.base} {args.method} seq {args.seq_len} bf16={bf16}: best step raw "

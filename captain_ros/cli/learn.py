@@ -42,7 +42,9 @@ def _add_sft(sub: Any) -> None:
     p.add_argument("--val-fraction", type=float, default=0.05,
                    help="episodes held out for validation when the data has no val split")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in OUT")
-    p.add_argument("--gradient-checkpointing", action="store_true", help="trade compute for memory")
+    p.add_argument("--gradient-checkpointing", default="auto", choices=("auto", "on", "off"),
+                   help="recompute activations in the backward pass (auto: for sequences longer "
+                        "than 4096 tokens)")
     p.add_argument("--device", default=None, help="cpu | cuda (default: cuda when available)")
     p.add_argument("--no-adapter", action="store_true", help="do not also save the LoRA adapter")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -143,3 +143,15 @@ def test_prefix_cache_always_leaves_a_token_to_prefill():
     off = PrefixCache(enabled=False)
     off.store(Cache(3), [1, 2, 3])
     assert off.take([1, 2, 3, 4])[1].reused == 0
+
+
+def test_the_policy_drops_its_cache_at_each_episode_and_returns_logprobs(folder):
+    from captain_ros.policy.chat_policies import TransformersPolicy
+
+    policy = TransformersPolicy(str(folder), device="cpu", max_new_tokens=4, temperature=0)
+    reply = policy.act(render(episode_history(1)), TOOLS)
+    assert reply.completion_ids and len(reply.logprobs) == len(reply.completion_ids)
+    assert reply.completion_tokens == len(reply.completion_ids) and reply.prompt_tokens > 0
+    assert policy.chat.prefix.cache is not None
+    policy.reset("red_on_blue", 1)
+    assert policy.chat.prefix.cache is None and policy.chat.prefix.ids == []

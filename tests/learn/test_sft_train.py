@@ -204,3 +204,30 @@ def test_bf16_autocast_when_the_cpu_supports_it(tmp_path, base):
     assert metrics["bf16"] is True and torch.bfloat16 in seen
     losses = [r["loss"] for r in _curve(tmp_path / "out") if "loss" in r]
     assert all(v == v for v in losses) and losses[-1] < losses[0]
+
+
+class Checkpointing(TrainerCallback):
+    """Records whether the model recomputes activations in the backward pass."""
+
+    def __init__(self):
+        self.on = None
+
+    def on_train_begin(self, args, state, control, model=None, **kw):
+        self.on = bool(model.get_base_model().is_activation_checkpointing)
+
+
+def test_gradient_checkpointing_gives_the_same_loss_curve(tmp_path, base):
+    write_rows(tmp_path / "data", [make_row(episode_history(3), seed=s) for s in range(2)])
+    kw = dict(max_steps=3, learning_rate=5e-3, lora_dropout=0.1)
+    seen = Checkpointing(), Checkpointing(), Checkpointing()
+    run_sft(_opts(tmp_path, base, out=str(tmp_path / "plain"), gradient_checkpointing="off", **kw),
+            callbacks=[seen[0]])
+    run_sft(_opts(tmp_path, base, out=str(tmp_path / "ckpt"), gradient_checkpointing="on", **kw),
+            callbacks=[seen[1]])
+    run_sft(_opts(tmp_path, base, out=str(tmp_path / "auto"), **kw), callbacks=[seen[2]])
+    assert [s.on for s in seen] == [False, True, False]  # auto: short sequences, no recompute
+    plain = [r for r in _curve(tmp_path / "plain") if "loss" in r]
+    ckpt = [r for r in _curve(tmp_path / "ckpt") if "loss" in r]
+    assert len(plain) == 3
+    assert [r["loss"] for r in ckpt] == pytest.approx([r["loss"] for r in plain], rel=1e-5)
+    assert [r["grad_norm"] for r in ckpt] == pytest.approx([r["grad_norm"] for r in plain], rel=1e-4)
