@@ -1,6 +1,7 @@
 """``captain learn <command>``: the learning layer (torch is imported only by the command run).
 
 - ``captain learn dataset RUN_DIR_OR_BAG... --out DIR``: supervised rows (torch-free);
+- ``captain learn sft --data DIR --base smollm2|PATH --out DIR``: fine-tune a student;
 - ``captain learn critic --episodes RUN_DIR... --out DIR``: the privileged simulator critic.
 """
 
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 
 COMMANDS = {
     "dataset": ("captain_ros.cli.learn_dataset", "supervised rows from episode folders and bags"),
+    "sft": ("captain_ros.cli.learn_sft", "fine-tune a student on dataset rows"),
     "critic": ("captain_ros.cli.learn_critic", "train the privileged simulator critic"),
 }
 
