@@ -161,13 +161,15 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
                 if privileged is not None else None)
     policy.reset(task_name, seed)
     history = History(opts.system_prompt, task_md, _observe_initial(robot, out))
-    writer.write({"type": "episode_start", "task": task_name, "seed": seed,
+    start_line = {"type": "episode_start", "task": task_name, "seed": seed,
                   "policy": opts.policy_name, "backend": opts.backend_name,
                   "system": opts.system_prompt, "task_md": task_md,
                   "initial_images": [r.to_dict() for r in history.initial_images],
-                  "budgets": budgets.to_dict(), "context": ctx.to_dict(), "tools": [PYTHON_TOOL_SCHEMA]})
+                  "budgets": budgets.to_dict(), "context": ctx.to_dict(), "tools": [PYTHON_TOOL_SCHEMA]}
+    writer.write(start_line)
     obs.on_start(EpisodeStart(task_name, int(seed), opts.policy_name, opts.backend_name, str(out),
                               budgets.to_dict()))
+    obs.on_trajectory(start_line)
     model_s = 0.0
     prompt_tokens = completion_tokens = malformed = 0
     end_reason, settle_budget = "", None
@@ -244,6 +246,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
                      "policy_info": dict(reply.info),  # e.g. the faults a scripted-faulty expert injected
                      "context_sha256": messages_sha256(messages)}
             writer.write(entry)
+            obs.on_trajectory(entry)
             obs.on_request(t, entry)
             if end_reason:
                 break
@@ -256,6 +259,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     record = _settle(task, seed, robot, recorder, host_success, opts, end_reason, settle_budget,
                      gate, tracker, calls, counts, clock() - t_start, model_s, prompt_tokens,
                      completion_tokens, sess, malformed, out)
+    obs.on_trajectory({"type": "episode_end", "summary": record.to_dict()})
     record = obs.amend(record)
     writer.write({"type": "episode_end", "summary": record.to_dict()})
     writer.close()

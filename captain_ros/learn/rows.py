@@ -22,14 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from captain_ros.core.errors import CaptainError
+from captain_ros.learn.errors import DatasetError
 
 ROLES = ("system", "user", "assistant", "tool")
 VAL_SPLITS = ("val", "validation", "valid", "dev")
-
-
-class DatasetError(CaptainError, ValueError):
-    """A dataset folder, file or row is missing or malformed; the message names where and what."""
 
 
 @dataclass(frozen=True)

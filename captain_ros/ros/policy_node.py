@@ -34,6 +34,7 @@ from rclpy.node import Node
 from rclpy.parameter_client import AsyncParameterClient
 from std_msgs.msg import Bool, String
 
+from captain_ros.bags.messages import TRAJECTORY_TOPIC
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.harness.observers import EpisodeObserver
@@ -74,6 +75,7 @@ class PolicyNode(Node):
         self.receipt_pub = self.publish_log.publisher(Receipt, "/captain/receipts", 1000)
         self.event_pub = self.publish_log.publisher(EpisodeEvent, "/captain/episode_events", 100)
         self.privileged_pub = self.publish_log.publisher(String, "/captain/privileged", 1000)
+        self.trajectory_pub = self.publish_log.publisher(String, TRAJECTORY_TOPIC, 1000)
         self.counts_clients: dict[str, Any] = {}
         self.caller = RosRobotCaller(self, self.p["call_timeout_s"], group)
         self.load_scene = self.create_client(LoadScene, "/captain/robot/load_scene", callback_group=group)
@@ -133,7 +135,7 @@ class PolicyNode(Node):
         policy = make_policy(policy_name)
         out_dir = Path(g.output_dir or Path(self.p["output_root"]) / episode_id)
         watcher = GoalObserver(goal_handle, self.receipt_pub, self.privileged_pub, episode_id,
-                               budgets.max_requests)
+                               budgets.max_requests, self.trajectory_pub)
         observers: list[EpisodeObserver] = [CancelObserver(lambda: goal_handle.is_cancel_requested),
                                             watcher, ReportObserver(out_dir)]
         sim = self.privileged.service_is_ready()

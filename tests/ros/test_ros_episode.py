@@ -154,6 +154,17 @@ def test_full_episode_with_feedback_receipts_and_bag(graph):
     moves = [x for m, x in zip(bag_receipts, results, strict=True) if m.capability == "move_to"]
     assert moves and all("stop_reason" in x.value for x in moves if x.executed)
     assert sorted(m.call_index for m in bag_receipts) == list(range(1, len(fb_receipts) + 1))
+    # the recorder's bag carries the trajectory: `captain learn dataset` gives the rows of the
+    # episode folder the policy node wrote
+    from captain_ros.learn.data import build_dataset
+
+    assert s.counts["/captain/trajectory"] == r.requests + 2  # start, requests, end
+    out = Path(summary["out_dir"]).parent / f"dataset_{r.episode_id}"
+    build_dataset([r.bag_path], out / "bag")
+    build_dataset([summary["out_dir"]], out / "folder")
+    rows = {k: [json.loads(x) for x in (out / k / "train.jsonl").read_text().splitlines()
+                + (out / k / "validation.jsonl").read_text().splitlines()] for k in ("bag", "folder")}
+    assert rows["bag"] and [r["messages"] for r in rows["bag"]] == [r["messages"] for r in rows["folder"]]
 
 
 def test_estop_service_from_another_process_halts_a_move(graph):

@@ -15,6 +15,7 @@ from ros_fixtures import ROOT, STATE_DIR
 
 from captain_ros.bags.rosbag2 import summarize_bag
 from captain_ros.data import data_path
+from captain_ros.learn.data import build_dataset
 from captain_ros.ros.env import ros_environment
 from captain_ros.ros.robot_node import backend_options
 
@@ -51,9 +52,13 @@ def _up(tmp_path: Path, domain_id: int, name: str, robot: dict[str, object]) -> 
 @pytest.mark.slow
 def test_emulator_bag_has_the_simulation_topic_set_minus_privileged(tmp_path: Path,
                                                                    domain_id: int) -> None:
-    sim = summarize_bag(_up(tmp_path, domain_id, "mujoco", {"backend": "mujoco"}))
-    hw = summarize_bag(_up(tmp_path, domain_id, "piper", {
-        "backend": "piper", "emulate": True, "can": f"vcan-bag-{domain_id}"}))
+    sim_bag = _up(tmp_path, domain_id, "mujoco", {"backend": "mujoco"})
+    hw_bag = _up(tmp_path, domain_id, "piper", {
+        "backend": "piper", "emulate": True, "can": f"vcan-bag-{domain_id}"})
+    sim, hw = summarize_bag(sim_bag), summarize_bag(hw_bag)
+    # the dataset builder reads a hardware bag (no privileged topic) like a simulation bag
+    report = build_dataset([hw_bag], tmp_path / "rows", outcomes="all")
+    assert report.episodes == 1 and sum(report.rows.values()) >= 1 and not report.skipped
     assert "/captain/privileged" in sim.counts and "/captain/privileged" not in hw.counts
     assert set(hw.msgtypes) == set(sim.msgtypes) - {"/captain/privileged"}
     assert {t: hw.msgtypes[t] for t in hw.msgtypes} == \

@@ -113,9 +113,10 @@ def build_dataset(inputs: Sequence[str | Path], out: str | Path, outcomes: str =
                 seen.add(key)
                 by_split[split].append({**row, "split": split})
     if not report.episodes:
+        first = f"; {report.skipped[0]['source']}: {report.skipped[0]['error']}" if report.skipped else ""
         raise DatasetError(f"no usable episode in {', '.join(map(str, inputs))} "
                            f"({len(report.skipped)} skipped, {report.filtered_out} filtered out by "
-                           f"--outcomes {outcomes})")
+                           f"--outcomes {outcomes}){first}")
     _write(Path(out), by_split, report, count_tokens, actions)
     return report
 

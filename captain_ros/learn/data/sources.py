@@ -14,13 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from captain_ros.core.errors import InvalidArgumentError
-
-TRAJECTORY_TOPIC = "/captain/trajectory"
-
-
-class DatasetError(InvalidArgumentError):
-    """An input cannot be read as episodes (the message names the file and the problem)."""
+from captain_ros.bags.messages import TRAJECTORY_TOPIC
+from captain_ros.learn.errors import DatasetError
 
 
 @dataclass(frozen=True)
