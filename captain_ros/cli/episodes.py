@@ -36,7 +36,8 @@ def check_episode_args(task: str, seed: int, policy: str) -> None:
 def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {}
     for k in ("base_url", "model", "model_folder", "max_tokens", "max_new_tokens", "temperature",
-              "timeout_s", "device", "max_requests", "max_wall_s", "max_physical_actions"):
+              "timeout_s", "device", "max_requests", "max_wall_s", "max_physical_actions",
+              "profile"):
         v = getattr(ns, k, None)
         if v is not None:
             opts[k] = v
@@ -73,6 +74,10 @@ def _add_policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-requests", dest="max_requests", type=int)
     p.add_argument("--max-wall-s", dest="max_wall_s", type=float)
     p.add_argument("--max-physical-actions", dest="max_physical_actions", type=int)
+    p.add_argument("--profile", choices=("auto", "default", "compact"),
+                   help="prompt profile: default (the full harness text) or compact (few tokens for "
+                        "a small student); auto (the default): the one the --model-folder student "
+                        "was trained with, else default")
     p.add_argument("--no-bag", dest="no_bag", action="store_true", help="do not record a bag")
     p.add_argument("--overwrite", action="store_true",
                    help="replace a non-empty --out folder (refused otherwise)")

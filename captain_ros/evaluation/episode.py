@@ -84,10 +84,12 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
                 on_event: Event | None = None, policy: Policy | None = None) -> tuple[EpisodeSetup, Any]:
     """The in-process :class:`EpisodeSetup` of one episode and its backend (close it after)."""
     from captain_ros.harness.episode import EpisodeOptions
+    from captain_ros.harness.profiles import resolve_profile
     from captain_ros.policy.factory import make_policy
 
     opts = dict(options or {})
     out = Path(out_dir)
+    profile = resolve_profile(opts.get("profile"), opts.get("model_folder"))  # before any model loads
     task, backend, service = build_robot(task_name, seed, backend_name, opts.get("backend_options"),
                                          opts.get("perception"))
     try:
@@ -108,7 +110,8 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
         task=task, seed=int(seed), robot=service, policy=pol, out_dir=out,
         budgets=budgets_from(opts),
         options=EpisodeOptions(policy_name=policy_spec, backend_name=backend_name,
-                               missed_finish_after=int(opts.get("missed_finish_after", 15))),
+                               missed_finish_after=int(opts.get("missed_finish_after", 15)),
+                               profile=profile),
         privileged=BackendPrivileged(backend) if backend_name in SIM_BACKENDS else None,
         observers=observers,
         overwrite=bool(opts.get("overwrite", False)))

@@ -38,10 +38,11 @@ from captain_ros.harness.privileged_log import (
     PrivilegedSource,
     RequestRecord,
 )
+from captain_ros.harness.profiles import get_profile
 from captain_ros.harness.record import OUTCOMES, EpisodeRecord, outcome_label
 from captain_ros.harness.returns import CostConfig, RequestCounts, request_costs, terminal_return
 from captain_ros.harness.session import PythonSession, SessionConfig
-from captain_ros.harness.taskmd import SYSTEM_PROMPT, render_task_md
+from captain_ros.harness.taskmd import render_task_md
 from captain_ros.harness.trajectory import TrajectoryWriter, messages_sha256
 from captain_ros.policy.base import Policy, PolicyReply
 from captain_ros.policy.toolcalls import ParsedReply, parse_reply
@@ -61,7 +62,9 @@ class EpisodeOptions:
             consecutive requests without ``finish()`` (0: never).
         costs: Constants of the per-request costs.
         end_on_finish: End the episode when ``finish()`` is accepted.
-        system_prompt: The system message.
+        profile: The prompt profile (:mod:`captain_ros.harness.profiles`): system prompt, TASK.md
+            API section and history limits; collection, training and deployment use the same one.
+        system_prompt: Overrides the profile's system message when not empty.
     """
 
     policy_name: str = ""
@@ -69,7 +72,8 @@ class EpisodeOptions:
     missed_finish_after: int = 15
     costs: CostConfig = field(default_factory=CostConfig)
     end_on_finish: bool = True
-    system_prompt: str = SYSTEM_PROMPT
+    profile: str = "default"
+    system_prompt: str = ""
 
 
 def _observe_initial(robot: RobotCaller, out_dir: Path) -> tuple[ImageRef, ...]:
@@ -142,7 +146,9 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     """
     budgets = budgets or Budgets()
     opts = options or EpisodeOptions()
-    ctx = context_config or ContextConfig()
+    profile = get_profile(opts.profile)
+    system_prompt = opts.system_prompt or profile.system_prompt
+    ctx = context_config or profile.context
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     obs = Observers(observers)
@@ -153,17 +159,17 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     calls = EpisodeCalls(robot, tracker, gate, out, observer=obs.on_call)
     own_session = session is None
     sess = session or PythonSession(out / "workspace", session_config, log_path=out / "session.log")
-    task_md = render_task_md(task, seed, budgets)
+    task_md = render_task_md(task, seed, budgets, profile.compact_api)
     (out / "TASK.md").write_text(task_md)
     (sess.workspace / "TASK.md").write_text(task_md)
     writer = TrajectoryWriter(out / "trajectory.jsonl")
     recorder = (PrivilegedRecorder(out / PRIVILEGED_FILE, task, privileged, log.warning, obs.on_privileged)
                 if privileged is not None else None)
     policy.reset(task_name, seed)
-    history = History(opts.system_prompt, task_md, _observe_initial(robot, out))
+    history = History(system_prompt, task_md, _observe_initial(robot, out))
     start_line = {"type": "episode_start", "task": task_name, "seed": seed,
                   "policy": opts.policy_name, "backend": opts.backend_name,
-                  "system": opts.system_prompt, "task_md": task_md,
+                  "profile": profile.name, "system": system_prompt, "task_md": task_md,
                   "initial_images": [r.to_dict() for r in history.initial_images],
                   "budgets": budgets.to_dict(), "context": ctx.to_dict(), "tools": [PYTHON_TOOL_SCHEMA]}
     writer.write(start_line)

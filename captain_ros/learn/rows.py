@@ -40,8 +40,9 @@ class SftRow:
         messages: The rendered history, OpenAI message dicts.
         tools: Tool schema (OpenAI function tools) the policy was given.
         weights: w_t of each assistant message, in order (>= 0; 0 masks the turn).
-        requests: Request index t of each assistant message.
+        requests: Request index t of each assistant message (0: earlier context).
         source: ``FILE:LINE`` the row was read from.
+        profile: The prompt profile the episode ran with (``default`` | ``compact``).
     """
 
     id: str
@@ -53,6 +54,7 @@ class SftRow:
     weights: tuple[float, ...]
     requests: tuple[int, ...]
     source: str = ""
+    profile: str = "default"
 
     def __post_init__(self) -> None:
         n = sum(1 for m in self.messages if m.get("role") == "assistant")
@@ -134,7 +136,8 @@ def parse_row(obj: Any, where: str) -> SftRow:
     return SftRow(row_id, str(obj.get("episode_id") or row_id),
                   str(obj.get("task") or row_id.split(":", 1)[0]), str(obj.get("split") or "train"),
                   messages, tuple(tools), _numbers(obj.get("weights"), n, "weights", where, float),
-                  _numbers(obj.get("requests"), n, "requests", where, int), where)
+                  _numbers(obj.get("requests"), n, "requests", where, int), where,
+                  str(obj.get("profile") or "default"))
 
 
 def _files(data: str | Path) -> list[Path]:

@@ -139,6 +139,10 @@ def prepare(opts: SftOptions, out: Path) -> dict[str, Any]:
     from captain_ros.policy.chat_render import effective_template
 
     rows = load_rows(opts.data)
+    profiles = sorted({r.profile for r in rows})
+    if len(profiles) > 1:
+        raise DatasetError(f"{opts.data}: rows of several prompt profiles ({', '.join(profiles)}); "
+                           "a student is trained and deployed with one")
     train_rows, val_rows = split_rows(rows, opts.val_fraction, opts.seed)
     base = resolve_base(opts.base)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
@@ -151,6 +155,7 @@ def prepare(opts: SftOptions, out: Path) -> dict[str, Any]:
                            "(every assistant turn has weight 0 or is longer than max_length)")
     val, val_stats = tokenize_rows(tokenizer, val_rows, max_len)
     meta = {"options": asdict(opts), "base_folder": str(base), "max_length": max_len,
+            "profile": profiles[0] if profiles else "default",
             "rows": {"total": len(rows), "train": len(train_rows), "val": len(val_rows)},
             "train": train_stats.to_dict(), "val": val_stats.to_dict(),
             "fingerprint": _fingerprint(opts, base, train + val)}

@@ -38,6 +38,7 @@ from captain_ros.bags.messages import TRAJECTORY_TOPIC
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.harness.observers import EpisodeObserver
+from captain_ros.harness.profiles import resolve_profile
 from captain_ros.harness.setup import EpisodeSetup
 from captain_ros.report.observer import ReportObserver
 from captain_ros.ros.calls import RosRobotCaller, call_sync
@@ -54,6 +55,10 @@ stamped just before it may still be on its way out of a busy node."""
 PARAMS = (
     Param("policy", "scripted", "Default policy when a goal leaves it empty (scripted | openai | "
           "transformers | replay:FILE)."),
+    Param("model_folder", "", "Student folder of the transformers policy (empty: the packaged "
+          "SmolLM2)."),
+    Param("profile", "auto", "Prompt profile (default | compact; auto: the one the student in "
+          "model_folder was trained with, else default).", choices=("auto", "default", "compact")),
     Param("output_root", "runs/ros", "Folder of episode folders when a goal gives no output_dir."),
     Param("overwrite_output", False, "Replace a non-empty episode folder instead of refusing the "
           "goal."),
@@ -132,7 +137,8 @@ class PolicyNode(Node):
                           max_wall_s=g.max_wall_time_s or defaults.max_wall_s,
                           max_physical_actions=g.max_physical_actions or defaults.max_physical_actions)
         policy_name = g.policy or self.p["policy"]
-        policy = make_policy(policy_name)
+        folder = self.p["model_folder"]
+        policy = make_policy(policy_name, {"model_folder": folder} if folder else {})
         out_dir = Path(g.output_dir or Path(self.p["output_root"]) / episode_id)
         watcher = GoalObserver(goal_handle, self.receipt_pub, self.privileged_pub, episode_id,
                                budgets.max_requests, self.trajectory_pub)
@@ -142,7 +148,9 @@ class PolicyNode(Node):
         setup = EpisodeSetup(
             task=task, seed=int(g.seed), robot=self.caller, policy=policy, out_dir=out_dir,
             budgets=budgets, options=EpisodeOptions(policy_name=policy_name,
-                                                    backend_name=self._robot_backend()),
+                                                    backend_name=self._robot_backend(),
+                                                    profile=resolve_profile(
+                                                        self.p["profile"], folder or None)),
             privileged=ServicePrivileged(self.privileged, self.snapshot, call_sync) if sim else None,
             observers=observers, overwrite=bool(self.p["overwrite_output"]))
         setup.prepare()  # before the recorder opens its bag (it may write into the folder)

@@ -44,7 +44,7 @@ def test_rows_hold_exactly_what_the_policy_saw(episode: Path, tmp_path: Path) ->
         assistant = [i for i, m in enumerate(row["messages"]) if m["role"] == "assistant"]
         assert len(assistant) == len(row["weights"]) == len(row["requests"])
         for i, t, h in zip(assistant, row["requests"], row["context_sha256"], strict=True):
-            if t is not None:  # a labelled turn: its prefix is the history h_t the policy saw
+            if t:  # a labelled turn (0: earlier context): its prefix is the history h_t the policy saw
                 assert messages_sha256(row["messages"][:i]) == h
                 labelled.append(t)
     assert labelled == [r["t"] for r in requests]  # every request once, in order

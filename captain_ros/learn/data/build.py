@@ -27,10 +27,10 @@ from captain_ros.policy.transformers_chat import flatten_content
 OUTCOME_FILTERS = ("strict", "host", "all")
 SCHEMA = {
     "id": "str", "episode_id": "str", "task": "str", "seed": "int", "split": "train|validation",
-    "outcome": "str", "profile": "str", "source": "str",
+    "outcome": "str", "profile": "prompt profile (default|compact), one per dataset", "source": "str",
     "messages": "OpenAI chat messages (system, user, assistant with tool_calls, tool)",
     "tools": "OpenAI tool schemas", "weights": "float per assistant message (0: context only)",
-    "requests": "request index t per assistant message", "context_sha256": "hash of h_t per assistant message",
+    "requests": "request index t per assistant message (0: earlier context, unlabelled)", "context_sha256": "hash of h_t per assistant message",
 }
 
 
@@ -46,6 +46,7 @@ class DatasetReport:
     duplicates: int = 0
     skipped: list[dict[str, str]] = field(default_factory=list)
     median_physical_actions: dict[str, float] = field(default_factory=dict)
+    profile: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -112,6 +113,11 @@ def build_dataset(inputs: Sequence[str | Path], out: str | Path, outcomes: str =
                     continue
                 seen.add(key)
                 by_split[split].append({**row, "split": split})
+    profiles = {r["profile"] for rows in by_split.values() for r in rows}
+    if len(profiles) > 1:
+        raise DatasetError(f"the inputs mix prompt profiles ({', '.join(sorted(profiles))}): a "
+                           "student is trained and deployed with one; build one dataset per profile")
+    report.profile = next(iter(profiles), "")
     if not report.episodes:
         first = f"; {report.skipped[0]['source']}: {report.skipped[0]['error']}" if report.skipped else ""
         raise DatasetError(f"no usable episode in {', '.join(map(str, inputs))} "

@@ -79,11 +79,11 @@ def _context(start: dict[str, Any]) -> ContextConfig:
     return ContextConfig(**{k: v for k, v in (start.get("context") or {}).items() if k in fields})
 
 
-def episode_rows(ep: EpisodeData, mask_coords: float = 0.0, seed: int = 0,
-                 profile: str = "default") -> list[dict[str, Any]]:
+def episode_rows(ep: EpisodeData, mask_coords: float = 0.0, seed: int = 0) -> list[dict[str, Any]]:
     """The rows of ``ep`` (schema in docs/learn_dataset.md); :class:`DatasetError` when a
     re-rendered context does not match the recorded hash."""
     start = ep.start
+    profile = str(start.get("profile") or "default")  # recorded since profiles exist
     turns = [turn_from_record(r) for r in ep.requests]
     initial = tuple(ImageRef.from_dict(i) for i in start.get("initial_images", []))
     cfg = _context(start)
@@ -112,7 +112,7 @@ def episode_rows(ep: EpisodeData, mask_coords: float = 0.0, seed: int = 0,
                 rows.append(_row(ep, episode_id, len(rows), current, meta, tools, profile))
             current = [*msgs, reply]
             meta = {"weights": [0.0] * sum(m["role"] == "assistant" for m in msgs),
-                    "requests": [None] * sum(m["role"] == "assistant" for m in msgs),
+                    "requests": [0] * sum(m["role"] == "assistant" for m in msgs),  # 0: context
                     "context_sha256": [None] * sum(m["role"] == "assistant" for m in msgs)}
         meta["weights"].append(weights[k])
         meta["requests"].append(int(rec["t"]))
