@@ -19,7 +19,7 @@ interrupted run continues where it stopped):
 Run: ``.venv/bin/python benchmarks/exp_sft_pick_place.py --run runs/exp_sft [--episodes 200]
 [--workers 2] [--stages collect,dataset,sft,eval,report] [--dry-run] [-- extra sft options]``.
 The student's context must fit SmolLM2's 8192 positions: collection, training and evaluation
-have to use the same context profile (see the issue's compact-profile item).
+use the same prompt profile (``--profile``, default ``compact``; the zero-shot baseline too).
 """
 
 from __future__ import annotations
@@ -53,10 +53,11 @@ def stage_commands(a: argparse.Namespace) -> dict[str, list[list[str]]]:
     policy = ["--policy", "transformers", "--max-new-tokens", str(a.max_new_tokens),
               *getattr(a, "eval_args", [])]
     held = ["--task", "pick_place", "--seeds", "heldout", "--n", str(a.heldout),
-            "--workers", str(a.workers), "--no-bag"]
+            "--workers", str(a.workers), "--no-bag", "--profile", a.profile]
     return {
         "collect": [[*CAPTAIN, "eval", "--task", "pick_place", "--seeds", f"0-{a.episodes - 1}",
-                     "--policy", "scripted", "--workers", str(a.workers), "--out", str(r / "expert")]],
+                     "--policy", "scripted", "--workers", str(a.workers), "--profile", a.profile,
+                     "--no-bag", "--out", str(r / "expert")]],
         "dataset": [[*CAPTAIN, "learn", "dataset", str(r / "expert"), "--out", str(r / "data"),
                      "--outcomes", "strict"]],
         "sft": [[*CAPTAIN, "learn", "sft", "--data", str(r / "data"), "--base", a.base,
@@ -120,6 +121,9 @@ def main() -> int:
     ap.add_argument("--heldout", type=int, default=20, help="held-out seeds evaluated")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--base", default="smollm2")
+    ap.add_argument("--profile", default="compact", choices=("compact", "default"),
+                    help="prompt profile of collection, training and evaluation (compact: the "
+                         "history fits SmolLM2's 8192 positions)")
     ap.add_argument("--max-new-tokens", type=int, default=512)
     ap.add_argument("--stages", default=",".join(STAGES))
     ap.add_argument("--dry-run", action="store_true", help="print the commands only")

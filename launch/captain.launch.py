@@ -85,6 +85,7 @@ def _nodes(context, *args, **kwargs):
     seed = int(seed_text)
     policy = LaunchConfiguration("policy").perform(context)
     bag_dir = LaunchConfiguration("bag_dir").perform(context)
+    record = LaunchConfiguration("record").perform(context).lower() in ("true", "1")
     robot = {"backend": backend, "task": task, "seed": seed}
     robot.update({k: v for k in PASS_THROUGH if (v := LaunchConfiguration(k).perform(context))})
     if LaunchConfiguration("emulate").perform(context).lower() in ("true", "1"):
@@ -95,7 +96,7 @@ def _nodes(context, *args, **kwargs):
              parameters=[params_file, robot],
              on_exit=Shutdown(reason="robot process exited")),
         Node(package="captain_ros", executable="captain_policy", name="captain_policy",
-             output="screen", parameters=[params_file, {"policy": policy}]),
+             output="screen", parameters=[params_file, {"policy": policy, "expect_recorder": record}]),
         # respawned when it dies: the new recorder recovers the crashed bag and takes the next one
         Node(package="captain_ros", executable="captain_recorder", name="captain_recorder",
              output="screen", parameters=[params_file, {"output_dir": bag_dir}],

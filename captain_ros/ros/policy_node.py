@@ -37,6 +37,7 @@ from std_msgs.msg import Bool, String
 from captain_ros.bags.messages import TRAJECTORY_TOPIC
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.core.result import FailureCategory, Result
+from captain_ros.evaluation.episode import SIM_BACKENDS
 from captain_ros.harness.observers import EpisodeObserver
 from captain_ros.harness.profiles import resolve_profile
 from captain_ros.harness.setup import EpisodeSetup
@@ -63,6 +64,8 @@ PARAMS = (
     Param("overwrite_output", False, "Replace a non-empty episode folder instead of refusing the "
           "goal."),
     Param("call_timeout_s", 120.0, "Longest wait for one robot call [s].", 1.0, 3600.0),
+    Param("expect_recorder", False, "A recorder is part of the graph (set by the launch file): the "
+          "first goal waits for it to be discovered instead of reporting no bag."),
     Param("bag_wait_s", 15.0, "Longest wait for the recorder to close the episode's bag [s] "
           "(longer than the recorder's close_grace_s).", 0.0, 120.0),
 )
@@ -87,7 +90,7 @@ class PolicyNode(Node):
         self.privileged = self.create_client(PrivilegedStateSrv, "/captain/robot/privileged_state",
                                              callback_group=group)
         self.snapshot = self.create_client(Snapshot, "/captain/robot/snapshot", callback_group=group)
-        self.recorder = RecorderWatch(self, self.p["bag_wait_s"], group)
+        self.recorder = RecorderWatch(self, self.p["bag_wait_s"], group, self.p["expect_recorder"])
         self.robot_params = AsyncParameterClient(self, "captain_robot", callback_group=group)
         self.estop_latched = False
         self.create_subscription(Bool, ESTOP_STATE_TOPIC, self._on_estop_state, LATCHED_QOS,
@@ -144,11 +147,16 @@ class PolicyNode(Node):
                                budgets.max_requests, self.trajectory_pub)
         observers: list[EpisodeObserver] = [CancelObserver(lambda: goal_handle.is_cancel_requested),
                                             watcher, ReportObserver(out_dir)]
-        sim = self.privileged.service_is_ready()
+        backend = self._robot_backend()
+        # a simulation's ground truth is mandatory: wait for its services (discovery after a
+        # fresh launch can lag the action server); hardware has none
+        sim = backend in SIM_BACKENDS and self.privileged.wait_for_service(timeout_sec=10.0)
+        if backend in SIM_BACKENDS and not sim:
+            raise InvalidArgumentError(f"the {backend} robot node offers no privileged_state service")
         setup = EpisodeSetup(
             task=task, seed=int(g.seed), robot=self.caller, policy=policy, out_dir=out_dir,
             budgets=budgets, options=EpisodeOptions(policy_name=policy_name,
-                                                    backend_name=self._robot_backend(),
+                                                    backend_name=backend,
                                                     profile=resolve_profile(
                                                         self.p["profile"], folder or None)),
             privileged=ServicePrivileged(self.privileged, self.snapshot, call_sync) if sim else None,
@@ -175,6 +183,8 @@ class PolicyNode(Node):
         self._goal = goal_handle
         self.caller.episode_id, self.caller.refuse = episode_id, self._refuse_when_canceled
         self.caller.request_index_fn = lambda: watcher.request
+        # a recorder still discovering the graph would miss the window's first messages
+        self.recorder.wait_ready()
         start_ns = self._event(episode_id, "start", {"task": g.task, "seed": g.seed,
                                                      "out_dir": str(setup.out_dir)})
         bag_open = self.recorder.bag_opened(episode_id)
@@ -210,7 +220,7 @@ class PolicyNode(Node):
 
     def _robot_backend(self) -> str:
         """The robot node's ``backend`` parameter (what the record names as backend)."""
-        if not self.robot_params.services_are_ready():
+        if not self.robot_params.wait_for_services(timeout_sec=10.0):
             return "unknown"
         done = threading.Event()
         future = self.robot_params.get_parameters(["backend"])

@@ -159,8 +159,11 @@ class RecorderNode(Node):
     def _closed(self, bags: list[ClosedBag]) -> None:
         for b in bags:
             self.closed = [*self.closed[-9:], b]
-            log = self.get_logger().info if b.complete else self.get_logger().warning
-            log(f"closed bag {b.path} ({'complete' if b.complete else f'INCOMPLETE, missing {b.missing}'})")
+            # one call site per severity: rclpy refuses a call site that changes severity
+            if b.complete:
+                self.get_logger().info(f"closed bag {b.path} (complete)")
+            else:
+                self.get_logger().warning(f"closed bag {b.path} (INCOMPLETE, missing {b.missing})")
         if bags:
             self._status()
 

@@ -34,9 +34,11 @@ class BagOutcome:
 class RecorderWatch:
     """Subscribes to ``/captain/recorder/status``; waits on its updates."""
 
-    def __init__(self, node: Node, wait_s: float, callback_group: Any = None) -> None:
+    def __init__(self, node: Node, wait_s: float, callback_group: Any = None,
+                 expected: bool = False) -> None:
         self.node = node
         self.wait_s = float(wait_s)
+        self.expected = bool(expected)  # the launch started one: wait for it to be discovered
         self.status: dict[str, Any] = {}
         self._event = threading.Event()
         node.create_subscription(String, STATUS_TOPIC, self._on_status, LATCHED_QOS,
@@ -52,6 +54,12 @@ class RecorderWatch:
     def _alive(self) -> bool:
         return self.node.count_publishers(STATUS_TOPIC) > 0
 
+    def _absent(self) -> bool:
+        """No recorder in the graph (an expected one is waited for, at most ``wait_s``)."""
+        if self.status or self._alive():
+            return False
+        return not (self.expected and self._wait(lambda: bool(self.status)))
+
     def _wait(self, done: Any, give_up: Any = lambda: False) -> bool:
         deadline = time.monotonic() + self.wait_s
         while not done():
@@ -62,10 +70,18 @@ class RecorderWatch:
             self._event.clear()
         return True
 
+    def wait_ready(self) -> bool:
+        """Wait (at most ``wait_s``) until the recorder, if one runs, is subscribed and matched to
+        every publisher of its topics, so that the episode about to start loses nothing; False
+        when no recorder runs or it did not get ready in time."""
+        if self._absent():
+            return False
+        return self._wait(lambda: bool(self.status.get("ready")), give_up=lambda: not self._alive())
+
     def bag_opened(self, episode_id: str) -> tuple[str, str]:
         """``(path, recorder instance)`` of the bag opened for ``episode_id`` ("" when no recorder
         runs or it did not open one in time)."""
-        if not self.status and not self._alive():
+        if self._absent():
             return "", ""  # no recorder in the graph
         # open, and matched to every publisher of its topics (a new recorder still discovering
         # them would miss the episode's first messages)

@@ -57,7 +57,9 @@ def compose(params_file: str, backend: str = "", record_dir: str | None = None,
     robot_over = [Parameter("backend", value=backend)] if backend else []
     robot_over += [Parameter(k, value=v) for k, v in (robot_params or {}).items()]
     nodes = make_robot_stack(backend_obj, robot_overrides=robot_over, **kw)
-    nodes.append(PolicyNode(parameter_overrides=[Parameter("overwrite_output", value=overwrite)], **kw))
+    nodes.append(PolicyNode(parameter_overrides=[Parameter("overwrite_output", value=overwrite),
+                                                 Parameter("expect_recorder", value=record_dir is not None)],
+                            **kw))
     if record_dir is not None:
         nodes.append(RecorderNode(parameter_overrides=[Parameter("output_dir", value=record_dir)], **kw))
     return nodes

@@ -38,7 +38,8 @@ def graph(tmp_path_factory):
         ChildProcess(["-m", "captain_ros.ros.robot_stack", "--ros-args", "--params-file", cfg,
                       "-p", "backend:=mujoco", "-p", "camera_rate_hz:=1.0"], domain, "robot_stack"),
         ChildProcess(["-m", "captain_ros.ros.policy_node", "--ros-args", "--params-file", cfg,
-                      "-p", f"output_root:={tmp_path_factory.mktemp('episodes')}"], domain, "policy"),
+                      "-p", f"output_root:={tmp_path_factory.mktemp('episodes')}",
+                      "-p", "expect_recorder:=true"], domain, "policy"),
         ChildProcess(["-m", "captain_ros.ros.recorder_node", "--ros-args", "--params-file", cfg,
                       "-p", f"output_dir:={bags}"], domain, "recorder"),
     ]
