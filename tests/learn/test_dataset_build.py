@@ -152,3 +152,11 @@ def test_a_malformed_trajectory_line_is_named(episode: Path, tmp_path: Path) -> 
         f.write("{not json\n")
     report = build_dataset([episode, bad], tmp_path / "d")
     assert len(report.skipped) == 1 and "trajectory.jsonl:" in report.skipped[0]["error"]
+
+
+def test_an_evaluation_run_is_read_below_its_task_folders(episode: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run" / "pick_place"
+    shutil.copytree(episode, run / "seed_00012", ignore=shutil.ignore_patterns("workspace"))
+    (tmp_path / "run" / "eval.json").write_text("{}")
+    report = build_dataset([tmp_path / "run"], tmp_path / "d")
+    assert report.episodes == 1 and not report.skipped  # the episode, not also its own bag

@@ -121,20 +121,30 @@ def is_bag(path: Path) -> bool:
     return path.is_dir() and ((path / "metadata.yaml").exists() or bool(list(path.glob("*.mcap"))))
 
 
-def expand(path: str | Path) -> list[Path]:
-    """The episode folders and bags ``path`` names: itself, or (an evaluation run) the episode
-    folders and bags inside it; :class:`DatasetError` when it holds none."""
+def _is_episode(path: Path) -> bool:
+    return is_bag(path) or (path / "trajectory.jsonl").is_file()
+
+
+def expand(path: str | Path, max_depth: int = 3) -> list[Path]:
+    """The episode folders and bags ``path`` names: itself, or (an evaluation run, ``RUN/<task>/
+    <seed>/``) the episode folders and bags below it, at most ``max_depth`` levels down (an
+    episode folder's own ``bag/`` is its bag, not another episode); :class:`DatasetError` when it
+    holds none."""
     p = Path(path)
     if not p.exists():
         raise DatasetError(f"{p}: no such file or folder")
-    if is_bag(p) or (p / "trajectory.jsonl").is_file():
+    if _is_episode(p):
         return [p]
-    if p.is_dir():
-        children = sorted(c for c in p.iterdir() if c.is_dir() and not c.name.startswith("."))
-        found = [c for c in children if is_bag(c) or (c / "trajectory.jsonl").is_file()
-                 or (c / "summary.json").is_file()]
-        if found:
-            return found
+    found: list[Path] = []
+    level = [p] if p.is_dir() else []
+    for _ in range(max_depth):
+        nxt: list[Path] = []
+        for d in level:
+            for c in sorted(x for x in d.iterdir() if x.is_dir() and not x.name.startswith(".")):
+                (found if _is_episode(c) else nxt).append(c)
+        level = nxt
+    if found:
+        return sorted(found)
     raise DatasetError(f"{p}: not an episode folder, an evaluation run or a bag")
 
 
