@@ -48,8 +48,12 @@ def launched_pids(log: Path) -> dict[str, int]:
 
 
 def published_minus_recorded(bag: str) -> int:
+    """Messages the nodes published in the bag's window that it lacks; -1 when the bag is not
+    closed (no metadata yet) or holds no counts event."""
     from captain_ros.bags.rosbag2 import read_messages, summarize_bag
 
+    if not (Path(bag) / "metadata.yaml").is_file():
+        return -1
     counts = [m for _t, _s, m in read_messages(bag, ["/captain/episode_events"]) if m.event == "counts"]
     if not counts:
         return -1
