@@ -68,7 +68,7 @@ REFUSED = ("invalid_goal", "scene_not_loaded", "estop", "internal_error")
 
 
 def run(args: argparse.Namespace) -> int:
-    from captain_ros.cli.episodes import check_episode_args
+    from captain_ros.evaluation.episode import check_episode_args
 
     try:  # a bad argument costs one line, not a graph start-up
         check_episode_args(args.task, args.seed, args.policy or "scripted")
