@@ -9,6 +9,7 @@ transformers blocked.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -101,6 +102,22 @@ def upward_imports() -> Iterator[str]:
             continue
         if RANK[dst] <= RANK[src]:
             yield f"{mod}:{line} imports {target} ({src} may not import {dst})"
+
+
+def readme_layers() -> tuple[tuple[str, ...], ...]:
+    """The rows of the README's layer map: the ``name/`` words at the start of each line."""
+    text = (PACKAGE.parent / "README.md").read_text()
+    block = text.split("## Layer map", 1)[1].split("```", 2)[1]
+    rows = []
+    for line in block.splitlines():
+        names = re.match(r"^ ((?:[a-z_]+/ )*[a-z_]+/)(?:\s|$)", line)
+        if names:
+            rows.append(tuple(n.rstrip("/") for n in names.group(1).split()))
+    return tuple(rows)
+
+
+def test_the_readme_shows_this_map():
+    assert readme_layers() == LAYERS
 
 
 def test_every_subpackage_is_on_the_map():
