@@ -28,6 +28,7 @@ def run_example(name: str, *args: str, timeout_s: float = 600) -> str:
     return proc.stdout
 
 
+@pytest.mark.slow  # 15-25 s on the 2-core machine
 def test_episode_in_process(tmp_path):
     out = tmp_path / "episode"
     text = run_example(
