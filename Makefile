@@ -1,5 +1,5 @@
 # The two commands of the README. Both run scripts/setup.sh first (idempotent, cached).
-.PHONY: setup run test lint bench
+.PHONY: setup run test lint format bench
 
 setup:
 	@scripts/setup.sh
@@ -10,6 +10,14 @@ run: setup
 test: setup
 	.venv/bin/python -m pytest -q
 
+# The checks of .pre-commit-config.yaml over the whole tree: ruff, ruff format (files listed in
+# ruff-format-legacy.toml excepted), mypy (pyproject.toml [tool.mypy]).
+LINT_PATHS = captain_ros tests benchmarks examples launch
+
 lint: setup
-	.venv/bin/ruff check captain_ros tests benchmarks
-	.venv/bin/mypy
+	.venv/bin/ruff check $(LINT_PATHS)
+	.venv/bin/ruff format --check $(LINT_PATHS)
+	.venv/bin/mypy --cache-dir build/mypy_cache
+
+format: setup
+	.venv/bin/ruff format $(LINT_PATHS)

@@ -54,13 +54,18 @@ def published_minus_recorded(bag: str) -> int:
 
     if not (Path(bag) / "metadata.yaml").is_file():
         return -1
-    counts = [m for _t, _s, m in read_messages(bag, ["/captain/episode_events"]) if m.event == "counts"]
+    counts = [
+        m for _t, _s, m in read_messages(bag, ["/captain/episode_events"]) if m.event == "counts"
+    ]
     if not counts:
         return -1
     published = json.loads(counts[-1].detail_json).get("published", {})
     recorded = summarize_bag(bag).counts
-    return sum(max(0, int(n) - recorded.get(t, 0)) for t, n in published.items()
-               if t != "/captain/episode_events")
+    return sum(
+        max(0, int(n) - recorded.get(t, 0))
+        for t, n in published.items()
+        if t != "/captain/episode_events"
+    )
 
 
 class Operator:
@@ -107,9 +112,25 @@ class Operator:
 
 def in_process_wall_s(task: str, seed: int, backend: str, out: Path) -> float:
     """The same episode in one process (``captain run``): its episode wall time [s]."""
-    proc = subprocess.run([str(VENV / "bin" / "captain"), "run", "--task", task, "--seed", str(seed),
-                           "--backend", backend, "--out", str(out), "--overwrite", "--json"],
-                          check=True, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            str(VENV / "bin" / "captain"),
+            "run",
+            "--task",
+            task,
+            "--seed",
+            str(seed),
+            "--backend",
+            backend,
+            "--out",
+            str(out),
+            "--overwrite",
+            "--json",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return float(json.loads(proc.stdout)["wall_s"])
 
 
@@ -137,9 +158,20 @@ def main() -> int:
     env["PATH"] = f"{VENV / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONUNBUFFERED"] = "1"
     log = out / "launch.log"
-    launch = subprocess.Popen([str(VENV / "bin" / "ros2"), "launch", "captain_ros", "captain.launch.py",
-                               f"backend:={a.backend}", f"bag_dir:={out / 'bags'}"], env=env,
-                              stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    launch = subprocess.Popen(
+        [
+            str(VENV / "bin" / "ros2"),
+            "launch",
+            "captain_ros",
+            "captain.launch.py",
+            f"backend:={a.backend}",
+            f"bag_dir:={out / 'bags'}",
+        ],
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     apply_ros_environment(state, a.domain)
     op = Operator(a.domain)
     rows: list[dict[str, Any]] = []
@@ -154,16 +186,27 @@ def main() -> int:
             wall = time.perf_counter() - t
             res = r.result
             lost = published_minus_recorded(res.bag_path) if res.bag_path else -1
-            rows.append({"goal": k, "seed": seed, "status": int(r.status),
-                         "outcome": res.outcome_label, "bag_complete": bool(res.bag_complete),
-                         "bag_status": res.bag_status, "lost": lost, "wall_s": wall})
+            rows.append(
+                {
+                    "goal": k,
+                    "seed": seed,
+                    "status": int(r.status),
+                    "outcome": res.outcome_label,
+                    "bag_complete": bool(res.bag_complete),
+                    "bag_status": res.bag_status,
+                    "lost": lost,
+                    "wall_s": wall,
+                }
+            )
             for name, pid in launched_pids(log).items():
                 v = rss_mib(pid)
                 if v is not None:
                     rss.setdefault(name, []).append(v)
-            print(f"[{k + 1}/{a.goals}] seed {seed} {res.outcome_label} bag "
-                  f"{'complete' if res.bag_complete else res.bag_status} lost {lost} {wall:.1f} s",
-                  flush=True)
+            print(
+                f"[{k + 1}/{a.goals}] seed {seed} {res.outcome_label} bag "
+                f"{'complete' if res.bag_complete else res.bag_status} lost {lost} {wall:.1f} s",
+                flush=True,
+            )
     finally:
         op.close()
         os.killpg(launch.pid, 2)
@@ -174,26 +217,40 @@ def main() -> int:
     limit = in_process_wall_s(a.task, seeds[0], a.backend, out / "in_process")
     w = min(a.warmup, max(0, len(rows) - 1))
     figures = {
-        "goals": len(rows), "backend": a.backend, "task": a.task,
+        "goals": len(rows),
+        "backend": a.backend,
+        "task": a.task,
         "failed_goals": sum(r["status"] != 4 for r in rows),
         "incomplete_bags": sum(not r["bag_complete"] for r in rows),
         "lost_messages": sum(max(0, r["lost"]) for r in rows),
         "bags_without_counts": sum(r["lost"] < 0 for r in rows),
         "goal_wall_s_median": median(r["wall_s"] for r in rows) if rows else 0.0,
         "in_process_wall_s": limit,
-        "rss_mib": {n: {"after_warmup": v[w], "end": v[-1], "max": max(v),
-                        "growth_pct": 100.0 * (v[-1] - v[w]) / v[w]} for n, v in rss.items() if v},
+        "rss_mib": {
+            n: {
+                "after_warmup": v[w],
+                "end": v[-1],
+                "max": max(v),
+                "growth_pct": 100.0 * (v[-1] - v[w]) / v[w],
+            }
+            for n, v in rss.items()
+            if v
+        },
     }
     (out / "soak.json").write_text(json.dumps({"figures": figures, "goals": rows}, indent=2))
     if a.json:
         print(json.dumps(figures, indent=2))
     else:
-        print(f"{figures['goals']} goals: {figures['failed_goals']} failed, "
-              f"{figures['incomplete_bags']} incomplete bags, {figures['lost_messages']} lost messages; "
-              f"median goal {figures['goal_wall_s_median']:.1f} s (in-process episode {limit:.1f} s)")
+        print(
+            f"{figures['goals']} goals: {figures['failed_goals']} failed, "
+            f"{figures['incomplete_bags']} incomplete bags, {figures['lost_messages']} lost messages; "
+            f"median goal {figures['goal_wall_s_median']:.1f} s (in-process episode {limit:.1f} s)"
+        )
         for n, v in figures["rss_mib"].items():
-            print(f"  {n:<12} RSS {v['after_warmup']:.0f} MiB after warm-up -> {v['end']:.0f} MiB "
-                  f"({v['growth_pct']:+.1f} %), max {v['max']:.0f} MiB")
+            print(
+                f"  {n:<12} RSS {v['after_warmup']:.0f} MiB after warm-up -> {v['end']:.0f} MiB "
+                f"({v['growth_pct']:+.1f} %), max {v['max']:.0f} MiB"
+            )
     return 0 if figures["failed_goals"] == 0 and figures["lost_messages"] == 0 else 1
 
 

@@ -1,16 +1,22 @@
 """captain_ros: a ROS 2 stack for code-as-policy robot agents.
 
-Layers (imports point down only)::
+Layers, top to bottom (imports point down only; ``tests/test_layering.py`` checks it)::
 
-    cli / launch / config
-    ros/        thin rclpy nodes (the only place rclpy is imported)
-    learn/      datasets, SFT, critic, RL (the only place torch is imported)
-    harness/    episode loop, sandboxed session, gate, budgets, context, trajectory log
-    policy/     policy backends (scripted expert, OpenAI-compatible, transformers, replay)
-    api/        the policy-facing robot API: capability registry, Result, receipts, TASK.md
-    perception/ motion/ tasks/
-    backends/   one Backend interface: mujoco (sim), fake (kinematic), hardware adapters
-    core/       typed data contracts shared by every layer
+    cli/          captain run | eval | compare | report | bag | hw | up | coevolve | learn
+    ros/          thin rclpy nodes, `captain up` (the only place rclpy is imported)
+    coevolve/     two humanoids carrying one payload (roles, verifier, memory, loop)
+    evaluation/   in-process episodes, parallel/Ray evaluation, Wilson / McNemar, plots
+    report/       report.html per episode
+    learn/        datasets, SFT, critic, credit, RL update, RE-0 (torch, transformers, peft, trl)
+    harness/      episode loop and record, sandboxed session, gate, budgets, context, trajectory
+    policy/       scripted expert, OpenAI-compatible client, transformers (lazy), replay
+    api/          the policy-facing robot API: capability registry, client, TASK.md, RobotService
+    tasks/        the task suite
+    perception/ motion/
+    bags/         rosbag2 MCAP bags without ROS
+    backends/     one Backend interface: mujoco, fake, piper (CAN), ros_arm; safety; cameras;
+                  the humanoid pair behind its own bridge
+    core/ data/   typed data contracts shared by every layer; URDF/MJCF and config files
 """
 
 __version__ = "0.1.0"

@@ -1,10 +1,193 @@
-"""The core layers import neither torch nor rclpy (ROS-free, torch-free core)."""
+"""The layer map of the README holds: imports point down, torch and rclpy stay in their layers.
 
+Static checks parse every module under captain_ros/ with ``ast`` (imports at module level and
+inside functions alike, so lazy imports count as arrows too); imports by name at run time
+(``importlib`` with a string) are not seen. The probes import the core with torch, rclpy and
+transformers blocked.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
 
-CORE = ["captain_ros.core", "captain_ros.backends", "captain_ros.api", "captain_ros.harness",
-        "captain_ros.motion", "captain_ros.perception", "captain_ros.tasks", "captain_ros.policy"]
+PACKAGE = Path(__file__).resolve().parents[1] / "captain_ros"
+
+# The README's layer map, top to bottom. A package may import the packages of the rows below its
+# own, never those above it nor the others of its own row.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("cli",),
+    ("ros",),
+    ("coevolve",),
+    ("evaluation",),
+    ("report",),
+    ("learn",),
+    ("harness",),
+    ("policy",),
+    ("api",),
+    ("tasks",),
+    ("perception", "motion"),
+    ("bags",),
+    ("backends",),
+    ("core", "data"),
+)
+RANK = {pkg: i for i, row in enumerate(LAYERS) for pkg in row}
+
+# Upward imports kept on purpose, each with its reason: (importing module, imported module).
+EXCEPTIONS = {
+    # The ROS arm backend builds its default transport, the rclpy node speaking
+    # FollowJointTrajectory (lazily, only when no transport is injected); the backend logic
+    # itself is ROS-free. Removing it needs a transport registry filled by the ros layer.
+    ("captain_ros.backends.ros_arm", "captain_ros.ros.arm_bridge.transport"),
+}
+
+ML = ("torch", "transformers", "peft", "trl")
+# Where torch & co. may be imported outside captain_ros/learn/: the model adapters, and only
+# inside functions (so importing the module stays light).
+LAZY_ML_ADAPTERS = (
+    "captain_ros.policy.transformers_chat",  # the in-process transformers policy
+    "captain_ros.policy.chat_render",  # its chat template renderer (shared with SFT)
+    "captain_ros.perception.sam",  # SAM segmenter
+    "captain_ros.perception.vlm_pointer",  # local VLM pointer
+)
+ROS_PREFIXES = ("rclpy", "rosidl", "launch", "tf2", "ament_index_python", "rosbag2_py")
+ROS_SUFFIXES = ("_msgs", "_interfaces")  # message packages: captain_ros_interfaces, geometry_msgs
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def imports() -> tuple[tuple[str, int, str, bool], ...]:
+    """``(module, line, imported module, at module level)`` for every import in captain_ros."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        mod = module_name(path)
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), str(path))
+        top = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: resolved against the importing package
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                targets = [base]
+            else:
+                continue
+            found += [(mod, node.lineno, t, id(node) in top) for t in targets]
+    return tuple(found)
+
+
+def layer_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "captain_ros" and len(parts) > 1 else None
+
+
+def upward_imports() -> Iterator[str]:
+    for mod, line, target, _ in imports():
+        src, dst = layer_of(mod), layer_of(target)
+        if src is None or dst is None or src == dst:
+            continue
+        if (mod, target) in EXCEPTIONS:
+            continue
+        if RANK[dst] <= RANK[src]:
+            yield f"{mod}:{line} imports {target} ({src} may not import {dst})"
+
+
+def readme_layers() -> tuple[tuple[str, ...], ...]:
+    """The rows of the README's layer map: the ``name/`` words at the start of each line."""
+    text = (PACKAGE.parent / "README.md").read_text()
+    block = text.split("## Layer map", 1)[1].split("```", 2)[1]
+    rows = []
+    for line in block.splitlines():
+        names = re.match(r"^ ((?:[a-z_]+/ )*[a-z_]+/)(?:\s|$)", line)
+        if names:
+            rows.append(tuple(n.rstrip("/") for n in names.group(1).split()))
+    return tuple(rows)
+
+
+def test_the_readme_shows_this_map():
+    assert readme_layers() == LAYERS
+
+
+def test_every_subpackage_is_on_the_map():
+    subpackages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and any(p.rglob("*.py"))}
+    assert subpackages == set(RANK), "add new packages to LAYERS (and to the README's layer map)"
+
+
+def test_imports_point_down_the_layer_map():
+    offenders = list(upward_imports())
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_exceptions_still_exist():
+    """A listed exception that was fixed is removed from the list (it would hide a regression)."""
+    seen = {(mod, target) for mod, _, target, _ in imports()}
+    assert seen >= EXCEPTIONS, EXCEPTIONS - seen
+
+
+def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
+    """The checker itself: a core module importing the harness is reported with its line."""
+    fake = tmp_path / "captain_ros"
+    (fake / "core").mkdir(parents=True)
+    (fake / "harness").mkdir()
+    (fake / "core" / "bad.py").write_text(
+        "import os\n\n\ndef f():\n    from captain_ros.harness import episode\n"
+    )
+    (fake / "harness" / "ok.py").write_text("from ..core import bad\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    imports.cache_clear()
+    try:
+        assert list(upward_imports()) == [
+            "captain_ros.core.bad:5 imports captain_ros.harness (core may not import harness)"
+        ]
+        assert ("captain_ros.harness.ok", 1, "captain_ros.core", True) in imports()
+    finally:
+        imports.cache_clear()
+
+
+def test_torch_and_transformers_only_in_learn_and_the_lazy_adapters():
+    offenders = []
+    for mod, line, target, top_level in imports():
+        if target.split(".")[0] not in ML or mod.startswith("captain_ros.learn"):
+            continue
+        if mod in LAZY_ML_ADAPTERS and not top_level:
+            continue
+        where = "at module level" if top_level else "outside the model adapters"
+        offenders.append(f"{mod}:{line} imports {target} {where}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_rclpy_and_ros_messages_only_in_ros():
+    offenders = [
+        f"{mod}:{line} imports {target}"
+        for mod, line, target, _ in imports()
+        if not mod.startswith("captain_ros.ros")
+        and (target.startswith(ROS_PREFIXES) or target.split(".")[0].endswith(ROS_SUFFIXES))
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+CORE = [
+    "captain_ros.core",
+    "captain_ros.backends",
+    "captain_ros.api",
+    "captain_ros.harness",
+    "captain_ros.motion",
+    "captain_ros.perception",
+    "captain_ros.tasks",
+    "captain_ros.policy",
+]
 
 
 def _probe(blocked: list[str]) -> subprocess.CompletedProcess:

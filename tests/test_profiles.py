@@ -47,27 +47,63 @@ def test_a_student_runs_with_the_profile_it_was_trained_with(tmp_path: Path) -> 
 
 
 def test_the_cli_refuses_a_mismatched_profile_before_loading_a_model(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "student").mkdir()
     (tmp_path / "student" / "sft_config.json").write_text(json.dumps({"profile": "compact"}))
-    code = main(["run", "--task", "pick_place", "--seed", "3", "--policy", "transformers",
-                 "--model-folder", str(tmp_path / "student"), "--profile", "default",
-                 "--out", str(tmp_path / "ep"), "--no-bag"])
+    code = main(
+        [
+            "run",
+            "--task",
+            "pick_place",
+            "--seed",
+            "3",
+            "--policy",
+            "transformers",
+            "--model-folder",
+            str(tmp_path / "student"),
+            "--profile",
+            "default",
+            "--out",
+            str(tmp_path / "ep"),
+            "--no-bag",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "trained with the 'compact' prompt profile" in err[0]
 
 
 def test_the_profile_is_recorded_and_datasets_do_not_mix_them(tmp_path: Path) -> None:
     for profile in ("compact", "default"):
-        assert main(["run", "--task", "pick_place", "--seed", "12", "--backend", "fake",
-                     "--profile", profile, "--out", str(tmp_path / profile), "--no-bag",
-                     "--json"]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "--task",
+                    "pick_place",
+                    "--seed",
+                    "12",
+                    "--backend",
+                    "fake",
+                    "--profile",
+                    profile,
+                    "--out",
+                    str(tmp_path / profile),
+                    "--no-bag",
+                    "--json",
+                ]
+            )
+            == 0
+        )
     start = json.loads((tmp_path / "compact" / "trajectory.jsonl").read_text().splitlines()[0])
     assert start["profile"] == "compact" and start["system"] == get_profile("compact").system_prompt
     assert start["context"]["context_limit_tokens"] == 8192
     report = build_dataset([tmp_path / "compact"], tmp_path / "d", outcomes="all")
-    rows = [json.loads(x) for x in (tmp_path / "d" / "train.jsonl").read_text().splitlines()
-            + (tmp_path / "d" / "validation.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(x)
+        for x in (tmp_path / "d" / "train.jsonl").read_text().splitlines()
+        + (tmp_path / "d" / "validation.jsonl").read_text().splitlines()
+    ]
     assert report.profile == "compact" and {r["profile"] for r in rows} == {"compact"}
     with pytest.raises(DatasetError, match="mix prompt profiles"):
         build_dataset([tmp_path / "compact", tmp_path / "default"], tmp_path / "e", outcomes="all")

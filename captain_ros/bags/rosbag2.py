@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rosbags.interfaces import (
+    ConnectionExtRosbag2,
     Qos,
     QosDurability,
     QosHistory,
@@ -220,7 +221,9 @@ def summarize_bag(path: str | os.PathLike[str]) -> BagSummary:
         counts: Counter[str] = Counter()
         for c in reader.connections:
             counts[c.topic] += c.msgcount
-        qos_map = {c.topic: list(c.ext.offered_qos_profiles) for c in reader.connections}
+        # a rosbag2 reader's connections carry rosbag2 extensions (the union type covers rosbag1)
+        qos_map = {c.topic: list(c.ext.offered_qos_profiles)
+                   if isinstance(c.ext, ConnectionExtRosbag2) else [] for c in reader.connections}
     return BagSummary(Path(path), msgtypes, dict(counts), qos_map)
 
 

@@ -46,7 +46,7 @@ def cmd_info(ns: argparse.Namespace) -> int:
         raise InvalidArgumentError(f"{d} was not closed (a recorder crash?): run `captain bag "
                                    f"recover {d}` first")
     s = summarize_bag(d)
-    rows = [{"topic": t, "type": s.msgtypes[t], "count": s.counts.get(t, 0),
+    rows: list[dict[str, Any]] = [{"topic": t, "type": s.msgtypes[t], "count": s.counts.get(t, 0),
              "qos": [f"{q.reliability.name.lower()}/{q.durability.name.lower()}/depth {q.depth}"
                      for q in s.qos.get(t, [])]} for t in sorted(s.msgtypes)]
     if ns.json:

@@ -26,13 +26,6 @@ def check_policy_spec(spec: str) -> None:
     check_spec(spec)
 
 
-def check_episode_args(task: str, seed: int, policy: str) -> None:
-    from captain_ros.tasks import get_task
-
-    get_task(task).rng(seed)  # unknown task / negative seed: InvalidArgumentError, UnknownNameError
-    check_policy_spec(policy)
-
-
 def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {}
     for k in ("base_url", "model", "model_folder", "max_tokens", "max_new_tokens", "temperature",
@@ -95,7 +88,7 @@ def _add_policy_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
-    from captain_ros.evaluation.episode import run_one
+    from captain_ros.evaluation.episode import check_episode_args, run_one
 
     check_episode_args(ns.task, ns.seed, ns.policy)
     display = None if ns.json else Display(sys.stdout, ns.task, ns.seed, ns.policy)

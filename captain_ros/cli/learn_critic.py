@@ -58,16 +58,15 @@ def _split(episodes: Sequence[Any], fraction: float) -> tuple[list[Any], list[An
 
 def run(ns: argparse.Namespace, loader: Callable[[str], Any] | None = None) -> dict[str, Any]:
     """Train and write the critic folder; returns the metrics dict."""
-    import torch
-
     from captain_ros.learn.critic import Critic, WarmStartConfig, evaluate, warm_start
     from captain_ros.learn.critic.metrics import ANCHORS
+    from captain_ros.learn.critic.train import set_torch_threads
     from captain_ros.learn.episodes import load_run_dirs
     from captain_ros.tasks import TASKS
     from captain_ros.tasks.features import FEATURE_NAMES
 
     if ns.threads:
-        torch.set_num_threads(int(ns.threads))
+        set_torch_threads(int(ns.threads))
     rep = load_run_dirs(ns.episodes, loader=loader)
     if not rep.episodes:
         why = f"; first: {rep.skipped[0][0]}: {rep.skipped[0][1]}" if rep.skipped else ""

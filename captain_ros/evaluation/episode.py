@@ -50,6 +50,17 @@ class ProgressObserver(EpisodeObserver):
                                   "message": res.message, "receipt": res.receipt})
 
 
+def check_episode_args(task: str, seed: int, policy: str) -> None:
+    """Refuse an unknown task, a negative seed or a policy spec that cannot be built
+    (:class:`~captain_ros.core.errors.CaptainError`) before anything is started (the model
+    itself is loaded later); ``captain run | eval`` and ``captain up`` call it first."""
+    from captain_ros.policy.factory import check_spec
+    from captain_ros.tasks import get_task
+
+    get_task(task).rng(seed)  # unknown task / negative seed: InvalidArgumentError, UnknownNameError
+    check_spec(policy)
+
+
 def build_robot(task_name: str, seed: int, backend_name: str = "mujoco",
                 backend_options: dict[str, Any] | None = None,
                 perception: dict[str, Any] | None = None) -> tuple[Any, Any, Any]:

@@ -40,10 +40,10 @@ def plot_eval(per_task: Mapping[str, Mapping[str, Any]], path: str | Path,
     ax.legend(loc="lower left")
     req = [per_task[t]["requests_per_episode"]["mean"] for t in tasks]
     act = [per_task[t]["physical_actions_per_episode"]["mean"] for t in tasks]
-    xs = range(len(tasks))
-    ax2.bar([x - 0.2 for x in xs], req, 0.4, label="requests", color="#8172b2")
-    ax2.bar([x + 0.2 for x in xs], act, 0.4, label="physical actions", color="#c44e52")
-    ax2.set_xticks(list(xs))
+    slots = range(len(tasks))
+    ax2.bar([x - 0.2 for x in slots], req, 0.4, label="requests", color="#8172b2")
+    ax2.bar([x + 0.2 for x in slots], act, 0.4, label="physical actions", color="#c44e52")
+    ax2.set_xticks(list(slots))
     ax2.set_xticklabels(tasks, rotation=20, ha="right")
     ax2.set_ylabel("mean per episode")
     ax2.legend()

@@ -172,17 +172,19 @@ def evaluate(jobs: Sequence[EpisodeJob], out_dir: str | Path, workers: int = 1,
         episodes = run_local(jobs, workers, job_path, on_result)
     wall = time.perf_counter() - start
     per_task = by_task(episodes)
-    report = {
+    policies = sorted({j.policy for j in jobs})
+    backends = sorted({j.backend for j in jobs})
+    report: dict[str, Any] = {
         "jobs": len(jobs), "workers": workers, "ray_address": ray_address, "wall_s": wall,
         "episodes_per_hour": 3600.0 * len(episodes) / wall if wall > 0 else 0.0,
-        "policy": sorted({j.policy for j in jobs}), "backend": sorted({j.backend for j in jobs}),
+        "policy": policies, "backend": backends,
         "overall": aggregate(episodes), "per_task": per_task,
         "episodes": [e.to_dict() for e in episodes],
     }
     (out / "eval.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     if episodes:
         plot_eval(per_task, out / "eval.png",
-                  title=f"{', '.join(report['policy'])} on {', '.join(report['backend'])}")
+                  title=f"{', '.join(policies)} on {', '.join(backends)}")
     return report
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from captain_ros_interfaces.srv import ObservationImage, RobotCall
 from rclpy.callback_groups import CallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
 
 from captain_ros.api.registry import CAPABILITY_BY_NAME
@@ -86,9 +87,11 @@ class RosRobotCaller:
         self.episode_id = ""
         self.request_index_fn: Callable[[], int] = lambda: 0
         self.refuse: Callable[[str, dict[str, Any]], Result | None] | None = None
-        self._clients = {g: node.create_client(RobotCall, s, callback_group=callback_group)
-                         for g, s in ROUTES.items()}
-        self._image = node.create_client(ObservationImage, IMAGE_SRV, callback_group=callback_group)
+        self._clients: dict[str, Client[Any, Any]] = {
+            g: node.create_client(RobotCall, s, callback_group=callback_group)
+            for g, s in ROUTES.items()}
+        self._image: Client[Any, Any] = node.create_client(ObservationImage, IMAGE_SRV,
+                                                           callback_group=callback_group)
         self._lock = threading.Lock()
 
     def wait_for_services(self, timeout_s: float = 10.0) -> bool:

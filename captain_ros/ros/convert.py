@@ -125,7 +125,8 @@ def pose_to_msg(pose: CorePose) -> Pose:
 
 def msg_to_pose(msg: Pose, frame: str = "world") -> CorePose:
     o = msg.orientation
-    return CorePose([msg.position.x, msg.position.y, msg.position.z], [o.w, o.x, o.y, o.z], frame)
+    return CorePose(np.array([msg.position.x, msg.position.y, msg.position.z], dtype=float),
+                    np.array([o.w, o.x, o.y, o.z], dtype=float), frame)
 
 
 def transform_msg(parent: str, child: str, pose: CorePose, stamp: Time) -> TransformStamped:

@@ -30,6 +30,7 @@ from captain_ros_interfaces.srv import LoadScene, PublishedCounts, Snapshot
 from captain_ros_interfaces.srv import PrivilegedState as PrivilegedStateSrv
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
 from rclpy.parameter_client import AsyncParameterClient
 from std_msgs.msg import Bool, String
@@ -86,10 +87,12 @@ class PolicyNode(Node):
         self.trajectory_pub = self.publish_log.publisher(String, TRAJECTORY_TOPIC, 1000)
         self.counts_clients: dict[str, Any] = {}
         self.caller = RosRobotCaller(self, self.p["call_timeout_s"], group)
-        self.load_scene = self.create_client(LoadScene, "/captain/robot/load_scene", callback_group=group)
-        self.privileged = self.create_client(PrivilegedStateSrv, "/captain/robot/privileged_state",
-                                             callback_group=group)
-        self.snapshot = self.create_client(Snapshot, "/captain/robot/snapshot", callback_group=group)
+        self.load_scene: Client[Any, Any] = self.create_client(
+            LoadScene, "/captain/robot/load_scene", callback_group=group)
+        self.privileged: Client[Any, Any] = self.create_client(
+            PrivilegedStateSrv, "/captain/robot/privileged_state", callback_group=group)
+        self.snapshot: Client[Any, Any] = self.create_client(
+            Snapshot, "/captain/robot/snapshot", callback_group=group)
         self.recorder = RecorderWatch(self, self.p["bag_wait_s"], group, self.p["expect_recorder"])
         self.robot_params = AsyncParameterClient(self, "captain_robot", callback_group=group)
         self.estop_latched = False
@@ -225,9 +228,10 @@ class PolicyNode(Node):
         done = threading.Event()
         future = self.robot_params.get_parameters(["backend"])
         future.add_done_callback(lambda _f: done.set())
-        if not done.wait(2.0) or future.result() is None or not future.result().values:
+        reply = future.result() if done.wait(2.0) else None
+        if reply is None or not reply.values:
             return "unknown"
-        return str(future.result().values[0].string_value or "unknown")
+        return str(reply.values[0].string_value or "unknown")
 
     def _event(self, episode_id: str, event: str, detail: dict[str, Any],
                stamp_ns: int | None = None) -> int:

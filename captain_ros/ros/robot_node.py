@@ -130,14 +130,14 @@ class RobotNode(LifecycleNode):
                                                scene_of(self.p["task"], int(self.p["seed"])),
                                                **backend_options(self.p))
         # a latch from before a cleanup/configure cycle (a backend rebuild) is kept
-        self.backend = LockedBackend(inner, latched_reason=self._latched_reason)
+        backend = self.backend = LockedBackend(inner, latched_reason=self._latched_reason)
         self._set_scene(self.p["task"], int(self.p["seed"]))
-        spec = self.backend.spec
+        spec = backend.spec
         names = [c.strip() for c in self.p["cameras"].split(",") if c.strip()]
         self.calls = CallServer(self, ROBOT_CALL_SRV, lambda n, kw: self.service.call(n, kw),
                                 ("motion",), self.call_group)
-        self.estop = EStopInterface(self, self.backend.estop, self.backend.reset_estop,
-                                    lambda: self.backend.estopped)
+        self.estop = EStopInterface(self, backend.estop, backend.reset_estop,
+                                    lambda: self._backend().estopped)
         self.sim = SimServices(self, self.call_group, privileged=self._injected is not None
                                or self.p["backend"] not in HARDWARE_BACKENDS)
         self.state_pub = StatePublisher(self, spec.arm_names, tuple(names or spec.cameras))
@@ -193,26 +193,34 @@ class RobotNode(LifecycleNode):
                 self.backend.close()
         self.backend = None
 
+    def _backend(self) -> LockedBackend:
+        """The configured backend (robot calls, scene loads and the e-stop state need one)."""
+        if self.backend is None:
+            raise RuntimeError("the robot node is not configured (no backend)")
+        return self.backend
+
     # --- scene ----------------------------------------------------------------------------------
     def _set_scene(self, task: str, seed: int) -> None:
         """Fresh motion service over the (new) backend; remember its initial snapshot."""
         from captain_ros.api.service import RobotService
         from captain_ros.motion import MotionService
 
+        backend = self._backend()
         self.scene = (task, seed)
         try:
-            self._initial = self.backend.snapshot()
+            self._initial = backend.snapshot()
         except Exception:  # noqa: BLE001 - hardware: no snapshots
             self._initial = None
-        self.service = RobotService(self.backend, motion=MotionService(self.backend))
+        self.service = RobotService(backend, motion=MotionService(backend))
 
     def load_scene(self, task: str, seed: int) -> tuple[bool, str]:
         """Reset the current scene (same task and seed) or build another; ``(success, message)``."""
         from captain_ros.backends import make_backend
 
         if (task, seed) == self.scene and self._initial is not None:
-            with self.backend.lock:
-                self.backend.restore(self._initial)
+            backend = self._backend()
+            with backend.lock:
+                backend.restore(self._initial)
                 self._set_scene(task, seed)
             message = "scene reset to its initial state"
         elif (task, seed) == self.scene:
@@ -225,8 +233,9 @@ class RobotNode(LifecycleNode):
                                    **backend_options(self.p))
             except Exception as exc:  # noqa: BLE001 - unknown task, bad seed
                 return False, f"cannot load {task!r} seed {seed}: {exc}"
-            with self.backend.lock:
-                self.backend.swap(new)
+            backend = self._backend()
+            with backend.lock:
+                backend.swap(new)
                 self._set_scene(task, seed)
             message = f"loaded {task} seed {seed}"
         for listener in self.scene_listeners:

@@ -70,7 +70,7 @@ REFUSED = ("invalid_goal", "scene_not_loaded", "estop", "internal_error")
 
 
 def run(args: argparse.Namespace) -> int:
-    from captain_ros.cli.episodes import check_episode_args
+    from captain_ros.evaluation.episode import check_episode_args
 
     try:  # a bad argument costs one line, not a graph start-up
         check_episode_args(args.task, args.seed, args.policy or "scripted")
@@ -105,7 +105,8 @@ def _run_graph(args: argparse.Namespace) -> int:
             print(f"captain up: {exc}", file=sys.stderr)
             return 2
         operator = Node("captain_up", context=context)
-        client = ActionClient(operator, RunEpisode, "/captain/run_episode")
+        client: ActionClient[Any, Any, Any] = ActionClient(operator, RunEpisode,
+                                                           "/captain/run_episode")
         executors = Executors([*nodes, operator]).start()
         if not client.wait_for_server(timeout_sec=30.0):
             print("captain up: the policy node's action server did not come up", file=sys.stderr)
@@ -124,7 +125,7 @@ def _run_graph(args: argparse.Namespace) -> int:
         sent.add_done_callback(lambda _f: done.set())
         done.wait()
         handle = sent.result()
-        if not handle.accepted:
+        if handle is None or not handle.accepted:
             print("captain up: the goal was rejected", file=sys.stderr)
             return 1
         finished = threading.Event()
@@ -135,7 +136,11 @@ def _run_graph(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             handle.cancel_goal_async()
             finished.wait(60)
-        res = result_future.result().result
+        response = result_future.result()
+        if response is None:
+            print("captain up: the episode ended without a result", file=sys.stderr)
+            return 1
+        res = response.result
         if res.outcome_label in REFUSED:
             reason = json.loads(res.summary_json or "{}").get("error", "")
             print(f"captain up: {res.outcome_label}: {reason}", file=sys.stderr)

@@ -29,28 +29,38 @@ def episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _rows(folder: Path) -> list[dict]:
-    return [json.loads(line) for split in ("train", "validation")
-            for line in (folder / f"{split}.jsonl").read_text().splitlines()]
+    return [
+        json.loads(line)
+        for split in ("train", "validation")
+        for line in (folder / f"{split}.jsonl").read_text().splitlines()
+    ]
 
 
 def test_rows_hold_exactly_what_the_policy_saw(episode: Path, tmp_path: Path) -> None:
     report = build_dataset([episode], tmp_path / "d")
     rows = _rows(tmp_path / "d")
-    requests = [json.loads(x) for x in (episode / "trajectory.jsonl").read_text().splitlines()
-                if json.loads(x)["type"] == "request"]
+    requests = [
+        json.loads(x)
+        for x in (episode / "trajectory.jsonl").read_text().splitlines()
+        if json.loads(x)["type"] == "request"
+    ]
     assert report.episodes == 1 and sum(report.rows.values()) == len(rows) >= 1
     labelled = []
     for row in rows:
         assistant = [i for i, m in enumerate(row["messages"]) if m["role"] == "assistant"]
         assert len(assistant) == len(row["weights"]) == len(row["requests"])
         for i, t, h in zip(assistant, row["requests"], row["context_sha256"], strict=True):
-            if t:  # a labelled turn (0: earlier context): its prefix is the history h_t the policy saw
+            if (
+                t
+            ):  # a labelled turn (0: earlier context): its prefix is the history h_t the policy saw
                 assert messages_sha256(row["messages"][:i]) == h
                 labelled.append(t)
     assert labelled == [r["t"] for r in requests]  # every request once, in order
     stats = json.loads((tmp_path / "d" / "stats.json").read_text())
-    assert stats["median_physical_actions"]["pick_place"] == json.loads(
-        (episode / "summary.json").read_text())["physical_actions"]
+    assert (
+        stats["median_physical_actions"]["pick_place"]
+        == json.loads((episode / "summary.json").read_text())["physical_actions"]
+    )
     # the SFT loader reads them as they are
     loaded = load_rows(tmp_path / "d")
     assert [r.id for r in loaded] == [r["id"] for r in rows]
@@ -67,8 +77,9 @@ def test_a_bag_gives_the_rows_of_its_episode_folder(episode: Path, tmp_path: Pat
     assert report.duplicates == len(a) and sum(report.rows.values()) == len(a)
 
 
-def test_a_tampered_context_is_refused_and_reported(episode: Path, tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_tampered_context_is_refused_and_reported(
+    episode: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad"
     shutil.copytree(episode, bad, ignore=shutil.ignore_patterns("bag", "workspace"))
     lines = (bad / "trajectory.jsonl").read_text().splitlines()
@@ -77,8 +88,12 @@ def test_a_tampered_context_is_refused_and_reported(episode: Path, tmp_path: Pat
     (bad / "trajectory.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     report = build_dataset([episode, bad], tmp_path / "d")  # a bad input among good ones: skipped
     assert report.episodes == 1 and len(report.skipped) == 1
-    assert "context_sha256" in report.skipped[0]["error"] and str(bad) in report.skipped[0]["source"]
-    assert main(["learn", "dataset", str(bad), "--out", str(tmp_path / "e")]) == 2  # alone: an error
+    assert (
+        "context_sha256" in report.skipped[0]["error"] and str(bad) in report.skipped[0]["source"]
+    )
+    assert (
+        main(["learn", "dataset", str(bad), "--out", str(tmp_path / "e")]) == 2
+    )  # alone: an error
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("captain learn dataset: no usable episode")
 
@@ -97,14 +112,22 @@ def test_outcome_filter(episode: Path, tmp_path: Path) -> None:
 
 
 def _req(t: int, code: str, error: bool = False, rejected: bool = False) -> dict:
-    return {"t": t, "calls": [{"code": code, "error": "NameError" if error else None}],
-            "gate": [{"accepted": False}] if rejected else []}
+    return {
+        "t": t,
+        "calls": [{"code": code, "error": "NameError" if error else None}],
+        "gate": [{"accepted": False}] if rejected else [],
+    }
 
 
 def test_turn_weights_follow_the_rules() -> None:
-    reqs = [_req(1, "a"), _req(2, "b", error=True), _req(3, "c", error=True),  # 3: repeated failure
-            _req(4, "a"),  # 4: the code of request 1 again (a recovery loop)
-            _req(5, "d", rejected=True), _req(6, "e")]  # 6: after a rejected finish()
+    reqs = [
+        _req(1, "a"),
+        _req(2, "b", error=True),
+        _req(3, "c", error=True),  # 3: repeated failure
+        _req(4, "a"),  # 4: the code of request 1 again (a recovery loop)
+        _req(5, "d", rejected=True),
+        _req(6, "e"),
+    ]  # 6: after a rejected finish()
     assert turn_weights(reqs) == [1.0, 1.0, 0.0, 0.0, 1.0, 0.0]
 
 
@@ -112,11 +135,19 @@ def test_coordinate_mask(episode: Path, tmp_path: Path) -> None:
     from captain_ros.harness.trajectory import turn_from_record
 
     code = 'p = mark_point(h, "head", 120, 80.5)\nq = mark_point(h, cam, u=33, v=44)'
-    turn = turn_from_record({"t": 1, "reasoning": "", "calls": [{"call_id": "c", "code": code,
-                                                                 "output": "ok"}], "notice": ""})
+    turn = turn_from_record(
+        {
+            "t": 1,
+            "reasoning": "",
+            "calls": [{"call_id": "c", "code": code, "output": "ok"}],
+            "notice": "",
+        }
+    )
     assert has_coordinates(turn)
     masked = mask_turn(turn).calls[0].code
-    assert "120" not in masked and "80.5" not in masked and "33" not in masked and "44" not in masked
+    assert (
+        "120" not in masked and "80.5" not in masked and "33" not in masked and "44" not in masked
+    )
     assert masked.count(MASK) == 4
     full = build_dataset([episode], tmp_path / "m", mask_coords=1.0)
     plain = build_dataset([episode], tmp_path / "p", mask_coords=0.0)
@@ -133,12 +164,20 @@ def test_split_is_by_task_and_seed() -> None:
     assert all(split_of("stack", s, 0.0) == "train" for s in range(100))
 
 
-@pytest.mark.parametrize("make, why", [
-    (lambda p: p, "no such file"),
-    (lambda p: (p.mkdir(), p)[1], "not an episode folder"),
-    (lambda p: (p.mkdir(), (p / "x.mcap").write_bytes(b"\x89MCAP0\r\n"), p)[2], "truncated bag"),
-])
-def test_bad_inputs_get_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], make, why: str) -> None:
+@pytest.mark.parametrize(
+    "make, why",
+    [
+        (lambda p: p, "no such file"),
+        (lambda p: (p.mkdir(), p)[1], "not an episode folder"),
+        (
+            lambda p: (p.mkdir(), (p / "x.mcap").write_bytes(b"\x89MCAP0\r\n"), p)[2],
+            "truncated bag",
+        ),
+    ],
+)
+def test_bad_inputs_get_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make, why: str
+) -> None:
     path = make(tmp_path / "in")
     code = main(["learn", "dataset", str(path), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err.strip().splitlines()

@@ -29,10 +29,13 @@ def test_every_executable_is_listed_once_everywhere() -> None:
 
 def test_an_interrupt_while_importing_exits_130_quietly(tmp_path: Path) -> None:
     (tmp_path / "slow_node.py").write_text("raise KeyboardInterrupt\n")
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from captain_ros.ros.entry import run; "
-            "sys.exit(run('slow_node', []))")
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
-                          text=True, timeout=60)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from captain_ros.ros.entry import run; "
+        "sys.exit(run('slow_node', []))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 130 and "Traceback" not in proc.stderr
 
 

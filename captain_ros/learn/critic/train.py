@@ -73,6 +73,11 @@ class WarmStartConfig:
             raise InvalidArgumentError("val_fraction must be in [0, 1) and patience >= 0")
 
 
+def set_torch_threads(n: int) -> None:
+    """Limit torch's intra-op threads (``captain learn critic --threads``)."""
+    torch.set_num_threads(int(n))
+
+
 def _tensors(critic: Critic, episodes: Sequence[EpisodeArrays]) -> tuple[torch.Tensor, torch.Tensor]:
     b = request_states(episodes)
     x = torch.from_numpy(critic.spec.encode(b.x, b.t, b.tasks))

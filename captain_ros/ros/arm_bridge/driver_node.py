@@ -19,6 +19,7 @@ Dual rig: ``/<arm>_arm_controller/...``, ``/<arm>_gripper_controller/...``.
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +73,11 @@ class ArmDriverNode(Node):
             pre = controller_prefix(arm)
             ActionServer(self, FollowJointTrajectory,
                          f"/{pre}arm_controller/follow_joint_trajectory",
-                         execute_callback=lambda h, a=arm: self._execute(a, h),
-                         goal_callback=lambda g, a=arm: self._check_goal(a, g),
+                         execute_callback=partial(self._execute, arm),
+                         goal_callback=partial(self._check_goal, arm),
                          cancel_callback=lambda _r: CancelResponse.ACCEPT, callback_group=group)
             ActionServer(self, GripperCommand, f"/{pre}gripper_controller/gripper_cmd",
-                         execute_callback=lambda h, a=arm: self._grip(a, h),
+                         execute_callback=partial(self._grip, arm),
                          cancel_callback=lambda _r: CancelResponse.ACCEPT, callback_group=group)
         self.js_pub = self.create_publisher(JointState, "/joint_states", 10)
         self.create_timer(1.0 / self.p["joint_state_rate_hz"], self._publish_joints,
