@@ -55,6 +55,7 @@ def _trainer_model(base: str, opts: RLOptions, device: str) -> Any:
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).to(device)
+    torch.manual_seed(opts.seed)   # LoRA's A matrices: the same run gets the same adapter
     lora = LoraConfig(r=opts.lora_r, lora_alpha=opts.lora_alpha, lora_dropout=0.0,
                       target_modules="all-linear", task_type="CAUSAL_LM")
     return get_peft_model(model, lora)
