@@ -54,7 +54,8 @@ def _trainer_model(base: str, opts: RLOptions, device: str) -> Any:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).to(device)
+    auto: Any = AutoModelForCausalLM
+    model = auto.from_pretrained(base, dtype=torch.float32).to(device)
     torch.manual_seed(opts.seed)   # LoRA's A matrices: the same run gets the same adapter
     lora = LoraConfig(r=opts.lora_r, lora_alpha=opts.lora_alpha, lora_dropout=0.0,
                       target_modules="all-linear", task_type="CAUSAL_LM")
@@ -198,7 +199,8 @@ class RLRun:
         from captain_ros.learn.rl.noise import simple_noise_scale
 
         t1 = time.perf_counter()
-        batch = read_round([j.out_dir for j in jobs], load_episode_record)
+        loader: Any = load_episode_record
+        batch = read_round([j.out_dir for j in jobs], loader)
         row: dict[str, Any] = {"round": k, "policy_version_rollouts": versions[0],
                                "critic_version_rollouts": versions[1],
                                **summarize_round(batch, records), "skipped": len(batch.skipped),
@@ -227,7 +229,8 @@ class RLRun:
                    stepped=st.stepped, policy_version=self.upd.version, lr=self.upd.lr)
         rdir = self.out / "rounds" / f"r{k:04d}"
         (rdir / "credit.json").write_text(json.dumps(
-            {c.episode_id: {"advantages": c.advantages.tolist(), "critic_version": c.critic_version}
+            {c.episode_id: {"advantages": c.advantages.tolist(), "critic_version": c.critic_version,
+                            "trained": sorted(self.upd.last_drawn.get(c.episode_id, {}))}
              for c in credits}) + "\n")
         sk = self.upd.episode_sketches
         if len(sk) >= 2:
@@ -255,7 +258,7 @@ class RLRun:
         ok = [r for r in recs if r.outcome != "error"]
         wil = wilson_interval(sum(r.host_success for r in ok), len(ok))
         rets = [float(r.return_R) for r in ok if r.return_R is not None]
-        out = {"heldout": {"policy_version": self.upd.version, "episodes": len(recs),
+        out: dict[str, Any] = {"heldout": {"policy_version": self.upd.version, "episodes": len(recs),
                            "errors": len(recs) - len(ok), "success": wil.to_dict(),
                            "strict_success": float(np.mean([r.strict_success for r in ok]))
                            if ok else None,

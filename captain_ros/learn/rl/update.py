@@ -110,6 +110,7 @@ class PolicyUpdater:
         self.rng = np.random.default_rng(config.seed)
         self.sketch = GradientSketch(params, sketch_dim, config.seed) if sketch_dim else None
         self.episode_sketches: dict[str, np.ndarray] = {}
+        self.last_drawn: dict[str, dict[int, float]] = {}
 
     @property
     def lr(self) -> float:
@@ -172,6 +173,7 @@ class PolicyUpdater:
             per_episode.setdefault(s.episode_id, []).extend(s.requests)
         drawn = {eid: sample_requests(reqs, self.rng, self.config.max_requests)
                  for eid, reqs in per_episode.items()}
+        self.last_drawn = drawn   # {episode: {t: inclusion weight}} (reporting, re-scoring)
         last = self.sketch.of_grads() if self.sketch is not None else None
         for s in fresh:
             incl, out = self._segment_loss(s, advantages[s.episode_id], scale, drawn[s.episode_id])
