@@ -174,7 +174,10 @@ def run_rollout_job(job: dict[str, Any]) -> dict[str, Any]:
 
             _CRITICS.clear()   # one live critic per worker
             _CRITICS[folder] = Critic.load(folder)
-        stop = CriticEarlyStop(_CRITICS[folder], EarlyStop(), str(rl["episode_key"]), job["task"],
+        from captain_ros.harness.returns import HARD_TASKS
+
+        rule = EarlyStop(exempt_tasks=HARD_TASKS)   # the paper never cuts its hard tasks
+        stop = CriticEarlyStop(_CRITICS[folder], rule, str(rl["episode_key"]), job["task"],
                                enabled=bool(rl.get("early_stop", True)))
         setup.observers.append(stop)
     try:
