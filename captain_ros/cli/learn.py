@@ -2,7 +2,9 @@
 
 - ``captain learn dataset RUN_DIR_OR_BAG... --out DIR``: supervised rows (torch-free);
 - ``captain learn sft --data DIR --base smollm2|PATH --out DIR``: fine-tune a student;
-- ``captain learn critic --episodes RUN_DIR... --out DIR``: the privileged simulator critic.
+- ``captain learn critic --episodes RUN_DIR... --out DIR``: the privileged simulator critic;
+- ``captain learn rl --policy-folder DIR --critic DIR --tasks T --starts N --rounds R --out DIR``:
+  RL with per-request credit.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ COMMANDS = {
     "dataset": ("captain_ros.cli.learn_dataset", "supervised rows from episode folders and bags"),
     "sft": ("captain_ros.cli.learn_sft", "fine-tune a student on dataset rows"),
     "critic": ("captain_ros.cli.learn_critic", "train the privileged simulator critic"),
+    "rl": ("captain_ros.cli.learn_rl", "multi-turn RL with per-request credit from the critic"),
 }
 
 

@@ -112,6 +112,13 @@ def run_local(jobs: Sequence[EpisodeJob], workers: int, job_path: str = DEFAULT_
     return [results[i] for i in range(len(jobs))]
 
 
+def submit_local(pool: Any, jobs: Sequence[EpisodeJob], job_path: str = DEFAULT_JOB) -> list[Any]:
+    """Submit ``jobs`` to a caller-owned ``concurrent.futures`` executor (e.g. a long-lived pool
+    of spawned workers that keep a model loaded across rounds); returns futures of record dicts
+    (a crash inside a job already becomes an ``error`` record)."""
+    return [pool.submit(_guarded, job_path, asdict(job)) for job in jobs]
+
+
 def submit_ray(ray: Any, jobs: Sequence[EpisodeJob], job_path: str = DEFAULT_JOB,
                num_cpus: float = 1.0) -> list[Any]:
     """Submit ``jobs`` as Ray tasks on an initialised ``ray`` module; returns object refs."""

@@ -197,6 +197,8 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
                     and recorder is not None and recorder.solved_streak(state) > opts.missed_finish_after):
                 end_reason = "missed_finish_stop"  # all goals held for N requests without finish()
                 break
+            if state is not None:
+                obs.on_state(t, state)
             stop = obs.before_request(t)
             if stop is not None:
                 end_reason = f"stop:{stop.reason}"

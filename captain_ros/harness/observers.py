@@ -73,6 +73,10 @@ class EpisodeObserver:
     def on_start(self, info: EpisodeStart) -> None:
         """The episode is about to make its first request."""
 
+    def on_state(self, t: int, state: Any) -> None:
+        """Simulation only: s_t (a :class:`~captain_ros.harness.privileged_log.StateRecord`) was
+        read, just before :meth:`before_request` for ``t`` (a critic can decide on it)."""
+
     def before_request(self, t: int) -> Stop | None:
         """Request ``t`` is next; return a :class:`Stop` to end the episode instead."""
         return None
@@ -120,6 +124,9 @@ class Observers(EpisodeObserver):
 
     def on_start(self, info: EpisodeStart) -> None:
         self._each("on_start", info)
+
+    def on_state(self, t: int, state: Any) -> None:
+        self._each("on_state", t, state)
 
     def before_request(self, t: int) -> Stop | None:
         return next((s for s in self._each("before_request", t) if isinstance(s, Stop)), None)

@@ -110,13 +110,15 @@ class PolicyUpdater:
         self.rng = np.random.default_rng(config.seed)
         self.sketch = GradientSketch(params, sketch_dim, config.seed) if sketch_dim else None
         self.episode_sketches: dict[str, np.ndarray] = {}
+        self.last_drawn: dict[str, dict[int, float]] = {}
 
     @property
     def lr(self) -> float:
         return float(self.opt.param_groups[0]["lr"])
 
-    def _segment_loss(self, s: RLSample, adv: Mapping[int, float], scale: float) -> tuple:
-        incl = sample_requests(s.requests, self.rng, self.config.max_requests)
+    def _segment_loss(self, s: RLSample, adv: Mapping[int, float], scale: float,
+                      episode_incl: Mapping[int, float]) -> tuple:
+        incl = {t: w for t, w in episode_incl.items() if t in set(s.requests)}
         adv_tok, w_tok = token_weights(s, adv, incl)
         pos_np = np.nonzero(w_tok > 0)[0]
         if pos_np.size == 0:
@@ -162,11 +164,19 @@ class PolicyUpdater:
         tok = kept = req_total = req_sampled = 0
         kl_sum = ratio_sum = loss_sum = 0.0
         self.episode_sketches = {}
-        last = self.sketch.of_grads() if self.sketch is not None else None
+        # At most max_requests per *trajectory*: an episode whose history was rewritten has
+        # several segments, and the sample is drawn over all of its requests at once.
+        per_episode: dict[str, list[int]] = {}
         for s in fresh:
             if s.episode_id not in advantages:
                 raise KeyError(f"no advantages for episode {s.episode_id!r}")
-            incl, out = self._segment_loss(s, advantages[s.episode_id], scale)
+            per_episode.setdefault(s.episode_id, []).extend(s.requests)
+        drawn = {eid: sample_requests(reqs, self.rng, self.config.max_requests)
+                 for eid, reqs in per_episode.items()}
+        self.last_drawn = drawn   # {episode: {t: inclusion weight}} (reporting, re-scoring)
+        last = self.sketch.of_grads() if self.sketch is not None else None
+        for s in fresh:
+            incl, out = self._segment_loss(s, advantages[s.episode_id], scale, drawn[s.episode_id])
             if self.sketch is not None and last is not None:
                 now = self.sketch.of_grads()   # linear: this segment's gradient, unscaled below
                 prev = self.episode_sketches.get(s.episode_id, 0.0)

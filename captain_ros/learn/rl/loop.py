@@ -1,0 +1,394 @@
+"""The RL loop of CaPtain (Algorithm 1, appendices A.2 and F) in one process plus rollout workers.
+
+Per round k:
+
+1. rollouts: ``starts x group`` episodes of the student at policy version v (workers, Ray or
+   inline; :mod:`~captain_ros.learn.rl.workers`), each with the critic's early stop, recording
+   the rollout policy's per-token log-probs (:mod:`~captain_ros.learn.rl.rollout`);
+2. credit with the critic from BEFORE its update (``CoTrainer.begin_round`` -> ``round_credit``);
+3. critic co-training: two AdamW steps over all request states of the round;
+4. policy gradient on <= 8 sampled requests per episode, accumulated (``PolicyUpdater``);
+5. after every K-th round an optimizer step; the adapter is published as version v + 1
+   (:mod:`~captain_ros.learn.rl.sync`) and the next jobs name it, so every worker uses it;
+6. the held-out monitor (no gradient) every ``heldout_every`` rounds and after the last;
+7. the round's log row (``log.jsonl``), the credits (``rounds/rK/credit.json``), the per-episode
+   gradient sketches (``noise/rK.npz``) and the checkpoint.
+
+With ``prefetch`` round k + 1's rollouts are submitted before round k's update (the paper's
+asynchronous rollouts): they come from a policy one version behind, within the staleness bound of
+two that the updater enforces.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.learn.credit import RunningStd, round_credit
+from captain_ros.learn.rl.batch import read_round, summarize_round
+from captain_ros.learn.rl.checkpoint import read_checkpoint, write_checkpoint
+from captain_ros.learn.rl.options import RLOptions
+from captain_ros.learn.rl.sync import publish_adapter, publish_critic, version_dir
+from captain_ros.learn.rl.workers import JobSpec, RolloutPool, heldout_jobs, round_jobs
+
+LOG_FILE = "log.jsonl"
+Say = Callable[[str], None]
+
+
+def _student_folder(spec: str) -> str:
+    from captain_ros.learn.models import resolve_base
+
+    return str(resolve_base(spec))
+
+
+def _trainer_model(base: str, opts: RLOptions, device: str) -> Any:
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    auto: Any = AutoModelForCausalLM
+    model = auto.from_pretrained(base, dtype=torch.float32).to(device)
+    torch.manual_seed(opts.seed)  # LoRA's A matrices: the same run gets the same adapter
+    lora = LoraConfig(
+        r=opts.lora_r,
+        lora_alpha=opts.lora_alpha,
+        lora_dropout=0.0,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, lora)
+
+
+def _read_log(path: Path, before_round: int) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    rows = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+    return [r for r in rows if int(r.get("round", 0)) < before_round]
+
+
+class RLRun:
+    """One ``captain learn rl`` run (see the module docstring); :meth:`run` does it all."""
+
+    def __init__(self, opts: RLOptions, say: Say | None = None) -> None:
+        self.opts = opts
+        self.out = Path(opts.out)
+        self.say = say or (lambda s: print(s, flush=True))
+        self.tick = _Ticker(opts.progress)
+
+    # -- set-up -------------------------------------------------------------------------------
+    def _prepare(self) -> None:
+        import torch
+
+        from captain_ros.learn.critic import CoTrainer
+        from captain_ros.learn.rl.sync import load_adapter_weights
+        from captain_ros.learn.rl.update import PolicyUpdater, UpdateConfig
+
+        o = self.opts
+        ckpt = read_checkpoint(self.out) if o.resume else None
+        if not o.resume and self.out.exists() and any(self.out.iterdir()):
+            raise InvalidArgumentError(
+                f"{self.out} is not empty (--resume continues the run in it)"
+            )
+        if o.resume and ckpt is None and self.out.exists() and any(self.out.iterdir()):
+            raise InvalidArgumentError(f"{self.out} has no checkpoint to resume from")
+        if ckpt is not None:
+            conflicts = o.resume_conflicts(ckpt.options)
+            if conflicts:
+                raise InvalidArgumentError(f"cannot resume with changed options: {conflicts[0]}")
+        if o.threads:
+            torch.set_num_threads(o.threads)
+        self.device = o.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.base = _student_folder(o.policy_folder)
+        self.cot = CoTrainer.load(ckpt.critic if ckpt else o.critic, lr=o.critic_lr)
+        missing = [t for t in o.tasks if t not in self.cot.critic.spec.tasks]
+        if missing:
+            raise InvalidArgumentError(
+                f"the critic in {o.critic} was not trained on task "
+                f"{missing[0]!r} (it knows {', '.join(self.cot.critic.spec.tasks)})"
+            )
+        self.model = _trainer_model(self.base, o, self.device)
+        cfg = UpdateConfig(
+            lr=o.lr,
+            warmup_steps=o.warmup_steps,
+            accumulation_rounds=o.accumulation_rounds,
+            max_requests=o.max_train_requests,
+            temperature=1.0,
+            seed=o.seed,
+        )
+        self.upd = PolicyUpdater(self.model, cfg, sketch_dim=o.sketch_dim or None)
+        self.out.mkdir(parents=True, exist_ok=True)
+        if ckpt is not None:
+            load_adapter_weights(self.model, ckpt.adapter)
+            self.upd.load_state(ckpt.updater)
+            self.running = ckpt.running_std
+            self.start = ckpt.round_index + 1
+            self.next_versions = (
+                ckpt.options.get("_next_policy_version"),
+                ckpt.options.get("_next_critic_version"),
+            )
+        else:
+            self.running, self.start, self.next_versions = RunningStd(), 1, (None, None)
+        if not (version_dir(self.out, self.upd.version) / "version.json").is_file():
+            publish_adapter(self.model, self.out, self.upd.version)
+        publish_critic(self.cot.critic, self.out)
+        rows = _read_log(self.out / LOG_FILE, self.start)
+        if (
+            ckpt is not None
+            and ckpt.last_row
+            and not any(r["round"] == ckpt.round_index for r in rows)
+        ):
+            rows.append(ckpt.last_row)
+        (self.out / LOG_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        for sub in ("rounds", "heldout"):
+            for d in sorted((self.out / sub).glob("r*")):
+                if d.is_dir() and d.name[1:].isdigit() and int(d.name[1:]) >= self.start:
+                    shutil.rmtree(d)  # an interrupted round is redone from its start
+        (self.out / "run.json").write_text(json.dumps(o.to_dict(), indent=1) + "\n")
+        opts_job = {
+            "budget_mode": "rl",
+            "max_requests": o.max_requests,
+            "max_physical_actions": o.max_physical_actions,
+            "record_bag": o.bags,
+            "report": False,
+        }
+        self.spec = JobSpec(
+            self.base,
+            o.backend,
+            str(self.out),
+            o.max_new_tokens,
+            "cuda" if self.device.startswith("cuda") else "cpu",
+            {k: v for k, v in opts_job.items() if v is not None},
+        )
+
+    def _jobs(self, k: int, policy_version: int, critic_version: int) -> list[Any]:
+        o = self.opts
+        critic = str(self.out / "critic" / f"v{critic_version:04d}")
+        return round_jobs(
+            self.spec,
+            o.seed,
+            k,
+            o.tasks,
+            o.starts,
+            o.group,
+            version_dir(self.out, policy_version),
+            critic,
+            o.early_stop,
+        )
+
+    def _submit(self, pool: RolloutPool, k: int, versions: tuple[int, int]) -> Any:
+        pending = pool.submit(self._jobs(k, *versions))
+        pending.versions = versions
+        return pending
+
+    # -- the loop ---------------------------------------------------------------------------
+    def run(self) -> list[dict[str, Any]]:
+        """Run rounds ``start .. opts.rounds``; returns the whole log."""
+        self._prepare()
+        o = self.opts
+        pool = RolloutPool(o.workers, o.ray)
+        rows = _read_log(self.out / LOG_FILE, self.start)
+        try:
+            pv, cv = self.next_versions
+            first = (
+                int(pv) if pv is not None else self.upd.version,
+                int(cv) if cv is not None else self.cot.critic.version,
+            )
+            pending = self._submit(pool, self.start, first) if self.start <= o.rounds else None
+            for k in range(self.start, o.rounds + 1):
+                t0 = time.perf_counter()
+                assert pending is not None
+                jobs, versions = pending.jobs, pending.versions
+                records = pending.wait(self.tick.of(f"round {k}/{o.rounds}", len(jobs)))
+                t_roll = time.perf_counter() - t0
+                pending = None
+                if o.prefetch and k < o.rounds:  # round k + 1 from the policy before this update
+                    pending = self._submit(pool, k + 1, (self.upd.version, self.cot.critic.version))
+                row = self._train(k, jobs, records, versions)
+                row["wall_rollouts_s"] = t_roll
+                row.update(self._heldout(pool, k))
+                t_ck = time.perf_counter()
+                nxt = pending.versions if pending is not None else (None, None)
+                state = {
+                    **o.to_dict(),
+                    "_next_policy_version": nxt[0],
+                    "_next_critic_version": nxt[1],
+                }
+                write_checkpoint(
+                    self.out, k, self.model, self.upd, self.cot, self.running, state, row
+                )
+                row["wall_checkpoint_s"] = time.perf_counter() - t_ck
+                row["wall_round_s"] = time.perf_counter() - t0
+                with (self.out / LOG_FILE).open("a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+                rows.append(row)
+                self.say(_line(row, o.rounds))
+                if pending is None and k < o.rounds:
+                    pending = self._submit(pool, k + 1, (self.upd.version, self.cot.critic.version))
+        finally:
+            pool.close()
+        return rows
+
+    def _train(
+        self, k: int, jobs: list[Any], records: list[Any], versions: tuple[int, int]
+    ) -> dict[str, Any]:
+        from captain_ros.harness.privileged_log import load_episode_record
+        from captain_ros.learn.rl.noise import simple_noise_scale
+
+        t1 = time.perf_counter()
+        loader: Any = load_episode_record
+        batch = read_round([j.out_dir for j in jobs], loader)
+        row: dict[str, Any] = {
+            "round": k,
+            "policy_version_rollouts": versions[0],
+            "critic_version_rollouts": versions[1],
+            **summarize_round(batch, records),
+            "skipped": len(batch.skipped),
+            "skipped_why": [w for _, w in batch.skipped[:3]],
+        }
+        if not batch.episodes:
+            row.update(
+                update="skipped: no readable episode",
+                policy_version=self.upd.version,
+                wall_update_s=time.perf_counter() - t1,
+                wall_sync_s=0.0,
+            )
+            return row
+        rnd = self.cot.begin_round(batch.episodes)  # values BEFORE the update
+        credits = round_credit(batch.episodes, rnd.values, self.running)
+        cst = self.cot.finish_round(rnd)  # two AdamW steps
+        adv = {c.episode_id: c.by_request() for c in credits}
+        st = self.upd.accumulate_round(batch.samples, adv)
+        t_sync = time.perf_counter()
+        if st.stepped:
+            publish_adapter(self.model, self.out, self.upd.version)
+        publish_critic(self.cot.critic, self.out)
+        t_end = time.perf_counter()
+        allv = np.concatenate([c.advantages for c in credits])
+        row.update(
+            critic_loss=cst["loss_before"],
+            critic_version=cst["critic_version"],
+            critic_states=cst["states"],
+            adv_std_running=self.running.std,
+            adv_abs_mean=float(np.abs(allv).mean()),
+            adv_positive=float((allv > 0).mean()),
+            kept_fraction=st.kept_fraction,
+            kl=st.kl_mean,
+            ratio_mean=st.ratio_mean,
+            loss=st.loss,
+            tokens=st.tokens,
+            requests_total=st.requests_total,
+            requests_sampled=st.requests_sampled,
+            stale_skipped=st.stale_skipped,
+            stepped=st.stepped,
+            policy_version=self.upd.version,
+            lr=self.upd.lr,
+        )
+        rdir = self.out / "rounds" / f"r{k:04d}"
+        (rdir / "credit.json").write_text(
+            json.dumps(
+                {
+                    c.episode_id: {
+                        "advantages": c.advantages.tolist(),
+                        "critic_version": c.critic_version,
+                        "trained": sorted(self.upd.last_drawn.get(c.episode_id, {})),
+                    }
+                    for c in credits
+                }
+            )
+            + "\n"
+        )
+        sk = self.upd.episode_sketches
+        if len(sk) >= 2:
+            (self.out / "noise").mkdir(exist_ok=True)
+            ids = sorted(sk)
+            g = np.stack([sk[i] for i in ids])
+            np.savez_compressed(
+                self.out / "noise" / f"r{k:04d}.npz",
+                sketches=g,
+                episodes=np.asarray(ids),
+                policy_version=versions[0],
+            )
+            ns = simple_noise_scale(g, bootstrap=0)
+            row["b_noise_round"] = ns.b_noise if np.isfinite(ns.b_noise) else None
+        row["wall_update_s"] = t_sync - t1
+        row["wall_sync_s"] = t_end - t_sync
+        return row
+
+    def _heldout(self, pool: RolloutPool, k: int) -> dict[str, Any]:
+        from captain_ros.evaluation.stats import wilson_interval
+
+        o = self.opts
+        if not o.heldout_seeds or (k % o.heldout_every and k != o.rounds):
+            return {}
+        t0 = time.perf_counter()
+        jobs = heldout_jobs(
+            self.spec, o.seed, k, o.tasks, o.heldout_seeds, version_dir(self.out, self.upd.version)
+        )
+        recs = pool.submit(jobs).wait(self.tick.of(f"held-out {k}", len(jobs)))
+        ok = [r for r in recs if r.outcome != "error"]
+        wil = wilson_interval(sum(r.host_success for r in ok), len(ok))
+        rets = [float(r.return_R) for r in ok if r.return_R is not None]
+        out: dict[str, Any] = {
+            "heldout": {
+                "policy_version": self.upd.version,
+                "episodes": len(recs),
+                "errors": len(recs) - len(ok),
+                "success": wil.to_dict(),
+                "strict_success": float(np.mean([r.strict_success for r in ok])) if ok else None,
+                "return_mean": float(np.mean(rets)) if rets else None,
+            },
+            "wall_heldout_s": time.perf_counter() - t0,
+        }
+        with (self.out / "heldout.jsonl").open("a") as fh:
+            fh.write(json.dumps({"round": k, **out["heldout"]}) + "\n")
+        return out
+
+
+class _Ticker:
+    """Progress on stderr: ``round 3/10  rollouts 12/16`` updated in place on a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+
+    def of(self, label: str, n: int) -> Callable[[Any], None]:
+        done = [0]
+
+        def tick(_record: Any) -> None:
+            done[0] += 1
+            if not self.enabled:
+                return
+            end = "\n" if done[0] == n or not self.tty else ""
+            print(f"\r{label}  episodes {done[0]}/{n}", end=end, file=sys.stderr, flush=True)
+
+        return tick
+
+
+def _fmt(v: Any, spec: str) -> str:
+    return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else format(v, spec)
+
+
+def _line(row: dict[str, Any], rounds: int) -> str:
+    h = row.get("heldout")
+    held = f"  held-out {_fmt(h['success']['rate'], '.0%')}" if h else ""
+    return (
+        f"round {row['round']}/{rounds}  success {_fmt(row.get('success'), '.0%')}  "
+        f"return {_fmt(row.get('return_mean'), '+.3f')}  critic {_fmt(row.get('critic_loss'), '.3f')}  "
+        f"kept {_fmt(row.get('kept_fraction'), '.3f')}  KL {_fmt(row.get('kl'), '.2e')}  "
+        f"v{row['policy_version_rollouts']}->v{row.get('policy_version')}  "
+        f"rollouts {row['wall_rollouts_s']:.0f} s  update {row.get('wall_update_s', 0):.0f} s"
+        f"{held}"
+    )
+
+
+def run_rl(opts: RLOptions, say: Say | None = None) -> list[dict[str, Any]]:
+    """Run (or resume) an RL run; returns its log rows."""
+    return RLRun(opts, say).run()

@@ -1,0 +1,187 @@
+"""``captain learn rl`` end to end on a tiny student in the real harness (fake backend):
+rollouts in spawned worker processes, the weight sync, the log, resume, bad inputs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+from rl_loop_fixtures import TASK, make_critic, make_student  # noqa: E402
+
+from captain_ros.cli.main import main  # noqa: E402
+
+pytestmark = pytest.mark.learn
+torch.set_num_threads(1)
+
+LOG_KEYS = {
+    "round",
+    "return_mean",
+    "success",
+    "critic_loss",
+    "kept_fraction",
+    "kl",
+    "wall_rollouts_s",
+    "wall_update_s",
+    "policy_version_rollouts",
+    "policy_version",
+    "stepped",
+    "requests_sampled",
+    "outcomes",
+}
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rl_assets")
+    return make_student(root / "student"), make_critic(root / "critic")
+
+
+def _args(assets, out: Path, rounds: int, *extra: str) -> list[str]:
+    student, critic = assets
+    return [
+        "learn",
+        "rl",
+        "--policy-folder",
+        str(student),
+        "--critic",
+        str(critic),
+        "--tasks",
+        TASK,
+        "--starts",
+        "2",
+        "--group",
+        "2",
+        "--rounds",
+        str(rounds),
+        "--out",
+        str(out),
+        "--backend",
+        "fake",
+        "--max-requests",
+        "4",
+        "--max-new-tokens",
+        "6",
+        "--accumulation-rounds",
+        "1",
+        "--lr",
+        "1e-2",
+        "--threads",
+        "1",
+        "--no-progress",
+        *extra,
+    ]
+
+
+def _log(out: Path) -> list[dict]:
+    return [json.loads(ln) for ln in (out / "log.jsonl").read_text().splitlines()]
+
+
+def _episodes(out: Path, k: int) -> list[Path]:
+    return sorted(p.parent for p in (out / "rounds" / f"r{k:04d}").rglob("rollout.json"))
+
+
+def _logprobs_under(student: Path, adapter: Path, prompt: list[int], completion: list[int]):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from captain_ros.learn.rl import token_logprobs
+
+    model = PeftModel.from_pretrained(
+        AutoModelForCausalLM.from_pretrained(str(student)), str(adapter)
+    ).eval()
+    ids = torch.tensor(prompt + completion)
+    pos = torch.arange(len(prompt), len(prompt) + len(completion))
+    with torch.no_grad():
+        return token_logprobs(model, ids, pos).numpy()
+
+
+@pytest.mark.slow
+def test_two_rounds_in_worker_processes_sync_weights_and_log(assets, tmp_path, capsys):
+    import numpy as np
+
+    from captain_ros.learn.rl.batch import read_rollout
+
+    out = tmp_path / "run"
+    code = main(
+        _args(
+            assets, out, 2, "--workers", "2", "--heldout-seeds", "1000-1001", "--heldout-every", "1"
+        )
+    )
+    text = capsys.readouterr().out
+    assert code == 0, text
+    assert "round 1/2" in text and "round 2/2" in text
+    rows = _log(out)
+    assert [r["round"] for r in rows] == [1, 2]
+    assert all(set(r) >= LOG_KEYS for r in rows)
+    assert all(r["episodes"] == 4 and r["errors"] == 0 and r["skipped"] == 0 for r in rows)
+    assert [r["policy_version_rollouts"] for r in rows] == [0, 1]  # K = 1: a step per round
+    assert [r["policy_version"] for r in rows] == [1, 2]
+    assert all(r["heldout"]["episodes"] == 2 for r in rows)
+    assert len((out / "heldout.jsonl").read_text().splitlines()) == 2
+    assert rows[0]["adv_abs_mean"] > 0 and rows[0]["kept_fraction"] == 1.0
+    # every rollout of round 2 ran version 1 in a worker process ...
+    eps = _episodes(out, 2)
+    assert len(eps) == 4 and {read_rollout(e).version for e in eps} == {1}
+    # ... and its recorded log-probs are those of the v1 adapter, not of v0
+    tok = read_rollout(eps[0])
+    prompt, completion = list(tok.prompts[0]), list(tok.completions[0])
+    lp_v1 = _logprobs_under(assets[0], out / "policy" / "v0001", prompt, completion)
+    lp_v0 = _logprobs_under(assets[0], out / "policy" / "v0000", prompt, completion)
+    np.testing.assert_allclose(tok.logprobs[0], lp_v1, atol=1e-4)
+    assert np.abs(lp_v1 - lp_v0).max() > 1e-3
+    assert (out / "checkpoint" / "state.json").is_file()
+    assert (out / "rounds" / "r0001" / "credit.json").is_file()
+
+
+def _comparable(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if not k.startswith("wall_")} for r in rows]
+
+
+@pytest.mark.slow
+def test_resume_after_a_stop_reproduces_the_straight_run(assets, tmp_path, capsys):
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert main(_args(assets, straight, 2)) == 0
+    assert main(_args(assets, resumed, 1)) == 0
+    shutil.rmtree(resumed / "rounds" / "r0001" / TASK)  # what a resume never needs again
+    (resumed / "rounds" / "r0002" / "junk").mkdir(parents=True)  # a round killed half-way
+    assert main(_args(assets, resumed, 2, "--resume")) == 0
+    assert _comparable(_log(resumed)) == _comparable(_log(straight))
+    capsys.readouterr()
+    # a resume with changed options is refused, and the run is left as it was
+    assert main(_args(assets, resumed, 3, "--resume", "--lr", "1e-3")) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("captain learn rl: error: cannot resume with changed options: --lr")
+    assert len(_log(resumed)) == 2
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"--tasks": "no_such_task"}, "unknown task 'no_such_task'"),
+        ({"--tasks": "stack"}, "was not trained on task 'stack'"),
+        ({"--critic": "{tmp}/nope"}, "is not a critic folder"),
+        ({"--policy-folder": "{tmp}/nope"}, "no such folder"),
+        ({"--starts": "0"}, "--starts must be in 1..1000"),
+        ({"--heldout-seeds": "10-12"}, "held-out seed 10 is a training seed"),
+        ({"--heldout-seeds": "9-3"}, "--heldout-seeds"),
+        ({"--out": "{tmp}/full"}, "is not empty"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(assets, tmp_path, capsys, change, message):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("someone else's")
+    args = _args(assets, tmp_path / "run", 1)
+    for flag, value in change.items():
+        if flag not in args:
+            args += [flag, ""]
+        args[args.index(flag) + 1] = value.format(tmp=tmp_path)
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("captain learn rl: error:") and message in err[0]
+    assert not (tmp_path / "run" / "log.jsonl").exists()
