@@ -14,7 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from arm_bridge_helpers import FEEDBACK_AGE_S, InProcessDriver, arm_config, write_config
+from arm_bridge_helpers import (
+    EPISODE_FEEDBACK_AGE_S,
+    EPISODE_GOAL_TIMEOUT_S,
+    FEEDBACK_AGE_S,
+    InProcessDriver,
+    arm_config,
+    write_config,
+)
 from ros_fixtures import wait_until
 
 from captain_ros.core.errors import (
@@ -225,7 +232,8 @@ def test_expert_episode_through_ros_arm_against_the_driver_process(
     wait_until(lambda: (calib / "wrist.yaml").is_file() or drv.proc.poll() is not None, 60.0,
                what="the driver's calibration files")
     assert drv.proc.poll() is None, drv.output()[-3000:]
-    cfg = write_config(tmp_path / "arm.yaml", calib, domain_id)
+    cfg = write_config(tmp_path / "arm.yaml", calib, domain_id, EPISODE_FEEDBACK_AGE_S,
+                       EPISODE_GOAL_TIMEOUT_S)
     s = run_one("pick_place", 3, "scripted", "ros_arm", tmp_path / "ep",
                 {"backend_options": {"config": str(cfg)}, "report": False})
     assert s.outcome == "success_with_finish", (s.to_dict(), drv.output()[-2000:])
