@@ -1,0 +1,123 @@
+"""A stable digest of the policy session's variables, computed in the sandbox after every cell.
+
+The digest lets a replayed session (:mod:`captain_ros.harness.replay`) prove that it holds the same
+variables as the recorded one at every cell, not only the same printed output: a variable that
+silently took another value (a wall-clock reading, an unseeded random draw) changes the digest.
+
+It never runs policy code: values are read by their exact built-in type (numbers by ``repr``,
+strings and bytes by content, containers element by element, sets order-free, numpy arrays by
+dtype, shape and bytes, functions by their bytecode, names, constants and defaults, other objects by their
+type and their ``__dict__`` read through ``object.__getattribute__``). A value that is the same
+object the session started with (``robot``, ``np``, ...) is left out. At most
+:data:`MAX_ITEMS` values are visited; the rest is marked as cut, deterministically. The digest
+comes from the untrusted child: the harness only compares it, it never acts on its content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import types
+from typing import Any
+
+import numpy as np
+
+MAX_ITEMS = 200_000
+MAX_DEPTH = 32
+_SCALARS = (type(None), bool, int, float, complex)
+
+
+class _Walk:
+    def __init__(self, h: Any) -> None:
+        self.h = h
+        self.left = MAX_ITEMS
+        self.path: set[int] = set()
+
+    def put(self, *parts: bytes) -> None:
+        for p in parts:
+            self.h.update(len(p).to_bytes(8, "little"))
+            self.h.update(p)
+
+    def feed(self, v: Any, depth: int = 0) -> None:  # noqa: C901 - one flat type dispatch
+        self.left -= 1
+        t = type(v)
+        if self.left < 0 or depth > MAX_DEPTH:
+            self.put(b"!cut")
+            return
+        if t in _SCALARS:
+            self.put(t.__name__.encode(), repr(v).encode())
+        elif t is str:
+            self.put(b"str", v.encode("utf-8", "surrogatepass"))
+        elif t in (bytes, bytearray):
+            self.put(t.__name__.encode(), bytes(v))
+        elif isinstance(v, np.generic) and t.__module__ == "numpy":
+            self.put(b"np.generic", v.dtype.str.encode(), v.tobytes())
+        elif t is np.ndarray:
+            self.put(b"ndarray", v.dtype.str.encode(), repr(v.shape).encode())
+            if v.dtype.hasobject:
+                self._items(list(v.flat), depth)
+            else:
+                self.put(np.ascontiguousarray(v).tobytes())
+        elif id(v) in self.path:
+            self.put(b"@cycle")
+        elif t in (list, tuple, dict, set, frozenset):
+            self.path.add(id(v))
+            self.put(t.__name__.encode(), str(len(v)).encode())
+            if t is dict:
+                for k, x in v.items():
+                    self.feed(k, depth + 1)
+                    self.feed(x, depth + 1)
+            elif t in (set, frozenset):
+                subs = []
+                for x in v:
+                    sub = _Walk(hashlib.sha256())
+                    sub.left, sub.path = self.left, self.path
+                    sub.feed(x, depth + 1)
+                    self.left = sub.left
+                    subs.append(sub.h.digest())
+                self.put(*sorted(subs))
+            else:
+                self._items(v, depth)
+            self.path.discard(id(v))
+        elif t is types.FunctionType:
+            self.put(b"function", v.__qualname__.encode())
+            self._code(v.__code__, depth)
+            self.feed(v.__defaults__, depth + 1)
+        elif t is types.CodeType:
+            self._code(v, depth)
+        elif t is types.ModuleType:
+            self.put(b"module", v.__name__.encode())
+        elif isinstance(v, type):
+            self.put(b"class", f"{v.__module__}.{v.__qualname__}".encode())
+        else:
+            self.put(b"object", f"{t.__module__}.{t.__qualname__}".encode())
+            try:
+                attrs = object.__getattribute__(v, "__dict__")
+            except AttributeError:
+                return
+            if type(attrs) is dict:
+                self.path.add(id(v))
+                self.feed(attrs, depth + 1)
+                self.path.discard(id(v))
+
+    def _code(self, code: types.CodeType, depth: int) -> None:
+        self.put(b"code", code.co_code, " ".join(code.co_names).encode(),
+                 " ".join(code.co_varnames).encode(), " ".join(code.co_freevars).encode())
+        self._items(code.co_consts, depth)
+
+    def _items(self, items: Any, depth: int) -> None:
+        for x in items:
+            self.feed(x, depth + 1)
+
+
+def ns_digest(namespace: dict[str, Any], base: dict[str, Any]) -> str:
+    """SHA-256 over the session variables of ``namespace`` in name order, leaving out names
+    bound to the very object they had in ``base`` (the namespace the session started with)."""
+    walk = _Walk(hashlib.sha256())
+    names = sorted(k for k in namespace if type(k) is str)
+    for name in names:
+        value = namespace[name]
+        if name in base and base[name] is value:
+            continue
+        walk.put(b"name", name.encode("utf-8", "surrogatepass"))
+        walk.feed(value)
+    return walk.h.hexdigest()
