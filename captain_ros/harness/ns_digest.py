@@ -5,9 +5,10 @@ variables as the recorded one at every cell, not only the same printed output: a
 silently took another value (a wall-clock reading, an unseeded random draw) changes the digest.
 
 It never runs policy code: values are read by their exact built-in type (numbers by ``repr``,
-strings and bytes by content, containers element by element, sets order-free, numpy arrays by
-dtype, shape and bytes, functions by their bytecode, names, constants and defaults, other objects by their
-type and their ``__dict__`` read through ``object.__getattribute__``). A value that is the same
+strings and bytes by content, containers and their subclasses, such as the ``robot`` client's
+Result dicts, element by element through the built-in methods, sets order-free, numpy arrays by
+dtype, shape and bytes, functions by their bytecode, names, constants and defaults, other objects
+by their type and their ``__dict__`` read through ``object.__getattribute__``). A value that is the same
 object the session started with (``robot``, ``np``, ...) is left out. At most
 :data:`MAX_ITEMS` values are visited; the rest is marked as cut, deterministically. The digest
 comes from the untrusted child: the harness only compares it, it never acts on its content.
@@ -24,6 +25,7 @@ import numpy as np
 MAX_ITEMS = 200_000
 MAX_DEPTH = 32
 _SCALARS = (type(None), bool, int, float, complex)
+_CONTAINERS = (dict, list, tuple, set, frozenset)
 
 
 class _Walk:
@@ -59,16 +61,17 @@ class _Walk:
                 self.put(np.ascontiguousarray(v).tobytes())
         elif id(v) in self.path:
             self.put(b"@cycle")
-        elif t in (list, tuple, dict, set, frozenset):
+        elif isinstance(v, _CONTAINERS):
+            base = next(c for c in _CONTAINERS if isinstance(v, c))  # base-class methods only
             self.path.add(id(v))
-            self.put(t.__name__.encode(), str(len(v)).encode())
-            if t is dict:
-                for k, x in v.items():
+            self.put(f"{t.__module__}.{t.__qualname__}".encode(), str(base.__len__(v)).encode())
+            if base is dict:
+                for k, x in dict.items(v):
                     self.feed(k, depth + 1)
                     self.feed(x, depth + 1)
-            elif t in (set, frozenset):
+            elif base in (set, frozenset):
                 subs = []
-                for x in v:
+                for x in base.__iter__(v):
                     sub = _Walk(hashlib.sha256())
                     sub.left, sub.path = self.left, self.path
                     sub.feed(x, depth + 1)
@@ -76,7 +79,7 @@ class _Walk:
                     subs.append(sub.h.digest())
                 self.put(*sorted(subs))
             else:
-                self._items(v, depth)
+                self._items(base.__iter__(v), depth)
             self.path.discard(id(v))
         elif t is types.FunctionType:
             self.put(b"function", v.__qualname__.encode())
