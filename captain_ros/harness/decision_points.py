@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -298,8 +299,8 @@ def restore_decision_point(rec: RecordedEpisode | str | Path, t: int, service: A
         point = rebuild_robot_side(rec, t, service, task)
     if point.t != t:
         raise RestoreRefused(f"the robot point is for request {point.t}, not {t}")
-    _check_identity(rec, service)
     restore_robot_side(service, point.snapshot)
+    _check_identity(rec, service)  # after the restore: the snapshot brings its noise draw back
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     history = rec.history().upto(t)
@@ -341,7 +342,10 @@ def _copy_images(src: Path, dst: Path, history: History) -> None:
         a, b = src / ref.path, dst / ref.path
         if a.is_file() and not b.exists():
             b.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(a, b)
+            try:
+                os.link(a, b)  # rollouts share the prefix's images without copying them
+            except OSError:
+                shutil.copy2(a, b)
 
 
 def rehydrate_policy(policy: Policy, rec: RecordedEpisode, t: int) -> None:
