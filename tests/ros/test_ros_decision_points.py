@@ -1,0 +1,51 @@
+"""The robot stack's snapshot/restore services cover the whole robot side (RE-0 decision points):
+backend, safety layer, motion history and the perception node's store, over real ROS services."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from rclpy.node import Node
+
+from captain_ros.backends import make_backend
+from captain_ros.ros.calls import RosRobotCaller, call_sync
+
+pytestmark = pytest.mark.ros
+
+
+@pytest.fixture
+def stack(ros_context, spinner):
+    from captain_ros.ros.robot_stack import make_robot_stack
+    from captain_ros.tasks import get_task
+
+    backend = make_backend("fake", get_task("pick_place").sample(5))  # with the safety layer
+    robot, perception = make_robot_stack(backend=backend, context=ros_context)
+    client = Node("dp_client", context=ros_context)
+    caller = RosRobotCaller(client)
+    spinner.add(robot, perception, client)
+    assert caller.wait_for_services(10.0)
+    yield backend, client, caller
+    robot.trigger_shutdown()
+
+
+def test_snapshot_and_restore_cover_perception_and_motion(stack):
+    from captain_ros_interfaces.srv import Restore, Snapshot
+
+    backend, client, caller = stack
+    snap = client.create_client(Snapshot, "/captain/robot/snapshot")
+    restore = client.create_client(Restore, "/captain/robot/restore")
+    assert snap.wait_for_service(timeout_sec=5.0) and restore.wait_for_service(timeout_sec=5.0)
+    assert caller.call("observe", {}).value["handle"] == "obs_1"
+    start = backend.ee_pose("arm").position_m.copy()
+    assert caller.call("move_to", {"position": [float(start[0]), float(start[1]) - 0.04, float(start[2])]}).success
+    trace = caller.call("read_motion_trajectory", {}).value
+    saved = call_sync(snap, Snapshot.Request(), 10.0)
+    assert saved.success and saved.message == "stored: backend, safety layer, motion history, perception store"
+    here = backend.ee_pose("arm").position_m.copy()
+    assert caller.call("observe", {}).value["handle"] == "obs_2"
+    assert caller.call("move_to", {"position": [float(here[0]) + 0.03, float(here[1]), float(here[2])]}).success
+    assert call_sync(restore, Restore.Request(snapshot_id=saved.snapshot_id), 10.0).success
+    assert np.array_equal(backend.ee_pose("arm").position_m, here)
+    assert caller.call("observe", {}).value["handle"] == "obs_2"  # the store's counter came back
+    assert caller.call("read_motion_trajectory", {}).value == trace
+    assert caller.call("recover", {"distance_m": 0.02}).success  # along the restored history
