@@ -51,6 +51,19 @@ class Admission:
         if self.contract.boundary_t != self.boundary_t:
             raise InvalidArgumentError("the admission's boundary and its contract's differ")
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"event_id": self.event_id, "task": self.task, "seed": self.seed,
+                "boundary_t": self.boundary_t, "context_sha256": self.context_sha256,
+                "contract": self.contract.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Admission:
+        c = dict(d["contract"])
+        contract = RepairContract(int(c["boundary_t"]), tuple(c["allowed_symbols"]),
+                                  int(c["max_segment_requests"]), float(c["kappa"]))
+        return cls(str(d["event_id"]), str(d["task"]), int(d["seed"]), int(d["boundary_t"]),
+                   str(d["context_sha256"]), contract)
+
     @property
     def history_id(self) -> str:
         return f"{self.task}:{self.seed}:t{self.boundary_t}:{self.context_sha256[:12]}"

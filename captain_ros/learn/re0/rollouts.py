@@ -196,6 +196,35 @@ def release_points() -> None:
         _POINTS.pop(key)[2].close()
 
 
+def student_job(job: dict[str, Any]) -> dict[str, Any]:
+    """A whole student episode with decision points (the loop's collection, the benchmark's plain
+    episodes): ``options`` may carry ``noise`` (a NoiseDraw dict) and ``teacher``/``admissions``
+    (then the hybrid policy mu runs, for J(mu) against J(pi))."""
+    from captain_ros.evaluation.episode import build_robot
+    from captain_ros.harness.session import SessionConfig
+
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    opts = dict(job.get("options") or {})
+    noise = opts.get("noise")
+    task, backend, service = build_robot(job["task"], int(job["seed"]), job["backend"],
+                                         {"noise": noise} if noise else None)
+    try:
+        student, teacher = make_seats(job["policy"], str(opts.get("teacher") or "clean"))
+        policy: Policy = student
+        admissions = [Admission.from_dict(a) for a in opts.get("admissions") or []]
+        if admissions:
+            policy = HybridPolicy(student, teacher, admissions)
+        source = DecisionPointSource(service)
+        record = run_episode(task, int(job["seed"]), service, policy, Budgets(), job["out_dir"],
+                             options=EpisodeOptions(policy_name=policy.name, backend_name=job["backend"]),
+                             privileged=source, observers=[source],
+                             session_config=SessionConfig(rng_seed=int(job["seed"])))
+        turns = [asdict(x) for x in getattr(policy, "turns", [])]
+        return {**record.to_dict(), "extra": {**record.extra, "turns": turns}}
+    finally:
+        backend.close()
+
+
 @dataclass
 class PairedRunner:
     """``sample(first_xi, count)`` for :func:`~captain_ros.learn.re0.verify.verify`: both arms of
