@@ -190,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         from captain_ros.cli.learn_critic import main as critic_main
 
         return critic_main(argv[2:])
+    if argv[:2] == ["learn", "re0"]:  # issue 14's RE-0 generation (same hook as the critic's)
+        from captain_ros.cli.learn_re0 import main as re0_main
+
+        return re0_main(argv[2:])
     os.environ.setdefault("MUJOCO_GL", "egl")
     ns = build_parser().parse_args(argv)
     return int(ns.fn(ns))
