@@ -35,7 +35,7 @@ from captain_ros.policy.scripted import ScriptedPolicy
 from captain_ros.policy.toolcalls import parse_reply
 
 SPEC_PREFIX = "re0-faulty"
-TEACHERS = ("clean", "harmful")
+TEACHERS = ("clean", "harmful", "self")
 _PLACE_RE = re.compile(r"^(txy = np\.array\(.*\)\[:2\] \+ off\[:2\])$", re.MULTILINE)
 _GRASP_RE = re.compile(r"^(g = G\[[^\]]+\]; c = np\.array\(g\['center_m'\], dtype=float\))$", re.MULTILINE)
 
@@ -141,7 +141,8 @@ class FaultyScripted(Policy):
         return self._act(messages, tools, "student")
 
     def teacher(self, kind: str = "clean") -> Policy:
-        """The teacher sharing this student's plan state: ``clean`` or ``harmful``."""
+        """The teacher sharing this student's plan state: ``clean``, ``harmful``, or ``self`` (the
+        student itself: its paired differences are exactly 0, the null control of pairing)."""
         if kind not in TEACHERS:
             raise InvalidArgumentError(f"unknown testbed teacher {kind!r}; valid: {', '.join(TEACHERS)}")
         return _TeacherView(self, kind)
@@ -157,7 +158,8 @@ class _TeacherView(Policy):
         pass
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyReply:
-        return self.student._act(messages, tools, "teacher" if self.kind == "clean" else "harmful")
+        mode = {"clean": "teacher", "harmful": "harmful", "self": "student"}[self.kind]
+        return self.student._act(messages, tools, mode)
 
     def refused(self, reply: PolicyReply) -> PolicyReply:
         """The hybrid did not use this request (outside the contract): the student writes it,
