@@ -28,6 +28,12 @@ _SCALARS = (type(None), bool, int, float, complex)
 _CONTAINERS = (dict, list, tuple, set, frozenset)
 
 
+def _qual(cls: type) -> str:
+    """``module.qualname`` of a class, read past any metaclass ``__getattribute__``."""
+    get = type.__getattribute__
+    return f"{get(cls, '__module__')}.{get(cls, '__qualname__')}"
+
+
 class _Walk:
     def __init__(self, h: Any) -> None:
         self.h = h
@@ -51,7 +57,7 @@ class _Walk:
             self.put(b"str", v.encode("utf-8", "surrogatepass"))
         elif t in (bytes, bytearray):
             self.put(t.__name__.encode(), bytes(v))
-        elif isinstance(v, np.generic) and t.__module__ == "numpy":
+        elif issubclass(t, np.generic) and _qual(t).startswith("numpy."):
             self.put(b"np.generic", v.dtype.str.encode(), v.tobytes())
         elif t is np.ndarray:
             self.put(b"ndarray", v.dtype.str.encode(), repr(v.shape).encode())
@@ -61,17 +67,18 @@ class _Walk:
                 self.put(np.ascontiguousarray(v).tobytes())
         elif id(v) in self.path:
             self.put(b"@cycle")
-        elif isinstance(v, _CONTAINERS):
-            base = next(c for c in _CONTAINERS if isinstance(v, c))  # base-class methods only
+        elif issubclass(t, _CONTAINERS):  # type(v), never isinstance: that may read v.__class__
+            base: Any = next(c for c in _CONTAINERS if issubclass(t, c))  # base-class methods only
+            vv: Any = v
             self.path.add(id(v))
-            self.put(f"{t.__module__}.{t.__qualname__}".encode(), str(base.__len__(v)).encode())
+            self.put(_qual(t).encode(), str(base.__len__(vv)).encode())
             if base is dict:
-                for k, x in dict.items(v):
+                for k, x in dict.items(vv):
                     self.feed(k, depth + 1)
                     self.feed(x, depth + 1)
             elif base in (set, frozenset):
                 subs = []
-                for x in base.__iter__(v):
+                for x in base.__iter__(vv):
                     sub = _Walk(hashlib.sha256())
                     sub.left, sub.path = self.left, self.path
                     sub.feed(x, depth + 1)
@@ -79,7 +86,7 @@ class _Walk:
                     subs.append(sub.h.digest())
                 self.put(*sorted(subs))
             else:
-                self._items(base.__iter__(v), depth)
+                self._items(base.__iter__(vv), depth)
             self.path.discard(id(v))
         elif t is types.FunctionType:
             self.put(b"function", v.__qualname__.encode())
@@ -89,10 +96,10 @@ class _Walk:
             self._code(v, depth)
         elif t is types.ModuleType:
             self.put(b"module", v.__name__.encode())
-        elif isinstance(v, type):
-            self.put(b"class", f"{v.__module__}.{v.__qualname__}".encode())
+        elif issubclass(t, type):
+            self.put(b"class", _qual(v).encode())
         else:
-            self.put(b"object", f"{t.__module__}.{t.__qualname__}".encode())
+            self.put(b"object", _qual(t).encode())
             try:
                 attrs = object.__getattribute__(v, "__dict__")
             except AttributeError:

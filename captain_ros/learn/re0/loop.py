@@ -182,7 +182,8 @@ def run_generation(cfg: LoopConfig) -> dict[str, Any]:
             eid = f"g{cfg.generation}:{cfg.task}:{rec.seed}:t{contract.boundary_t}:L{contract.max_segment_requests}"
             e = ledger_entry(event_id=eid, generation=cfg.generation, history_id=history_id, task=cfg.task,
                              seed=rec.seed, evidence=[x.to_dict() for x in loc.evidence], contract=contract,
-                             candidates=[{"id": f"{cfg.teacher}@t{contract.boundary_t}", "code_sha256": ""}],
+                             candidates=[{"id": f"{cfg.teacher}@t{contract.boundary_t}",
+                                          "code_sha256": ",".join(runners[contract.kappa].candidate_codes())}],
                              verification=v, return_bound=vcfg.return_bound)
             ledger.append(e)
             entries.append(e)

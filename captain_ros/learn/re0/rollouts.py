@@ -257,3 +257,19 @@ class PairedRunner:
             by_xi.setdefault(int(ro["xi"]), {})[ro["arm"]] = float(ro["value"])
         cand = self.candidate or f"{self.spec.teacher}@t{self.spec.t}"
         return [PairedDraw(cand, xi, by_xi[xi]["teacher"], by_xi[xi]["student"]) for xi in sorted(by_xi)]
+
+    def candidate_codes(self) -> list[str]:
+        """SHA-256 of the teacher segment's code in each teacher-arm rollout so far (distinct,
+        in order): the ledger's ``candidates``."""
+        out: list[str] = []
+        for r in self.records:
+            ro = r.extra.get("rollout") or {}
+            if ro.get("arm") != "teacher":
+                continue
+            lines = RecordedEpisode.load(r.out_dir).requests
+            code = "\n".join(str(c.get("code", "")) for req in lines[self.spec.t - 1:self.spec.t]
+                             for c in req.get("calls") or [])
+            sha = hashlib.sha256(code.encode()).hexdigest()
+            if sha not in out:
+                out.append(sha)
+        return out
