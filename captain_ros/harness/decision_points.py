@@ -32,7 +32,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from captain_ros.api import registry
 from captain_ros.core.errors import NotSupportedError
@@ -226,6 +226,31 @@ def point_from_source(rec: RecordedEpisode, t: int, source: DecisionPointSource)
     return RobotPoint(t, snap, tuple(source.points[str(h)][1] for h in handles[:-1]))
 
 
+class HandleRestorer(Protocol):
+    """Restores the robot side from the snapshot store that recorded the episode, by the handles
+    of ``privileged.jsonl`` (the robot node's services on the ROS graph:
+    :class:`captain_ros.ros.decision_points.ServiceRestorer`)."""
+
+    def restore(self, handle: str) -> None:
+        """Restore snapshot ``handle``; raises :class:`RestoreRefused` with the store's reason."""
+
+    def state(self) -> PrivilegedState:
+        """The ground truth of the restored state."""
+
+
+def _via_handles(rec: RecordedEpisode, t: int, restorer: HandleRestorer) -> tuple[PrivilegedState, ...]:
+    """Visit s_1..s_{t-1} (their ground truth feeds the task tracker), then restore s_t."""
+    handles = [s.snapshot for s in rec.states[:t]]
+    if len(handles) < t or any(not h for h in handles):
+        raise RestoreRefused(f"privileged.jsonl has no snapshot handle for every state s_1..s_{t}")
+    states = []
+    for h in handles[:-1]:
+        restorer.restore(str(h))
+        states.append(restorer.state())
+    restorer.restore(str(handles[-1]))
+    return tuple(states)
+
+
 def _check_identity(rec: RecordedEpisode, service: Any) -> None:
     want, have = rec.noted, robot_identity(service)
     if want.get("model_key") and have.get("model_key") != want["model_key"]:
@@ -282,25 +307,31 @@ def rebuild_robot_side(rec: RecordedEpisode, t: int, service: Any, task: Any) ->
 def restore_decision_point(rec: RecordedEpisode | str | Path, t: int, service: Any, task: Any,
                            out_dir: str | Path, *, point: RobotPoint | None = None,
                            source: DecisionPointSource | None = None,
+                           restorer: HandleRestorer | None = None,
                            session_config: SessionConfig | None = None) -> EpisodeResume:
     """Restore decision point ``t`` of a recorded episode into ``service`` and a fresh session in
     ``out_dir``; returns the :class:`EpisodeResume` to run the loop from request ``t``.
 
-    The robot side comes from ``point``, else from ``source`` (same process), else it is rebuilt
-    (``service`` must then be fresh). Raises :class:`RestoreRefused` with the reason when
-    identity cannot be guaranteed."""
+    The robot side comes from ``restorer`` (the store that recorded the episode, by handle: the
+    ROS graph; ``service`` may then be None), else from ``point``, else from ``source`` (same
+    process), else it is rebuilt (``service`` must then be fresh). Raises
+    :class:`RestoreRefused` with the reason when identity cannot be guaranteed."""
     rec = rec if isinstance(rec, RecordedEpisode) else RecordedEpisode.load(rec)
     v = check_restorable(rec, t)
     if not v.ok:
         raise RestoreRefused(v.reason)
-    if point is None and source is not None:
-        point = point_from_source(rec, t, source)
-    if point is None:
-        point = rebuild_robot_side(rec, t, service, task)
-    if point.t != t:
-        raise RestoreRefused(f"the robot point is for request {point.t}, not {t}")
-    restore_robot_side(service, point.snapshot)
-    _check_identity(rec, service)  # after the restore: the snapshot brings its noise draw back
+    if restorer is not None:
+        prefix_states = _via_handles(rec, t, restorer)
+    else:
+        if point is None and source is not None:
+            point = point_from_source(rec, t, source)
+        if point is None:
+            point = rebuild_robot_side(rec, t, service, task)
+        if point.t != t:
+            raise RestoreRefused(f"the robot point is for request {point.t}, not {t}")
+        restore_robot_side(service, point.snapshot)
+        _check_identity(rec, service)  # after the restore: the snapshot brings its noise draw back
+        prefix_states = point.prefix_states
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     history = rec.history().upto(t)
@@ -315,7 +346,7 @@ def restore_decision_point(rec: RecordedEpisode | str | Path, t: int, service: A
     tracker_state = None
     if rec.states:
         tr = task.tracker()
-        for s in point.prefix_states:
+        for s in prefix_states:
             tr.update(s)
         tracker_state = tr.snapshot()
     counts = tuple(RequestCounts(p, f, any(s.solved for s in rec.states[:k]))
