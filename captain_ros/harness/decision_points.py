@@ -25,283 +25,38 @@ part; the replays are its dynamic part).
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import shutil
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from captain_ros.api import registry
-from captain_ros.core.errors import NotSupportedError
-from captain_ros.core.privileged import PrivilegedState
 from captain_ros.harness.budgets import Budgets
 from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, approx_tokens, render
-from captain_ros.harness.determinism import nondeterminism, seeds_generators
 from captain_ros.harness.history import History
-from captain_ros.harness.observers import EpisodeObserver
-from captain_ros.harness.privileged_log import PRIVILEGED_FILE, RequestRecord, StateRecord
-from captain_ros.harness.record import EpisodeRecord
-from captain_ros.harness.replay import normalized, replay_session
+from captain_ros.harness.recorded import EXTRA_KEY, RecordedEpisode, Validity, check_restorable
+from captain_ros.harness.replay import replay_session
 from captain_ros.harness.resume import EpisodeResume
 from captain_ros.harness.returns import RequestCounts
-from captain_ros.harness.robot_state import (
-    RestoreRefused,
-    RobotSideSnapshot,
-    capture_robot_side,
-    restore_robot_side,
+from captain_ros.harness.robot_points import (
+    DecisionPointSource,
+    HandleRestorer,
+    RobotPoint,
+    check_identity,
+    point_from_source,
+    rebuild_robot_side,
+    robot_identity,
+    via_handles,
 )
+from captain_ros.harness.robot_state import RestoreRefused, restore_robot_side
 from captain_ros.harness.session import SessionConfig
-from captain_ros.harness.trajectory import messages_sha256, read_records, turn_from_record
+from captain_ros.harness.trajectory import messages_sha256
 from captain_ros.policy.base import Policy
 from captain_ros.policy.toolcalls import parse_reply
 
-EXTRA_KEY = "decision_points"
-"""Key of the record's ``extra`` where :class:`DecisionPointSource` notes the scene model key and
-the noise draw of the episode."""
-
-
-@dataclass(frozen=True)
-class RecordedEpisode:
-    """An episode folder read back for restoring: its log lines and hidden record."""
-
-    folder: Path
-    start: dict[str, Any]
-    requests: tuple[dict[str, Any], ...]
-    summary: dict[str, Any]
-    states: tuple[StateRecord, ...]
-    privileged_requests: tuple[RequestRecord, ...]
-
-    @classmethod
-    def load(cls, folder: str | Path) -> RecordedEpisode:
-        """Read ``folder``; raises :class:`RestoreRefused` naming the file and the problem."""
-        root = Path(folder)
-        try:
-            lines = read_records(root / "trajectory.jsonl")
-            summary = json.loads((root / "summary.json").read_text())
-        except FileNotFoundError as exc:
-            raise RestoreRefused(f"{exc.filename}: missing (not a finished episode folder?)") from exc
-        except (OSError, ValueError) as exc:
-            raise RestoreRefused(f"{root}: unreadable episode log ({exc})") from exc
-        start = next((r for r in lines if r.get("type") == "episode_start"), None)
-        if start is None:
-            raise RestoreRefused(f"{root / 'trajectory.jsonl'}: no episode_start line")
-        requests = tuple(r for r in lines if r.get("type") == "request")
-        states: list[StateRecord] = []
-        priv_requests: list[RequestRecord] = []
-        priv = root / PRIVILEGED_FILE
-        if priv.exists():
-            for n, line in enumerate(priv.read_text().splitlines(), 1):
-                try:
-                    d = json.loads(line)
-                    if d.get("type") == "state":
-                        states.append(StateRecord.from_dict(d))
-                    elif d.get("type") == "request":
-                        priv_requests.append(RequestRecord.from_dict(d))
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise RestoreRefused(f"{priv}:{n}: {exc}") from exc
-        return cls(root, start, requests, summary, tuple(states), tuple(priv_requests))
-
-    @property
-    def task(self) -> str:
-        return str(self.start.get("task", ""))
-
-    @property
-    def seed(self) -> int:
-        return int(self.start.get("seed", 0))
-
-    @property
-    def n_requests(self) -> int:
-        return len(self.requests)
-
-    @property
-    def noted(self) -> dict[str, Any]:
-        """What :class:`DecisionPointSource` noted about the robot (model key, noise draw)."""
-        return dict((self.summary.get("extra") or {}).get(EXTRA_KEY) or {})
-
-    def history(self) -> History:
-        return History(str(self.start["system"]), str(self.start["task_md"]),
-                       tuple(_image_refs(self.start.get("initial_images") or [])),
-                       tuple(turn_from_record(r) for r in self.requests))
-
-
-def _image_refs(items: Sequence[dict[str, Any]]) -> list[Any]:
-    from captain_ros.harness.history import ImageRef
-
-    return [ImageRef.from_dict(i) for i in items]
-
-
-@dataclass(frozen=True)
-class Validity:
-    """RE-0's Valid predicate for one decision point: ``ok`` or the reason it is refused."""
-
-    ok: bool
-    reason: str = ""
-
-
-def check_restorable(rec: RecordedEpisode, t: int) -> Validity:
-    """The static part of the Valid predicate for restoring ``rec`` before request ``t``."""
-    if not 1 <= t <= rec.n_requests:
-        return Validity(False, f"t = {t} is outside the episode's requests 1..{rec.n_requests}")
-    session = rec.start.get("session")
-    if not isinstance(session, dict) or session.get("hash_seed") is None:
-        return Validity(False, "the episode's session did not fix its hash seed (recorded before "
-                               "decision points, or with hash_seed=None): set orders cannot be reproduced")
-    rng_seeded = session.get("rng_seed") is not None
-    for req in rec.requests[: t - 1]:
-        k = int(req["t"])
-        for j, cell in enumerate(req.get("calls") or [], 1):
-            if cell.get("skipped"):
-                continue
-            if cell.get("timed_out") or cell.get("crashed"):
-                what = "timed out" if cell.get("timed_out") else "crashed the session"
-                return Validity(False, f"request {k}, cell {j} {what}: where it stopped is not reproducible")
-            code = str(cell.get("code", ""))
-            rng_seeded = rng_seeded or seeds_generators(code)
-            why = nondeterminism(code, rng_seeded=rng_seeded, hash_seeded=True)
-            if why:
-                return Validity(False, f"request {k}, cell {j} is not reproducible: {why}")
-    return Validity(True)
-
-
-class DecisionPointSource(EpisodeObserver):
-    """The privileged source of an in-process episode that snapshots the whole robot side before
-    every request (in memory, the newest ``keep``), and notes the scene model key and noise draw
-    in the record. Pass it as ``privileged=`` AND as an observer."""
-
-    def __init__(self, service: Any, keep: int = 256) -> None:
-        self.service = service
-        self.keep = keep
-        self.points: dict[str, tuple[RobotSideSnapshot, PrivilegedState]] = {}
-        self._n = 0
-
-    def state(self) -> PrivilegedState:
-        return self.service.backend.privileged_state()
-
-    def snapshot(self) -> str | None:
-        try:
-            snap = capture_robot_side(self.service)
-        except NotSupportedError:
-            return None
-        self._n += 1
-        handle = f"dp_{self._n:04d}"
-        self.points[handle] = (snap, self.service.backend.privileged_state())
-        while len(self.points) > self.keep:
-            self.points.pop(next(iter(self.points)))
-        return handle
-
-    def amend(self, record: EpisodeRecord) -> EpisodeRecord:
-        return replace(record, extra={**record.extra, EXTRA_KEY: robot_identity(self.service)})
-
-
-def robot_identity(service: Any) -> dict[str, Any]:
-    """The scene model key and noise draw of ``service``'s backend (what a rebuild must match)."""
-    backend = service.backend
-    key = None
-    with contextlib.suppress(NotSupportedError):
-        key = getattr(backend.snapshot(), "model_key", None)
-    noise = getattr(backend, "noise_draw", None)
-    return {"model_key": key, "noise": noise.to_dict() if noise is not None else None}
-
-
-@dataclass(frozen=True)
-class RobotPoint:
-    """The robot side at s_t plus the ground truth of s_1..s_{t-1} (the task tracker's input)."""
-
-    t: int
-    snapshot: RobotSideSnapshot
-    prefix_states: tuple[PrivilegedState, ...]
-
-
-def point_from_source(rec: RecordedEpisode, t: int, source: DecisionPointSource) -> RobotPoint | None:
-    """The in-memory decision point t of an episode recorded with ``source`` (None: not kept)."""
-    if len(rec.states) < t:
-        return None
-    handles = [s.snapshot for s in rec.states[:t]]
-    if any(h not in source.points for h in handles):
-        return None
-    snap = source.points[str(handles[-1])][0]
-    return RobotPoint(t, snap, tuple(source.points[str(h)][1] for h in handles[:-1]))
-
-
-class HandleRestorer(Protocol):
-    """Restores the robot side from the snapshot store that recorded the episode, by the handles
-    of ``privileged.jsonl`` (the robot node's services on the ROS graph:
-    :class:`captain_ros.ros.decision_points.ServiceRestorer`)."""
-
-    def restore(self, handle: str) -> None:
-        """Restore snapshot ``handle``; raises :class:`RestoreRefused` with the store's reason."""
-
-    def state(self) -> PrivilegedState:
-        """The ground truth of the restored state."""
-
-
-def _via_handles(rec: RecordedEpisode, t: int, restorer: HandleRestorer) -> tuple[PrivilegedState, ...]:
-    """Visit s_1..s_{t-1} (their ground truth feeds the task tracker), then restore s_t."""
-    handles = [s.snapshot for s in rec.states[:t]]
-    if len(handles) < t or any(not h for h in handles):
-        raise RestoreRefused(f"privileged.jsonl has no snapshot handle for every state s_1..s_{t}")
-    states = []
-    for h in handles[:-1]:
-        restorer.restore(str(h))
-        states.append(restorer.state())
-    restorer.restore(str(handles[-1]))
-    return tuple(states)
-
-
-def _check_identity(rec: RecordedEpisode, service: Any) -> None:
-    want, have = rec.noted, robot_identity(service)
-    if want.get("model_key") and have.get("model_key") != want["model_key"]:
-        raise RestoreRefused("the robot's scene model differs from the recorded one (another model key)")
-    if "noise" in want and normalized(have.get("noise")) != normalized(want.get("noise")):
-        raise RestoreRefused(f"the robot's noise draw {have.get('noise')} differs from the recorded "
-                             f"{want.get('noise')}")
-
-
-def rebuild_robot_side(rec: RecordedEpisode, t: int, service: Any, task: Any) -> RobotPoint:
-    """Rebuild s_t on a fresh robot of the recorded scene by re-executing the recorded robot calls
-    of requests 1..t-1 (the initial observation first), each checked against its recorded Result;
-    s_t's features are checked against ``privileged.jsonl`` when it has them."""
-    v = check_restorable(rec, t)
-    if not v.ok:
-        raise RestoreRefused(v.reason)
-    backend = service.backend
-    perception = getattr(service, "perception", None)
-    if backend.time_s() != 0.0 or (perception is not None and len(perception.observations)):
-        raise RestoreRefused("rebuilding needs a robot at the start of its scene (fresh backend and services)")
-    _check_identity(rec, service)
-    first = service.call("observe", {})
-    want_handle = next((i.get("handle") for i in rec.start.get("initial_images") or []), None)
-    if want_handle and (not first.success or (first.value or {}).get("handle") != want_handle):
-        raise RestoreRefused("the initial observation does not reproduce the recorded one")
-    states: list[PrivilegedState] = []
-    for req in rec.requests[: t - 1]:
-        states.append(backend.privileged_state())
-        for cell in req.get("calls") or []:
-            for call in cell.get("robot_calls") or []:
-                cap = registry.CAPABILITY_BY_NAME.get(call.get("name"))
-                result = call.get("result") or {}
-                if cap is None or cap.service == "harness" or result.get("failure_category") == "budget_exhausted":
-                    continue  # answered by the harness, never reached the robot
-                got = service.call(call["name"], dict(call.get("kwargs") or {})).to_dict()
-                got.pop("budget", None)
-                want = {k: v for k, v in result.items() if k != "budget"}
-                if normalized(got) != normalized(want):
-                    raise RestoreRefused(f"request {req['t']}: {call['name']} returned another Result than "
-                                         f"recorded ({str(got.get('receipt'))[:120]!r} vs "
-                                         f"{str(want.get('receipt'))[:120]!r})")
-    if len(rec.states) >= t:
-        tracker = task.tracker()
-        for s in states:
-            tracker.update(s)
-        now = backend.privileged_state()
-        tracker.update(now)
-        feats = task.features(now, tracker)
-        if feats.tobytes() != rec.states[t - 1].features.tobytes():
-            raise RestoreRefused(f"the rebuilt state s_{t} differs from the recorded one (features)")
-    return RobotPoint(t, capture_robot_side(service), tuple(states))
+__all__ = ["EXTRA_KEY", "DecisionPointSource", "HandleRestorer", "RecordedEpisode", "RestoreRefused",
+           "RobotPoint", "Validity", "check_restorable", "point_from_source", "rebuild_robot_side",
+           "rehydrate_policy", "restore_decision_point", "robot_identity"]
 
 
 def restore_decision_point(rec: RecordedEpisode | str | Path, t: int, service: Any, task: Any,
@@ -321,7 +76,7 @@ def restore_decision_point(rec: RecordedEpisode | str | Path, t: int, service: A
     if not v.ok:
         raise RestoreRefused(v.reason)
     if restorer is not None:
-        prefix_states = _via_handles(rec, t, restorer)
+        prefix_states = via_handles(rec, t, restorer)
     else:
         if point is None and source is not None:
             point = point_from_source(rec, t, source)
@@ -330,7 +85,7 @@ def restore_decision_point(rec: RecordedEpisode | str | Path, t: int, service: A
         if point.t != t:
             raise RestoreRefused(f"the robot point is for request {point.t}, not {t}")
         restore_robot_side(service, point.snapshot)
-        _check_identity(rec, service)  # after the restore: the snapshot brings its noise draw back
+        check_identity(rec, service)  # after the restore: the snapshot brings its noise draw back
         prefix_states = point.prefix_states
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
