@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Build the project's ROS interface packages (interfaces/*) with the rosidl toolchain of the
 # ROS 2 Kilted PyPI wheels and install them into the virtual environment's prefix, so that
-# `import captain_ros_interfaces.msg` / `import tf2_msgs.msg` work with no environment variables.
+# `import captain_ros_interfaces.msg` / `import tf2_msgs.msg` / `import control_msgs.action` work
+# with no environment variables.
 #
 # Idempotent: a package is rebuilt only when its files (or the interpreter) changed.
 # Usage: scripts/build_interfaces.sh            (VENV defaults to ./.venv)
 #        FORCE=1 scripts/build_interfaces.sh    (rebuild everything)
 #
 # On a machine with a ROS 2 distribution (Jazzy/Kilted) use colcon instead (docs/ros.md); the
-# distribution's own tf2_msgs is then used and interfaces/tf2_msgs is ignored.
+# distribution's own tf2_msgs and control_msgs are then used and interfaces/{tf2_msgs,control_msgs}
+# are ignored.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -80,14 +82,7 @@ build_pkg() {
 }
 
 build_pkg tf2_msgs "tf2_msgs.msg"
+build_pkg control_msgs "control_msgs.msg, control_msgs.action"
 build_pkg captain_ros_interfaces "captain_ros_interfaces.msg, captain_ros_interfaces.srv, captain_ros_interfaces.action"
 
-# 2. ament index entry for the (editable) captain_ros package itself: marker + share overlay so
-#    get_package_share_directory('captain_ros') finds package.xml, launch/ and config/.
-share=$VENV/share/captain_ros
-mkdir -p "$VENV/share/ament_index/resource_index/packages" "$share"
-: >"$VENV/share/ament_index/resource_index/packages/captain_ros"
-for item in package.xml launch config; do
-  [ -e "$ROOT/$item" ] && ln -sfn "$ROOT/$item" "$share/$item"
-done
 echo "[interfaces] done"

@@ -18,7 +18,7 @@ STAMP=$VENV/.captain_setup_stamp
 PY=${PYTHON:-python3}
 ROS2_TOOLS=${ROS2_TOOLS:-$ROOT/../shared/ros2-tools}
 PIP_VERSION=26.3
-want=$(cat requirements/*.txt "$ROS2_TOOLS"/wheels/*.whl pyproject.toml scripts/setup.sh scripts/build_interfaces.sh interfaces/*/CMakeLists.txt interfaces/*/*/* 2>/dev/null | sha256sum | cut -d' ' -f1)
+want=$(cat requirements/*.txt scripts/ament_overlay.sh scripts/ros/relay/* "$ROS2_TOOLS"/wheels/*.whl pyproject.toml scripts/setup.sh scripts/build_interfaces.sh interfaces/*/CMakeLists.txt interfaces/*/*/* 2>/dev/null | sha256sum | cut -d' ' -f1)
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
   exit 0
@@ -45,6 +45,7 @@ if [ -x scripts/build_interfaces.sh ]; then
   echo "[setup] building ROS interfaces"
   VENV="$VENV" scripts/build_interfaces.sh
 fi
+scripts/ament_overlay.sh "$VENV"
 if [ -x "$ROS2_TOOLS/install.sh" ]; then
   echo "[setup] installing the ROS 2 launch system and CLI from $ROS2_TOOLS"
   "$ROS2_TOOLS/install.sh" "$VENV"

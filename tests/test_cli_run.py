@@ -90,8 +90,10 @@ def test_eval_check_and_compare(tmp_path, capsys):
     assert cmp["paired"] == 6 and cmp["mcnemar"]["p_value"] == 1.0
 
 
-def test_parser_rejects_unknown_backend_and_task():
+def test_parser_rejects_unknown_backend_and_task(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--backend", "gazebo"])
-    with pytest.raises(SystemExit):
-        main(["eval", "--task", "juggle", "--check"])
+    capsys.readouterr()
+    assert main(["eval", "--task", "juggle", "--check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown task 'juggle'" in err[0] and "pick_place" in err[0]

@@ -12,9 +12,10 @@ import pytest
 
 from captain_ros.backends.mujoco import MujocoBackend
 from captain_ros.core.geometry import Pose
+from captain_ros.data import data_path
 from captain_ros.motion import ik
 
-URDF = Path(__file__).resolve().parents[1] / "urdf"
+URDF = data_path("urdf")
 
 
 def _rpy(r: float, p: float, y: float) -> np.ndarray:

@@ -78,6 +78,8 @@ def test_snapshot_covers_python_side_state() -> None:
     b.estop("x")
     b.rng.normal()
     b.restore(snap)
+    assert b.estopped, "restoring never releases a latched e-stop; only an operator does"
+    b.reset_estop()
     assert not b.estopped
     assert b.gripper("arm").command_m == snap.gripper_cmd_m["arm"]
     assert b.rng.bit_generator.state == snap.rng_state

@@ -20,6 +20,28 @@ def failure_vocabulary_md() -> str:
     return "\n".join(lines)
 
 
+def _first_sentence(doc: str) -> str:
+    text = " ".join(doc.split())
+    cut = text.find(". ")
+    return text if cut < 0 else text[:cut + 1]
+
+
+def compact_api_section_md(budgets: dict[str, float] | None = None) -> str:
+    """The same API in few tokens: one line per capability (signature and first sentence), the
+    failure categories by name (the ``compact`` prompt profile)."""
+    out = ["## Robot API", "",
+           "`robot.<name>(...)` returns a Result (`r.success`, `r.value`, `r.failure_category`, "
+           "`r.message`) and never raises. SI units, world frame (x forward, y left, z up), "
+           "quaternions [w, x, y, z]. (P): physical action.", ""]
+    if budgets:
+        out += ["Budgets: " + ", ".join(f"{k} {v:g}" for k, v in budgets.items()) + ".", ""]
+    for c in registry.CAPABILITIES:
+        out.append(f"- `{c.signature()}`{' (P)' if c.physical else ''}: {_first_sentence(c.doc)}")
+    out += ["- `image(handle, camera='head')`: attach that image to the output.",
+            "", "Failure categories: " + ", ".join(f"`{c.value}`" for c in FailureCategory) + ".", ""]
+    return "\n".join(out)
+
+
 def api_section_md(budgets: dict[str, float] | None = None) -> str:
     """Markdown of the robot API: every capability with signature, doc, parameters and value."""
     out = ["## Robot API", "",

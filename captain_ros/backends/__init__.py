@@ -11,11 +11,11 @@ from captain_ros.core.scene import SceneSpec
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede `import mujoco`
 
-BACKENDS = ("mujoco", "fake", "piper")
+BACKENDS = ("mujoco", "fake", "piper", "ros_arm")
 
 
 def make_backend(name: str, scene: SceneSpec | None = None, **kw: Any) -> Backend:
-    """Build a backend by name (``"mujoco"``, ``"fake"`` or ``"piper"``) for ``scene``, wrapped in
+    """Build a backend by name (``"mujoco"``, ``"fake"``, ``"piper"``, ``"ros_arm"``) for ``scene``, wrapped in
     the safety layer (:class:`~captain_ros.backends.safety.SafeBackend`) that every backend shares.
 
     Args:
@@ -38,6 +38,10 @@ def make_backend(name: str, scene: SceneSpec | None = None, **kw: Any) -> Backen
         from captain_ros.backends.piper import make_piper
 
         return make_piper(scene, **kw)
+    if name == "ros_arm":  # any ros2_control arm over ROS 2 (XR1: config/xr1.yaml)
+        from captain_ros.backends.ros_arm import make_ros_arm
+
+        return make_ros_arm(scene, **kw)
     raise UnknownNameError("backend", name, list(BACKENDS))
 
 

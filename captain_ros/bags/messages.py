@@ -21,6 +21,10 @@ from captain_ros.core.geometry import Pose
 from captain_ros.core.result import Result, compact_json, stamp_parts
 from captain_ros.core.types import CameraFrame, JointState
 
+TRAJECTORY_TOPIC = "/captain/trajectory"
+"""The episode's ``trajectory.jsonl`` lines (``std_msgs/String`` JSON), published by the policy
+node and the in-process bag: what ``captain learn dataset`` reads from a bag."""
+
 
 class Messages:
     """Message builders over one typestore (from :func:`captain_ros.bags.make_typestore`)."""

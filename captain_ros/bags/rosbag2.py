@@ -1,7 +1,8 @@
 """rosbag2 MCAP bags without the ROS bag tools (pure Python, no rclpy): write, flush, recover, read.
 
 Bags are rosbag2 directories (``metadata.yaml`` version 9 + one ``.mcap``) written with
-``rosbags``; the project's own message types (Receipt, ...) and ``tf2_msgs/TFMessage`` are
+``rosbags``; the project's own message types (Receipt, ...), ``tf2_msgs/TFMessage`` and the
+control_msgs subset of interfaces/control_msgs are
 registered from their ``.msg`` text so their schemas and RIHS01 hashes match the built interfaces.
 
 Crash safety: :meth:`BagWriter.flush` closes the pending MCAP chunk and fsyncs the file. A process
@@ -33,7 +34,7 @@ from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
-CUSTOM_PACKAGES = ("captain_ros_interfaces", "tf2_msgs")
+CUSTOM_PACKAGES = ("captain_ros_interfaces", "tf2_msgs", "control_msgs")
 
 
 def _interface_dirs(package: str) -> list[Path]:

@@ -17,17 +17,21 @@ from typing import Any
 import numpy as np
 
 
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("hw", help="hardware bring-up: `captain hw check`")
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("hw", help="hardware bring-up: `captain hw check`", parents=[common])
     hw = p.add_subparsers(dest="hw_command", required=True)
-    c = hw.add_parser("check", help="verify links, enable state, limits, cameras, e-stop (no motion)")
+    c = hw.add_parser("check", help="verify links, enable state, limits, cameras, e-stop (no motion)",
+                      parents=[common])
     add_rig_args(c)
+    c.add_argument("--backend", default="piper", choices=("piper", "ros_arm"),
+                   help="piper (CAN, default) or ros_arm (a ROS 2 arm driver; --config xr1.yaml)")
     c.add_argument("--json", action="store_true", help="print the checks as JSON")
     c.set_defaults(fn=cmd_check)
 
 
 def add_rig_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default=None, help="rig config (default config/piper.yaml)")
+    p.add_argument("--config", default=None, help="rig config (default config/piper.yaml; "
+                   "--backend ros_arm: config/xr1.yaml)")
     p.add_argument("--can", default=None, help="CAN interface(s): can0 or can0,can1")
     p.add_argument("--emulate", action="store_true",
                    help="start the CAN emulator (python-can virtual bus) instead of hardware")
@@ -35,6 +39,9 @@ def add_rig_args(p: argparse.ArgumentParser) -> None:
 
 
 def rig_options(ns: argparse.Namespace) -> dict[str, Any]:
+    """``make_backend`` options of ``--backend piper`` (``ros_arm``: only ``--config``)."""
+    if getattr(ns, "backend", "piper") == "ros_arm":
+        return {} if ns.config is None else {"config": ns.config}
     return {k: v for k, v in (("config", ns.config), ("can", ns.can), ("rig", ns.rig))
             if v is not None} | ({"emulate": True} if ns.emulate else {})
 
@@ -78,7 +85,7 @@ def cmd_check(ns: argparse.Namespace) -> int:
     from captain_ros.backends import make_backend
 
     try:
-        backend = make_backend("piper", **rig_options(ns), enable=False)
+        backend = make_backend(ns.backend, **rig_options(ns), enable=False)
     except Exception as exc:  # noqa: BLE001 - one clear line, traceback with --debug
         if getattr(ns, "debug", False):
             raise

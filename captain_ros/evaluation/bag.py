@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.bags import BagWriter, make_typestore, qos
-from captain_ros.bags.messages import Messages, optical_frame
+from captain_ros.bags.messages import TRAJECTORY_TOPIC, Messages, optical_frame
 from captain_ros.core.geometry import Pose
 from captain_ros.harness.observers import CallEvent, EpisodeObserver, EpisodeStart
 from captain_ros.harness.record import EpisodeRecord
@@ -144,6 +144,12 @@ class BagObserver(EpisodeObserver):
         assert self.msgs is not None
         now = time.time()
         self._guard("privileged", self._known, "/captain/privileged", self.msgs.string(json.dumps(line)), now)
+
+    def on_trajectory(self, line: dict[str, Any]) -> None:
+        assert self.msgs is not None
+        now = time.time()
+        self._guard("trajectory", self._write, TRAJECTORY_TOPIC, "std_msgs/msg/String",
+                    self.msgs.string(json.dumps(line, default=str)), now, 100)
 
     def on_request(self, t: int, entry: dict[str, Any]) -> None:
         self._guard("flush", self.writer.flush if self.writer else (lambda: None))

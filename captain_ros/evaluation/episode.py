@@ -51,18 +51,21 @@ class ProgressObserver(EpisodeObserver):
 
 
 def build_robot(task_name: str, seed: int, backend_name: str = "mujoco",
-                backend_options: dict[str, Any] | None = None) -> tuple[Any, Any, Any]:
+                backend_options: dict[str, Any] | None = None,
+                perception: dict[str, Any] | None = None) -> tuple[Any, Any, Any]:
     """``(task, backend, RobotService)`` for one scene (``backend_options``: e.g. the PiPER's
-    ``can``/``config``/``emulate``)."""
+    ``can``/``config``/``emulate``; ``perception``: the fields of
+    :class:`~captain_ros.perception.models.PerceptionModels`, e.g. ``{"segmenter": "sam", ...}``)."""
     from captain_ros.api.service import RobotService
     from captain_ros.backends import make_backend
     from captain_ros.motion.service import MotionService
-    from captain_ros.perception.service import PerceptionService
+    from captain_ros.perception.models import PerceptionModels
     from captain_ros.tasks import get_task
 
     task = get_task(task_name)
+    models = PerceptionModels(**(perception or {}))  # checked before the rig is started
     backend = make_backend(backend_name, task.sample(seed), **(backend_options or {}))
-    service = RobotService(backend, MotionService(backend), PerceptionService(backend))
+    service = RobotService(backend, MotionService(backend), models.service(backend))
     return task, backend, service
 
 
@@ -81,11 +84,14 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
                 on_event: Event | None = None, policy: Policy | None = None) -> tuple[EpisodeSetup, Any]:
     """The in-process :class:`EpisodeSetup` of one episode and its backend (close it after)."""
     from captain_ros.harness.episode import EpisodeOptions
+    from captain_ros.harness.profiles import resolve_profile
     from captain_ros.policy.factory import make_policy
 
     opts = dict(options or {})
     out = Path(out_dir)
-    task, backend, service = build_robot(task_name, seed, backend_name, opts.get("backend_options"))
+    profile = resolve_profile(opts.get("profile"), opts.get("model_folder"))  # before any model loads
+    task, backend, service = build_robot(task_name, seed, backend_name, opts.get("backend_options"),
+                                         opts.get("perception"))
     try:
         pol = policy or make_policy(policy_spec, opts)
     except BaseException:
@@ -104,7 +110,8 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
         task=task, seed=int(seed), robot=service, policy=pol, out_dir=out,
         budgets=budgets_from(opts),
         options=EpisodeOptions(policy_name=policy_spec, backend_name=backend_name,
-                               missed_finish_after=int(opts.get("missed_finish_after", 15))),
+                               missed_finish_after=int(opts.get("missed_finish_after", 15)),
+                               profile=profile),
         privileged=BackendPrivileged(backend) if backend_name in SIM_BACKENDS else None,
         observers=observers,
         overwrite=bool(opts.get("overwrite", False)))

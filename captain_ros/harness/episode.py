@@ -38,11 +38,12 @@ from captain_ros.harness.privileged_log import (
     PrivilegedSource,
     RequestRecord,
 )
+from captain_ros.harness.profiles import get_profile
 from captain_ros.harness.record import OUTCOMES, EpisodeRecord, outcome_label
 from captain_ros.harness.resume import EpisodeResume, apply_counters
 from captain_ros.harness.returns import CostConfig, RequestCounts, request_costs, terminal_return
 from captain_ros.harness.session import PythonSession, SessionConfig
-from captain_ros.harness.taskmd import SYSTEM_PROMPT, render_task_md
+from captain_ros.harness.taskmd import render_task_md
 from captain_ros.harness.trajectory import TrajectoryWriter, messages_sha256
 from captain_ros.policy.base import Policy, PolicyReply
 from captain_ros.policy.toolcalls import ParsedReply, parse_reply
@@ -63,7 +64,9 @@ class EpisodeOptions:
             consecutive requests without ``finish()`` (0: never).
         costs: Constants of the per-request costs.
         end_on_finish: End the episode when ``finish()`` is accepted.
-        system_prompt: The system message.
+        profile: The prompt profile (:mod:`captain_ros.harness.profiles`): system prompt, TASK.md
+            API section and history limits; collection, training and deployment use the same one.
+        system_prompt: Overrides the profile's system message when not empty.
     """
 
     policy_name: str = ""
@@ -71,7 +74,8 @@ class EpisodeOptions:
     missed_finish_after: int = 15
     costs: CostConfig = field(default_factory=CostConfig)
     end_on_finish: bool = True
-    system_prompt: str = SYSTEM_PROMPT
+    profile: str = "default"
+    system_prompt: str = ""
 
 
 def _observe_initial(robot: RobotCaller, out_dir: Path) -> tuple[ImageRef, ...]:
@@ -146,7 +150,9 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     """
     budgets = budgets or Budgets()
     opts = options or EpisodeOptions()
-    ctx = context_config or ContextConfig()
+    profile = get_profile(opts.profile)
+    system_prompt = opts.system_prompt or profile.system_prompt
+    ctx = context_config or profile.context
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     obs = Observers(observers)
@@ -160,7 +166,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
         apply_counters(resume, tracker, calls)
     own_session = session is None or resume is not None
     sess = session or PythonSession(out / "workspace", session_config, log_path=out / "session.log")
-    task_md = render_task_md(task, seed, budgets)
+    task_md = render_task_md(task, seed, budgets, profile.compact_api)
     (out / "TASK.md").write_text(task_md)
     (sess.workspace / "TASK.md").write_text(task_md)
     writer = TrajectoryWriter(out / "trajectory.jsonl")
@@ -169,23 +175,29 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     session_info = {"hash_seed": sess.config.hash_seed, "rng_seed": sess.config.rng_seed}
     if resume is None:
         policy.reset(task_name, seed)
-        history = History(opts.system_prompt, task_md, _observe_initial(robot, out))
-        writer.write({"type": "episode_start", "task": task_name, "seed": seed,
+        history = History(system_prompt, task_md, _observe_initial(robot, out))
+        start_line = {"type": "episode_start", "task": task_name, "seed": seed,
                       "policy": opts.policy_name, "backend": opts.backend_name,
-                      "system": opts.system_prompt, "task_md": task_md,
+                      "profile": profile.name, "system": system_prompt, "task_md": task_md,
                       "initial_images": [r.to_dict() for r in history.initial_images],
                       "budgets": budgets.to_dict(), "context": ctx.to_dict(), "tools": [PYTHON_TOOL_SCHEMA],
-                      "session": session_info})
+                      "session": session_info}
+        prefix_lines: tuple[dict[str, Any], ...] = ()
     else:
         history = resume.history
-        writer.write({**resume.start_line, "policy": opts.policy_name, "session": session_info,
-                      "resumed_from": dict(resume.resumed_from)})
-        for line in resume.prefix_lines:
-            writer.write(line)
+        start_line = {**resume.start_line, "policy": opts.policy_name, "session": session_info,
+                      "resumed_from": dict(resume.resumed_from)}
+        prefix_lines = tuple(resume.prefix_lines)
         if recorder is not None and resume.privileged_states is not None:
             recorder.resume_from(resume.privileged_states, resume.privileged_requests, resume.task_tracker)
+    writer.write(start_line)
+    for line in prefix_lines:
+        writer.write(line)
     obs.on_start(EpisodeStart(task_name, int(seed), opts.policy_name, opts.backend_name, str(out),
                               budgets.to_dict()))
+    obs.on_trajectory(start_line)
+    for line in prefix_lines:
+        obs.on_trajectory(line)
     model_s = resume.model_s if resume is not None else 0.0
     prompt_tokens = resume.prompt_tokens if resume is not None else 0
     completion_tokens = resume.completion_tokens if resume is not None else 0
@@ -261,8 +273,10 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
                      "model_s": dt_model, "backend_s": backend_dt,
                      "harness_s": max(0.0, clock() - t_request - dt_model - backend_dt),
                      "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                     "policy_info": dict(reply.info),  # e.g. the faults a scripted-faulty expert injected
                      "context_sha256": messages_sha256(messages)}
             writer.write(entry)
+            obs.on_trajectory(entry)
             obs.on_request(t, entry)
             if end_reason:
                 break
@@ -276,6 +290,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     record = _settle(task, seed, robot, recorder, host_success, opts, end_reason, settle_budget,
                      gate, tracker, calls, counts, wall_s, model_s, prompt_tokens,
                      completion_tokens, sess, malformed, out)
+    obs.on_trajectory({"type": "episode_end", "summary": record.to_dict()})
     record = obs.amend(record)
     writer.write({"type": "episode_end", "summary": record.to_dict()})
     writer.close()

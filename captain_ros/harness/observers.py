@@ -89,6 +89,11 @@ class EpisodeObserver:
     def on_privileged(self, line: dict[str, Any]) -> None:
         """A line of ``privileged.jsonl`` was written (simulation only; never for the policy)."""
 
+    def on_trajectory(self, line: dict[str, Any]) -> None:
+        """A line of ``trajectory.jsonl``: the ``episode_start`` line, each ``request`` line, and
+        the ``episode_end`` line with the settled record *before* :meth:`amend` (so a bag can
+        carry it before it closes; the file's end line also names the bag)."""
+
     def amend(self, record: EpisodeRecord) -> EpisodeRecord:
         """Last word on the record before ``summary.json`` is written (e.g. the bag's path and
         completeness); return it, changed or not."""
@@ -130,6 +135,9 @@ class Observers(EpisodeObserver):
 
     def on_privileged(self, line: dict[str, Any]) -> None:
         self._each("on_privileged", line)
+
+    def on_trajectory(self, line: dict[str, Any]) -> None:
+        self._each("on_trajectory", line)
 
     def amend(self, record: EpisodeRecord) -> EpisodeRecord:
         for o in self.items:

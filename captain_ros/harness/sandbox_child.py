@@ -269,6 +269,10 @@ def _setup(cfg: dict) -> None:
         safe_builtins.pop(name, None)
     _NS.update({"__name__": "__main__", "__builtins__": safe_builtins, "robot": robot, "np": numpy,
                 "numpy": numpy, "scipy": scipy, "math": math, "image": _image, "finish": robot.finish})
+    for handle, factory in (cfg.get("clients") or {}).items():  # e.g. CoEvolve's robot handles
+        module, _, function = str(factory).partition(":")
+        build = getattr(importlib.import_module(module), function)
+        _NS[str(handle)] = build(lambda n, k, _h=str(handle): RobotResult(_robot_send(f"{_h}.{n}", k)))
     builtins.__import__ = guarded
     if cfg.get("rng_seed") is not None:  # randomness under the episode's seed (decision points)
         import random

@@ -62,6 +62,10 @@ class SessionConfig:
             session, are the same in every process (decision points, RE-0).
         rng_seed: Seed of the child's ``random`` and ``numpy.random`` global generators
             (``None``: unseeded, as Python starts them).
+        clients: Extra handles in the session's globals, as ``(name, "module:function")`` pairs;
+            the child calls ``function(transport)`` at start-up, and calls made through the handle
+            reach :meth:`CellHandler.on_call` named ``"<name>.<method>"`` (e.g. CoEvolve's robot
+            handles, :func:`captain_ros.coevolve.skills.build_client`).
     """
 
     cell_timeout_s: float = 60.0
@@ -74,6 +78,7 @@ class SessionConfig:
     drop_privileges: bool | None = None
     hash_seed: int | None = 0
     rng_seed: int | None = None
+    clients: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("hash_seed", "rng_seed"):
@@ -201,7 +206,8 @@ class PythonSession:
             str(self.workspace), _read_roots(), self.config.max_output_chars,
             int(self.config.memory_limit_bytes), int(self.config.cpu_limit_s),
             int(self.config.file_size_limit_bytes), NOBODY_UID if self.drop_privileges else None,
-            NOBODY_UID if self.drop_privileges else None, self.config.rng_seed)
+            NOBODY_UID if self.drop_privileges else None,
+            rng_seed=self.config.rng_seed, clients=dict(self.config.clients))
         try:
             wire.send(proc.to_child, cfg)
             msg = wire.decode(self._recv(proc, time.monotonic() + self.config.startup_timeout_s))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from captain_ros.api.taskmd import api_section_md
+from captain_ros.api.taskmd import api_section_md, compact_api_section_md
 from captain_ros.harness.budgets import Budgets
 
 SYSTEM_PROMPT = (
@@ -21,8 +21,9 @@ def _fmt(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def render_task_md(task: Any, seed: int, budgets: Budgets) -> str:
-    """The TASK.md of one episode (deterministic)."""
+def render_task_md(task: Any, seed: int, budgets: Budgets, compact_api: bool = False) -> str:
+    """The TASK.md of one episode (deterministic); ``compact_api``: the one-line-per-capability
+    API section of the ``compact`` prompt profile."""
     if hasattr(task, "task_md"):
         head = str(task.task_md(seed))
     else:
@@ -39,4 +40,5 @@ def render_task_md(task: Any, seed: int, budgets: Budgets) -> str:
         head = "\n".join(lines)
     budget_line = {"requests": budgets.max_requests, "wall time [s]": budgets.max_wall_s,
                    "physical actions": budgets.max_physical_actions}
-    return head.rstrip() + "\n\n" + api_section_md(budget_line)
+    api = compact_api_section_md if compact_api else api_section_md
+    return head.rstrip() + "\n\n" + api(budget_line)

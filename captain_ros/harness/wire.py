@@ -107,6 +107,8 @@ class Config(Frame):
     drop_to_uid: int | None = None
     drop_to_gid: int | None = None
     rng_seed: int | None = None
+    clients: dict[str, Any] = field(default_factory=dict)
+    """Extra handles of the session's globals: ``{name: "module:function"}`` (CoEvolve)."""
 
 
 @dataclass(frozen=True)

@@ -27,3 +27,8 @@ class AlphaBudgetError(LearnError):
 
 class LedgerError(LearnError):
     """An admission-ledger line breaks the schema; the message names the line and the field."""
+
+
+class DatasetError(LearnError, InvalidArgumentError):
+    """A dataset input (episode folder, bag, rows file or row) is missing or malformed; the message
+    names the file and the problem."""

@@ -1,6 +1,7 @@
 """Policy backends behind one interface (:class:`~captain_ros.policy.base.Policy`).
 
 - ``scripted``: the per-task scripted expert (:mod:`captain_ros.policy.expert`), no model;
+- ``scripted-faulty[:NAME=RATE,...]``: the same expert with seeded faults (a policy mix);
 - ``openai``: any OpenAI-compatible chat endpoint, e.g. vLLM (:mod:`captain_ros.policy.openai_client`);
 - ``transformers``: a local model folder in-process (:mod:`captain_ros.policy.transformers_chat`);
 - ``replay:FILE``: requests replayed from JSON lines (:mod:`captain_ros.policy.replay`).

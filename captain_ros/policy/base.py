@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import abc
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -25,6 +26,12 @@ class PolicyReply:
         prompt_tokens: Tokens of the rendered context [tokens].
         completion_tokens: Tokens generated [tokens].
         model_s: Time the policy spent producing the reply, as measured by the policy [s].
+        info: Policy-side facts about this reply for the episode record, never shown to the
+            policy (e.g. ``{"faults": [...]}`` from the fault-injecting scripted expert).
+        completion_ids: Token ids of the sampled reply, when the policy knows them (in-process
+            models); empty otherwise.
+        logprobs: log pi(token | context) of each of ``completion_ids`` at temperature 1 [nats]
+            (for RL ratios); empty when unknown.
     """
 
     content: str = ""
@@ -33,11 +40,15 @@ class PolicyReply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model_s: float = 0.0
+    info: Mapping[str, Any] = field(default_factory=dict)
+    completion_ids: tuple[int, ...] = ()
+    logprobs: tuple[float, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"content": self.content, "reasoning": self.reasoning, "tool_calls": list(self.tool_calls),
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "model_s": self.model_s}
+                "model_s": self.model_s, "info": dict(self.info),
+                "completion_ids": list(self.completion_ids), "logprobs": list(self.logprobs)}
 
 
 def python_call(code: str, call_id: str) -> dict[str, Any]:

@@ -42,6 +42,9 @@ class OpenAIPolicy(Policy):
 class TransformersPolicy(Policy):
     """A local model folder run in-process (GPU when present).
 
+    The model's KV cache is kept across the requests of an episode and dropped at :meth:`reset`.
+    Replies carry their token ids and log-probabilities.
+
     Args:
         folder: Model folder; ``"smollm2"`` means the packaged SmolLM2-135M-Instruct.
         **kw: Passed to :class:`~captain_ros.policy.transformers_chat.TransformersChat`.
@@ -58,5 +61,11 @@ class TransformersPolicy(Policy):
             folder = str(path)
         self.chat = TransformersChat(folder, **kw)
 
+    def reset(self, task_name: str, seed: int) -> None:
+        self.chat.reset()
+
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyReply:
-        return _reply(self.chat.complete(messages, tools or None))
+        gen = self.chat.generate(messages, tools or None)
+        return PolicyReply(content=gen.text, prompt_tokens=len(gen.prompt_ids),
+                           completion_tokens=len(gen.completion_ids), model_s=gen.model_s,
+                           completion_ids=gen.completion_ids, logprobs=gen.logprobs)

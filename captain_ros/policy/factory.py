@@ -1,4 +1,5 @@
-"""Build a policy from its command-line spec: ``scripted``, ``openai``, ``transformers``, ``replay:FILE``."""
+"""Build a policy from its command-line spec: ``scripted``, ``scripted-faulty[:FAULTS]``,
+``openai``, ``transformers``, ``replay:FILE``."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ from typing import Any
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.policy.base import Policy
 
-POLICY_KINDS = ("scripted", "openai", "transformers", "replay:FILE")
+POLICY_KINDS = ("scripted", "scripted-faulty[:NAME=RATE,...,seed=N]", "openai", "transformers",
+                "replay:FILE")
 
 
 def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
     """The policy named by ``spec``.
 
-    Options: ``base_url`` / ``model`` / ``timeout_s`` / ``max_tokens`` (openai; defaults from
+    ``scripted-faulty:grasp_offset=0.3,early_finish=0.1,seed=7`` is the expert with those faults
+    at those rates (no rates: every fault at the default rate; see
+    :mod:`captain_ros.policy.expert.faults`). Options: ``base_url`` / ``model`` / ``timeout_s`` / ``max_tokens`` (openai; defaults from
     ``$CAPTAIN_BASE_URL`` / ``$CAPTAIN_MODEL``), ``model_folder`` / ``max_new_tokens`` / ``device``
     (transformers), ``temperature`` (both).
     """
@@ -23,6 +27,11 @@ def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
         from captain_ros.policy.scripted import ScriptedPolicy
 
         return ScriptedPolicy()
+    if spec == "scripted-faulty" or spec.startswith("scripted-faulty:"):
+        from captain_ros.policy.expert.faults import FaultSpec
+        from captain_ros.policy.scripted import FaultyScriptedPolicy
+
+        return FaultyScriptedPolicy(FaultSpec.parse(spec.partition(":")[2]))
     if spec == "openai":
         from captain_ros.policy.chat_policies import OpenAIPolicy
 
@@ -40,4 +49,25 @@ def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
         from captain_ros.policy.replay import ReplayPolicy
 
         return ReplayPolicy(spec.split(":", 1)[1])
+    raise InvalidArgumentError(f"unknown policy {spec!r}; valid: {', '.join(POLICY_KINDS)}")
+
+
+def check_spec(spec: str) -> None:
+    """Raise (:class:`InvalidArgumentError`, or ``OSError``/``ValueError`` naming the replay file)
+    if ``spec`` cannot name a policy; builds nothing, loads no model."""
+    if spec in ("scripted", "openai", "transformers"):
+        return
+    if spec == "scripted-faulty" or spec.startswith("scripted-faulty:"):
+        from captain_ros.policy.expert.faults import FaultSpec
+
+        FaultSpec.parse(spec.partition(":")[2])  # unknown fault names and bad rates refused here
+        return
+    if spec.startswith("replay:"):
+        from captain_ros.policy.replay import load_requests
+
+        path = spec.split(":", 1)[1]
+        if not path:
+            raise InvalidArgumentError("replay: needs a file, e.g. --policy replay:requests.jsonl")
+        load_requests(path)
+        return
     raise InvalidArgumentError(f"unknown policy {spec!r}; valid: {', '.join(POLICY_KINDS)}")

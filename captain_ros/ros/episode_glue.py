@@ -5,8 +5,9 @@ privileged source over the robot node's simulation services.
   the goal (robot calls still inside the current cell are refused by the caller).
 - :class:`GoalObserver` publishes every receipt the moment it returns (``/captain/receipts``),
   sends it as action feedback with the progress, publishes the hidden per-request records on
-  ``/captain/privileged`` (simulation only; the recorder puts them in the bag) and counts this
-  episode's failed calls.
+  ``/captain/privileged`` (simulation only; the recorder puts them in the bag), the episode's
+  ``trajectory.jsonl`` lines on ``/captain/trajectory`` (what ``captain learn dataset`` reads from
+  a bag) and counts this episode's failed calls.
 - :class:`ServicePrivileged` reads ground truth and stores snapshots through the services.
 """
 
@@ -42,8 +43,9 @@ class GoalObserver(EpisodeObserver):
     """Live receipts, feedback and privileged records of one RunEpisode goal."""
 
     def __init__(self, goal_handle: Any, receipt_pub: Any, privileged_pub: Any, episode_id: str,
-                 max_requests: int) -> None:
+                 max_requests: int, trajectory_pub: Any = None) -> None:
         self.goal = goal_handle
+        self.trajectory_pub = trajectory_pub
         self.receipt_pub = receipt_pub
         self.privileged_pub = privileged_pub
         self.episode_id = episode_id
@@ -68,6 +70,11 @@ class GoalObserver(EpisodeObserver):
 
     def on_privileged(self, line: dict[str, Any]) -> None:
         self.privileged_pub.publish(String(data=json.dumps({"episode_id": self.episode_id, **line})))
+
+    def on_trajectory(self, line: dict[str, Any]) -> None:
+        if self.trajectory_pub is not None:
+            self.trajectory_pub.publish(String(data=json.dumps({"episode_id": self.episode_id, **line},
+                                                               default=str)))
 
 
 class ServicePrivileged:

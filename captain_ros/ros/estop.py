@@ -47,7 +47,9 @@ class EStopInterface:
         self._engage, self._release, self._is_latched = engage, release, is_latched
         self._lock = threading.Lock()
         self.group = MutuallyExclusiveCallbackGroup()
-        self._state_pub = node.create_publisher(Bool, ESTOP_STATE_TOPIC, LATCHED_QOS)
+        from captain_ros.ros.publish_log import create_publisher
+
+        self._state_pub = create_publisher(node, Bool, ESTOP_STATE_TOPIC, LATCHED_QOS)
         self._sub = node.create_subscription(Bool, ESTOP_TOPIC, self._on_topic, 10,
                                              callback_group=self.group)
         self._trigger = node.create_service(Trigger, ESTOP_TRIGGER_SRV, self._on_trigger,

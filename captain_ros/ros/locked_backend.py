@@ -10,6 +10,10 @@ or next ``servo`` honours), which bounds the stop latency by one control tick.
 Rendering runs on one dedicated thread: an EGL/OpenGL context stays current on the thread that
 first used it (MuJoCo's offscreen renderer), so ``capture`` from changing executor threads would
 fail with ``EGL_BAD_ACCESS``.
+
+The e-stop latch lives here, above the backend object: a scene load swaps the backend, a reset of
+the scene restores a snapshot, and neither may release a latched e-stop; only
+:meth:`reset_estop` (the operator's ``/captain/estop/reset``) does.
 """
 
 from __future__ import annotations
@@ -37,9 +41,13 @@ from captain_ros.core.types import (
 class LockedBackend(Backend):
     """Delegates to ``inner`` with every call under ``lock`` (except :meth:`estop`)."""
 
-    def __init__(self, inner: Backend, lock: threading.RLock | None = None) -> None:
+    def __init__(self, inner: Backend, lock: threading.RLock | None = None,
+                 latched_reason: str | None = None) -> None:
         self.inner = inner
         self.lock = lock or threading.RLock()
+        self.latched_reason = latched_reason
+        if latched_reason is not None:
+            inner.estop(latched_reason)
         self._render_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="render")
 
     @property
@@ -84,15 +92,21 @@ class LockedBackend(Backend):
             return self.inner.command_gripper(arm, opening_m)
 
     def estop(self, reason: str = "") -> None:
+        self.latched_reason = reason or "operator"
         self.inner.estop(reason)  # no lock: must act during a running tick
 
     def reset_estop(self) -> None:
         with self.lock:
             self.inner.reset_estop()
+            self.latched_reason = None
+
+    def _relatch(self) -> None:
+        if self.latched_reason is not None and not self.inner.estopped:
+            self.inner.estop(self.latched_reason)
 
     @property
     def estopped(self) -> bool:
-        return self.inner.estopped
+        return self.latched_reason is not None or self.inner.estopped
 
     def snapshot(self) -> Any:
         with self.lock:
@@ -101,6 +115,7 @@ class LockedBackend(Backend):
     def restore(self, snapshot: Any) -> None:
         with self.lock:
             self.inner.restore(snapshot)
+            self._relatch()
 
     def privileged_state(self) -> PrivilegedState:
         with self.lock:
@@ -110,6 +125,7 @@ class LockedBackend(Backend):
         """Replace the wrapped backend (new scene) and close the old one on the render thread."""
         with self.lock:
             old, self.inner = self.inner, new
+            self._relatch()
             self._render_thread.submit(old.close).result()
 
     def close(self) -> None:

@@ -24,17 +24,47 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from captain_ros.core.result import Result
+from captain_ros.perception.models import POINTERS, SEGMENTERS, PerceptionModels
 from captain_ros.ros import convert
 from captain_ros.ros.calls import IMAGE_SRV, PERCEPTION_CALL_SRV, CallServer
 from captain_ros.ros.params import Param, declare
+from captain_ros.ros.publish_log import PublishLog
 from captain_ros.ros.state_publisher import CameraPublisher
 
 PARAMS = (
-    Param("segmenter", "default", "Segmentation backend ('default' = weight-free colour/depth "
-          "segmenter).", choices=("default",)),
+    Param("segmenter", "default", "Segmentation: 'default' (weight-free colour/depth, the "
+          "simulator's) or 'sam' (SAM checkpoint folder sam_folder).", choices=SEGMENTERS),
+    Param("sam_folder", "", "Local SAM checkpoint folder (segmenter sam)."),
+    Param("pointer", "default", "Text -> points: 'default' (weight-free), 'vlm_local' (folder "
+          "vlm_folder) or 'vlm_endpoint' (OpenAI-compatible vlm_url + vlm_model, Molmo-style).",
+          choices=POINTERS),
+    Param("vlm_folder", "", "Local image-text-to-text model folder (pointer vlm_local)."),
+    Param("vlm_url", "", "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."),
+    Param("vlm_model", "", "Served pointing model name (pointer vlm_endpoint)."),
+    Param("vlm_api_key_env", "CAPTAIN_VLM_API_KEY", "Environment variable holding the key."),
+    Param("vlm_coords", "auto", "Unit of the pointer's XML coordinates.",
+          choices=("auto", "percent", "permille", "pixels", "fraction")),
+    Param("model_device", "cpu", "torch device of local models."),
     Param("publish_observations", True, "Publish every observation's frames on /camera/<c>/*."),
     Param("publish_depth", True, "Include 32FC1 depth [m] with published observation frames."),
 )
+
+
+def models_of(values: dict[str, Any]) -> PerceptionModels:
+    """The model selection of the node parameters (validated)."""
+    return PerceptionModels(
+        segmenter=values["segmenter"], sam_folder=values["sam_folder"], pointer=values["pointer"],
+        vlm_folder=values["vlm_folder"], vlm_url=values["vlm_url"], vlm_model=values["vlm_model"],
+        vlm_api_key_env=values["vlm_api_key_env"], vlm_coords=values["vlm_coords"],
+        device=values["model_device"])
+
+
+def models_problem(values: dict[str, Any]) -> str | None:
+    try:
+        models_of(values)
+    except Exception as exc:  # noqa: BLE001 - reported as a parameter error
+        return str(exc)
+    return None
 
 
 class PerceptionNode(Node):
@@ -42,14 +72,17 @@ class PerceptionNode(Node):
 
     def __init__(self, backend: Any, **kwargs: Any) -> None:
         super().__init__("captain_perception", **kwargs)
-        self.p = declare(self, PARAMS)
+        self.p = declare(self, PARAMS, models_problem)
         self.backend = backend
+        self.models = models_of(self.p)
+        self._segmenter, self._pointer = self.models.build()
         self.reset()
         group = MutuallyExclusiveCallbackGroup()
         self.calls = CallServer(self, PERCEPTION_CALL_SRV, self._call, ("perception",), group)
         self.create_service(ObservationImage, IMAGE_SRV, self._on_image, callback_group=group)
-        self.obs_pub = self.create_publisher(ObservationHandle, "/captain/observations", 10)
-        self.det_pub = self.create_publisher(Detections, "/captain/detections", 10)
+        self.publish_log = PublishLog(self)
+        self.obs_pub = self.publish_log.publisher(ObservationHandle, "/captain/observations", 100)
+        self.det_pub = self.publish_log.publisher(Detections, "/captain/detections", 100)
         self.camera_pub = CameraPublisher(self, tuple(backend.spec.cameras))
 
     def reset(self) -> None:
@@ -57,7 +90,8 @@ class PerceptionNode(Node):
         from captain_ros.api.service import RobotService
         from captain_ros.perception.service import PerceptionService
 
-        self.perception = PerceptionService(self.backend)
+        self.perception = PerceptionService(self.backend, segmenter=self._segmenter,
+                                            pointer=self._pointer)
         self.service = RobotService(self.backend, perception=self.perception)
 
     def _call(self, name: str, kwargs: dict[str, Any]) -> Result:

@@ -19,36 +19,51 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from builtin_interfaces.msg import Time
 from captain_ros_interfaces.action import RunEpisode
 from captain_ros_interfaces.msg import EpisodeEvent, Receipt
-from captain_ros_interfaces.srv import LoadScene, Snapshot
+from captain_ros_interfaces.srv import LoadScene, PublishedCounts, Snapshot
 from captain_ros_interfaces.srv import PrivilegedState as PrivilegedStateSrv
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from std_msgs.msg import String
+from rclpy.parameter_client import AsyncParameterClient
+from std_msgs.msg import Bool, String
 
+from captain_ros.bags.messages import TRAJECTORY_TOPIC
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.harness.observers import EpisodeObserver
+from captain_ros.harness.profiles import resolve_profile
 from captain_ros.harness.setup import EpisodeSetup
 from captain_ros.report.observer import ReportObserver
 from captain_ros.ros.calls import RosRobotCaller, call_sync
 from captain_ros.ros.episode_glue import CancelObserver, GoalObserver, ServicePrivileged
+from captain_ros.ros.estop import ESTOP_RESET_SRV, ESTOP_STATE_TOPIC, LATCHED_QOS
 from captain_ros.ros.params import Param, declare
+from captain_ros.ros.publish_log import PublishLog
 from captain_ros.ros.recorder_watch import RecorderWatch
+
+COUNTS_SETTLE_S = 0.2
+"""Between the end stamp and asking the nodes what they published in the window [s]: a message
+stamped just before it may still be on its way out of a busy node."""
 
 PARAMS = (
     Param("policy", "scripted", "Default policy when a goal leaves it empty (scripted | openai | "
           "transformers | replay:FILE)."),
+    Param("model_folder", "", "Student folder of the transformers policy (empty: the packaged "
+          "SmolLM2)."),
+    Param("profile", "auto", "Prompt profile (default | compact; auto: the one the student in "
+          "model_folder was trained with, else default).", choices=("auto", "default", "compact")),
     Param("output_root", "runs/ros", "Folder of episode folders when a goal gives no output_dir."),
     Param("overwrite_output", False, "Replace a non-empty episode folder instead of refusing the "
           "goal."),
     Param("call_timeout_s", 120.0, "Longest wait for one robot call [s].", 1.0, 3600.0),
-    Param("bag_wait_s", 10.0, "Longest wait for the recorder to close the episode's bag [s] "
+    Param("bag_wait_s", 15.0, "Longest wait for the recorder to close the episode's bag [s] "
           "(longer than the recorder's close_grace_s).", 0.0, 120.0),
 )
 
@@ -61,20 +76,30 @@ class PolicyNode(Node):
         super().__init__("captain_policy", **kwargs)
         self.p = declare(self, PARAMS)
         group = ReentrantCallbackGroup()
-        self.receipt_pub = self.create_publisher(Receipt, "/captain/receipts", 100)
-        self.event_pub = self.create_publisher(EpisodeEvent, "/captain/episode_events", 100)
-        self.privileged_pub = self.create_publisher(String, "/captain/privileged", 100)
+        self.publish_log = PublishLog(self, callback_group=group)
+        self.receipt_pub = self.publish_log.publisher(Receipt, "/captain/receipts", 1000)
+        self.event_pub = self.publish_log.publisher(EpisodeEvent, "/captain/episode_events", 100)
+        self.privileged_pub = self.publish_log.publisher(String, "/captain/privileged", 1000)
+        self.trajectory_pub = self.publish_log.publisher(String, TRAJECTORY_TOPIC, 1000)
+        self.counts_clients: dict[str, Any] = {}
         self.caller = RosRobotCaller(self, self.p["call_timeout_s"], group)
         self.load_scene = self.create_client(LoadScene, "/captain/robot/load_scene", callback_group=group)
         self.privileged = self.create_client(PrivilegedStateSrv, "/captain/robot/privileged_state",
                                              callback_group=group)
         self.snapshot = self.create_client(Snapshot, "/captain/robot/snapshot", callback_group=group)
         self.recorder = RecorderWatch(self, self.p["bag_wait_s"], group)
+        self.robot_params = AsyncParameterClient(self, "captain_robot", callback_group=group)
+        self.estop_latched = False
+        self.create_subscription(Bool, ESTOP_STATE_TOPIC, self._on_estop_state, LATCHED_QOS,
+                                 callback_group=group)
         self._busy = threading.Lock()
         self._goal: Any = None
         self.server = ActionServer(self, RunEpisode, "/captain/run_episode", self._execute,
                                    goal_callback=self._on_goal, cancel_callback=lambda _g: CancelResponse.ACCEPT,
                                    callback_group=group)
+
+    def _on_estop_state(self, msg: Bool) -> None:
+        self.estop_latched = bool(msg.data)
 
     def _on_goal(self, goal: RunEpisode.Goal) -> GoalResponse:
         return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
@@ -112,16 +137,20 @@ class PolicyNode(Node):
                           max_wall_s=g.max_wall_time_s or defaults.max_wall_s,
                           max_physical_actions=g.max_physical_actions or defaults.max_physical_actions)
         policy_name = g.policy or self.p["policy"]
-        policy = make_policy(policy_name)
+        folder = self.p["model_folder"]
+        policy = make_policy(policy_name, {"model_folder": folder} if folder else {})
         out_dir = Path(g.output_dir or Path(self.p["output_root"]) / episode_id)
         watcher = GoalObserver(goal_handle, self.receipt_pub, self.privileged_pub, episode_id,
-                               budgets.max_requests)
+                               budgets.max_requests, self.trajectory_pub)
         observers: list[EpisodeObserver] = [CancelObserver(lambda: goal_handle.is_cancel_requested),
                                             watcher, ReportObserver(out_dir)]
         sim = self.privileged.service_is_ready()
         setup = EpisodeSetup(
             task=task, seed=int(g.seed), robot=self.caller, policy=policy, out_dir=out_dir,
-            budgets=budgets, options=EpisodeOptions(policy_name=policy_name, backend_name="ros"),
+            budgets=budgets, options=EpisodeOptions(policy_name=policy_name,
+                                                    backend_name=self._robot_backend(),
+                                                    profile=resolve_profile(
+                                                        self.p["profile"], folder or None)),
             privileged=ServicePrivileged(self.privileged, self.snapshot, call_sync) if sim else None,
             observers=observers, overwrite=bool(self.p["overwrite_output"]))
         setup.prepare()  # before the recorder opens its bag (it may write into the folder)
@@ -132,6 +161,9 @@ class PolicyNode(Node):
         res = RunEpisode.Result()
         episode_id = f"{g.task}_{g.seed}_{time.strftime('%Y%m%dT%H%M%S')}_{int(time.time() * 1000) % 1000:03d}"
         res.episode_id = episode_id
+        if self.estop_latched:  # only an operator's /captain/estop/reset releases it
+            return self._abort(goal_handle, res, "estop", "the e-stop is latched: an operator must "
+                               f"release it with {ESTOP_RESET_SRV} before a new episode")
         try:
             setup, watcher = self._setup(g, goal_handle, episode_id)
         except Exception as exc:  # noqa: BLE001 - a bad goal aborts with a reason
@@ -143,7 +175,8 @@ class PolicyNode(Node):
         self._goal = goal_handle
         self.caller.episode_id, self.caller.refuse = episode_id, self._refuse_when_canceled
         self.caller.request_index_fn = lambda: watcher.request
-        self._event(episode_id, "start", {"task": g.task, "seed": g.seed, "out_dir": str(setup.out_dir)})
+        start_ns = self._event(episode_id, "start", {"task": g.task, "seed": g.seed,
+                                                     "out_dir": str(setup.out_dir)})
         bag_open = self.recorder.bag_opened(episode_id)
         try:
             record = setup.run()
@@ -151,7 +184,10 @@ class PolicyNode(Node):
             self.get_logger().error(f"episode {episode_id} failed: {exc!r}")
             return self._abort(goal_handle, res, "internal_error", repr(exc))
         finally:
-            self._event(episode_id, "end", {"calls": watcher.calls})
+            end_ns = self._event(episode_id, "end", {"calls": watcher.calls})
+            time.sleep(COUNTS_SETTLE_S)  # messages stamped before end_ns are published by now
+            self._event(episode_id, "counts", {"calls": watcher.calls,
+                                               "published": self._published(start_ns, end_ns)}, end_ns)
             self._goal, self.caller.refuse = None, None
             setup.policy.close()
         res.outcome_label = "canceled" if goal_handle.is_cancel_requested else record.outcome
@@ -159,7 +195,12 @@ class PolicyNode(Node):
         res.requests, res.calls = record.requests, record.robot_calls
         res.physical_actions, res.wall_time_s = record.physical_actions, record.wall_s
         res.failures = watcher.failures
-        res.bag_path = self.recorder.bag_closed(bag_open)
+        bag = self.recorder.bag_closed(episode_id, bag_open)
+        res.bag_path, res.bag_complete, res.bag_status = bag.path, bag.complete, bag.status
+        if bag.path:
+            record = replace(record, bag_path=bag.path, bag_complete=bag.complete,
+                             extra={**record.extra, "bag_status": bag.status})
+            record.write(setup.out_dir / "summary.json")
         res.summary_json = json.dumps(record.to_dict(), default=str)
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
@@ -167,9 +208,46 @@ class PolicyNode(Node):
             goal_handle.succeed()
         return res
 
-    def _event(self, episode_id: str, event: str, detail: dict[str, Any]) -> None:
-        self.event_pub.publish(EpisodeEvent(stamp=self.get_clock().now().to_msg(), episode_id=episode_id,
+    def _robot_backend(self) -> str:
+        """The robot node's ``backend`` parameter (what the record names as backend)."""
+        if not self.robot_params.services_are_ready():
+            return "unknown"
+        done = threading.Event()
+        future = self.robot_params.get_parameters(["backend"])
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(2.0) or future.result() is None or not future.result().values:
+            return "unknown"
+        return str(future.result().values[0].string_value or "unknown")
+
+    def _event(self, episode_id: str, event: str, detail: dict[str, Any],
+               stamp_ns: int | None = None) -> int:
+        """Publish an episode event stamped ``stamp_ns`` (now by default); returns the stamp.
+
+        The recorder's episode window is [start stamp, end stamp]: every message published in it
+        belongs to this episode's bag."""
+        at = time.time_ns() if stamp_ns is None else stamp_ns
+        sec, nanosec = divmod(at, 1_000_000_000)
+        self.event_pub.publish(EpisodeEvent(stamp=Time(sec=sec, nanosec=nanosec), episode_id=episode_id,
                                             event=event, detail_json=json.dumps(detail)))
+        return at
+
+    def _published(self, start_ns: int, end_ns: int) -> dict[str, int]:
+        """Messages per topic every node of the graph published in [start_ns, end_ns] (their
+        ``published_counts`` services), for the recorder's completeness check."""
+        counts = dict(self.publish_log.counts(start_ns, end_ns))
+        own = f"/{self.get_name()}/published_counts"
+        for name, _types in self.get_service_names_and_types():
+            if not name.endswith("/published_counts") or name == own:
+                continue
+            client = self.counts_clients.get(name) or self.create_client(PublishedCounts, name)
+            self.counts_clients[name] = client
+            resp = call_sync(client, PublishedCounts.Request(start_ns=start_ns, end_ns=end_ns), 5.0)
+            if resp is None:
+                self.get_logger().warning(f"{name} did not answer: the bag's completeness is unchecked")
+                continue
+            for topic, n in json.loads(resp.counts_json).items():
+                counts[topic] = counts.get(topic, 0) + int(n)
+        return counts
 
     def _load_scene(self, task: str, seed: int) -> str | None:
         if not self.load_scene.wait_for_service(timeout_sec=10.0):

@@ -1,12 +1,18 @@
-"""Recorder node: rosbag2 MCAP bags of the episode topics, one bag per episode.
+"""Recorder node: one rosbag2 MCAP bag per episode that loses nothing and mixes nothing up.
 
-Subscribes (raw CDR, no deserialization) to every topic matching ``topics`` as publishers appear,
-with the publishers' reliability/durability, and stores their offered QoS profiles in the bag.
-An ``/captain/episode_events`` ``start`` opens ``<output_dir>/<episode_id>``; ``end`` closes it once
-the announced number of receipts has been written (or ``close_grace_s`` passed). Bags are flushed
-every ``flush_period_s`` (a crash loses at most that much; see :func:`captain_ros.bags.rosbag2.recover_bag`)
-and closed cleanly on shutdown. Status (JSON on ``/captain/recorder/status``, latched): the open
-bag, the last closed bag and per-topic counts at the last flush.
+Subscribes (raw CDR) to every topic matching ``topics`` as publishers appear, with the
+publishers' reliability/durability and deep reader queues, and stores their offered QoS profiles
+in the bag. Which bag a message goes to is decided by its stamp against the episode's window
+(:mod:`captain_ros.bags.episodes`): the policy node's ``start`` event opens the window, its
+``end`` event ends it and the ``counts`` event that follows says how many messages every node
+published in it, so the bag closes as soon as it holds them all, or after ``close_grace_s``
+marked incomplete (the missing counts in the status).
+
+Crash safety: the bag is flushed (MCAP chunk closed + fsync) every ``flush_period_s``, so a
+SIGKILL loses at most that much; at start the node recovers every unclosed bag left in
+``output_dir`` (readable again by rosbags and mcap readers), and the launch file respawns it.
+Status (JSON on ``/captain/recorder/status``, latched): this instance, the open bags, the last
+closed bags with their completeness, and the bags recovered at start.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import fnmatch
 import functools
 import importlib
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -27,24 +34,33 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from std_msgs.msg import String
 
-from captain_ros.bags.rosbag2 import BagWriter, make_typestore, qos
+from captain_ros.bags.episodes import ClosedBag, EpisodeRouter, stamp_of_cdr
+from captain_ros.bags.rosbag2 import BagWriter, make_typestore, qos, recover_bag
 from captain_ros.ros.estop import LATCHED_QOS
 from captain_ros.ros.params import Param, declare
 
+EVENTS_TOPIC = "/captain/episode_events"
 EPISODE_TOPICS = ("/captain/receipts,/captain/episode_events,/captain/observations,/captain/privileged,"
-                  "/captain/detections,/captain/estop/state,/captain/wrench/*,/joint_states,/tf,"
-                  "/tf_static,/camera/*/image_raw,/camera/*/camera_info")
+                  "/captain/trajectory,/captain/detections,/captain/estop/state,/captain/wrench/*,/joint_states,/tf,"
+                  "/tf_static,/camera/*/image_raw,/camera/*/depth/image_raw,/camera/*/camera_info")
 PARAMS = (
     Param("output_dir", "runs/bags", "Directory that receives one bag per episode."),
     Param("topics", EPISODE_TOPICS, "Comma-separated topic patterns (fnmatch) to record."),
-    Param("flush_period_s", 1.0, "Flush (close chunk + fsync) period [s].", 0.05, 60.0),
+    Param("flush_period_s", 0.5, "Flush (close chunk + fsync) period [s]: with hold_s, what a "
+          "crash can lose.", 0.05, 60.0),
     Param("discovery_period_s", 0.25, "Period of the topic discovery scan [s].", 0.05, 10.0),
-    Param("drain_topics", "/joint_states,/tf,/captain/wrench/*", "Comma-separated patterns of the "
-          "periodic state topics that must deliver a sample published after 'end' before the bag "
-          "closes."),
-    Param("close_grace_s", 5.0, "Longest wait after 'end' for late receipts and for the state "
-          "topics to deliver samples published after it [s].", 0.0, 60.0),
+    Param("close_grace_s", 10.0, "Longest wait after 'end' for the messages the nodes published in "
+          "the episode [s]; past it the bag closes marked incomplete.", 0.0, 120.0),
+    Param("hold_s", 0.3, "A message is written once this much older than now [s] (its episode's "
+          "end may be announced after it was published); a crash loses at most this plus the "
+          "flush period.", 0.0, 10.0),
+    Param("buffer_s", 30.0, "How long messages are kept for an episode whose start event arrives "
+          "after them [s].", 1.0, 600.0),
 )
+
+
+def stamp_ns(t: Any) -> int:
+    return int(t.sec) * 1_000_000_000 + int(t.nanosec)
 
 
 class RecorderNode(Node):
@@ -53,28 +69,43 @@ class RecorderNode(Node):
         self.p = declare(self, PARAMS)
         self.patterns = [t.strip() for t in self.p["topics"].split(",") if t.strip()]
         self.typestore = make_typestore()
-        self.bag: BagWriter | None = None
-        self.episode_id = ""
-        self.last_closed = ""
-        self._closing: tuple[int, float, int, set[str]] | None = None  # receipts, deadline, end, topics
-        self._last_source_ns: dict[str, int] = {}
-        self._first_source_ns: dict[str, int] = {}
-        self._latched: dict[str, tuple[str, Any, bytes]] = {}  # re-written at each bag start
-        self._types: dict[str, tuple[str, Any]] = {}
+        self.instance = f"{os.getpid()}-{time.time_ns()}"
+        self.router = EpisodeRouter(self._open_writer, buffer_s=self.p["buffer_s"],
+                                    hold_s=self.p["hold_s"])
+        self.closed: list[ClosedBag] = []
+        self.recovered = self._recover_crashed()
+        self._types: dict[str, tuple[str, Any, bool]] = {}
+        self._subs: dict[str, Any] = {}
+        self.flushed: dict[str, dict[str, int]] = {}
         self._lock = threading.RLock()
         group = MutuallyExclusiveCallbackGroup()
         self.status_pub = self.create_publisher(String, "/captain/recorder/status", LATCHED_QOS)
-        self.create_subscription(EpisodeEvent, "/captain/episode_events", self._on_event, 100,
-                                 callback_group=group)
+        self.create_subscription(EpisodeEvent, EVENTS_TOPIC, self._on_event, 100, callback_group=group)
         self.create_timer(self.p["discovery_period_s"], self._discover, callback_group=group)
         self.create_timer(self.p["flush_period_s"], self.flush, callback_group=group)
         self._discover()
         self._status()
 
+    # --- crash recovery -------------------------------------------------------------------------
+    def _recover_crashed(self) -> list[str]:
+        """Make every unclosed bag in ``output_dir`` (a crashed recorder's) readable again."""
+        out = Path(self.p["output_dir"])
+        done = []
+        for d in sorted(out.glob("*")) if out.is_dir() else []:
+            if d.is_dir() and not (d / "metadata.yaml").exists() and list(d.glob("*.mcap")):
+                try:
+                    recover_bag(d)
+                    done.append(str(d))
+                    self.get_logger().warning(f"recovered the unclosed bag {d} (a recorder crashed)")
+                except Exception as exc:  # noqa: BLE001 - a bag beyond repair is reported, not fatal
+                    self.get_logger().error(f"cannot recover {d}: {exc}")
+        return done
+
     # --- subscriptions --------------------------------------------------------------------------
     def _discover(self) -> None:
         for topic, types in self.get_topic_names_and_types():
-            if topic in self._types or topic == "/captain/episode_events" or not any(fnmatch.fnmatch(topic, p) for p in self.patterns):
+            if topic in self._types or topic == EVENTS_TOPIC or not any(
+                    fnmatch.fnmatch(topic, p) for p in self.patterns):
                 continue
             msgtype = types[0]
             pkg, _, name = msgtype.split("/")
@@ -84,104 +115,89 @@ class RecorderNode(Node):
             latched = any(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in infos)
             # deep reader queues: a flush (fsync) stall must not overflow KEEP_LAST and drop data
             big = msgtype in ("sensor_msgs/msg/Image", "sensor_msgs/msg/PointCloud2")
-            depth = max([i.qos_profile.depth for i in infos] + [50 if big else 1000])
+            depth = max([i.qos_profile.depth for i in infos] + [100 if big else 1000])
             sub_qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE if reliable
                                  else ReliabilityPolicy.BEST_EFFORT,
                                  durability=DurabilityPolicy.TRANSIENT_LOCAL if latched
                                  else DurabilityPolicy.VOLATILE)
-            self._types[topic] = (msgtype, qos(depth, reliable=reliable, transient_local=latched))
-            self.create_subscription(cls, topic, functools.partial(self._on_raw, topic), sub_qos,
-                                     raw=True)
+            self._types[topic] = (msgtype, qos(depth, reliable=reliable, transient_local=latched), latched)
+            self._subs[topic] = self.create_subscription(
+                cls, topic, functools.partial(self._on_raw, topic), sub_qos, raw=True)
             self.get_logger().debug(f"recording {topic} [{msgtype}]")
 
     def _on_raw(self, topic: str, data: bytes, info: Any) -> None:
-        """Write one serialized message, stamped with its reception time (rosbag2's default)."""
-        msgtype, q = self._types[topic]
+        msgtype, q, latched = self._types[topic]
+        stamp = stamp_of_cdr(msgtype, data)
         with self._lock:
-            src = int(info["source_timestamp"])
-            self._last_source_ns[topic] = src
-            self._first_source_ns.setdefault(topic, src)
-            if q.durability.name == "TRANSIENT_LOCAL":
-                self._latched[topic] = (msgtype, q, data)
-            if self.bag is not None:
-                self._write(topic, msgtype, q, data, int(info["received_timestamp"]))
-                if self._closing is not None:
-                    self._maybe_close()
-
-    def _write(self, topic: str, msgtype: str, q: Any, data: bytes, stamp_ns: int | None = None) -> None:
-        assert self.bag is not None
-        if not self.bag.has_topic(topic):
-            self.bag.add_topic(topic, msgtype, [q])
-        self.bag.write(topic, stamp_ns or time.time_ns(), data)
+            self.router.message(topic, msgtype, q, data,
+                                stamp or int(info["source_timestamp"]), latched)  # 0: unset
+            self._closed(self.router.poll())
 
     # --- episodes -------------------------------------------------------------------------------
-    def _on_event(self, ev: EpisodeEvent, info: Any) -> None:
+    def _open_writer(self, episode_id: str) -> BagWriter:
+        path = Path(self.p["output_dir"]) / (episode_id or time.strftime("%Y%m%d_%H%M%S"))
+        self.get_logger().info(f"recording episode {episode_id} to {path}")
+        return BagWriter(path, self.typestore)
+
+    def _on_event(self, ev: EpisodeEvent) -> None:
+        at = stamp_ns(ev.stamp)
+        q = qos(100)
+        data = serialize_message(ev)
         with self._lock:
             if ev.event == "start":
-                self.close_bag()
-                self.open_bag(ev.episode_id)
-            if self.bag is None or ev.episode_id != self.episode_id:
-                return
-            self._write("/captain/episode_events", "captain_ros_interfaces/msg/EpisodeEvent",
-                        qos(100), serialize_message(ev))
+                self.router.start(ev.episode_id, at)
+            self.router.message(EVENTS_TOPIC, "captain_ros_interfaces/msg/EpisodeEvent", q, data, at)
+            detail = json.loads(ev.detail_json or "{}")
             if ev.event == "end":
-                detail = json.loads(ev.detail_json or "{}")
-                # drain: periodic state topics must deliver a sample published after the end
-                drain = [p.strip() for p in self.p["drain_topics"].split(",") if p.strip()]
-                periodic = {t for t, n in self.bag.counts.items() if n >= 10 and self._rate_hz(t) >= 2.0
-                            and any(fnmatch.fnmatch(t, p) for p in drain)}
-                self._closing = (int(detail.get("calls", 0)), time.monotonic() + self.p["close_grace_s"],
-                                 int(info["source_timestamp"]), periodic)
-                self._maybe_close()
-
-    def _rate_hz(self, topic: str) -> float:
-        """Mean publishing rate of ``topic`` in the open bag [Hz] (from source timestamps)."""
-        span_ns = self._last_source_ns.get(topic, 0) - self._first_source_ns.get(topic, 0)
-        return (self.bag.counts[topic] - 1) / (span_ns * 1e-9) if self.bag and span_ns > 0 else 0.0
-
-    def open_bag(self, episode_id: str) -> None:
-        path = Path(self.p["output_dir"]) / (episode_id or time.strftime("%Y%m%d_%H%M%S"))
-        self.bag = BagWriter(path, self.typestore)
-        self.episode_id = episode_id
-        self._first_source_ns = {}
-        for topic, (msgtype, q, data) in self._latched.items():
-            self._write(topic, msgtype, q, data)
-        self.get_logger().info(f"recording episode {episode_id} to {path}")
+                self.router.end(ev.episode_id, at, self.p["close_grace_s"])
+            if ev.event in ("end", "counts") and "published" in detail:
+                expected = {t: n for t, n in detail["published"].items() if t != EVENTS_TOPIC}
+                self.router.expect(ev.episode_id, expected)
+            self._closed(self.router.poll())
         self._status()
 
-    def _maybe_close(self) -> None:
-        if self._closing is None or self.bag is None:
-            return
-        expected, deadline, end_ns, periodic = self._closing
-        drained = all(self._last_source_ns.get(t, 0) >= end_ns for t in periodic)
-        if (self.bag.counts["/captain/receipts"] >= expected and drained) or time.monotonic() >= deadline:
-            self.close_bag()
-
-    def close_bag(self) -> None:
-        with self._lock:
-            if self.bag is not None:
-                self.bag.close()
-                self.last_closed = str(self.bag.path)
-                self.get_logger().info(f"closed bag {self.bag.path} {dict(self.bag.counts)}")
-            self.bag, self._closing, self.episode_id = None, None, ""
-        self._status()
+    def _closed(self, bags: list[ClosedBag]) -> None:
+        for b in bags:
+            self.closed = [*self.closed[-9:], b]
+            log = self.get_logger().info if b.complete else self.get_logger().warning
+            log(f"closed bag {b.path} ({'complete' if b.complete else f'INCOMPLETE, missing {b.missing}'})")
+        if bags:
+            self._status()
 
     def flush(self) -> None:
         with self._lock:
-            self._maybe_close()
-            if self.bag is not None:
-                self.bag.flush()
-                self._status()
+            self._closed(self.router.poll())
+            self.router.flush()
+            self.flushed = {w.episode_id: dict(w.counts) for w in self.router.windows}
+        self._status()
 
     def _status(self) -> None:
-        if not self.context.ok():  # shutting down: the bag is closed, nobody to tell
+        if not self.context.ok():  # shutting down: the bags are closed, nobody to tell
             return
-        self.status_pub.publish(String(data=json.dumps({
-            "open": str(self.bag.path) if self.bag else "", "episode_id": self.episode_id,
-            "flushed": dict(self.bag.counts) if self.bag else {}, "last_closed": self.last_closed})))
+        with self._lock:
+            status = {"instance": self.instance, "open": self.router.open_paths,
+                      "episodes": [w.episode_id for w in self.router.windows],
+                      "counts": {w.episode_id: dict(w.counts) for w in self.router.windows},
+                      "flushed": self.flushed,  # on disk: what a crash now would keep
+                      "closed": [b.to_dict() for b in self.closed],
+                      "last_closed": self.closed[-1].path if self.closed else "",
+                      "recovered": self.recovered, "ready": self.ready()}
+        self.status_pub.publish(String(data=json.dumps(status)))
+
+    def ready(self) -> bool:
+        """Every recorded topic in the graph is subscribed and matched to all its publishers, so
+        nothing published from now on can be missed."""
+        for topic, _types in self.get_topic_names_and_types():
+            if topic == EVENTS_TOPIC or not any(fnmatch.fnmatch(topic, p) for p in self.patterns):
+                continue
+            sub = self._subs.get(topic)
+            if sub is None or sub.get_publisher_count() < self.count_publishers(topic):
+                return False
+        return True
 
     def destroy_node(self) -> None:
-        self.close_bag()
+        with self._lock:
+            self._closed(self.router.close_all())
         super().destroy_node()
 
 

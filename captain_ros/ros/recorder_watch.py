@@ -1,10 +1,17 @@
-"""Follows the recorder node's latched status to report an episode's bag path."""
+"""Follows the recorder node's latched status: is an episode's bag open, closed, complete?
+
+The policy node waits (bounded, on status updates, no polling sleeps) for the recorder to open an
+episode's bag and, after the episode, to close it. It never waits on a recorder known to be gone:
+when the status topic loses its publisher, or a different recorder instance (a respawn) takes
+over, the bag is reported incomplete at once with the reason.
+"""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from rclpy.node import Node
@@ -15,8 +22,17 @@ from captain_ros.ros.estop import LATCHED_QOS
 STATUS_TOPIC = "/captain/recorder/status"
 
 
+@dataclass(frozen=True)
+class BagOutcome:
+    """What became of an episode's bag."""
+
+    path: str
+    complete: bool
+    status: str  # "complete" | "incomplete: <why>" | "none: <why>"
+
+
 class RecorderWatch:
-    """Subscribes to ``/captain/recorder/status``; waits on its updates (bounded, no polling sleeps)."""
+    """Subscribes to ``/captain/recorder/status``; waits on its updates."""
 
     def __init__(self, node: Node, wait_s: float, callback_group: Any = None) -> None:
         self.node = node
@@ -27,29 +43,64 @@ class RecorderWatch:
                                  callback_group=callback_group)
 
     def _on_status(self, msg: String) -> None:
-        self.status = json.loads(msg.data)
+        try:
+            self.status = json.loads(msg.data)
+        except ValueError:
+            return
         self._event.set()
 
-    def _wait(self, done: Any) -> bool:
+    def _alive(self) -> bool:
+        return self.node.count_publishers(STATUS_TOPIC) > 0
+
+    def _wait(self, done: Any, give_up: Any = lambda: False) -> bool:
         deadline = time.monotonic() + self.wait_s
         while not done():
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or give_up():
                 return False
             self._event.wait(min(left, 0.1))
             self._event.clear()
         return True
 
-    def bag_opened(self, episode_id: str) -> str:
-        """Path of the bag the recorder opened for ``episode_id`` ('' when no recorder runs)."""
-        if not self.status and self.node.count_publishers(STATUS_TOPIC) == 0:
-            return ""  # no recorder in the graph
-        # a recorder is known: its latched status may still be on its way (just discovered)
-        ok = self._wait(lambda: self.status.get("episode_id") == episode_id)
-        return str(self.status.get("open", "")) if ok else ""
+    def bag_opened(self, episode_id: str) -> tuple[str, str]:
+        """``(path, recorder instance)`` of the bag opened for ``episode_id`` ("" when no recorder
+        runs or it did not open one in time)."""
+        if not self.status and not self._alive():
+            return "", ""  # no recorder in the graph
+        # open, and matched to every publisher of its topics (a new recorder still discovering
+        # them would miss the episode's first messages)
+        ok = self._wait(lambda: episode_id in (self.status.get("episodes") or [])
+                        and bool(self.status.get("ready")), give_up=lambda: not self._alive())
+        if not ok:
+            return "", str(self.status.get("instance", ""))
+        paths = self.status.get("open") or []
+        idx = (self.status.get("episodes") or []).index(episode_id)
+        return (str(paths[idx]) if idx < len(paths) else ""), str(self.status.get("instance", ""))
 
-    def bag_closed(self, path: str) -> str:
-        """``path`` once the recorder reports it closed (or after the wait)."""
-        if path:
-            self._wait(lambda: self.status.get("last_closed") == path)
-        return path
+    def bag_closed(self, episode_id: str, opened: tuple[str, str]) -> BagOutcome:
+        """Wait for the recorder to close ``episode_id``'s bag; report its completeness."""
+        path, instance = opened
+        if not path:
+            why = "no recorder was running" if not instance else "the recorder did not open a bag"
+            return BagOutcome("", False, f"none: {why}")
+
+        def closed() -> dict[str, Any] | None:
+            return next((b for b in self.status.get("closed") or [] if b.get("episode_id") == episode_id),
+                        None)
+
+        def gone() -> bool:
+            return not self._alive() or str(self.status.get("instance", "")) != instance
+
+        self._wait(lambda: closed() is not None, give_up=gone)
+        bag = closed()
+        if bag is not None:
+            if bag.get("complete"):
+                return BagOutcome(path, True, "complete")
+            return BagOutcome(path, False, f"incomplete: missing {bag.get('missing')}")
+        if not self._alive():
+            return BagOutcome(path, False, "incomplete: the recorder died during the episode "
+                                           "(`captain bag recover` makes the bag readable)")
+        if str(self.status.get("instance", "")) != instance:
+            return BagOutcome(path, False, "incomplete: the recorder restarted during the episode "
+                                           "(it recovered the crashed bag up to its last flush)")
+        return BagOutcome(path, False, f"incomplete: the recorder did not close it within {self.wait_s:g} s")

@@ -23,10 +23,13 @@ from captain_ros.ros.calls import ROBOT_CALL_SRV, CallServer
 from captain_ros.ros.estop import EStopInterface
 from captain_ros.ros.locked_backend import LockedBackend
 from captain_ros.ros.params import Param, declare
+from captain_ros.ros.publish_log import PublishLog
 from captain_ros.ros.sim_services import SimServices
 from captain_ros.ros.state_publisher import StatePublisher
 
-KNOWN_BACKENDS = ("mujoco", "fake", "piper", "xr1", "humanoid")
+KNOWN_BACKENDS = ("mujoco", "fake", "piper", "ros_arm", "xr1", "humanoid")
+HARDWARE_BACKENDS = ("piper", "ros_arm")
+"""No ground truth through the graph (also on the emulator): bags as on the real rig."""
 PARAMS = (
     Param("backend", "mujoco", "Robot backend.", choices=KNOWN_BACKENDS),
     Param("task", "pick_place", "Task whose scene the simulator loads (simulation backends)."),
@@ -37,6 +40,11 @@ PARAMS = (
           "(by the perception node). Applied at the next activate.", 0.0, 60.0, read_only=False),
     Param("cameras", "", "Comma-separated cameras to publish; empty = all."),
     Param("publish_depth", True, "Also publish 32FC1 depth images [m]."),
+    Param("backend_config", "", "Rig config of a hardware backend ('' = its default: "
+          "config/piper.yaml for piper (config/piper_dual.yaml: the dual rig), config/xr1.yaml "
+          "for ros_arm)."),
+    Param("can", "", "piper: CAN interface(s), can0 or can0,can1 ('' = from the config)."),
+    Param("emulate", False, "piper: the CAN emulator with the task's scene instead of hardware."),
 )
 
 
@@ -51,6 +59,19 @@ def implemented_backends() -> tuple[str, ...]:
     from captain_ros.backends import BACKENDS
 
     return tuple(BACKENDS)
+
+
+def backend_options(values: dict[str, Any]) -> dict[str, Any]:
+    """``make_backend`` keyword options of the hardware backends from the node parameters."""
+    opts: dict[str, Any] = {}
+    if values["backend"] in ("piper", "ros_arm") and values["backend_config"]:
+        opts["config"] = values["backend_config"]
+    if values["backend"] == "piper":
+        if values["can"]:
+            opts["can"] = values["can"]
+        if values["emulate"]:
+            opts["emulate"] = True
+    return opts
 
 
 def check_backend(values: dict[str, Any]) -> str | None:
@@ -72,6 +93,9 @@ class RobotNode(LifecycleNode):
         self.backend: LockedBackend | None = None
         self.service: Any = None
         self._initial: Any = None
+        self.last_error = ""
+        self.publish_log = PublishLog(self)  # what the state topics published (bag completeness)
+        self._latched_reason: str | None = None  # the e-stop latch across backend rebuilds
         self._timers: list[Any] = []
         self.scene_listeners: list[Any] = []  # called after load_scene (e.g. perception reset)
         self.call_group = MutuallyExclusiveCallbackGroup()
@@ -79,12 +103,34 @@ class RobotNode(LifecycleNode):
 
     # --- lifecycle ------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
+        before = self._entities()
+        try:
+            return self._configure(before)
+        except Exception as exc:  # noqa: BLE001 - a failed transition says why, then fails
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            self.get_logger().error(f"configure failed: {self.last_error}")
+            for e in self._entities():
+                if e not in before:
+                    self._destroy(e)
+            return TransitionCallbackReturn.FAILURE
+
+    def _destroy(self, entity: Any) -> None:
+        for kind in ("publisher", "subscription", "service"):
+            fn = getattr(self, f"destroy_{kind}")
+            try:
+                fn(entity)
+                return
+            except Exception:  # noqa: BLE001 - not that kind of entity
+                continue
+
+    def _configure(self, before: list[Any]) -> TransitionCallbackReturn:
         from captain_ros.backends import make_backend
 
-        before = self._entities()
         inner = self._injected or make_backend(self.p["backend"],
-                                               scene_of(self.p["task"], int(self.p["seed"])))
-        self.backend = LockedBackend(inner)
+                                               scene_of(self.p["task"], int(self.p["seed"])),
+                                               **backend_options(self.p))
+        # a latch from before a cleanup/configure cycle (a backend rebuild) is kept
+        self.backend = LockedBackend(inner, latched_reason=self._latched_reason)
         self._set_scene(self.p["task"], int(self.p["seed"]))
         spec = self.backend.spec
         names = [c.strip() for c in self.p["cameras"].split(",") if c.strip()]
@@ -92,7 +138,8 @@ class RobotNode(LifecycleNode):
                                 ("motion",), self.call_group)
         self.estop = EStopInterface(self, self.backend.estop, self.backend.reset_estop,
                                     lambda: self.backend.estopped)
-        self.sim = SimServices(self, self.call_group)
+        self.sim = SimServices(self, self.call_group, privileged=self._injected is not None
+                               or self.p["backend"] not in HARDWARE_BACKENDS)
         self.state_pub = StatePublisher(self, spec.arm_names, tuple(names or spec.cameras))
         self.state_pub.publish_static(spec)
         self._configured = [e for e in self._entities() if e not in before]
@@ -140,8 +187,10 @@ class RobotNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def close_backend(self) -> None:
-        if self.backend is not None and self._injected is None:
-            self.backend.close()
+        if self.backend is not None:
+            self._latched_reason = self.backend.latched_reason
+            if self._injected is None:
+                self.backend.close()
         self.backend = None
 
     # --- scene ----------------------------------------------------------------------------------
@@ -172,7 +221,8 @@ class RobotNode(LifecycleNode):
             return False, f"this robot node hosts a fixed backend with scene {self.scene}"
         else:
             try:
-                new = make_backend(self.p["backend"], scene_of(task, seed))
+                new = make_backend(self.p["backend"], scene_of(task, seed),
+                                   **backend_options(self.p))
             except Exception as exc:  # noqa: BLE001 - unknown task, bad seed
                 return False, f"cannot load {task!r} seed {seed}: {exc}"
             with self.backend.lock:

@@ -6,6 +6,7 @@ import contextlib
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import rclpy
@@ -18,13 +19,23 @@ from rclpy.executors import (
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 
+from captain_ros.core.errors import CaptainError
+from captain_ros.ros.params import ParameterError
+
+
+class BringUpError(RuntimeError):
+    """A lifecycle node refused a transition; the message carries the node's reason."""
+
 
 def bring_up(node: Node) -> None:
-    """Configure and activate a lifecycle node (no-op for plain nodes); raise if it refuses."""
+    """Configure and activate a lifecycle node (no-op for plain nodes); raise
+    :class:`BringUpError` with the node's reason if it refuses."""
     if isinstance(node, LifecycleNode):
         for step in (node.trigger_configure, node.trigger_activate):
             if step() != TransitionCallbackReturn.SUCCESS:
-                raise RuntimeError(f"{node.get_name()}: lifecycle {step.__name__} failed")
+                why = getattr(node, "last_error", "") or "see the node's log"
+                raise BringUpError(f"{node.get_name()}: {step.__name__.removeprefix('trigger_')} "
+                                   f"failed: {why}")
 
 
 class Executors:
@@ -94,10 +105,14 @@ def run_nodes(argv: list[str] | None, factory: Callable[[], Sequence[Node]],
     nodes: Sequence[Node] = ()
     executors: Executors | None = None
     try:
-        nodes = factory()
-        if autostart:
-            for n in nodes:
-                bring_up(n)
+        try:
+            nodes = factory()
+            if autostart:
+                for n in nodes:
+                    bring_up(n)
+        except (BringUpError, ParameterError, CaptainError) as exc:  # one clear line, no traceback
+            print(f"{Path(args[0]).name}: {exc}", file=sys.stderr, flush=True)
+            return 1
         executors = Executors(nodes).start_background()
         executors.spin_first()
     except (KeyboardInterrupt, ExternalShutdownException):

@@ -10,7 +10,9 @@ another executor thread would be cut in half. ``/captain/robot/privileged_state`
 simulator's ground truth as JSON (for the harness's host-success predicate; never for policies),
 ``/captain/robot/load_scene`` builds a task's scene for a seed, or resets the current scene from
 the snapshot taken when it was built. On hardware the backend raises ``NotSupportedError`` and
-the services answer ``success: false`` with its message.
+the services answer ``success: false`` with its message. ``privileged=False`` (hardware backends,
+also the PiPER emulator) does not offer ``privileged_state`` at all, so a graph on hardware records
+no ``/captain/privileged`` and its bags have the topic set of real hardware.
 """
 
 from __future__ import annotations
@@ -31,17 +33,19 @@ MAX_SNAPSHOTS = 512
 class SimServices:
     """Attach the services to ``robot`` (a :class:`~captain_ros.ros.robot_node.RobotNode`)."""
 
-    def __init__(self, robot: Any, group: Any) -> None:
+    def __init__(self, robot: Any, group: Any, privileged: bool = True) -> None:
         self.robot = robot
         self.perception_of: Callable[[], Any] | None = None
         """Returns the perception service whose store belongs to the robot side (set by the
         robot stack; None: snapshots hold the backend and motion history only)."""
         self._snapshots: dict[str, Any] = {}
         self._n = 0
-        for srv, name, cb in ((Snapshot, "snapshot", self._on_snapshot),
-                              (Restore, "restore", self._on_restore),
-                              (LoadScene, "load_scene", self._on_load_scene),
-                              (PrivilegedState, "privileged_state", self._on_privileged)):
+        services = [(Snapshot, "snapshot", self._on_snapshot),
+                    (Restore, "restore", self._on_restore),
+                    (LoadScene, "load_scene", self._on_load_scene)]
+        if privileged:
+            services.append((PrivilegedState, "privileged_state", self._on_privileged))
+        for srv, name, cb in services:
             robot.create_service(srv, f"/captain/robot/{name}", cb, callback_group=group)
 
     def _on_snapshot(self, _req: Snapshot.Request, resp: Snapshot.Response) -> Snapshot.Response:

@@ -19,6 +19,9 @@ from tf2_msgs.msg import TFMessage
 from captain_ros.core.geometry import Pose
 from captain_ros.ros import convert
 from captain_ros.ros.estop import LATCHED_QOS
+from captain_ros.ros.publish_log import create_publisher
+
+IMAGE_DEPTH = 30
 
 
 class CameraPublisher:
@@ -28,10 +31,11 @@ class CameraPublisher:
     def __init__(self, node: Node, cameras: tuple[str, ...]) -> None:
         self.node = node
         self.cameras = cameras
-        self.tf_pub = node.create_publisher(TFMessage, "/tf", 100)
-        self.image_pubs = {c: (node.create_publisher(Image, f"/camera/{c}/image_raw", 10),
-                               node.create_publisher(Image, f"/camera/{c}/depth/image_raw", 10),
-                               node.create_publisher(CameraInfo, f"/camera/{c}/camera_info", 10))
+        self.tf_pub = create_publisher(node, TFMessage, "/tf", 100)
+        # images: reliable, deep enough that a subscriber's flush stall drops nothing
+        self.image_pubs = {c: (create_publisher(node, Image, f"/camera/{c}/image_raw", IMAGE_DEPTH),
+                               create_publisher(node, Image, f"/camera/{c}/depth/image_raw", IMAGE_DEPTH),
+                               create_publisher(node, CameraInfo, f"/camera/{c}/camera_info", IMAGE_DEPTH))
                            for c in cameras}
 
     def publish_frames(self, frames: dict[str, Any], depth: bool = True) -> None:
@@ -56,10 +60,10 @@ class StatePublisher:
 
     def __init__(self, node: Node, arms: tuple[str, ...], cameras: tuple[str, ...]) -> None:
         self.node = node
-        self.joint_pub = node.create_publisher(JointState, "/joint_states", 10)
-        self.tf_pub = node.create_publisher(TFMessage, "/tf", 100)
-        self.tf_static_pub = node.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
-        self.wrench_pubs = {a: node.create_publisher(WrenchStamped, f"/captain/wrench/{a}", 10)
+        self.joint_pub = create_publisher(node, JointState, "/joint_states", 100)
+        self.tf_pub = create_publisher(node, TFMessage, "/tf", 100)
+        self.tf_static_pub = create_publisher(node, TFMessage, "/tf_static", LATCHED_QOS)
+        self.wrench_pubs = {a: create_publisher(node, WrenchStamped, f"/captain/wrench/{a}", 100)
                             for a in arms}
         self.camera_pub = CameraPublisher(node, cameras)
         self.cameras = cameras

@@ -16,7 +16,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-CONFIG = Path(__file__).resolve().parents[2] / "config" / "captain.yaml"
+from captain_ros.core.errors import CaptainError
+from captain_ros.data import data_path
+
+CONFIG = data_path("config", "captain.yaml")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +63,22 @@ def compose(params_file: str, backend: str = "", record_dir: str | None = None,
     return nodes
 
 
+REFUSED = ("invalid_goal", "scene_not_loaded", "estop", "internal_error")
+"""Outcome labels of a goal the graph refused or could not run (one line, exit status 2)."""
+
+
 def run(args: argparse.Namespace) -> int:
+    from captain_ros.cli.episodes import check_episode_args
+
+    try:  # a bad argument costs one line, not a graph start-up
+        check_episode_args(args.task, args.seed, args.policy or "scripted")
+    except (CaptainError, ValueError, OSError) as exc:
+        print(f"captain up: {exc}", file=sys.stderr)
+        return 2
+    return _run_graph(args)
+
+
+def _run_graph(args: argparse.Namespace) -> int:
     import rclpy
     from captain_ros_interfaces.action import RunEpisode
     from rclpy.action import ActionClient
@@ -116,8 +134,12 @@ def run(args: argparse.Namespace) -> int:
             handle.cancel_goal_async()
             finished.wait(60)
         res = result_future.result().result
+        if res.outcome_label in REFUSED:
+            reason = json.loads(res.summary_json or "{}").get("error", "")
+            print(f"captain up: {res.outcome_label}: {reason}", file=sys.stderr)
+            return 2
         print(json.dumps(result_summary(res), indent=2))
-        return 0 if res.outcome_label not in ("invalid_goal", "scene_not_loaded") else 1
+        return 0
     finally:
         if executors is not None:
             executors.shutdown()

@@ -7,6 +7,7 @@ serializer, and the ament index of the install finds the package's share folder 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -84,3 +85,34 @@ def test_colcon_built_interfaces_are_usable(workspace: Path) -> None:
     assert lines[0].startswith(str(prefix))  # imported from the colcon install, not the venv
     assert lines[1] == "move_to stopped at contact"
     assert lines[2] == str(workspace / "captain_ros" / "share" / "captain_ros")
+
+
+def test_colcon_install_launches_and_completes_an_episode(workspace: Path, tmp_path: Path) -> None:
+    """`ros2 launch` + `ros2 action send_goal` against the colcon install (not the checkout)."""
+    from ros_cli import RosCli, cli_env, goal, require_ros2_cli
+
+    require_ros2_cli()
+    pkg, ifaces = workspace / "captain_ros", workspace / "captain_ros_interfaces"
+    exe = pkg / "lib" / "captain_ros" / "captain_policy"
+    assert exe.read_text().splitlines()[0] == f"#!{sys.executable}"  # the interpreter it was built for
+    sites = [p / "lib" / "python3.11" / "site-packages" for p in (pkg, ifaces)]
+    env = cli_env(60 + os.getpid() % 10, ament_prefixes=(pkg, ifaces, VENV), python_path=sites)
+    env["LD_LIBRARY_PATH"] = f"{ifaces / 'lib'}:{env.get('LD_LIBRARY_PATH', '')}"
+    cli = RosCli(env, tmp_path)
+    proc = cli.start("launch", "captain_ros", "captain.launch.py", "backend:=fake", "record:=false",
+                     log=tmp_path / "launch.log")
+    try:
+        cli.wait_for("action", "/captain/run_episode", 180.0, proc)
+        res = cli.run("action", "send_goal", "--feedback", "/captain/run_episode",
+                      "captain_ros_interfaces/action/RunEpisode",
+                      goal(task="pick_place", seed=7, max_requests=3, output_dir=str(tmp_path / "ep")))
+        assert "Goal finished with status: SUCCEEDED" in res.stdout, res.stdout[-2000:]
+        assert "Feedback:" in res.stdout and "requests: 3" in res.stdout
+        assert (tmp_path / "ep" / "summary.json").is_file()
+        pids = re.findall(r"process started with pid \[(\d+)\]", cli.log_of(proc))
+        cmdlines = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") for pid in pids]
+        # the interpreter runs the colcon-installed executables with the installed parameters
+        assert len(cmdlines) == 2 and all(c[1].decode().startswith(str(pkg / "lib" / "captain_ros"))
+                                          for c in cmdlines), cmdlines
+    finally:
+        cli.stop_all()

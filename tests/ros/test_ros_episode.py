@@ -18,9 +18,10 @@ from captain_ros_interfaces.action import RunEpisode
 from captain_ros_interfaces.msg import Receipt
 from rclpy.action import ActionClient
 from rclpy.node import Node
-from ros_fixtures import ROOT, ChildProcess, Spinner, _next_domain, wait_until
+from ros_fixtures import ChildProcess, Spinner, _next_domain, wait_until
 
 from captain_ros.bags.rosbag2 import read_messages, summarize_bag
+from captain_ros.data import data_path
 from captain_ros.ros import convert
 
 pytestmark = pytest.mark.slow
@@ -32,7 +33,7 @@ def graph(tmp_path_factory):
 
     domain = _next_domain()
     bags = tmp_path_factory.mktemp("bags")
-    cfg = str(ROOT / "config" / "captain.yaml")
+    cfg = str(data_path("config", "captain.yaml"))
     procs = [
         ChildProcess(["-m", "captain_ros.ros.robot_stack", "--ros-args", "--params-file", cfg,
                       "-p", "backend:=mujoco", "-p", "camera_rate_hz:=1.0"], domain, "robot_stack"),
@@ -108,7 +109,7 @@ def test_cancel_mid_episode_stops_cleanly(graph):
     assert res.result.outcome_label == "canceled" and not res.result.strict_success
     assert 0 < res.result.calls < 40 and res.result.requests >= 1
     assert res.result.bag_path  # the recorder closed the partial episode's bag
-    assert summarize_bag(res.result.bag_path).counts["/captain/episode_events"] == 2
+    assert summarize_bag(res.result.bag_path).counts["/captain/episode_events"] == 3  # start, end, counts
 
 
 def test_full_episode_with_feedback_receipts_and_bag(graph):
@@ -140,7 +141,7 @@ def test_full_episode_with_feedback_receipts_and_bag(graph):
     # the bag of this episode, read back
     s = summarize_bag(r.bag_path)
     assert s.counts["/captain/receipts"] == len(fb_receipts)
-    assert s.counts["/captain/episode_events"] == 2 and s.counts["/tf_static"] == 1
+    assert s.counts["/captain/episode_events"] == 3 and s.counts["/tf_static"] == 1
     assert s.counts["/joint_states"] > 10
     # every state cycle publishes /joint_states and /tf together (observations add camera TFs);
     # the bag's cut-off at close may land between the two topics' last few messages under load
@@ -153,6 +154,17 @@ def test_full_episode_with_feedback_receipts_and_bag(graph):
     moves = [x for m, x in zip(bag_receipts, results, strict=True) if m.capability == "move_to"]
     assert moves and all("stop_reason" in x.value for x in moves if x.executed)
     assert sorted(m.call_index for m in bag_receipts) == list(range(1, len(fb_receipts) + 1))
+    # the recorder's bag carries the trajectory: `captain learn dataset` gives the rows of the
+    # episode folder the policy node wrote
+    from captain_ros.learn.data import build_dataset
+
+    assert s.counts["/captain/trajectory"] == r.requests + 2  # start, requests, end
+    out = Path(summary["out_dir"]).parent / f"dataset_{r.episode_id}"
+    build_dataset([r.bag_path], out / "bag")
+    build_dataset([summary["out_dir"]], out / "folder")
+    rows = {k: [json.loads(x) for x in (out / k / "train.jsonl").read_text().splitlines()
+                + (out / k / "validation.jsonl").read_text().splitlines()] for k in ("bag", "folder")}
+    assert rows["bag"] and [r["messages"] for r in rows["bag"]] == [r["messages"] for r in rows["folder"]]
 
 
 def test_estop_service_from_another_process_halts_a_move(graph):

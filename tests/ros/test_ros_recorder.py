@@ -1,12 +1,15 @@
-"""Recorder node in its own process: records an episode's topics, closes cleanly, survives kill -9."""
+"""Recorder node in its own process: records an episode's window, closes complete (or says what is
+missing), survives kill -9 and recovers the crashed bag when it starts again."""
 
 from __future__ import annotations
 
 import json
 import signal
 import threading
+import time
 
 import pytest
+from builtin_interfaces.msg import Time
 from captain_ros_interfaces.msg import EpisodeEvent, Receipt
 from rclpy.node import Node
 from ros_fixtures import wait_until
@@ -49,14 +52,20 @@ def _receipt(i: int) -> Receipt:
                                      episode_id="ep_test", call_index=i)
 
 
+def _event(episode: str, event: str, detail: dict, at_ns: int) -> EpisodeEvent:
+    sec, nanosec = divmod(at_ns, 1_000_000_000)
+    return EpisodeEvent(stamp=Time(sec=sec, nanosec=nanosec), episode_id=episode, event=event,
+                        detail_json=json.dumps(detail))
+
+
 def _begin(node, pubs, status, ev):
     tf = convert.transform_msg("world", "arm_base_link", __import__("captain_ros.core", fromlist=["Pose"]).Pose(
         [0, 0, 0]), convert.to_time(0))
     pubs["tf_static"].publish(TFMessage(transforms=[tf]))
     wait_until(lambda: all(p.get_subscription_count() > 0 for p in pubs.values()), 30.0,
                ev, "the recorder to subscribe to every topic")
-    pubs["events"].publish(EpisodeEvent(episode_id="ep_test", event="start", detail_json="{}"))
-    wait_until(lambda: status and status[-1]["episode_id"] == "ep_test", 10.0, ev, "bag opened")
+    pubs["events"].publish(_event("ep_test", "start", {}, time.time_ns()))
+    wait_until(lambda: status and "ep_test" in status[-1]["episodes"], 10.0, ev, "bag opened")
 
 
 def test_recorder_records_episode_and_closes_bag(publisher, child_process, tmp_path):
@@ -67,9 +76,12 @@ def test_recorder_records_episode_and_closes_bag(publisher, child_process, tmp_p
         pubs["receipts"].publish(_receipt(i))
     for k in range(3):
         pubs["joints"].publish(JointState(name=["j1"], position=[0.1 * k]))
-    pubs["events"].publish(EpisodeEvent(episode_id="ep_test", event="end",
-                                        detail_json=json.dumps({"calls": 5})))
+    end_ns = time.time_ns()
+    pubs["joints"].publish(JointState(name=["j1"], position=[9.0]))  # after the window: not ours
+    pubs["events"].publish(_event("ep_test", "end", {"calls": 5, "published": {
+        "/captain/receipts": 5, "/joint_states": 3}}, end_ns))
     wait_until(lambda: status[-1]["last_closed"].endswith("ep_test"), 15.0, ev, "bag closed")
+    assert status[-1]["closed"][-1]["complete"] is True
     assert rec.stop(signal.SIGINT) == 0, rec.output()[-2000:]
     bag = tmp_path / "ep_test"
     s = summarize_bag(bag)
@@ -89,12 +101,17 @@ def test_recorder_killed_keeps_flushed_messages(publisher, child_process, tmp_pa
     _begin(node, pubs, status, ev)
     for i in range(3):
         pubs["receipts"].publish(_receipt(i))
-    wait_until(lambda: status[-1]["flushed"].get("/captain/receipts", 0) >= 3, 15.0, ev,
-               "three receipts flushed")
+    wait_until(lambda: status[-1]["flushed"].get("ep_test", {}).get("/captain/receipts", 0) >= 3,
+               15.0, ev, "three receipts flushed to disk")
     rec.stop(signal.SIGKILL)
     bag = tmp_path / "ep_test"
     assert not (bag / "metadata.yaml").exists()
-    recover_bag(bag)
+    # a new recorder (the launch file respawns it) recovers the crashed bag at start
+    status.clear()
+    rec2 = _start_recorder(child_process, tmp_path)
+    wait_until(lambda: status and status[-1]["recovered"] == [str(bag)], 30.0, ev, "recovery")
+    assert rec2.stop(signal.SIGINT) == 0
     assert summarize_bag(bag).counts["/captain/receipts"] == 3
     assert [m.receipt for _, _, m in read_messages(bag, ["/captain/receipts"])] == \
         ["hold 0", "hold 1", "hold 2"]
+    assert recover_bag(bag) == bag  # a closed bag is left as it is

@@ -68,4 +68,7 @@ def test_launch_file_declares_arguments_and_backends():
     executables = {kw.value.value for c in ast.walk(tree) if isinstance(c, ast.Call)
                    for kw in c.keywords if kw.arg == "executable"}
     cmake = (ROOT / "CMakeLists.txt").read_text()
-    assert executables and all(f"scripts/ros/{e}" in cmake for e in executables)
+    assert executables and all(f'"{e}:captain_ros.' in cmake for e in executables)  # configured
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert all(f"scripts/ros/relay/{e}" in pyproject and (ROOT / "scripts" / "ros" / "relay" / e).is_file()
+               for e in executables)  # and relayed to lib/captain_ros by a pip install

@@ -341,8 +341,8 @@ class MujocoBackend(Backend):
         self._invalidate()
         self._targets = {n: q.copy() for n, q in snapshot.targets_rad.items()}
         self._grip_cmd = dict(snapshot.gripper_cmd_m)
-        self._estop = snapshot.estop
-        self._estop_reason = snapshot.estop_reason
+        if snapshot.estop and not self._estop:  # restoring never releases a latched e-stop
+            self._estop, self._estop_reason = True, snapshot.estop_reason
         self._ever_held = dict(snapshot.ever_held)
         self.rng.bit_generator.state = snapshot.rng_state
         self._ticks = snapshot.ticks

@@ -12,8 +12,9 @@ from typing import Any
 
 from captain_ros.backends.piper.backend import PiperBackend
 from captain_ros.backends.piper.config_piper import CameraConfig, PiperConfig
+from captain_ros.data import data_path
 
-CONFIG_DIR = Path(__file__).resolve().parents[3] / "config"
+CONFIG_DIR = data_path("config")
 
 
 def default_config_path(rig: str) -> Path:

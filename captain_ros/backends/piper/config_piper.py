@@ -15,6 +15,7 @@ import yaml
 
 from captain_ros.backends.safety import SafetyConfig
 from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.data import config_file
 
 RIG_ARMS = {"piper": ("arm",), "piper_dual": ("left", "right")}
 BUSTYPES = ("socketcan", "virtual", "slcan", "pcan", "kvaser")
@@ -147,7 +148,7 @@ class PiperConfig:
     @classmethod
     def load(cls, path: str | Path) -> PiperConfig:
         """Read ``path`` (its top-level ``piper:`` section, or the whole file)."""
-        p = Path(path)
+        p = config_file(path)
         if not p.is_file():
             raise InvalidArgumentError(f"PiPER config {p} does not exist")
         try:

@@ -49,6 +49,11 @@ MOVING_RAD = 1e-4
 """A tick whose targets differ from the reference by more than this [rad] is motion under way."""
 
 
+def _why(st: LinkStatus) -> str:
+    """The link's own fault descriptions, as `` (a; b)`` (empty when it reports none)."""
+    return f" ({'; '.join(st.faults)})" if st.faults else ""
+
+
 class SafeBackend(Backend):
     """Guards below the API around ``inner`` (see the module docstring)."""
 
@@ -111,12 +116,13 @@ class SafeBackend(Backend):
                 self._trip("hardware", f"{arm}: controller reports {st.hardware_estop}")
             problem = ""
             if not st.connected:
-                problem = f"{arm}: no link to the controller (bus down or unplugged)"
+                problem = f"{arm}: no link to the controller (bus down or unplugged){_why(st)}"
             elif st.feedback_age_s > self.config.max_feedback_age_s:
                 problem = (f"{arm}: joint feedback is stale ({st.feedback_age_s * 1e3:.0f} ms old, "
                            f"limit {self.config.max_feedback_age_s * 1e3:.0f} ms)")
             elif not st.enabled:
-                problem = f"{arm}: motors are not enabled; run `captain hw enable` or check the arm"
+                problem = (f"{arm}: motors are not enabled{_why(st)}; run `captain hw enable` or "
+                           "check the arm")
             if problem:
                 if self._moving:
                     self._trip("guard:link", problem)
@@ -129,7 +135,8 @@ class SafeBackend(Backend):
         for arm in arms or self.spec.arm_names:
             st = self.link.link_status(arm)
             if not st.connected:
-                raise HardwareError(f"{arm}: no link to the controller; check the bus and power")
+                raise HardwareError(f"{arm}: no link to the controller{_why(st)}; check the bus "
+                                    "and power")
             if st.feedback_age_s > self.config.max_feedback_age_s:
                 raise HardwareError(f"{arm}: feedback is stale ({st.feedback_age_s:.2f} s); "
                                     "refusing to enable")

@@ -1,0 +1,87 @@
+"""Prompt profiles: what the policy is told and how much history it keeps, as one named choice.
+
+``default`` is the paper's harness text: the full system prompt and the full API reference of
+TASK.md (every parameter documented), long tool outputs, compaction only near a large model's
+window. ``compact`` says the same with fewer tokens for a small student (SmolLM2-135M has 8,192
+positions): a short system prompt, one line per capability (signature and first sentence), the
+failure categories by name, shorter tool outputs and compaction well inside the window. Same
+capabilities, same receipts. CaPtain's format alignment applies: collection, training and
+deployment must use the same profile; the profile's name is recorded in every episode's
+``episode_start`` and in every dataset row.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
+from captain_ros.harness.context import ContextConfig
+from captain_ros.harness.taskmd import SYSTEM_PROMPT
+
+COMPACT_SYSTEM = (
+    "You control a robot by writing Python for the `python` tool (persistent session; `robot`, np, "
+    "math ready; API in TASK.md). Robot calls never raise: check r.success. Verify with fresh "
+    "measurements, then call finish()."
+)
+
+
+@dataclass(frozen=True)
+class PromptProfile:
+    """A named prompt profile.
+
+    Attributes:
+        name: ``default`` or ``compact``.
+        system_prompt: The system message.
+        compact_api: TASK.md lists each capability on one line.
+        context: History rendering limits.
+    """
+
+    name: str
+    system_prompt: str
+    compact_api: bool
+    context: ContextConfig
+
+
+PROFILES = {
+    "default": PromptProfile("default", SYSTEM_PROMPT, False, ContextConfig()),
+    "compact": PromptProfile("compact", COMPACT_SYSTEM, True,
+                             ContextConfig(max_tool_output_tokens=400, max_images=4,
+                                           context_limit_tokens=8192, compact_at_tokens=7000,
+                                           keep_recent_turns=3)),
+}
+
+
+def get_profile(name: str) -> PromptProfile:
+    """The profile ``name``; :class:`UnknownNameError` lists the valid ones."""
+    if name not in PROFILES:
+        raise UnknownNameError("prompt profile", name, list(PROFILES))
+    return PROFILES[name]
+
+
+def trained_profile(model_folder: str | Path | None) -> str | None:
+    """The profile a student folder was trained with (``sft_config.json`` of ``captain learn
+    sft``), ``None`` for a folder without one (a base model)."""
+    if not model_folder:
+        return None
+    meta = Path(model_folder) / "sft_config.json"
+    try:
+        profile = json.loads(meta.read_text()).get("profile") if meta.is_file() else None
+    except (OSError, ValueError):
+        return None
+    return str(profile) if profile else None
+
+
+def resolve_profile(requested: str | None, model_folder: str | Path | None = None) -> str:
+    """The profile to run: ``requested`` (``None``/``auto``: the student's, else ``default``);
+    refuses a profile other than the one the student in ``model_folder`` was trained with."""
+    trained = trained_profile(model_folder)
+    if requested in (None, "", "auto"):
+        return trained or "default"
+    get_profile(requested)
+    if trained is not None and trained != requested:
+        raise InvalidArgumentError(f"the student in {model_folder} was trained with the "
+                                   f"{trained!r} prompt profile; run it with that profile, not "
+                                   f"{requested!r}")
+    return requested

@@ -1,0 +1,98 @@
+"""Drive the graph as a ROS user does: the real ``ros2`` CLI and ``ros2 launch`` (from
+../shared/ros2-tools, installed into the venv by scripts/setup.sh), in child processes on the
+test's ROS domain. Waits poll the graph through the CLI itself (each call has its own discovery
+time), never fixed sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from ros_fixtures import STATE_DIR
+
+from captain_ros.ros.env import ros_environment
+
+VENV = Path(sys.prefix)
+ROS2 = VENV / "bin" / "ros2"
+
+
+def require_ros2_cli() -> None:
+    """Fail (in CI) or skip (a checkout set up without ../shared/ros2-tools) without the CLI."""
+    if ROS2.exists():
+        return
+    why = f"{ROS2} is missing: scripts/setup.sh installs it from ../shared/ros2-tools"
+    if os.environ.get("CI") == "true":
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def cli_env(domain_id: int, ament_prefixes: Sequence[Path] = (VENV,),
+            python_path: Sequence[Path] = ()) -> dict[str, str]:
+    env = ros_environment(STATE_DIR, domain_id)
+    env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)  # let the venv's bootstrap set LD paths
+    env["AMENT_PREFIX_PATH"] = os.pathsep.join(str(p) for p in ament_prefixes)
+    env["PATH"] = f"{VENV / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONUNBUFFERED"] = "1"
+    if python_path:
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in python_path)
+    return env
+
+
+class RosCli:
+    """``ros2 <verb> ...`` on one domain with one environment."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self.env = env
+        self.cwd = cwd
+        self.launched: list[tuple[subprocess.Popen[str], Path]] = []
+
+    def run(self, *args: str, timeout_s: float = 120.0) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(ROS2), *args], env=self.env, cwd=self.cwd, capture_output=True,
+                              text=True, timeout=timeout_s)
+
+    def start(self, *args: str, log: Path) -> subprocess.Popen[str]:
+        """A long-running ``ros2 ...`` (launch, topic echo) with its output in ``log``."""
+        log.parent.mkdir(parents=True, exist_ok=True)
+        fh = log.open("w")
+        proc = subprocess.Popen([str(ROS2), *args], env=self.env, cwd=self.cwd, stdout=fh,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.launched.append((proc, log))
+        return proc
+
+    def wait_for(self, verb: str, name: str, timeout_s: float = 120.0,
+                 proc: subprocess.Popen[str] | None = None) -> None:
+        """Until ``ros2 <verb> list`` shows ``name`` (fails early if ``proc`` died)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                raise AssertionError(f"the launched process exited ({proc.returncode}) before "
+                                     f"{name} appeared:\n{self.log_of(proc)[-3000:]}")
+            out = self.run(verb, "list", timeout_s=60.0).stdout.split()
+            if name in out:
+                return
+        raise AssertionError(f"{name} did not appear in `ros2 {verb} list` within {timeout_s} s")
+
+    def log_of(self, proc: subprocess.Popen[str]) -> str:
+        return next((p.read_text() for q, p in self.launched if q is proc), "")
+
+    def stop_all(self) -> None:
+        for proc, _log in self.launched:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGINT)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(10)
+
+
+def goal(**fields: object) -> str:
+    """A RunEpisode goal in the YAML the CLI takes."""
+    return "{" + ", ".join(f"{k}: {v}" for k, v in fields.items()) + "}"

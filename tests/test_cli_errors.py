@@ -1,0 +1,94 @@
+"""Bad input to the CLI: one clear line on stderr, a non-zero exit, no traceback, nothing left
+behind; --debug shows the traceback; every subcommand is listed in `captain --help`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CAPTAIN = [sys.executable, "-m", "captain_ros.cli.main"]
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MUJOCO_GL": "egl"}
+    return subprocess.run([*CAPTAIN, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("cli")
+    bad = d / "bad.jsonl"
+    bad.write_text('{"code": "x = 1"}\nthis is not json\n')
+    full = d / "full"
+    full.mkdir()
+    (full / "summary.json").write_text("{}")
+    ro = d / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    return {"dir": d, "bad": bad, "full": full, "ro": ro}
+
+
+CASES = [
+    (["run", "--task", "nosuch"], "unknown task 'nosuch'; valid:"),
+    (["run", "--seed", "-5"], "seed must be a non-negative int"),
+    (["run", "--policy", "nosuchpolicy"], "unknown policy 'nosuchpolicy'; valid:"),
+    (["run", "--policy", "replay:/nonexistent/requests.jsonl"], "No such file or directory: /nonexistent"),
+    (["run", "--policy", "replay:{bad}"], "bad.jsonl:2: not JSON"),
+    (["run", "--backend", "fake", "--out", "{ro}/ep"], "cannot write to"),
+    (["run", "--backend", "fake", "--max-requests", "1", "--out", "{full}"], "is not empty"),
+    (["eval", "--seeds", "5-1", "--check"], "seed range '5-1' is empty"),
+    (["eval", "--task", "juggle", "--check"], "unknown task 'juggle'"),
+    (["compare", "{dir}/nope_a", "{dir}/nope_b"], "No such file or directory"),
+    (["bag", "info", "{dir}/nobag"], "is not a bag folder"),
+    (["report", "{dir}/noepisode"], "noepisode"),
+    (["up", "--task", "nosuch"], "unknown task 'nosuch'"),
+]
+
+
+@pytest.mark.parametrize("args, message", CASES, ids=[" ".join(a[:3]) for a, _ in CASES])
+def test_bad_input_is_one_line_and_a_nonzero_exit(files: dict[str, Path], args: list[str],
+                                                  message: str) -> None:
+    if os.geteuid() == 0 and "{ro}" in " ".join(args):
+        # root ignores directory permissions: make the parent a file instead (still unwritable)
+        args = [a.replace("{ro}/ep", "{bad}/ep") for a in args]
+    argv = [a.format(**{k: str(v) for k, v in files.items()}) for a in args]
+    before = sorted(p.name for p in files["dir"].iterdir())
+    proc = _run(*argv, cwd=files["dir"])
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stdout[-1500:] + proc.stderr[-1500:]
+    assert len(err) == 1 and err[0].startswith(f"captain {argv[0]}: "), proc.stderr
+    assert message in err[0] or ("cannot write to" in message and "Not a directory" in err[0])
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert sorted(p.name for p in files["dir"].iterdir()) == before  # no folder left behind
+
+
+def test_debug_shows_the_traceback(files: dict[str, Path]) -> None:
+    proc = _run("run", "--task", "nosuch", "--debug", cwd=files["dir"])
+    assert proc.returncode != 0 and "Traceback" in proc.stderr and "UnknownNameError" in proc.stderr
+
+
+def test_overwrite_replaces_a_non_empty_out(files: dict[str, Path]) -> None:
+    replay = files["dir"] / "one.jsonl"
+    replay.write_text(json.dumps({"code": "x = 1"}) + "\n")
+    out = files["dir"] / "again"
+    for flags in ([], ["--overwrite"]):
+        proc = _run("run", "--backend", "fake", "--policy", f"replay:{replay}", "--no-bag",
+                    "--out", str(out), *flags, cwd=files["dir"])
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _run("run", "--backend", "fake", "--policy", f"replay:{replay}", "--no-bag",
+                "--out", str(out), cwd=files["dir"])
+    assert proc.returncode == 2 and "is not empty" in proc.stderr and "--overwrite" in proc.stderr
+
+
+def test_help_lists_every_subcommand(files: dict[str, Path]) -> None:
+    proc = _run("--help", cwd=files["dir"])
+    assert proc.returncode == 0
+    for name in ("run", "eval", "compare", "report", "bag", "hw", "up", "coevolve", "learn"):
+        lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith(name + " ")]
+        assert lines, f"{name} is not listed in captain --help"
