@@ -122,13 +122,13 @@ class HybridPolicy(Policy):
     def reset(self, task_name: str, seed: int) -> None:
         self.task, self.seed = task_name, int(seed)
         self.student.reset(task_name, seed)
-        self.teacher.reset(task_name, seed)
         self.resume_at(task_name, seed, 1)
 
     def resume_at(self, task_name: str, seed: int, t: int, turns: Sequence[TurnRecord] = ()) -> None:
         """Continue an episode at request ``t`` (the student is already positioned there; the
         earlier requests were the student's unless ``turns`` says otherwise)."""
         self.task, self.seed = task_name, int(seed)
+        self.teacher.reset(task_name, seed)  # a takeover teacher starts from nothing; a plan-sharing one ignores it
         self.turns = list(turns) or [TurnRecord(k, "seat") for k in range(1, t)]
         self._active, self._used = None, 0
 
@@ -144,6 +144,9 @@ class HybridPolicy(Policy):
         if self._active is None:
             self._active = self._match(t, messages)
             self._used = 0
+            begin = getattr(self.teacher, "begin_segment", None)
+            if self._active is not None and callable(begin):  # a takeover teacher starts afresh
+                begin(self._active.contract)
         note = ""
         if self._active is not None and self._used < self._active.contract.max_segment_requests:
             reply = self.teacher.act(messages, tools)

@@ -1,30 +1,28 @@
-"""One RE-0 generation for a task: collect -> locate -> contracts -> verify -> ledger -> mu -> corpus.
+"""One RE-0 pass over a seat: collect -> locate -> contracts -> verify -> ledger -> mu.
 
-:func:`run_generation` is what ``captain learn re0`` runs (``captain_ros/cli/learn_re0.py``):
+:func:`run_pass` is one seat's share of a generation (the loop that ``captain learn re0`` runs is
+:func:`captain_ros.learn.re0.generation.run_loop`):
 
-1. **collect**: the student on the training seeds (deterministic mode), each episode with decision
+1. **collect**: the seat on the training seeds (deterministic mode), each episode with decision
    points (:func:`~captain_ros.learn.re0.rollouts.student_job` in the evaluation runner's workers);
-   a task already at >= rho = 80 % strict success is not refined (abstention, reported);
+   in the refine pass a task already at >= rho = 80 % strict success is not refined (abstention,
+   reported);
 2. **locate** every failure (:func:`~captain_ros.learn.re0.locate.locate`; abstentions listed);
 3. **contracts** of increasing scope per boundary (:func:`contract_ladder`);
 4. **verify** in increasing kappa with paired counterfactual rollouts from the restored decision
    point in the stochastic mode (:class:`~captain_ros.learn.re0.rollouts.PairedRunner`), the
    betting gate with the 8..48 escalation and alpha shared over the generation
-   (:class:`~captain_ros.learn.re0.allocation.AlphaAllocator`, open-ended series); the smallest
-   verified scope is selected; every audited contract goes to ``ledger.jsonl``;
-5. **mu**: the student with the admitted segments re-run on the same seeds (J(mu) against J(pi),
-   paired McNemar), its trajectories written as RE-OPD rows (``corpus.jsonl``: rendered messages
-   and one weight per assistant message: 1 on seat turns, lambda [LCB]+ on admitted repairs);
-   an empty admission set closes the gate (reported, no corpus).
-
-Distillation through Learning I's ``captain learn sft`` and the re-evaluation on held-out seeds are
-not run here: Learning I is not on this branch, and the testbed students are scripted. The
-report (``re0.json``) says which steps ran.
+   (:class:`~captain_ros.learn.re0.allocation.AlphaAllocator`, open-ended series, one allocator
+   for every pass); the smallest verified scope is selected; every audited contract goes to
+   ``ledger.jsonl``;
+5. **mu**: the seat with the admitted segments re-run on the same seeds (J(mu) against J(pi),
+   paired McNemar); its trajectories are the pass's corpus candidates
+   (:mod:`~captain_ros.learn.re0.corpus`). An empty admission set closes the pass's gate
+   (reported; no mu is run).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,20 +30,13 @@ from typing import Any
 
 from captain_ros.evaluation.runner import EpisodeJob, run_local
 from captain_ros.evaluation.stats import mcnemar, wilson_interval
-from captain_ros.harness.context import ContextConfig, render
 from captain_ros.harness.decision_points import RecordedEpisode
 from captain_ros.learn.re0.allocation import AlphaAllocator
 from captain_ros.learn.re0.contracts import RepairContract, scope_cost, select_smallest_verified
 from captain_ros.learn.re0.hybrid import Admission
 from captain_ros.learn.re0.ledger import LedgerWriter, ledger_entry
 from captain_ros.learn.re0.locate import Located, locate
-from captain_ros.learn.re0.opd import (
-    AdmittedEvent,
-    TurnSource,
-    gate_state,
-    refine_or_abstain,
-    reopd_weights,
-)
+from captain_ros.learn.re0.opd import gate_state, refine_or_abstain
 from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner, RolloutError
 from captain_ros.learn.re0.verify import Verification, VerifierConfig, invalid_verification, verify
 
@@ -63,15 +54,18 @@ class LoopConfig:
 
     Attributes:
         task / seeds: The task and its training seeds (0-999).
-        student / teacher: Seat specs (:func:`~captain_ros.learn.re0.rollouts.make_seats`).
+        student / teacher: Seat and teacher specs (:func:`~captain_ros.learn.re0.seats.make_seats`).
         out: The generation folder.
         workers: Worker processes for episodes and rollouts.
         method / channel: Verifier bound (``betting`` / ``hoeffding``) and return channel.
         noise: The stochastic mode's NoiseSpec dict for verification (None: deterministic).
         segment_lengths: Contract scopes tried, in requests.
-        schedule: The escalation levels of M.
+        schedule: The escalation levels of M (the last one caps M).
         generation: k.
         backend: ``mujoco`` (or ``fake`` with ``noise=None``, for tests).
+        seat_options: A model seat's options (``max_new_tokens``, ``temperature``, ``device``).
+        budgets: The episodes' Budgets as a dict (None: the harness's defaults).
+        max_events: Audit at most this many located failures per pass (None: all).
     """
 
     task: str
@@ -87,6 +81,21 @@ class LoopConfig:
     schedule: tuple[int, ...] = (8, 12, 16, 24, 32, 48)
     generation: int = 0
     backend: str = "mujoco"
+    seat_options: dict[str, Any] = field(default_factory=dict)
+    budgets: dict[str, Any] | None = None
+    max_events: int | None = None
+
+
+@dataclass
+class PassResult:
+    """What one pass produced: its report, the ledger entries it wrote, the admissions, and the
+    records of the seat's episodes (``base``) and of mu (``hybrid``, empty when the gate closed)."""
+
+    report: dict[str, Any]
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    admissions: list[Admission] = field(default_factory=list)
+    base: list[Any] = field(default_factory=list)
+    hybrid: list[Any] = field(default_factory=list)
 
 
 def contract_ladder(loc: Located, lengths: Sequence[int]) -> list[RepairContract]:
@@ -101,16 +110,20 @@ def contract_ladder(loc: Located, lengths: Sequence[int]) -> list[RepairContract
     return out
 
 
-def _jobs(cfg: LoopConfig, folder: str, admissions: Sequence[Admission] = ()) -> list[EpisodeJob]:
-    return [EpisodeJob(cfg.task, s, cfg.student, cfg.backend, str(Path(cfg.out) / folder / f"seed_{s:03d}"),
-                       {"teacher": cfg.teacher, "admissions": [a.to_dict() for a in admissions
-                                                                if a.seed == s]}) for s in cfg.seeds]
+def seat_jobs(cfg: LoopConfig, seat: str, folder: str, seeds: Sequence[int],
+              admissions: Sequence[Admission] = ()) -> list[EpisodeJob]:
+    """Whole episodes of ``seat`` (with the admitted segments: mu) on ``seeds``."""
+    return [EpisodeJob(cfg.task, s, seat, cfg.backend, str(Path(cfg.out) / folder / f"seed_{s:04d}"),
+                       {"teacher": cfg.teacher, "seat_options": dict(cfg.seat_options),
+                        "budgets": cfg.budgets,
+                        "admissions": [a.to_dict() for a in admissions if a.seed == s]}) for s in seeds]
 
 
-def _verify_event(cfg: LoopConfig, event_id: str, source: str, contract: RepairContract, alpha: float,
-                  vcfg: VerifierConfig) -> tuple[Verification, PairedRunner]:
-    spec = EventSpec(event_id, source, contract.to_dict(), cfg.student, cfg.teacher,
-                     str(Path(cfg.out) / "rollouts"), cfg.backend, cfg.noise, cfg.channel)
+def _verify_event(cfg: LoopConfig, seat: str, event_id: str, source: str, contract: RepairContract,
+                  alpha: float, vcfg: VerifierConfig) -> tuple[Verification, PairedRunner]:
+    spec = EventSpec(event_id, source, contract.to_dict(), seat, cfg.teacher,
+                     str(Path(cfg.out) / "rollouts"), cfg.backend, cfg.noise, cfg.channel,
+                     dict(cfg.seat_options))
     runner = PairedRunner(spec, workers=cfg.workers)
     try:
         return verify(runner, alpha, vcfg), runner
@@ -118,49 +131,32 @@ def _verify_event(cfg: LoopConfig, event_id: str, source: str, contract: RepairC
         return invalid_verification(str(exc), alpha, vcfg), runner
 
 
-def corpus_rows(record: Any, folder: str, events: dict[str, AdmittedEvent], task: str, seed: int) -> dict[str, Any]:
-    """One RE-OPD row of a hybrid episode (records.md's schema, a whole append-only episode)."""
-    rec = RecordedEpisode.load(folder)
-    turns = [TurnSource(x["source"], x.get("event_id")) for x in record.extra.get("turns") or []]
-    msgs = render(rec.history(), ContextConfig(**rec.start.get("context", {})))
-    weights = reopd_weights(turns, events)
-    if sum(m.get("role") == "assistant" for m in msgs) != len(weights):
-        raise ValueError("the context was compacted: this episode needs one row per segment")
-    return {"id": f"{task}:{seed}:0", "episode_id": f"{task}:{seed}", "task": task, "seed": seed,
-            "split": "train", "outcome": record.outcome, "profile": "default", "messages": msgs,
-            "tools": rec.start.get("tools", []), "weights": weights,
-            "requests": list(range(1, len(weights) + 1)),
-            "context_sha256": [r.get("context_sha256", "") for r in rec.requests]}
+def verifier_config(cfg: LoopConfig) -> VerifierConfig:
+    return VerifierConfig(method=cfg.method, return_bound=1.0 if cfg.channel == "success" else 1.75,
+                          schedule=cfg.schedule)
 
 
-def run_generation(cfg: LoopConfig) -> dict[str, Any]:
-    """Run one generation; writes ``ledger.jsonl``, ``corpus.jsonl`` and ``re0.json`` into
-    ``cfg.out``; returns the report."""
+def run_pass(cfg: LoopConfig, seat: str, name: str, alloc: AlphaAllocator, ledger: LedgerWriter,
+             abstain: bool = True) -> PassResult:
+    """One seat's pass (module docstring); ``name`` is ``refine`` (the student in the seat) or
+    ``cold`` (the teacher); ``abstain``: apply the rho = 80 % rule to the seat's success."""
     from captain_ros.tasks import get_task
 
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
     names = get_task(cfg.task).milestone_names
-    base = run_local(_jobs(cfg, "collect"), cfg.workers, STUDENT_JOB)
+    base = run_local(seat_jobs(cfg, seat, f"{name}_collect", cfg.seeds), cfg.workers, STUDENT_JOB)
     wins = [r.strict_success for r in base]
-    report: dict[str, Any] = {"task": cfg.task, "seeds": list(cfg.seeds), "student": cfg.student,
-                              "teacher": cfg.teacher, "generation": cfg.generation,
-                              "student_success": asdict(wilson_interval(sum(wins), len(wins))),
+    report: dict[str, Any] = {"seat": seat, "seat_success": asdict(wilson_interval(sum(wins), len(wins))),
                               "errors": [r.error[-300:] for r in base if r.outcome == "error"]}
+    res = PassResult(report, base=base)
     decision = refine_or_abstain(cfg.task, sum(wins) / max(1, len(wins)))
-    report["decision"] = decision.reason
-    if not decision.refine:
-        return _write(out, report)
-    vcfg = VerifierConfig(method=cfg.method, return_bound=1.0 if cfg.channel == "success" else 1.75,
-                          schedule=cfg.schedule)
-    alloc = AlphaAllocator(0.05, planned=None)
-    ledger = LedgerWriter(out / "ledger.jsonl")
-    entries: list[dict[str, Any]] = []
-    admissions: list[Admission] = []
-    events_report = []
-    for r in base:
-        if r.strict_success or r.outcome == "error":
-            continue
+    report["decision"] = decision.reason if abstain else "repair every failure (no abstention in this pass)"
+    if abstain and not decision.refine:
+        report["abstained"] = True
+        return res
+    vcfg = verifier_config(cfg)
+    events_report: list[dict[str, Any]] = []
+    failures = [r for r in base if not r.strict_success and r.outcome != "error"]
+    for r in failures:
         rec = RecordedEpisode.load(r.out_dir)
         loc = locate(rec, names)
         item: dict[str, Any] = {"seed": rec.seed, "boundary_t": loc.boundary_t, "reason": loc.reason,
@@ -168,54 +164,51 @@ def run_generation(cfg: LoopConfig) -> dict[str, Any]:
         events_report.append(item)
         if loc.boundary_t is None:
             continue
-        history_id = f"{cfg.task}:{rec.seed}:student:t{loc.boundary_t}"
+        if cfg.max_events is not None and sum("audited" in e for e in events_report) >= cfg.max_events:
+            item["reason"] = f"not audited: --max-events {cfg.max_events} reached"
+            continue
+        history_id = f"{cfg.task}:{rec.seed}:{name}:t{loc.boundary_t}"
         runners: dict[float, PairedRunner] = {}
+
+        def eid(c: RepairContract, rec: RecordedEpisode = rec) -> str:
+            return f"g{cfg.generation}:{name}:{cfg.task}:{rec.seed}:t{c.boundary_t}:L{c.max_segment_requests}"
 
         def verify_contract(contract: RepairContract, alpha: float, rec: RecordedEpisode = rec,
                             runners: dict[float, PairedRunner] = runners) -> Verification:
-            eid = f"g{cfg.generation}:{cfg.task}:{rec.seed}:t{contract.boundary_t}:L{contract.max_segment_requests}"
-            v, runners[contract.kappa] = _verify_event(cfg, eid, str(rec.folder), contract, alpha, vcfg)
+            v, runners[contract.kappa] = _verify_event(cfg, seat, eid(contract), str(rec.folder), contract,
+                                                       alpha, vcfg)
             return v
 
+        item["audited"] = []
         sel = select_smallest_verified(contract_ladder(loc, cfg.segment_lengths), verify_contract, alloc, history_id)
         for contract, v in sel.audited:
-            eid = f"g{cfg.generation}:{cfg.task}:{rec.seed}:t{contract.boundary_t}:L{contract.max_segment_requests}"
-            e = ledger_entry(event_id=eid, generation=cfg.generation, history_id=history_id, task=cfg.task,
-                             seed=rec.seed, evidence=[x.to_dict() for x in loc.evidence], contract=contract,
+            e = ledger_entry(event_id=eid(contract), generation=cfg.generation, history_id=history_id,
+                             task=cfg.task, seed=rec.seed, evidence=[x.to_dict() for x in loc.evidence],
+                             contract=contract,
                              candidates=[{"id": f"{cfg.teacher}@t{contract.boundary_t}",
                                           "code_sha256": ",".join(runners[contract.kappa].candidate_codes())}],
                              verification=v, return_bound=vcfg.return_bound)
             ledger.append(e)
-            entries.append(e)
+            res.entries.append(e)
             if v.admitted:
                 sha = str(rec.requests[contract.boundary_t - 1].get("context_sha256", ""))
-                admissions.append(Admission(eid, cfg.task, rec.seed, contract.boundary_t, sha, contract))
-        item["audited"] = [{"kappa": c.kappa, "verdict": v.verdict, "delta_hat": v.delta_hat, "lcb": v.lcb,
-                            "rollouts": v.rollouts_spent, "valid_reason": v.valid_reason} for c, v in sel.audited]
+                res.admissions.append(Admission(eid(contract), cfg.task, rec.seed, contract.boundary_t, sha, contract))
+            item["audited"].append({"kappa": contract.kappa, "verdict": v.verdict, "delta_hat": v.delta_hat,
+                                    "lcb": v.lcb, "rollouts": v.rollouts_spent, "valid_reason": v.valid_reason})
     report["events"] = events_report
-    gate = gate_state(entries)
+    gate = gate_state(res.entries)
     report["gate"] = gate.reason
-    report["rollouts_spent"] = sum(int(e["rollouts_spent"]) for e in entries)
+    report["gate_open"] = gate.open
+    report["rollouts_spent"] = sum(int(e["rollouts_spent"]) for e in res.entries)
     if not gate.open:
-        return _write(out, report)
-    hybrid = run_local(_jobs(cfg, "hybrid", admissions), cfg.workers, STUDENT_JOB)
+        return res
+    seeds = sorted({a.seed for a in res.admissions})
+    res.hybrid = run_local(seat_jobs(cfg, seat, f"{name}_hybrid", seeds, res.admissions), cfg.workers, STUDENT_JOB)
     by_seed = {r.seed: r for r in base}
-    pairs = [(by_seed[h.seed].strict_success, h.strict_success) for h in hybrid]
+    hyb = {h.seed: h for h in res.hybrid}
+    pairs = [(by_seed[s].strict_success, hyb[s].strict_success if s in hyb else by_seed[s].strict_success)
+             for s in cfg.seeds]
     mc = mcnemar([a for a, _ in pairs], [b for _, b in pairs])
     report["hybrid_success"] = asdict(wilson_interval(sum(b for _, b in pairs), len(pairs)))
     report["mcnemar"] = mc.to_dict()
-    events = {e["event_id"]: AdmittedEvent.from_ledger(e) for e in entries}
-    with (out / "corpus.jsonl").open("w") as f:
-        for h in hybrid:
-            if h.outcome != "error" and any(x.get("source") == "repair" for x in h.extra.get("turns") or []):
-                try:
-                    f.write(json.dumps(corpus_rows(h, h.out_dir, events, cfg.task, h.seed)) + "\n")
-                except ValueError as exc:
-                    report.setdefault("corpus_skipped", []).append(f"seed {h.seed}: {exc}")
-    report["distill"] = "not run: Learning I's `captain learn sft` is not on this branch"
-    return _write(out, report)
-
-
-def _write(out: Path, report: dict[str, Any]) -> dict[str, Any]:
-    (out / "re0.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-    return report
+    return res

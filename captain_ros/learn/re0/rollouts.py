@@ -46,6 +46,7 @@ from captain_ros.harness.record import EpisodeRecord
 from captain_ros.harness.robot_state import RestoreRefused
 from captain_ros.learn.re0.contracts import RepairContract
 from captain_ros.learn.re0.hybrid import Admission, HybridPolicy
+from captain_ros.learn.re0.seats import make_seats
 from captain_ros.learn.re0.verify import PairedDraw
 from captain_ros.policy.base import Policy
 
@@ -73,6 +74,7 @@ class EventSpec:
         noise: A ``NoiseSpec`` as a dict for the stochastic mode (None: deterministic, the
             pairs then differ only by the policies' sampling seeds).
         channel: ``success`` (strict success 0/1) or ``return`` (R + summed costs).
+        seat_options: Options of a model seat (``max_new_tokens``, ``temperature``, ``device``).
     """
 
     event_id: str
@@ -84,6 +86,7 @@ class EventSpec:
     backend: str = "mujoco"
     noise: dict[str, Any] | None = field(default_factory=dict)
     channel: str = "return"
+    seat_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.channel not in CHANNELS:
@@ -105,15 +108,6 @@ def draw_seed(event_id: str, xi: int, part: str) -> int:
     """The seed of draw ``xi`` of ``event_id`` for one part (``noise`` / ``policy``)."""
     h = hashlib.sha256(f"{event_id}|{xi}|{part}".encode()).digest()
     return int.from_bytes(h[:4], "little") & 0x7FFFFFFF
-
-
-def make_seats(student: str, teacher: str) -> tuple[Policy, Policy]:
-    """Student and teacher policies from their specs: the testbed's ``re0-faulty:...`` student
-    with a ``clean`` / ``harmful`` teacher sharing its plan (:mod:`.faulty`)."""
-    from captain_ros.learn.re0.faulty import make_faulty
-
-    seat = make_faulty(student)
-    return seat, seat.teacher(teacher)
 
 
 def returns_of(record: EpisodeRecord, channel: str) -> float:
@@ -156,8 +150,11 @@ def run_rollout(spec: EventSpec, arm: str, xi: int, out_dir: str | Path) -> Epis
     res = restore_decision_point(rec, spec.t, service, task, out_dir, point=point)
     if spec.noise is not None:
         backend.apply_noise(NoiseDraw(NoiseSpec(**spec.noise), draw_seed(spec.event_id, xi, "noise")))
-    student, teacher = make_seats(spec.student, spec.teacher)
-    rehydrate_policy(student, rec, spec.t)
+    student, teacher = make_seats(spec.student, spec.teacher, spec.seat_options)
+    if not getattr(student, "stateless", False):  # a model's reply depends on the messages only
+        rehydrate_policy(student, rec, spec.t)
+    else:
+        student.reset(rec.task, rec.seed)
     getattr(student, "reseed", lambda s: None)(draw_seed(spec.event_id, xi, "policy"))
     policy: Policy = student
     if arm == "teacher":
@@ -199,7 +196,8 @@ def release_points() -> None:
 def student_job(job: dict[str, Any]) -> dict[str, Any]:
     """A whole student episode with decision points (the loop's collection, the benchmark's plain
     episodes): ``options`` may carry ``noise`` (a NoiseDraw dict) and ``teacher``/``admissions``
-    (then the hybrid policy mu runs, for J(mu) against J(pi))."""
+    (then the hybrid policy mu runs, for J(mu) against J(pi)), ``seat_options`` (a model seat's)
+    and ``budgets`` (a Budgets dict; default: the harness's)."""
     from captain_ros.evaluation.episode import build_robot
     from captain_ros.harness.session import SessionConfig
 
@@ -209,13 +207,15 @@ def student_job(job: dict[str, Any]) -> dict[str, Any]:
     task, backend, service = build_robot(job["task"], int(job["seed"]), job["backend"],
                                          {"noise": noise} if noise else None)
     try:
-        student, teacher = make_seats(job["policy"], str(opts.get("teacher") or "clean"))
+        student, teacher = make_seats(job["policy"], str(opts.get("teacher") or "clean"),
+                                      opts.get("seat_options"))
         policy: Policy = student
         admissions = [Admission.from_dict(a) for a in opts.get("admissions") or []]
         if admissions:
             policy = HybridPolicy(student, teacher, admissions)
         source = DecisionPointSource(service)
-        record = run_episode(task, int(job["seed"]), service, policy, Budgets(), job["out_dir"],
+        budgets = Budgets(**opts["budgets"]) if opts.get("budgets") else Budgets()
+        record = run_episode(task, int(job["seed"]), service, policy, budgets, job["out_dir"],
                              options=EpisodeOptions(policy_name=policy.name, backend_name=job["backend"]),
                              privileged=source, observers=[source],
                              session_config=SessionConfig(rng_seed=int(job["seed"])))
