@@ -6,11 +6,12 @@ over the generation), write the admission ledger, run the verified hybrid mu, wr
 corpus, distill it into the next student through ``captain learn sft`` and re-evaluate that
 student against its parent on held-out seeds (:mod:`captain_ros.learn.re0.generation`).
 
-Students: a model folder (what ``captain learn sft`` writes; teacher ``scripted`` = the expert's
-takeover; corpora cold + refine), or the testbed's ``re0-faulty[:place=R,grasp=R,offset_m=M,seed=N]``
-(``scripted-faulty`` means its defaults; teacher ``scripted`` = the clean expert sharing its plan,
-``harmful`` = the control; refine only; nothing to distill). ``--teacher openai`` is refused with
-the reason. Errors: one line on stderr, exit 2 (``--debug`` for a traceback).
+Students: a model folder (what ``captain learn sft`` writes; corpora cold + refine), or the
+testbed's ``scripted-faulty[:NAME=RATE,...,seed=N,offset_m=M]`` (the expert's seeded fault
+injection; refine only; nothing to distill). Teachers: ``scripted`` = the clean expert's mid-episode
+takeover; for the testbed also ``harmful`` (the takeover making ``HARMFUL_FAULTS``' mistakes, or
+``takeover-faulty:FAULTS``) and ``self`` (the student itself, the null control). ``--teacher
+openai`` is refused with the reason. Errors: one line on stderr, exit 2 (``--debug`` for a traceback).
 """
 
 from __future__ import annotations
@@ -24,12 +25,10 @@ from typing import Any
 
 from captain_ros.core.errors import CaptainError, InvalidArgumentError
 
-TESTBED_TEACHERS = {"scripted": "clean", "clean": "clean", "harmful": "harmful"}
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--student", required=True, help="model folder, re0-faulty[:place=R,...] or scripted-faulty")
-    p.add_argument("--teacher", default="scripted", help="scripted (the expert), harmful (testbed control)")
+    p.add_argument("--student", required=True, help="model folder or scripted-faulty[:NAME=RATE,...]")
+    p.add_argument("--teacher", default="scripted", help="scripted (the expert's takeover); testbed: harmful, takeover-faulty:FAULTS, self")
     p.add_argument("--task", required=True)
     p.add_argument("--out", required=True, help="generation folder (ledger.jsonl, corpus/, student/, re0.json)")
     p.add_argument("--seeds", default="0-19", help="training seeds 0-999 (default 0-19)")
@@ -40,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deterministic", action="store_true",
                    help="verify without the stochastic mode (pairs differ by sampling seeds only)")
     p.add_argument("--segments", default="", help="contract segment lengths in requests "
-                   "(default 1,2,4 for the testbed, 4,8,16 for a model student)")
+                   "(default 4,8,16: the takeover needs a setup request)")
     p.add_argument("--max-draws", type=int, default=48, help="cap on M, the paired draws per contract (8..48)")
     p.add_argument("--max-events", type=int, default=None, help="audit at most this many failures per pass")
     p.add_argument("--corpora", default="", help="cold,refine (default for a model student; refine for the testbed)")
@@ -74,32 +73,37 @@ def _seeds(text: str, flag: str) -> tuple[int, ...]:
 
 def config(ns: argparse.Namespace) -> tuple[Any, Any]:
     """(LoopConfig, DistillConfig) from the command line, every input checked."""
-    from captain_ros.learn.re0.faulty import SPEC_PREFIX, make_faulty
     from captain_ros.learn.re0.generation import DistillConfig
     from captain_ros.learn.re0.loop import LoopConfig
-    from captain_ros.learn.re0.seats import MODEL_PREFIX
+    from captain_ros.learn.re0.seats import (
+        FAULTY_PREFIX,
+        HARMFUL_PREFIX,
+        MODEL_PREFIX,
+        check_teacher,
+    )
+    from captain_ros.policy.factory import check_spec
     from captain_ros.tasks import get_task
 
     get_task(ns.task)
     if ns.teacher == "openai":
         raise InvalidArgumentError("--teacher openai: an endpoint teacher needs a repair prompt; not built "
                                    "yet (use --teacher scripted)")
-    student = SPEC_PREFIX if ns.student == "scripted-faulty" else ns.student
+    student = ns.student
     model = Path(student).is_dir()
+    teacher = {"scripted": "takeover", "harmful": HARMFUL_PREFIX}.get(ns.teacher, ns.teacher)
     if model:
         if not (Path(student) / "config.json").is_file():
             raise InvalidArgumentError(f"--student {student}: not a model folder (no config.json)")
         if ns.teacher != "scripted":
             raise InvalidArgumentError(f"--teacher {ns.teacher!r}: a model student's teacher is 'scripted'")
-        seat, teacher = MODEL_PREFIX + str(Path(student).resolve()), "takeover"
-    elif student.startswith(SPEC_PREFIX):
-        make_faulty(student)  # a bad fault spec is refused here, not in every worker
-        if ns.teacher not in TESTBED_TEACHERS:
-            raise InvalidArgumentError(f"--teacher {ns.teacher!r}; valid: scripted, harmful, openai")
-        seat, teacher = student, TESTBED_TEACHERS[ns.teacher]
+        seat = MODEL_PREFIX + str(Path(student).resolve())
+    elif student == FAULTY_PREFIX or student.startswith(FAULTY_PREFIX + ":"):
+        check_spec(student)  # a bad fault spec is refused here, not in every worker
+        check_teacher(teacher)
+        seat = student
     else:
-        raise InvalidArgumentError(f"--student {student!r}: expected a model folder, {SPEC_PREFIX}[:place=R,...] "
-                                   "or scripted-faulty")
+        raise InvalidArgumentError(f"--student {student!r}: expected a model folder or "
+                                   f"{FAULTY_PREFIX}[:NAME=RATE,...]")
     seeds, heldout = _seeds(ns.seeds, "--seeds"), _seeds(ns.heldout, "--heldout")
     if not seeds or max(seeds) >= 1000:
         raise InvalidArgumentError("--seeds: RE-0 collects on training seeds 0-999 (held-out 1000+ are for "
@@ -107,7 +111,7 @@ def config(ns: argparse.Namespace) -> tuple[Any, Any]:
     if heldout and (min(heldout) < 1000 or max(heldout) > 1999):
         raise InvalidArgumentError("--heldout: held-out seeds are 1000-1999")
     try:
-        lengths = tuple(int(x) for x in (ns.segments or ("4,8,16" if model else "1,2,4")).split(",") if x.strip())
+        lengths = tuple(int(x) for x in (ns.segments or "4,8,16").split(",") if x.strip())
     except ValueError as exc:
         raise InvalidArgumentError(f"bad --segments: {exc}") from exc
     if not lengths or min(lengths) < 1:

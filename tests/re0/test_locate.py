@@ -11,16 +11,15 @@ from re0_helpers import record
 
 from captain_ros.harness.decision_points import RecordedEpisode
 from captain_ros.harness.privileged_log import StateRecord
-from captain_ros.learn.re0.faulty import make_faulty
 from captain_ros.learn.re0.locate import Evidence, locate
+from captain_ros.learn.re0.seats import make_seats
 from captain_ros.tasks import get_task
 
 NAMES = ("reached", "grasped", "lifted", "placed")
 
+STUDENT = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
+"""The testbed student: the placement destination shifted 12 cm (off the plate), not verified."""
 
-
-STOPGAP_BROKEN = ("since merging integ, the stopgap re0-faulty student injects no fault: the rewritten expert "
-                  "defines placement in a helper its cells call (switch to scripted-faulty + takeover)")
 
 def call(name: str, success: bool = True, value: Any = None, kwargs: dict[str, Any] | None = None,
          category: str | None = None) -> dict[str, Any]:
@@ -120,16 +119,19 @@ def test_a_boundary_that_cannot_be_restored_is_skipped():
 
 
 @pytest.mark.parametrize("backend", ["fake"])
-@pytest.mark.xfail(strict=True, reason=STOPGAP_BROKEN)
 def test_a_real_faulty_placement_is_located(tmp_path, backend):
-    """The testbed student's shifted placement: the boundary is the placement request."""
-    pol = make_faulty("re0-faulty:place=1.0")
+    """The testbed student's shifted placement: the boundary is the placement after the skew."""
+    pol, _ = make_seats(STUDENT, "takeover")
     rec = record(tmp_path / "f", "pick_place", 3, backend, policy=pol, rng_seed=3)
     try:
         loc = locate(rec.rec, get_task("pick_place").milestone_names)
-        first = pol.faults[0]["request"]
-        assert loc.boundary_t == first and loc.evidence[0].source == "milestone_regression"
-        assert "release" in loc.capabilities and "txy = txy + np.array" in str(
-            rec.rec.requests[first - 1]["calls"][0]["code"])
+        fault = pol.events[0]  # type: ignore[attr-defined]
+        assert fault.fault == "place_offset" and fault.call == "place"
+        skew = rec.rec.requests[fault.request - 1]
+        assert skew["policy_info"]["faults"][0]["fault"] == "place_offset"  # named in PolicyReply.info
+        assert "skew(S, 'plate'" in str(skew["calls"][0]["code"])
+        assert loc.boundary_t == fault.request + 1 and loc.evidence[0].source == "milestone_regression"
+        assert "place(S, 'red_cube', 'plate')" in str(rec.rec.requests[loc.boundary_t - 1]["calls"][0]["code"])
+        assert "release" in loc.capabilities and not rec.record.strict_success
     finally:
         rec.backend.close()

@@ -17,9 +17,12 @@ used: the segment ends there and the student answers instead (a teacher sharing 
 plan state hands that plan step back through its ``refused(reply)``). :attr:`HybridPolicy.turns` says
 who wrote each request (the RE-OPD corpus reads it: ``seat`` / ``repair`` turns).
 
-A student with its own plan state (main's scripted expert) must see the teacher's turns to
-continue after them; the testbed's teacher shares the student's plan
-(:meth:`captain_ros.learn.re0.faulty.FaultyScripted.teacher`); model students read the messages.
+A student with its own plan state (the scripted expert in a
+:class:`~captain_ros.learn.re0.seats.ScriptedSeat`) is told when control comes back after a
+teacher segment (``after_segment``): it takes stock of the scene afresh instead of reading the
+teacher's output as its own; the null teacher ``self`` (the student writing its own segment)
+shares the plan and hands a refused step back through ``refused``; model students read the
+messages.
 """
 
 from __future__ import annotations
@@ -159,9 +162,13 @@ class HybridPolicy(Policy):
                 return reply
         refused = getattr(self.teacher, "refused", None) if note else None
         self._active = None
+        after_repair = bool(self.turns) and self.turns[-1].source == "repair"
         self.turns.append(TurnRecord(t, "seat", None, note))
         if callable(refused):  # a teacher sharing the student's plan state hands its step back
             return refused(reply)
+        after = getattr(self.student, "after_segment", None)
+        if after_repair and callable(after) and not getattr(self.teacher, "shares_plan", False):
+            after()  # a student with its own plan state takes stock of what the teacher did
         return self.student.act(messages, tools)
 
     def close(self) -> None:

@@ -71,13 +71,13 @@ class LoopConfig:
     task: str
     seeds: tuple[int, ...]
     student: str
-    teacher: str = "clean"
+    teacher: str = "takeover"
     out: str = "runs/re0"
     workers: int = 2
     method: str = "betting"
     channel: str = "success"
     noise: dict[str, Any] | None = field(default_factory=dict)
-    segment_lengths: tuple[int, ...] = (1, 2, 4)
+    segment_lengths: tuple[int, ...] = (4, 8, 16)
     schedule: tuple[int, ...] = (8, 12, 16, 24, 32, 48)
     generation: int = 0
     backend: str = "mujoco"

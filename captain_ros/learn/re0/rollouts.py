@@ -207,7 +207,7 @@ def student_job(job: dict[str, Any]) -> dict[str, Any]:
     task, backend, service = build_robot(job["task"], int(job["seed"]), job["backend"],
                                          {"noise": noise} if noise else None)
     try:
-        student, teacher = make_seats(job["policy"], str(opts.get("teacher") or "clean"),
+        student, teacher = make_seats(job["policy"], str(opts.get("teacher") or "takeover"),
                                       opts.get("seat_options"))
         policy: Policy = student
         admissions = [Admission.from_dict(a) for a in opts.get("admissions") or []]
