@@ -1,11 +1,12 @@
 """RE-0 counterfactual rollouts per hour against plain episodes per hour, in the same run.
 
-1. Plain episodes: the testbed student (``re0-faulty:place=1.0``, main's scripted expert with its
-   placements shifted) on ``--seeds`` train seeds in MuJoCo's stochastic mode, through the
+1. Plain episodes: the testbed student (``scripted-faulty:place_offset=1,skip_verify=1,
+   offset_m=0.12``: the merged expert's seeded faults, its placement 12 cm off, not verified) on ``--seeds`` train seeds in MuJoCo's stochastic mode, through the
    evaluation runner's spawned workers (:func:`captain_ros.learn.re0.rollouts.student_job`).
 2. The first failed one is located (rule-based) and one audited event is verified for ``--draws``
    shared draws: teacher segment -> student vs student resample -> student, both from the restored
-   decision point, through the same runner and worker count (:class:`PairedRunner`).
+   decision point, through the same runner and worker count (:class:`PairedRunner`); the teacher is
+   the clean expert's mid-episode takeover within an 8-request contract.
 3. Beside them, the physical limits measured in the same run: raw ``mj_step`` rate of the scene,
    backend snapshot restore, sandbox start, and the per-rollout decision-point restore (robot side
    + the session rehydrated by replaying the prefix cells).
@@ -29,9 +30,12 @@ from typing import Any
 from captain_ros.evaluation.runner import EpisodeJob, parse_seeds, run_local
 from captain_ros.learn.re0.contracts import RepairContract, scope_cost
 from captain_ros.learn.re0.locate import locate
+from captain_ros.learn.re0.loop import API
 from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner
 
-STUDENT = "re0-faulty:place=1.0"
+STUDENT = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
+SEGMENT = 8
+"""The takeover's contract: setup, taking stock, a fresh look, placement, check, finish."""
 
 
 def physical_limits(task_name: str, seed: int) -> dict[str, float]:
@@ -95,9 +99,8 @@ def main() -> None:
     loc = locate(RecordedEpisode.load(src), get_task(a.task).milestone_names)
     if loc.boundary_t is None:
         raise SystemExit(f"bench_re0_rollouts: the diagnostic abstained: {loc.reason}")
-    symbols = (*loc.capabilities, "finish")
-    contract = RepairContract(loc.boundary_t, symbols, 1, scope_cost(1, len(symbols)))
-    spec = EventSpec("bench", src, contract.to_dict(), STUDENT, "clean", str(out / "rollouts"), "mujoco", {},
+    contract = RepairContract(loc.boundary_t, API, SEGMENT, scope_cost(SEGMENT, len(API)))
+    spec = EventSpec("bench", src, contract.to_dict(), STUDENT, "takeover", str(out / "rollouts"), "mujoco", {},
                      "success")
     runner = PairedRunner(spec, workers=a.workers)
     t0 = time.perf_counter()

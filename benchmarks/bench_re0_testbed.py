@@ -1,13 +1,20 @@
 """RE-0 testbed with known ground truth (issue 14 item 8, reduced): real counterfactual rollouts.
 
-One audited event: the testbed student (``re0-faulty:place=RATE``: main's scripted expert with its
-placements shifted at RATE) fails on a train seed; the rule-based diagnostic locates the
-boundary; from that decision point, in MuJoCo's stochastic mode, three teachers are measured
-with ``--pairs`` shared draws each (teacher segment -> student vs student resample -> student):
+One audited event: the testbed student (``scripted-faulty:place_offset=1,skip_verify=RATE,
+offset_m=0.12``: the merged expert's seeded fault injection, its first placement 12 cm off the
+plate and each verification skipped at RATE) fails on a train seed (the first failing one from
+``--seed`` on); the rule-based diagnostic locates the boundary (the placement); from that decision
+point, in MuJoCo's stochastic mode, three teachers are measured with ``--pairs`` shared draws each
+(teacher segment -> student vs student resample -> student; the resample redraws the student's
+remaining fault opportunities from the draw's sampling seed, so its own verification may catch
+the misplacement):
 
-- ``clean``: the clean expert (a real repair, Delta > 0);
-- ``harmful``: the same plan with the placement shifted twice as far (Delta < 0, the control);
+- ``takeover``: the clean expert taking over mid-episode (a real repair, Delta > 0);
+- ``takeover-faulty`` (:data:`~captain_ros.learn.re0.seats.HARMFUL_FAULTS`): the same takeover
+  placing 12 cm off and skipping its check (the harmful control, Delta <= 0 expected);
 - ``self``: the student itself (Delta = 0 exactly when pairing works: same state, same draw).
+
+Each teacher writes at most ``--segment`` requests (the takeover needs its setup request).
 
 The mean paired difference over all pairs is the event's "true" Delta (with a Wilson-free normal
 interval). Then the verifier (betting and Hoeffding, 8..48 escalation, alpha = 0.05 for a single
@@ -17,7 +24,7 @@ per admitted event. The pool is measured, the repetitions resample it: the stati
 the pool, the pool is a finite estimate of the event.
 
 Usage: ``python benchmarks/bench_re0_testbed.py [--seed 3] [--rate 0.5] [--pairs 40] [--repeats 300]
-[--workers 2] [--json OUT]``
+[--segment 8] [--workers 2] [--json OUT]``
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from captain_ros.evaluation.runner import EpisodeJob, run_local
 from captain_ros.evaluation.stats import wilson_interval
 from captain_ros.learn.re0.contracts import RepairContract, scope_cost
 from captain_ros.learn.re0.locate import locate
+from captain_ros.learn.re0.loop import API
 from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner
 from captain_ros.learn.re0.verify import PairedDraw, VerifierConfig, verify
 
@@ -64,6 +72,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=0.5)
     ap.add_argument("--pairs", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=300)
+    ap.add_argument("--segment", type=int, default=8, help="contract length in requests")
+    ap.add_argument("--tries", type=int, default=10, help="train seeds tried from --seed for a failure")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="/tmp/re0_testbed")
     ap.add_argument("--json", default="")
@@ -72,23 +82,27 @@ def main() -> None:
         raise SystemExit("bench_re0_testbed: develop on train seeds 0-999 only")
     out = Path(a.out)
     shutil.rmtree(out, ignore_errors=True)
-    student = f"re0-faulty:place={a.rate}"
-    src = out / "student"
-    # the recorded failure: the same student, with the first placement certainly faulted
-    rec = run_local([EpisodeJob(a.task, a.seed, "re0-faulty:place=1.0", "mujoco", str(src), {})], 1,
-                    "captain_ros.learn.re0.rollouts:student_job")[0]
+    student = f"scripted-faulty:place_offset=1,skip_verify={a.rate:g},offset_m=0.12"
     from captain_ros.harness.decision_points import RecordedEpisode
     from captain_ros.tasks import get_task
 
-    loc = locate(RecordedEpisode.load(src), get_task(a.task).milestone_names)
-    if rec.strict_success or loc.boundary_t is None:
-        raise SystemExit(f"bench_re0_testbed: no event on seed {a.seed}: {rec.outcome}, {loc.reason}")
-    symbols = (*loc.capabilities, "finish")
-    contract = RepairContract(loc.boundary_t, symbols, 1, scope_cost(1, len(symbols)))
-    report: dict[str, Any] = {"task": a.task, "seed": a.seed, "student": student, "boundary_t": loc.boundary_t,
+    for seed in range(a.seed, min(a.seed + a.tries, 1000)):  # the recorded failure: the first failing seed
+        src = out / f"student_{seed:03d}"
+        rec = run_local([EpisodeJob(a.task, seed, student, "mujoco", str(src), {})], 1,
+                        "captain_ros.learn.re0.rollouts:student_job")[0]
+        if rec.outcome == "error":
+            raise SystemExit(f"bench_re0_testbed: the student's episode crashed: {rec.error[-400:]}")
+        loc = locate(RecordedEpisode.load(src), get_task(a.task).milestone_names)
+        if not rec.strict_success and loc.boundary_t is not None:
+            break
+        print(f"seed {seed}: no event ({rec.outcome}, {loc.reason})")
+    else:
+        raise SystemExit(f"bench_re0_testbed: no event on seeds {a.seed}..{a.seed + a.tries - 1}")
+    contract = RepairContract(loc.boundary_t, API, a.segment, scope_cost(a.segment, len(API)))
+    report: dict[str, Any] = {"task": a.task, "seed": seed, "segment": a.segment, "student": student, "boundary_t": loc.boundary_t,
                               "evidence": [e.to_dict() for e in loc.evidence], "teachers": {}}
     rng = np.random.default_rng(0)
-    for teacher, pairs in (("self", max(4, a.pairs // 4)), ("clean", a.pairs), ("harmful", a.pairs)):
+    for teacher, pairs in (("self", max(4, a.pairs // 4)), ("takeover", a.pairs), ("takeover-faulty", a.pairs)):
         spec = EventSpec(f"testbed-{teacher}", str(src), contract.to_dict(), student, teacher,
                          str(out / "rollouts"), "mujoco", {}, "success")
         runner = PairedRunner(spec, workers=a.workers)
@@ -99,14 +113,14 @@ def main() -> None:
         mean = statistics.mean(diffs)
         sd = statistics.pstdev(diffs)
         half = 1.96 * sd / math.sqrt(len(diffs))
-        row = {"pairs": len(diffs), "rollouts": 2 * len(diffs), "wall_s": wall, "delta": mean,
+        row: dict[str, Any] = {"pairs": len(diffs), "rollouts": 2 * len(diffs), "wall_s": wall, "delta": mean,
                "delta_ci95": [mean - half, mean + half], "teacher_success": statistics.mean(d.teacher_return for d in draws),
                "student_success": statistics.mean(d.student_return for d in draws),
                "exactly_equal_pairs": sum(d.difference == 0 for d in draws)}
         for method in ("betting", "hoeffding"):
             row[method] = resampled_verdicts(diffs, method, a.repeats, rng)
         report["teachers"][teacher] = row
-        print(f"{teacher:8s} Delta {mean:+.3f} [{mean - half:+.3f}, {mean + half:+.3f}] over {len(diffs)} pairs "
+        print(f"{teacher:15s} Delta {mean:+.3f} [{mean - half:+.3f}, {mean + half:+.3f}] over {len(diffs)} pairs "
               f"({wall:.0f} s); admitted: betting {row['betting']['rate']:.3f}, hoeffding {row['hoeffding']['rate']:.3f}")
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=2) + "\n")

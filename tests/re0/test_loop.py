@@ -24,13 +24,17 @@ def test_contracts_grow_in_scope():
 
 @pytest.mark.parametrize(("args", "why"), [
     (["--student", "runs/nope"], "expected a model folder"),
-    (["--student", "re0-faulty", "--teacher", "openai"], "openai"),
-    (["--student", "re0-faulty", "--seeds", "990-1010"], "training seeds"),
-    (["--student", "re0-faulty:place=2"], "fault rate"),
-    (["--student", "re0-faulty", "--segments", "0"], "positive"),
-    (["--student", "re0-faulty", "--heldout", "5-6"], "1000-1999"),
-    (["--student", "re0-faulty", "--corpora", "cold"], "testbed has none"),
-    (["--student", "re0-faulty", "--max-draws", "4"], "max-draws"),
+    (["--student", "re0-faulty:place=1"], "expected a model folder or scripted-faulty"),
+    (["--student", "scripted-faulty", "--teacher", "openai"], "openai"),
+    (["--student", "scripted-faulty", "--teacher", "oracle"], "unknown teacher"),
+    (["--student", "scripted-faulty", "--teacher", "takeover-faulty:place_offset=3"], "not in [0, 1]"),
+    (["--student", "scripted-faulty", "--seeds", "990-1010"], "training seeds"),
+    (["--student", "scripted-faulty:place_offset=2"], "not in [0, 1]"),
+    (["--student", "scripted-faulty:teleport=0.5"], "unknown fault"),
+    (["--student", "scripted-faulty", "--segments", "0"], "positive"),
+    (["--student", "scripted-faulty", "--heldout", "5-6"], "1000-1999"),
+    (["--student", "scripted-faulty", "--corpora", "cold"], "testbed has none"),
+    (["--student", "scripted-faulty", "--max-draws", "4"], "max-draws"),
 ])
 def test_the_command_refuses_bad_input_with_one_line(tmp_path, capsys, args, why):
     rc = re0_main(["--task", "pick_place", "--out", str(tmp_path / "g"), *args])
@@ -39,11 +43,13 @@ def test_the_command_refuses_bad_input_with_one_line(tmp_path, capsys, args, why
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="since merging integ, the stopgap re0-faulty student injects no fault: the "
-                   "rewritten expert defines placement in a helper its cells call (switch to scripted-faulty + takeover)")
-def test_one_generation_admits_the_clean_repair_and_mu_succeeds(tmp_path):
-    cfg = LoopConfig(task="pick_place", seeds=(3,), student="re0-faulty:place=1.0", out=str(tmp_path / "g"),
-                     workers=1, noise=None, segment_lengths=(1,), schedule=(8, 12), backend="fake")
+def test_one_generation_admits_the_takeover_repair_and_mu_succeeds(tmp_path):
+    """The testbed student always misplaces on seed 3 (fake robot, deterministic pairs): the
+    expert's takeover at the placement is admitted with the smallest scope that verifies, and mu
+    succeeds where the student failed."""
+    student = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
+    cfg = LoopConfig(task="pick_place", seeds=(3,), student=student, out=str(tmp_path / "g"),
+                     workers=2, noise=None, segment_lengths=(8,), schedule=(8, 12), backend="fake")
     try:
         report = run_loop(cfg, DistillConfig(corpora=("refine",)))
     finally:
@@ -51,13 +57,18 @@ def test_one_generation_admits_the_clean_repair_and_mu_succeeds(tmp_path):
     p = report["passes"]["refine"]
     assert p["decision"].startswith("refine") and p["seat_success"]["successes"] == 0
     (event,) = p["events"]
-    assert event["boundary_t"] == 6 and event["audited"][0]["verdict"] == "admitted"
-    (entry,) = read_ledger(tmp_path / "g" / "ledger.jsonl")  # validated: Delta-hat, verdict re-derived
+    t = event["boundary_t"]
+    assert t == 7 and event["audited"][-1]["verdict"] == "admitted"
+    entries = read_ledger(tmp_path / "g" / "ledger.jsonl")  # validated: Delta-hat, verdict re-derived
+    entry = entries[-1]
     assert entry["delta_hat"] == 1.0 and entry["rollouts_spent"] == 24 and entry["looks"] == [8, 12]
+    assert entry["contract"]["max_segment_requests"] == 8
     assert p["hybrid_success"]["successes"] == 1 and p["gate"].startswith("gate open")
     (row,) = [json.loads(x) for x in (tmp_path / "g" / "corpus" / "corpus.jsonl").read_text().splitlines()]
-    assert row["weights"][5] == pytest.approx(entry["lcb"]) and row["weights"][:5] == [1.0] * 5
-    assert row["turn_sources"][5] == f"repair:{entry['event_id']}" and row["corpus"] == "refine"
+    repair = [i for i, src in enumerate(row["turn_sources"]) if src.startswith("repair:")]
+    assert repair[0] == t - 1 and row["weights"][:t - 1] == [1.0] * (t - 1)
+    assert all(row["turn_sources"][i] == f"repair:{entry['event_id']}" for i in repair)
+    assert all(row["weights"][i] == pytest.approx(entry["lcb"]) for i in repair) and row["corpus"] == "refine"
     assert sum(m["role"] == "assistant" for m in row["messages"]) == len(row["weights"])
     assert not report["distill"]["ran"] and "scripted" in report["distill"]["reason"]
     assert not report["heldout"]["ran"]

@@ -78,7 +78,7 @@ def test_rows_of_a_recorded_episode_load_unchanged_with_their_weights(tmp_path):
 
 def test_a_task_at_rho_is_not_refined_and_the_pass_says_so(tmp_path):
     assert not refine_or_abstain("t", 0.8).refine and refine_or_abstain("t", 0.79).refine
-    cfg = LoopConfig(task="pick_place", seeds=(3,), student="re0-faulty:place=0", out=str(tmp_path / "g"),
+    cfg = LoopConfig(task="pick_place", seeds=(3,), student="scripted-faulty:place_offset=0", out=str(tmp_path / "g"),
                      workers=1, noise=None, backend="fake")
     res = run_pass(cfg, cfg.student, "refine", AlphaAllocator(0.05, planned=None),
                    LedgerWriter(tmp_path / "g" / "ledger.jsonl"))
