@@ -45,11 +45,12 @@ def test_the_command_refuses_bad_input_with_one_line(tmp_path, capsys, args, why
 @pytest.mark.slow
 def test_one_generation_admits_the_takeover_repair_and_mu_succeeds(tmp_path):
     """The testbed student always misplaces on seed 3 (fake robot, deterministic pairs): the
-    expert's takeover at the placement is admitted with the smallest scope that verifies, and mu
-    succeeds where the student failed."""
+    4-request contract restricted to the boundary's capabilities leaves the takeover no setup (it
+    sends nothing, every pair ties: insufficient at M = 16), the 8-request one with the whole API is admitted,
+    and mu succeeds where the student failed."""
     student = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
     cfg = LoopConfig(task="pick_place", seeds=(3,), student=student, out=str(tmp_path / "g"),
-                     workers=2, noise=None, segment_lengths=(8,), schedule=(8, 12), backend="fake")
+                     workers=2, noise=None, segment_lengths=(4, 8), schedule=(8, 12, 16), backend="fake")
     try:
         report = run_loop(cfg, DistillConfig(corpora=("refine",)))
     finally:
@@ -58,10 +59,11 @@ def test_one_generation_admits_the_takeover_repair_and_mu_succeeds(tmp_path):
     assert p["decision"].startswith("refine") and p["seat_success"]["successes"] == 0
     (event,) = p["events"]
     t = event["boundary_t"]
-    assert t == 7 and event["audited"][-1]["verdict"] == "admitted"
+    assert t == 7 and [a["verdict"] for a in event["audited"]] == ["insufficient", "admitted"]
     entries = read_ledger(tmp_path / "g" / "ledger.jsonl")  # validated: Delta-hat, verdict re-derived
     entry = entries[-1]
-    assert entry["delta_hat"] == 1.0 and entry["rollouts_spent"] == 24 and entry["looks"] == [8, 12]
+    assert entries[0]["verdict"] == "insufficient" and entries[0]["delta_hat"] == 0.0
+    assert entry["delta_hat"] == 1.0 and entry["rollouts_spent"] == 32 and entry["looks"] == [8, 12, 16]
     assert entry["contract"]["max_segment_requests"] == 8
     assert p["hybrid_success"]["successes"] == 1 and p["gate"].startswith("gate open")
     (row,) = [json.loads(x) for x in (tmp_path / "g" / "corpus" / "corpus.jsonl").read_text().splitlines()]
