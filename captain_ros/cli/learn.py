@@ -5,6 +5,8 @@
 - ``captain learn critic --episodes RUN_DIR... --out DIR``: the privileged simulator critic;
 - ``captain learn rl --policy-folder DIR --critic DIR --tasks T --starts N --rounds R --out DIR``:
   RL with per-request credit.
+- ``captain learn re0 --student DIR|SPEC --teacher scripted|openai --task T --out DIR``: one RE-0
+  generation (verified repairs, RE-OPD distillation).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ COMMANDS = {
     "sft": ("captain_ros.cli.learn_sft", "fine-tune a student on dataset rows"),
     "critic": ("captain_ros.cli.learn_critic", "train the privileged simulator critic"),
     "rl": ("captain_ros.cli.learn_rl", "multi-turn RL with per-request credit from the critic"),
+    "re0": ("captain_ros.cli.learn_re0", "RE-0: verified repairs and RE-OPD distillation"),
 }
 
 

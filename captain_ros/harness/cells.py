@@ -85,5 +85,6 @@ def run_cells(t: int, cells: list[tuple[str, str]], session: PythonSession, call
                            "error": error or (cres.error if cres else None),
                            "timed_out": bool(cres and cres.timed_out), "crashed": bool(cres and cres.crashed),
                            "violations": list(cres.violations) if cres else [],
-                           "duration_s": cres.duration_s if cres else 0.0, "call_s": cres.call_s if cres else 0.0})
+                           "duration_s": cres.duration_s if cres else 0.0, "call_s": cres.call_s if cres else 0.0,
+                           "ns_digest": cres.ns_digest if cres else ""})
     return out

@@ -40,6 +40,7 @@ from captain_ros.harness.privileged_log import (
 )
 from captain_ros.harness.profiles import get_profile
 from captain_ros.harness.record import OUTCOMES, EpisodeRecord, outcome_label
+from captain_ros.harness.resume import EpisodeResume, apply_counters
 from captain_ros.harness.returns import CostConfig, RequestCounts, request_costs, terminal_return
 from captain_ros.harness.session import PythonSession, SessionConfig
 from captain_ros.harness.taskmd import render_task_md
@@ -49,7 +50,8 @@ from captain_ros.policy.toolcalls import ParsedReply, parse_reply
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OUTCOMES", "EpisodeOptions", "EpisodeRecord", "outcome_label", "run_episode"]
+__all__ = ["OUTCOMES", "EpisodeOptions", "EpisodeRecord", "EpisodeResume", "outcome_label",
+           "run_episode"]
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,8 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
                 session_config: SessionConfig | None = None, context_config: ContextConfig | None = None,
                 count_tokens: Callable[[str], int] = approx_tokens,
                 clock: Callable[[], float] = time.monotonic,
-                session: PythonSession | None = None) -> EpisodeRecord:
+                session: PythonSession | None = None,
+                resume: EpisodeResume | None = None) -> EpisodeRecord:
     """Run one episode; write its folder; return its record.
 
     Args:
@@ -143,6 +146,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
             source (e.g. a service); without either, host success is unknown (False).
         observers: See :mod:`captain_ros.harness.observers`.
         session: An existing session to reuse (else one is started and closed here).
+        resume: Start at a restored decision point (:class:`EpisodeResume`) instead of request 1.
     """
     budgets = budgets or Budgets()
     opts = options or EpisodeOptions()
@@ -155,9 +159,12 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     task_name = str(getattr(task, "name", "task"))
     tracker = BudgetTracker(budgets, clock)
     t_start = clock()
-    gate = CompletionGate(task.gate_check)
+    gate = resume.gate if resume is not None else CompletionGate(task.gate_check)
     calls = EpisodeCalls(robot, tracker, gate, out, observer=obs.on_call)
-    own_session = session is None
+    if resume is not None:
+        session = resume.session
+        apply_counters(resume, tracker, calls)
+    own_session = session is None or resume is not None
     sess = session or PythonSession(out / "workspace", session_config, log_path=out / "session.log")
     task_md = render_task_md(task, seed, budgets, profile.compact_api)
     (out / "TASK.md").write_text(task_md)
@@ -165,21 +172,38 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     writer = TrajectoryWriter(out / "trajectory.jsonl")
     recorder = (PrivilegedRecorder(out / PRIVILEGED_FILE, task, privileged, log.warning, obs.on_privileged)
                 if privileged is not None else None)
-    policy.reset(task_name, seed)
-    history = History(system_prompt, task_md, _observe_initial(robot, out))
-    start_line = {"type": "episode_start", "task": task_name, "seed": seed,
-                  "policy": opts.policy_name, "backend": opts.backend_name,
-                  "profile": profile.name, "system": system_prompt, "task_md": task_md,
-                  "initial_images": [r.to_dict() for r in history.initial_images],
-                  "budgets": budgets.to_dict(), "context": ctx.to_dict(), "tools": [PYTHON_TOOL_SCHEMA]}
+    session_info = {"hash_seed": sess.config.hash_seed, "rng_seed": sess.config.rng_seed}
+    if resume is None:
+        policy.reset(task_name, seed)
+        history = History(system_prompt, task_md, _observe_initial(robot, out))
+        start_line = {"type": "episode_start", "task": task_name, "seed": seed,
+                      "policy": opts.policy_name, "backend": opts.backend_name,
+                      "profile": profile.name, "system": system_prompt, "task_md": task_md,
+                      "initial_images": [r.to_dict() for r in history.initial_images],
+                      "budgets": budgets.to_dict(), "context": ctx.to_dict(), "tools": [PYTHON_TOOL_SCHEMA],
+                      "session": session_info}
+        prefix_lines: tuple[dict[str, Any], ...] = ()
+    else:
+        history = resume.history
+        start_line = {**resume.start_line, "policy": opts.policy_name, "session": session_info,
+                      "resumed_from": dict(resume.resumed_from)}
+        prefix_lines = tuple(resume.prefix_lines)
+        if recorder is not None and resume.privileged_states is not None:
+            recorder.resume_from(resume.privileged_states, resume.privileged_requests, resume.task_tracker)
     writer.write(start_line)
+    for line in prefix_lines:
+        writer.write(line)
     obs.on_start(EpisodeStart(task_name, int(seed), opts.policy_name, opts.backend_name, str(out),
                               budgets.to_dict()))
     obs.on_trajectory(start_line)
-    model_s = 0.0
-    prompt_tokens = completion_tokens = malformed = 0
+    for line in prefix_lines:
+        obs.on_trajectory(line)
+    model_s = resume.model_s if resume is not None else 0.0
+    prompt_tokens = resume.prompt_tokens if resume is not None else 0
+    completion_tokens = resume.completion_tokens if resume is not None else 0
+    malformed = resume.malformed if resume is not None else 0
     end_reason, settle_budget = "", None
-    counts: list[RequestCounts] = []
+    counts: list[RequestCounts] = list(resume.counts) if resume is not None else []
     try:
         try:
             sess.start()  # start-up (pre-imports) is paid once, not inside request 1
@@ -264,8 +288,9 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     finally:
         if own_session:
             sess.close()
+    wall_s = clock() - t_start + (resume.wall_used_s if resume is not None else 0.0)
     record = _settle(task, seed, robot, recorder, host_success, opts, end_reason, settle_budget,
-                     gate, tracker, calls, counts, clock() - t_start, model_s, prompt_tokens,
+                     gate, tracker, calls, counts, wall_s, model_s, prompt_tokens,
                      completion_tokens, sess, malformed, out)
     obs.on_trajectory({"type": "episode_end", "summary": record.to_dict()})
     record = obs.amend(record)

@@ -180,6 +180,19 @@ class PrivilegedRecorder:
         self._write(rec.to_dict())
         return rec
 
+    def resume_from(self, states: Sequence[StateRecord], requests: Sequence[RequestRecord],
+                    tracker_state: dict[str, Any] | None) -> None:
+        """Continue a recorded episode at a restored decision point: the states and requests of
+        its prefix are written again and the task tracker's memory is put back (RE-0)."""
+        self.states = list(states)
+        self.requests = list(requests)
+        if tracker_state is not None:
+            self.tracker.restore(tracker_state)
+        for i, st in enumerate(self.states):
+            self._write(st.to_dict())
+            if i < len(self.requests):
+                self._write(self.requests[i].to_dict())
+
     def record_request(self, rec: RequestRecord) -> None:
         if self.ok:
             self.requests.append(rec)

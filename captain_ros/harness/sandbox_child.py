@@ -1,7 +1,8 @@
 """The sandboxed policy Python session (child process side).
 
 Started by :class:`captain_ros.harness.session.PythonSession` as ``python -I -m
-captain_ros.harness.sandbox_child`` with an empty environment, its cwd in the episode workspace
+captain_ros.harness.sandbox_child`` (``-s -P`` instead of ``-I`` when the session fixes the hash
+seed) with a fixed minimal environment, its cwd in the episode workspace
 and two pipes on fds 0/1 carrying JSON frames. Setup, in order: pre-import the allowed modules,
 build the ``robot`` client (its calls go over the pipe; the child holds no backend object, gate
 or budget counter), set rlimits (address space, CPU, file size, open files, no core files), drop
@@ -27,6 +28,7 @@ import traceback
 from typing import Any
 
 from captain_ros.harness import wire
+from captain_ros.harness.ns_digest import ns_digest
 
 ALLOWED_IMPORTS = frozenset({
     "numpy", "scipy", "math", "cmath", "json", "random", "itertools", "collections", "functools",
@@ -66,6 +68,7 @@ READ_ONLY_PATH_EVENTS = frozenset({"os.listdir", "os.scandir", "glob.glob", "os.
 SAFE_PICKLE_MODULES = ("numpy", "collections", "datetime", "decimal", "fractions", "copyreg")
 
 _NS: dict = {}
+_BASE: dict = {}
 _VIOLATIONS: list[str] = []
 _SIG = {"in_cell": False, "pending": False}
 _OUT_FD = 1
@@ -271,6 +274,12 @@ def _setup(cfg: dict) -> None:
         build = getattr(importlib.import_module(module), function)
         _NS[str(handle)] = build(lambda n, k, _h=str(handle): RobotResult(_robot_send(f"{_h}.{n}", k)))
     builtins.__import__ = guarded
+    if cfg.get("rng_seed") is not None:  # randomness under the episode's seed (decision points)
+        import random
+
+        random.seed(int(cfg["rng_seed"]))
+        numpy.random.seed(int(cfg["rng_seed"]))
+    _BASE.update(_NS)
 
     def limit(res: int, value: int) -> None:
         with contextlib.suppress(ValueError, OSError):
@@ -336,7 +345,11 @@ def _run_cell(code: str, cell_no: int, cap: int) -> wire.Done:
         sys.stdout, sys.stderr = old
     violations = list(_VIOLATIONS)
     _VIOLATIONS.clear()
-    return wire.Done(out.getvalue(), error, interrupted, violations)
+    try:
+        digest = ns_digest(_NS, _BASE)
+    except BaseException:  # noqa: BLE001 - a digest is optional; never lose the cell's result
+        digest = ""
+    return wire.Done(out.getvalue(), error, interrupted, violations, digest)
 
 
 def main() -> None:

@@ -57,6 +57,11 @@ class SessionConfig:
         cpu_limit_s: CPU time of one child process before it is killed (RLIMIT_CPU) [s].
         file_size_limit_bytes: Largest file the child may write (RLIMIT_FSIZE) [bytes].
         drop_privileges: Run the child as ``nobody`` (None = when the harness runs as root).
+        hash_seed: ``PYTHONHASHSEED`` of the child (``None``: random per process, Python's
+            default). Fixed by default so that set and dict-of-str orders, hence a replayed
+            session, are the same in every process (decision points, RE-0).
+        rng_seed: Seed of the child's ``random`` and ``numpy.random`` global generators
+            (``None``: unseeded, as Python starts them).
         clients: Extra handles in the session's globals, as ``(name, "module:function")`` pairs;
             the child calls ``function(transport)`` at start-up, and calls made through the handle
             reach :meth:`CellHandler.on_call` named ``"<name>.<method>"`` (e.g. CoEvolve's robot
@@ -71,7 +76,15 @@ class SessionConfig:
     cpu_limit_s: int = 3600
     file_size_limit_bytes: int = 64 << 20
     drop_privileges: bool | None = None
+    hash_seed: int | None = 0
+    rng_seed: int | None = None
     clients: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("hash_seed", "rng_seed"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**32):
+                raise ValueError(f"SessionConfig.{name} must be None or an integer in [0, 2**32), got {v!r}")
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,8 @@ class CellResult:
         violations: Sandbox denials raised during the cell.
         duration_s: Wall time of the cell [s].
         call_s: Part of it spent answering robot calls/images in the harness [s].
+        ns_digest: The child's digest of the session variables after the cell (``""``: none);
+            untrusted data, used only to check that a replayed session matches its record.
     """
 
     output: str
@@ -97,6 +112,7 @@ class CellResult:
     violations: tuple[str, ...] = ()
     duration_s: float = 0.0
     call_s: float = 0.0
+    ns_digest: str = ""
 
     def text(self) -> str:
         parts = [p for p in (self.notice, self.output.rstrip("\n"), self.error or "") if p]
@@ -167,10 +183,16 @@ class PythonSession:
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.workspace), "LANG": "C.UTF-8",
                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"}
+        # -I (isolated) would ignore PYTHONHASHSEED; -s -P keep the rest of its isolation (no
+        # user site, no script folder on sys.path) and the environment is this fixed dict anyway
+        flags = ["-I"]
+        if self.config.hash_seed is not None:
+            env["PYTHONHASHSEED"] = str(int(self.config.hash_seed))
+            flags = ["-s", "-P"]
         log_file = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115
         try:
             popen = subprocess.Popen(
-                [sys.executable, "-I", "-m", "captain_ros.harness.sandbox_child"],
+                [sys.executable, *flags, "-m", "captain_ros.harness.sandbox_child"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=log_file if log_file is not None else subprocess.DEVNULL, cwd=self.workspace,
                 env=env, close_fds=True, start_new_session=True)
@@ -185,7 +207,7 @@ class PythonSession:
             int(self.config.memory_limit_bytes), int(self.config.cpu_limit_s),
             int(self.config.file_size_limit_bytes), NOBODY_UID if self.drop_privileges else None,
             NOBODY_UID if self.drop_privileges else None,
-            dict(self.config.clients))
+            rng_seed=self.config.rng_seed, clients=dict(self.config.clients))
         try:
             wire.send(proc.to_child, cfg)
             msg = wire.decode(self._recv(proc, time.monotonic() + self.config.startup_timeout_s))
@@ -298,7 +320,8 @@ class PythonSession:
                     return CellResult(msg.output, msg.error or None,
                                       timed_out=interrupted_at is not None or msg.interrupted,
                                       notice=notice, violations=violations,
-                                      duration_s=time.monotonic() - t0, call_s=call_s)
+                                      duration_s=time.monotonic() - t0, call_s=call_s,
+                                      ns_digest=msg.ns_digest)
                 t_call = time.monotonic()
                 reply: wire.Frame
                 if isinstance(msg, wire.Call):

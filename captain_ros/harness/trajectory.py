@@ -2,12 +2,15 @@
 
 Lines (JSON objects, in order):
 
-- ``{"type": "episode_start", task, seed, system, task_md, initial_images, budgets, context, tools}``
+- ``{"type": "episode_start", task, seed, system, task_md, initial_images, budgets, context, tools,
+  session: {hash_seed, rng_seed}}`` (an episode resumed at a decision point also has
+  ``resumed_from: {folder, t}``);
 - one ``{"type": "request", "t", reasoning, content, tool_calls_raw, calls: [{call_id, code, output,
   receipts, receipts_total, images, robot_calls, error, timed_out, crashed, violations, duration_s,
-  call_s}], malformed, notice, budget, gate, model_s, backend_s, harness_s, prompt_tokens,
+  call_s, ns_digest}], malformed, notice, budget, gate, model_s, backend_s, harness_s, prompt_tokens,
   completion_tokens, context_sha256}`` per request (``context_sha256`` hashes the messages the
-  policy saw, so a rebuild can be verified);
+  policy saw, so a rebuild can be verified; ``ns_digest`` digests the session's variables after
+  the cell, :mod:`captain_ros.harness.ns_digest`);
 - ``{"type": "episode_end", "summary": {...}}``.
 
 :func:`load_history` rebuilds the :class:`~captain_ros.harness.history.History`;

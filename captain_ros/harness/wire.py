@@ -94,7 +94,8 @@ class Frame:
 
 @dataclass(frozen=True)
 class Config(Frame):
-    """Sandbox set-up (limits, workspace, readable library roots, uid to drop to)."""
+    """Sandbox set-up (limits, workspace, readable library roots, uid to drop to, the seed of
+    the session's ``random`` and ``numpy.random`` global generators or None)."""
 
     kind: ClassVar[str] = "config"
     workspace: str
@@ -105,6 +106,7 @@ class Config(Frame):
     file_size_limit_bytes: int = 0
     drop_to_uid: int | None = None
     drop_to_gid: int | None = None
+    rng_seed: int | None = None
     clients: dict[str, Any] = field(default_factory=dict)
     """Extra handles of the session's globals: ``{name: "module:function"}`` (CoEvolve)."""
 
@@ -165,13 +167,15 @@ class ErrorReply(Frame):
 
 @dataclass(frozen=True)
 class Done(Frame):
-    """A cell finished: captured output, error text, interrupted, sandbox violations."""
+    """A cell finished: captured output, error text, interrupted, sandbox violations, and a
+    digest of the session's variables after the cell (``""``: not computed)."""
 
     kind: ClassVar[str] = "done"
     output: str = ""
     error: str | None = None
     interrupted: bool = False
     violations: list[str] = field(default_factory=list)
+    ns_digest: str = ""
 
 
 FRAMES: dict[str, type[Frame]] = {c.kind: c for c in (Config, Ready, Exec, Exit, Call, CallReply,

@@ -69,6 +69,20 @@ class MotionService:
             self._recover_path[a] = []
         self._last_arm = None
 
+    def history_state(self) -> dict[str, Any]:
+        """The executed-trajectory memory (what ``recover`` and ``read_motion_trajectory`` use),
+        for a decision-point snapshot of the whole episode; samples are frozen, lists are copied."""
+        return {"last": {a: list(v) for a, v in self._last.items()},
+                "recover_path": {a: list(v) for a, v in self._recover_path.items()},
+                "last_arm": self._last_arm, "clock_s": self._clock_s}
+
+    def restore_history_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`history_state` (after ``backend.restore`` to the same instant)."""
+        self._last = {a: list(v) for a, v in state["last"].items()}
+        self._recover_path = {a: list(v) for a, v in state["recover_path"].items()}
+        self._last_arm = state["last_arm"]
+        self._clock_s = float(state["clock_s"])
+
     def _sync_clock(self) -> None:
         """A backend clock that went backwards means a restore/reset: the history is stale."""
         now = self.backend.time_s()

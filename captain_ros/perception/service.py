@@ -7,6 +7,7 @@ Measurement and state calls live in :mod:`~captain_ros.perception.measure` and
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,19 @@ class PerceptionService(MeasureMixin, StateMixin):
         self.detections = BoundedStore("det", "detection id", max_detections)
         self.measurements: list[dict[str, Any]] = []
         self._support: dict[tuple[str, str], float] = {}
+
+    def memory_state(self) -> dict[str, Any]:
+        """Everything the service remembers between calls (observations, detections, recorded
+        measurements, support-plane cache), for a decision-point snapshot of the episode."""
+        return {"observations": self.observations.snapshot(), "detections": self.detections.snapshot(),
+                "measurements": copy.deepcopy(self.measurements), "support": dict(self._support)}
+
+    def restore_memory_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`memory_state` (handles and ids continue from the same counters)."""
+        self.observations.restore(state["observations"])
+        self.detections.restore(state["detections"])
+        self.measurements = copy.deepcopy(state["measurements"])
+        self._support = dict(state["support"])
 
     # ---------------------------------------------------------------- observations
     def _capture(self, cameras: list[str] | None = None) -> Observation:

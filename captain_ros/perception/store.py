@@ -113,5 +113,16 @@ class BoundedStore:
     def __len__(self) -> int:
         return len(self._items)
 
+    def snapshot(self) -> tuple[tuple[tuple[str, Any], ...], int]:
+        """The entries (shared, not copied: observations and detections are never changed after
+        they are stored) and the id counter, for a decision-point snapshot."""
+        return tuple(self._items.items()), self._next
+
+    def restore(self, snap: tuple[tuple[tuple[str, Any], ...], int]) -> None:
+        """Restore :meth:`snapshot`: the same entries in the same order, the same next id."""
+        items, next_id = snap
+        self._items = OrderedDict(items)
+        self._next = int(next_id)
+
     def values(self) -> list[Any]:
         return list(self._items.values())

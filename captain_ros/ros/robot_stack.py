@@ -27,6 +27,7 @@ def make_robot_stack(backend: Any = None, robot_overrides: list[Any] | None = No
     bring_up(robot)
     perception = PerceptionNode(robot.backend, **node_kwargs)
     robot.scene_listeners.append(perception.reset)
+    robot.sim.perception_of = lambda: perception.perception  # snapshots cover its store too
     return [robot, perception]
 
 

@@ -1,7 +1,12 @@
 """Simulation-only services of the robot node: snapshot, restore, privileged state, load scene.
 
-``/captain/robot/snapshot`` stores the full backend state under an id, ``/captain/robot/restore``
-restores it (bit-identical replay afterwards), ``/captain/robot/privileged_state`` returns the
+``/captain/robot/snapshot`` stores the whole robot side under an id: the backend state, the
+safety layer's last targets, the motion history and, when the robot stack registered its
+perception node (:attr:`SimServices.perception_of`), the perception store (observations,
+detections, measurements; :mod:`captain_ros.harness.robot_state`). ``/captain/robot/restore``
+restores it (bit-identical replay afterwards; a latched e-stop is never cleared by a restore).
+Take snapshots between robot calls (the harness does, before every request): a call in flight on
+another executor thread would be cut in half. ``/captain/robot/privileged_state`` returns the
 simulator's ground truth as JSON (for the harness's host-success predicate; never for policies),
 ``/captain/robot/load_scene`` builds a task's scene for a seed, or resets the current scene from
 the snapshot taken when it was built. On hardware the backend raises ``NotSupportedError`` and
@@ -12,10 +17,13 @@ no ``/captain/privileged`` and its bags have the topic set of real hardware.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from captain_ros_interfaces.srv import LoadScene, PrivilegedState, Restore, Snapshot
 
+from captain_ros.harness.robot_state import capture_robot_side, restore_robot_side
 from captain_ros.ros import convert
 
 MAX_SNAPSHOTS = 512
@@ -27,6 +35,9 @@ class SimServices:
 
     def __init__(self, robot: Any, group: Any, privileged: bool = True) -> None:
         self.robot = robot
+        self.perception_of: Callable[[], Any] | None = None
+        """Returns the perception service whose store belongs to the robot side (set by the
+        robot stack; None: snapshots hold the backend and motion history only)."""
         self._snapshots: dict[str, Any] = {}
         self._n = 0
         services = [(Snapshot, "snapshot", self._on_snapshot),
@@ -39,7 +50,7 @@ class SimServices:
 
     def _on_snapshot(self, _req: Snapshot.Request, resp: Snapshot.Response) -> Snapshot.Response:
         try:
-            snap = self.robot.backend.snapshot()
+            snap = capture_robot_side(self._side())
         except Exception as exc:  # noqa: BLE001 - NotSupportedError on hardware
             resp.success, resp.message = False, str(exc)
             return resp
@@ -48,8 +59,15 @@ class SimServices:
         self._snapshots[sid] = snap
         while len(self._snapshots) > MAX_SNAPSHOTS:  # bounded: the oldest go first
             self._snapshots.pop(next(iter(self._snapshots)))
-        resp.success, resp.message, resp.snapshot_id = True, "stored", sid
+        parts = ["backend"] + [n for n, v in (("safety layer", snap.guards), ("motion history", snap.motion),
+                                                  ("perception store", snap.perception)) if v is not None]
+        resp.success, resp.message, resp.snapshot_id = True, "stored: " + ", ".join(parts), sid
         return resp
+
+    def _side(self) -> Any:
+        """The robot side as :mod:`captain_ros.harness.robot_state` reads it."""
+        return SimpleNamespace(backend=self.robot.backend, motion=getattr(self.robot.service, "motion", None),
+                               perception=self.perception_of() if self.perception_of else None)
 
     def _on_restore(self, req: Restore.Request, resp: Restore.Response) -> Restore.Response:
         if req.snapshot_id not in self._snapshots:
@@ -57,7 +75,7 @@ class SimServices:
             resp.message = f"unknown snapshot {req.snapshot_id!r}; known: {', '.join(self._snapshots)}"
             return resp
         try:
-            self.robot.backend.restore(self._snapshots[req.snapshot_id])
+            restore_robot_side(self._side(), self._snapshots[req.snapshot_id])
         except Exception as exc:  # noqa: BLE001
             resp.success, resp.message = False, str(exc)
             return resp

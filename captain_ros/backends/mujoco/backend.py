@@ -36,6 +36,7 @@ from captain_ros.backends.mujoco import render as _render
 from captain_ros.backends.mujoco.contacts import ContactReader
 from captain_ros.backends.mujoco.kinematics import MujocoKinematics
 from captain_ros.backends.mujoco.model import site_pose
+from captain_ros.backends.mujoco.noise import BaseParams, NoiseDraw, NoiseState, switch_noise
 from captain_ros.backends.mujoco.snapshot import MujocoSnapshot
 from captain_ros.core.errors import EStopError, InvalidArgumentError, UnknownNameError
 from captain_ros.core.geometry import Pose, as_vector
@@ -62,11 +63,14 @@ class MujocoBackend(Backend):
         image_size_px: Square camera resolution [px] (512 as in the paper).
         render_segmentation: Fill :attr:`CameraFrame.segmentation` (object ids following
             ``scene.object_bodies``, 1-based; 0 = background/robot/table). Costs ~25 ms per camera.
+        noise: A :class:`~captain_ros.backends.mujoco.noise.NoiseDraw` (or its dict) for the
+            stochastic mode; ``None`` (default): deterministic.
     """
 
     def __init__(self, scene: SceneSpec | None = None, rig: str = "piper", *,
                  image_size_px: int = _render.IMAGE_SIZE_PX,
-                 render_segmentation: bool = False) -> None:
+                 render_segmentation: bool = False,
+                 noise: NoiseDraw | Mapping[str, Any] | None = None) -> None:
         self.rig = scene.rig if scene is not None else rig
         if self.rig not in rigmodel.ARM_PREFIXES:
             raise UnknownNameError("rig", rig, list(rigmodel.ARM_PREFIXES))
@@ -112,7 +116,10 @@ class MujocoBackend(Backend):
         self._pads_version = self._forces_version = -1
         self._pads_cache: list[Any] = []
         self._forces_cache = np.zeros(len(self._arm_list))
+        self._noise_base: BaseParams | None = None
+        self._noise: NoiseState | None = None
         self.reset()
+        self.apply_noise(noise)
 
     # --- setup -------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -161,8 +168,10 @@ class MujocoBackend(Backend):
         for c in names:
             if c not in self._spec.cameras:
                 raise UnknownNameError("camera", c, list(self._spec.cameras))
-        return {c: self._renderer.render(self.data, c, self.time_s(), self.render_segmentation)
-                for c in names}
+        frames = {c: self._renderer.render(self.data, c, self.time_s(), self.render_segmentation)
+                  for c in names}
+        noise = self._noise
+        return frames if noise is None else {c: noise.perturb(f) for c, f in frames.items()}
 
     def joint_state(self, arm: str) -> JointState:
         a = self._arm(arm)
@@ -230,7 +239,7 @@ class MujocoBackend(Backend):
             cmd[name] = self._targets[name] + np.clip(q - self._targets[name], -step, step)
         for name, q in cmd.items():
             self._targets[name] = q
-            d.ctrl[self._arms[name].act_ids] = q
+            d.ctrl[self._arms[name].act_ids] = q if self._noise is None else q + self._noise.ctrl_offset(name)
         watched = [self._arm_list.index(self._arms[n]) for n in (cmd or self._arms)]
         n_sub = max(1, int(round(duration_s / m.opt.timestep)))
         peak = 0.0
@@ -322,7 +331,7 @@ class MujocoBackend(Backend):
             targets_rad={n: q.copy() for n, q in self._targets.items()},
             gripper_cmd_m=dict(self._grip_cmd), estop=self._estop, estop_reason=self._estop_reason,
             ever_held=dict(self._ever_held), rng_state=dict(self.rng.bit_generator.state),
-            ticks=self._ticks)
+            ticks=self._ticks, extra={} if self._noise is None else {"noise": self._noise.state()})
 
     def restore(self, snapshot: MujocoSnapshot) -> None:
         if not isinstance(snapshot, MujocoSnapshot) or snapshot.model_key != self._model_key:
@@ -337,6 +346,28 @@ class MujocoBackend(Backend):
         self._ever_held = dict(snapshot.ever_held)
         self.rng.bit_generator.state = snapshot.rng_state
         self._ticks = snapshot.ticks
+        saved = snapshot.extra.get("noise")
+        if (saved or {}).get("draw") != (self._noise.state()["draw"] if self._noise else None):
+            self.apply_noise(None if saved is None else saved["draw"])
+        if saved is not None and self._noise is not None:
+            self._noise.set_streams(saved)
+
+    # --- stochastic mode (:mod:`.noise`) ------------------------------------------------------
+    @property
+    def noise_draw(self) -> NoiseDraw | None:
+        """The draw of the stochastic mode, or None (deterministic)."""
+        return None if self._noise is None else self._noise.draw
+
+    def apply_noise(self, draw: NoiseDraw | Mapping[str, Any] | None) -> None:
+        """Start the noise of ``draw`` from the current physical state (``None``: deterministic).
+        Restoring a snapshot brings back the noise it was taken with."""
+        draw = NoiseDraw.coerce(draw)
+        if draw is not None or self._noise is not None:
+            self._noise_base, self._noise = switch_noise(
+                self.model, self._noise_base, list(self._body_object), draw,
+                {n: len(a.act_ids) for n, a in self._arms.items()})
+            self._stale = True
+            self._invalidate()
 
     def _held_by(self) -> dict[str, str | None]:
         """Arm -> name of the object (or body) held between both pads."""

@@ -296,6 +296,22 @@ class SafeBackend(Backend):
             if self.latch.tripped and not self.inner.estopped:
                 self.inner.estop(self.latch.message())
 
+    def guard_state(self) -> dict[str, Any]:
+        """The layer's memory of the last applied targets and joint velocities (the next tick's
+        rate limits start from them), for a decision-point snapshot of the whole episode."""
+        with self._lock:
+            return {"ref": {a: None if q is None else q.copy() for a, q in self._ref.items()},
+                    "vel": {a: v.copy() for a, v in self._vel.items()}, "moving": self._moving,
+                    "last_clipped": dict(self.last_clipped)}
+
+    def restore_guard_state(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`guard_state` after :meth:`restore` (the latch is never touched here)."""
+        with self._lock:
+            self._ref = {a: None if q is None else np.array(q, dtype=float) for a, q in state["ref"].items()}
+            self._vel = {a: np.array(v, dtype=float) for a, v in state["vel"].items()}
+            self._moving = bool(state["moving"])
+            self.last_clipped = dict(state["last_clipped"])
+
     def privileged_state(self) -> PrivilegedState:
         return self.inner.privileged_state()
 

@@ -68,14 +68,15 @@ class AdmittedEvent:
 
 
 def reopd_weights(turns: Sequence[TurnSource], events: Mapping[str, AdmittedEvent],
-                  lam: float = DEFAULT_LAMBDA) -> list[float]:
-    """Per-turn loss weights of one hybrid trajectory (module docstring)."""
-    if lam < 0:
-        raise InvalidArgumentError(f"lambda must be >= 0, got {lam}")
+                  lam: float = DEFAULT_LAMBDA, retention: float = 1.0) -> list[float]:
+    """Per-turn loss weights of one hybrid trajectory (module docstring); ``retention`` is the
+    weight of the seat's own turns (1 in the paper)."""
+    if lam < 0 or retention < 0:
+        raise InvalidArgumentError(f"lambda and retention must be >= 0, got {lam}, {retention}")
     out = []
     for turn in turns:
         if turn.source == "seat":
-            out.append(1.0)
+            out.append(float(retention))
             continue
         ev = events.get(turn.event_id or "")
         if ev is None:

@@ -174,9 +174,23 @@ class ScriptedExpert:
                 + textwrap.indent(HAND_BACK, "    "))
         return Cell(cell.reasoning + " This is my last request of the segment: then I hand back.", code)
 
+    def take_stock(self) -> None:
+        """Another policy wrote the requests since my last cell (a repair segment that handed
+        back): my plan's last call never got its notes. The next cell starts the task's ``resume``
+        plan in my state ``S`` (the hand-back restored it), which measures afresh where the task
+        stands; a lost ``S`` is found by the probe as usual."""
+        if self._state == "new" or self.done:
+            return
+        self._plan.close()
+        self._plan = self._wrap(RESUME[self.task](self.instruction))
+        self._state, self._probes = "stock", 0
+
     def _next(self, out: str | None) -> Cell | None:
         if self._state == "new":
             return self._setup()
+        if self._state == "stock":  # the output is the other policy's: not my call's notes
+            self._state = "plan"
+            return self._advance(None)
         if self._state == "probe":
             return self._after_probe(out)
         if not has_note(out):

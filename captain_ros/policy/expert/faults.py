@@ -196,6 +196,13 @@ class FaultInjector:
         self.request: int | None = None  # set by the policy: the request being written
         self._grasped: set[str] = set()
 
+    def reseed(self, sampling_seed: int) -> None:
+        """Draw the opportunities from now on from generators that also depend on
+        ``sampling_seed`` (a counterfactual continuation's own draw; faults that struck stay)."""
+        self._rng = {n: np.random.default_rng([self.spec.seed, zlib.crc32(self.task.encode()),
+                                               self.episode_seed, zlib.crc32(n.encode()),
+                                               int(sampling_seed) & 0x7FFFFFFF]) for n in FAULTS}
+
     def _strikes(self, fault: str) -> bool:
         rate = float(self.spec.rates.get(fault, 0.0))
         if rate <= 0.0 or any(e.fault == fault for e in self.events):

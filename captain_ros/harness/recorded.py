@@ -1,0 +1,135 @@
+"""An episode folder read back for restoring a decision point, and the static Valid predicate.
+
+:class:`RecordedEpisode` holds ``trajectory.jsonl``, ``summary.json`` and ``privileged.jsonl`` of
+one episode; :func:`check_restorable` is the static part of RE-0's Valid predicate (see
+:mod:`captain_ros.harness.decision_points`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from captain_ros.harness.determinism import nondeterminism, seeds_generators
+from captain_ros.harness.history import History, ImageRef
+from captain_ros.harness.privileged_log import PRIVILEGED_FILE, RequestRecord, StateRecord
+from captain_ros.harness.robot_state import RestoreRefused
+from captain_ros.harness.trajectory import read_records, turn_from_record
+
+EXTRA_KEY = "decision_points"
+"""Key of the record's ``extra`` where :class:`DecisionPointSource` notes the scene model key and
+the noise draw of the episode."""
+
+
+@dataclass(frozen=True)
+class RecordedEpisode:
+    """An episode folder read back for restoring: its log lines and hidden record."""
+
+    folder: Path
+    start: dict[str, Any]
+    requests: tuple[dict[str, Any], ...]
+    summary: dict[str, Any]
+    states: tuple[StateRecord, ...]
+    privileged_requests: tuple[RequestRecord, ...]
+
+    @classmethod
+    def load(cls, folder: str | Path) -> RecordedEpisode:
+        """Read ``folder``; raises :class:`RestoreRefused` naming the file and the problem."""
+        root = Path(folder)
+        try:
+            lines = read_records(root / "trajectory.jsonl")
+            summary = json.loads((root / "summary.json").read_text())
+        except FileNotFoundError as exc:
+            raise RestoreRefused(
+                f"{exc.filename}: missing (not a finished episode folder?)"
+            ) from exc
+        except (OSError, ValueError) as exc:
+            raise RestoreRefused(f"{root}: unreadable episode log ({exc})") from exc
+        start = next((r for r in lines if r.get("type") == "episode_start"), None)
+        if start is None:
+            raise RestoreRefused(f"{root / 'trajectory.jsonl'}: no episode_start line")
+        requests = tuple(r for r in lines if r.get("type") == "request")
+        states: list[StateRecord] = []
+        priv_requests: list[RequestRecord] = []
+        priv = root / PRIVILEGED_FILE
+        if priv.exists():
+            for n, line in enumerate(priv.read_text().splitlines(), 1):
+                try:
+                    d = json.loads(line)
+                    if d.get("type") == "state":
+                        states.append(StateRecord.from_dict(d))
+                    elif d.get("type") == "request":
+                        priv_requests.append(RequestRecord.from_dict(d))
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise RestoreRefused(f"{priv}:{n}: {exc}") from exc
+        return cls(root, start, requests, summary, tuple(states), tuple(priv_requests))
+
+    @property
+    def task(self) -> str:
+        return str(self.start.get("task", ""))
+
+    @property
+    def seed(self) -> int:
+        return int(self.start.get("seed", 0))
+
+    @property
+    def n_requests(self) -> int:
+        return len(self.requests)
+
+    @property
+    def noted(self) -> dict[str, Any]:
+        """What :class:`DecisionPointSource` noted about the robot (model key, noise draw)."""
+        return dict((self.summary.get("extra") or {}).get(EXTRA_KEY) or {})
+
+    def history(self) -> History:
+        return History(
+            str(self.start["system"]),
+            str(self.start["task_md"]),
+            tuple(_image_refs(self.start.get("initial_images") or [])),
+            tuple(turn_from_record(r) for r in self.requests),
+        )
+
+
+def _image_refs(items: Sequence[dict[str, Any]]) -> list[ImageRef]:
+    return [ImageRef.from_dict(i) for i in items]
+
+
+@dataclass(frozen=True)
+class Validity:
+    """RE-0's Valid predicate for one decision point: ``ok`` or the reason it is refused."""
+
+    ok: bool
+    reason: str = ""
+
+
+def check_restorable(rec: RecordedEpisode, t: int) -> Validity:
+    """The static part of the Valid predicate for restoring ``rec`` before request ``t``."""
+    if not 1 <= t <= rec.n_requests:
+        return Validity(False, f"t = {t} is outside the episode's requests 1..{rec.n_requests}")
+    session = rec.start.get("session")
+    if not isinstance(session, dict) or session.get("hash_seed") is None:
+        return Validity(
+            False,
+            "the episode's session did not fix its hash seed (recorded before "
+            "decision points, or with hash_seed=None): set orders cannot be reproduced",
+        )
+    rng_seeded = session.get("rng_seed") is not None
+    for req in rec.requests[: t - 1]:
+        k = int(req["t"])
+        for j, cell in enumerate(req.get("calls") or [], 1):
+            if cell.get("skipped"):
+                continue
+            if cell.get("timed_out") or cell.get("crashed"):
+                what = "timed out" if cell.get("timed_out") else "crashed the session"
+                return Validity(
+                    False, f"request {k}, cell {j} {what}: where it stopped is not reproducible"
+                )
+            code = str(cell.get("code", ""))
+            rng_seeded = rng_seeded or seeds_generators(code)
+            why = nondeterminism(code, rng_seeded=rng_seeded, hash_seeded=True)
+            if why:
+                return Validity(False, f"request {k}, cell {j} is not reproducible: {why}")
+    return Validity(True)

@@ -1,0 +1,107 @@
+"""One RE-0 generation from one command: collect, locate, contracts, verify, ledger, mu, corpus."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from captain_ros.cli.learn_re0 import main as re0_main
+from captain_ros.learn.re0 import read_ledger
+from captain_ros.learn.re0.generation import DistillConfig, run_loop
+from captain_ros.learn.re0.locate import Located
+from captain_ros.learn.re0.loop import API, LoopConfig, contract_ladder
+from captain_ros.learn.re0.rollouts import release_points
+
+
+def test_contracts_grow_in_scope():
+    loc = Located(5, (), "x", (5,), ("move_to", "release"))
+    ladder = contract_ladder(loc, (4, 1, 2))
+    assert [c.max_segment_requests for c in ladder] == [1, 2, 4]
+    assert (
+        ladder[0].allowed_symbols == ("move_to", "release", "finish")
+        and ladder[1].allowed_symbols == API
+    )
+    assert [c.kappa for c in ladder] == sorted(c.kappa for c in ladder) and {
+        c.boundary_t for c in ladder
+    } == {5}
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--student", "runs/nope"], "expected a model folder"),
+        (["--student", "re0-faulty:place=1"], "expected a model folder or scripted-faulty"),
+        (["--student", "scripted-faulty", "--teacher", "openai"], "openai"),
+        (["--student", "scripted-faulty", "--teacher", "oracle"], "unknown teacher"),
+        (
+            ["--student", "scripted-faulty", "--teacher", "takeover-faulty:place_offset=3"],
+            "not in [0, 1]",
+        ),
+        (["--student", "scripted-faulty", "--seeds", "990-1010"], "training seeds"),
+        (["--student", "scripted-faulty:place_offset=2"], "not in [0, 1]"),
+        (["--student", "scripted-faulty:teleport=0.5"], "unknown fault"),
+        (["--student", "scripted-faulty", "--segments", "0"], "positive"),
+        (["--student", "scripted-faulty", "--heldout", "5-6"], "1000-1999"),
+        (["--student", "scripted-faulty", "--corpora", "cold"], "testbed has none"),
+        (["--student", "scripted-faulty", "--max-draws", "4"], "max-draws"),
+    ],
+)
+def test_the_command_refuses_bad_input_with_one_line(tmp_path, capsys, args, why):
+    rc = re0_main(["--task", "pick_place", "--out", str(tmp_path / "g"), *args])
+    err = capsys.readouterr().err
+    assert rc == 2 and why in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_one_generation_admits_the_takeover_repair_and_mu_succeeds(tmp_path):
+    """The testbed student always misplaces on seed 3 (fake robot, deterministic pairs): the
+    4-request contract restricted to the boundary's capabilities leaves the takeover no setup (it
+    sends nothing, every pair ties: insufficient at M = 16), the 8-request one with the whole API is admitted,
+    and mu succeeds where the student failed."""
+    student = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
+    cfg = LoopConfig(
+        task="pick_place",
+        seeds=(3,),
+        student=student,
+        out=str(tmp_path / "g"),
+        workers=2,
+        noise=None,
+        segment_lengths=(4, 8),
+        schedule=(8, 12, 16),
+        backend="fake",
+    )
+    try:
+        report = run_loop(cfg, DistillConfig(corpora=("refine",)))
+    finally:
+        release_points()
+    p = report["passes"]["refine"]
+    assert p["decision"].startswith("refine") and p["seat_success"]["successes"] == 0
+    (event,) = p["events"]
+    t = event["boundary_t"]
+    assert t == 7 and [a["verdict"] for a in event["audited"]] == ["insufficient", "admitted"]
+    entries = read_ledger(
+        tmp_path / "g" / "ledger.jsonl"
+    )  # validated: Delta-hat, verdict re-derived
+    entry = entries[-1]
+    assert entries[0]["verdict"] == "insufficient" and entries[0]["delta_hat"] == 0.0
+    assert (
+        entry["delta_hat"] == 1.0
+        and entry["rollouts_spent"] == 32
+        and entry["looks"] == [8, 12, 16]
+    )
+    assert entry["contract"]["max_segment_requests"] == 8
+    assert p["hybrid_success"]["successes"] == 1 and p["gate"].startswith("gate open")
+    (row,) = [
+        json.loads(x) for x in (tmp_path / "g" / "corpus" / "corpus.jsonl").read_text().splitlines()
+    ]
+    repair = [i for i, src in enumerate(row["turn_sources"]) if src.startswith("repair:")]
+    assert repair[0] == t - 1 and row["weights"][: t - 1] == [1.0] * (t - 1)
+    assert all(row["turn_sources"][i] == f"repair:{entry['event_id']}" for i in repair)
+    assert (
+        all(row["weights"][i] == pytest.approx(entry["lcb"]) for i in repair)
+        and row["corpus"] == "refine"
+    )
+    assert sum(m["role"] == "assistant" for m in row["messages"]) == len(row["weights"])
+    assert not report["distill"]["ran"] and "scripted" in report["distill"]["reason"]
+    assert not report["heldout"]["ran"]
