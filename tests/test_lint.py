@@ -57,3 +57,10 @@ def test_doc_links_point_at_files():
                 if not any(REPO.glob(path.rstrip("/"))):
                     missing.append(f"{doc.relative_to(REPO)}: {path}")
     assert not missing, "\n".join(missing)
+
+
+def test_test_module_names_are_unique() -> None:
+    """pytest imports test modules by basename (no packages under tests/): two test_x.py in
+    different folders stop the whole collection."""
+    names = [p.name for p in (REPO / "tests").rglob("*.py") if p.name != "conftest.py"]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
