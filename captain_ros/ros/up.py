@@ -10,6 +10,7 @@ success, counts, bag path). Exit status 0 when the episode ran to an end, 1 othe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import threading
@@ -84,6 +85,7 @@ def _run_graph(args: argparse.Namespace) -> int:
     import rclpy
     from captain_ros_interfaces.action import RunEpisode
     from rclpy.action import ActionClient
+    from rclpy.lifecycle import LifecycleNode
     from rclpy.node import Node
 
     from captain_ros.ros.env import apply_ros_environment, default_state_dir
@@ -151,6 +153,9 @@ def _run_graph(args: argparse.Namespace) -> int:
         if executors is not None:
             executors.shutdown()
         for n in nodes:
+            if isinstance(n, LifecycleNode):  # closes the backend: no driver thread outlives rclpy
+                with contextlib.suppress(Exception):
+                    n.trigger_shutdown()
             n.destroy_node()
         context.try_shutdown()
 
