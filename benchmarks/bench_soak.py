@@ -237,7 +237,9 @@ def main() -> int:
             if v
         },
     }
-    (out / "soak.json").write_text(json.dumps({"figures": figures, "goals": rows}, indent=2))
+    (out / "soak.json").write_text(
+        json.dumps({"figures": figures, "goals": rows, "rss_series_mib": rss}, indent=2)
+    )
     if a.json:
         print(json.dumps(figures, indent=2))
     else:

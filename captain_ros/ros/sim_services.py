@@ -27,7 +27,10 @@ from captain_ros.harness.robot_state import capture_robot_side, restore_robot_si
 from captain_ros.ros import convert
 
 MAX_SNAPSHOTS = 512
-"""Snapshots kept (the harness stores one per request; an episode has at most 60 by default)."""
+"""Snapshots kept at most (the harness stores one per request; an episode has at most 60 by
+default). A scene load also drops every snapshot taken before the previous scene: restoring into
+the episode that just ended still works, and memory does not grow over a long run (a 200-goal soak
+grew the robot process by 80% when 512 whole-robot snapshots were kept)."""
 
 
 class SimServices:
@@ -38,8 +41,9 @@ class SimServices:
         self.perception_of: Callable[[], Any] | None = None
         """Returns the perception service whose store belongs to the robot side (set by the
         robot stack; None: snapshots hold the backend and motion history only)."""
-        self._snapshots: dict[str, Any] = {}
+        self._snapshots: dict[str, tuple[int, Any]] = {}  # id -> (scene generation, snapshot)
         self._n = 0
+        self._scene = 0
         services = [(Snapshot, "snapshot", self._on_snapshot),
                     (Restore, "restore", self._on_restore),
                     (LoadScene, "load_scene", self._on_load_scene)]
@@ -56,7 +60,7 @@ class SimServices:
             return resp
         self._n += 1
         sid = f"snap_{self._n}"
-        self._snapshots[sid] = snap
+        self._snapshots[sid] = (self._scene, snap)
         while len(self._snapshots) > MAX_SNAPSHOTS:  # bounded: the oldest go first
             self._snapshots.pop(next(iter(self._snapshots)))
         parts = ["backend"] + [n for n, v in (("safety layer", snap.guards), ("motion history", snap.motion),
@@ -75,7 +79,7 @@ class SimServices:
             resp.message = f"unknown snapshot {req.snapshot_id!r}; known: {', '.join(self._snapshots)}"
             return resp
         try:
-            restore_robot_side(self._side(), self._snapshots[req.snapshot_id])
+            restore_robot_side(self._side(), self._snapshots[req.snapshot_id][1])
         except Exception as exc:  # noqa: BLE001
             resp.success, resp.message = False, str(exc)
             return resp
@@ -84,7 +88,15 @@ class SimServices:
 
     def _on_load_scene(self, req: LoadScene.Request, resp: LoadScene.Response) -> LoadScene.Response:
         resp.success, resp.message = self.robot.load_scene(req.task, int(req.seed))
+        if resp.success:
+            self._scene += 1
+            self._snapshots = {k: v for k, v in self._snapshots.items() if v[0] >= self._scene - 1}
         return resp
+
+    @property
+    def snapshot_ids(self) -> list[str]:
+        """The snapshots that can be restored now, oldest first."""
+        return list(self._snapshots)
 
     def _on_privileged(self, _req: Any, resp: PrivilegedState.Response) -> PrivilegedState.Response:
         try:
