@@ -187,7 +187,7 @@ class PolicyNode(Node):
         self.caller.episode_id, self.caller.refuse = episode_id, self._refuse_when_canceled
         self.caller.request_index_fn = lambda: watcher.request
         # a recorder still discovering the graph would miss the window's first messages
-        self.recorder.wait_ready()
+        self.recorder.wait_ready(lambda: self.event_pub.get_subscription_count() > 0)
         start_ns = self._event(episode_id, "start", {"task": g.task, "seed": g.seed,
                                                      "out_dir": str(setup.out_dir)})
         bag_open = self.recorder.bag_opened(episode_id)

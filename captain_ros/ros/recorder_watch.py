@@ -70,13 +70,16 @@ class RecorderWatch:
             self._event.clear()
         return True
 
-    def wait_ready(self) -> bool:
+    def wait_ready(self, events_matched: Any = lambda: True) -> bool:
         """Wait (at most ``wait_s``) until the recorder, if one runs, is subscribed and matched to
-        every publisher of its topics, so that the episode about to start loses nothing; False
-        when no recorder runs or it did not get ready in time."""
+        every publisher of its topics and ``events_matched()`` says the episode events reach it
+        (a volatile ``start`` event published before the match is lost, and with it the bag), so
+        that the episode about to start loses nothing; False when no recorder runs or it did not
+        get ready in time."""
         if self._absent():
             return False
-        return self._wait(lambda: bool(self.status.get("ready")), give_up=lambda: not self._alive())
+        return self._wait(lambda: bool(self.status.get("ready")) and bool(events_matched()),
+                          give_up=lambda: not self._alive())
 
     def bag_opened(self, episode_id: str) -> tuple[str, str]:
         """``(path, recorder instance)`` of the bag opened for ``episode_id`` ("" when no recorder
