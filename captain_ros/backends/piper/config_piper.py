@@ -7,50 +7,19 @@ silently falls back to a default). Units are SI unless the name says otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from captain_ros.backends.rig_config import ContactConfig, check_keys
 from captain_ros.backends.safety import SafetyConfig
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.data import config_file
 
 RIG_ARMS = {"piper": ("arm",), "piper_dual": ("left", "right")}
 BUSTYPES = ("socketcan", "virtual", "slcan", "pcan", "kvaser")
-
-
-def _check_keys(section: str, data: Mapping[str, Any], cls: type) -> None:
-    valid = [f.name for f in fields(cls)]
-    unknown = sorted(set(data) - set(valid))
-    if unknown:
-        raise InvalidArgumentError(f"unknown {section} key(s) {', '.join(map(str, unknown))}; "
-                                   f"valid: {', '.join(valid)}")
-
-
-@dataclass(frozen=True)
-class ContactConfig:
-    """Contact detection from motor currents and joint tracking (calibrated: docs/hardware.md).
-
-    Attributes:
-        force_noise_n: Free-space noise of the tool-force estimate [N]; the estimate minus this
-            is what the guard compares against its threshold (measured on the emulator:
-            benchmarks/RESULTS.md; re-measure on each arm with ``captain hw calibrate``).
-        tracking_error_rad: A joint lagging its commanded target by more than this while the
-            command is still is a contact [rad].
-        filter_alpha: Weight of the newest sample in the force low-pass filter (0, 1].
-    """
-
-    force_noise_n: float = 1.5
-    tracking_error_rad: float = 0.05
-    filter_alpha: float = 0.5
-
-    def __post_init__(self) -> None:
-        if not (self.force_noise_n >= 0 and self.tracking_error_rad > 0
-                and 0 < self.filter_alpha <= 1):
-            raise InvalidArgumentError("contact: force_noise_n >= 0, tracking_error_rad > 0, "
-                                       "0 < filter_alpha <= 1")
 
 
 @dataclass(frozen=True)
@@ -135,12 +104,12 @@ class PiperConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PiperConfig:
         data = dict(data)
-        _check_keys("piper", data, cls)
+        check_keys("piper", data, cls)
         contact = dict(data.pop("contact", None) or {})
-        _check_keys("piper.contact", contact, ContactConfig)
+        check_keys("piper.contact", contact, ContactConfig)
         cams = {}
         for name, c in dict(data.pop("cameras", None) or {}).items():
-            _check_keys(f"piper.cameras.{name}", c or {}, CameraConfig)
+            check_keys(f"piper.cameras.{name}", c or {}, CameraConfig)
             cams[str(name)] = CameraConfig(**(c or {}))
         safety = SafetyConfig.from_dict(data.pop("safety", None)) if "safety" in data else HARDWARE_SAFETY
         return cls(contact=ContactConfig(**contact), cameras=cams, safety=safety, **data)

@@ -12,31 +12,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from captain_ros.backends.rig_config import ContactConfig, check_keys
 from captain_ros.backends.safety import SafetyConfig
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.data import config_file
 
 DEPTH_ENCODINGS = ("16UC1", "32FC1")
-
-
-def check_keys(section: str, data: Any, cls: type) -> dict[str, Any]:
-    """``data`` as a dict whose keys are fields of ``cls`` (else an error listing the valid ones)."""
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise InvalidArgumentError(f"{section} must be a mapping, got {type(data).__name__}")
-    valid = [f.name for f in fields(cls)]
-    unknown = sorted(str(k) for k in set(data) - set(valid))
-    if unknown:
-        raise InvalidArgumentError(f"unknown {section} key(s) {', '.join(unknown)}; "
-                                   f"valid: {', '.join(valid)}")
-    return dict(data)
 
 
 def _named(section: str, data: Any) -> dict[str, Any]:
@@ -187,27 +174,6 @@ class CameraConfig:
     def __post_init__(self) -> None:
         if not self.depth_scale_m > 0:
             raise InvalidArgumentError("camera depth_scale_m must be positive")
-
-
-@dataclass(frozen=True)
-class ContactConfig:
-    """Contact from joint efforts (``/joint_states`` effort minus the twin's gravity torque).
-
-    Attributes:
-        force_noise_n: Free-space noise of the tool-force estimate [N] (subtracted).
-        tracking_error_rad: A joint lagging a still target by more than this = contact [rad].
-        filter_alpha: Weight of the newest sample in the force low-pass filter (0, 1].
-    """
-
-    force_noise_n: float = 1.5
-    tracking_error_rad: float = 0.05
-    filter_alpha: float = 0.5
-
-    def __post_init__(self) -> None:
-        if not (self.force_noise_n >= 0 and self.tracking_error_rad > 0
-                and 0 < self.filter_alpha <= 1):
-            raise InvalidArgumentError("contact: force_noise_n >= 0, tracking_error_rad > 0, "
-                                       "0 < filter_alpha <= 1")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,57 @@
+"""What every hardware rig's configuration shares: strict keys and the contact-detection settings.
+
+Used by the PiPER (``backends/piper/config_piper.py``) and ROS 2 arm (``backends/ros_arm/config.py``)
+configurations, so a typo is refused the same way everywhere and contact detection is tuned by
+the same three numbers whichever signal the backend estimates the tool force from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from captain_ros.core.errors import InvalidArgumentError
+
+
+def check_keys(section: str, data: Any, cls: type) -> dict[str, Any]:
+    """``data`` as a dict whose keys are fields of ``cls`` (else an error listing the valid ones)."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise InvalidArgumentError(f"{section} must be a mapping, got {type(data).__name__}")
+    valid = [f.name for f in fields(cls)]
+    unknown = sorted(str(k) for k in set(data) - set(valid))
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown {section} key(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
+        )
+    return dict(data)
+
+
+@dataclass(frozen=True)
+class ContactConfig:
+    """Contact detection on hardware: a tool-force estimate (PiPER: motor currents; a ROS 2 arm:
+    ``/joint_states`` efforts minus the twin's gravity torque) and joint tracking error
+    (calibration: docs/hardware.md).
+
+    Attributes:
+        force_noise_n: Free-space noise of the tool-force estimate [N]; the estimate minus this
+            is what the guard compares against its threshold (measured on the emulator:
+            benchmarks/RESULTS.md; re-measure on each arm with ``captain hw calibrate``).
+        tracking_error_rad: A joint lagging its commanded target by more than this while the
+            command is still is a contact [rad].
+        filter_alpha: Weight of the newest sample in the force low-pass filter (0, 1].
+    """
+
+    force_noise_n: float = 1.5
+    tracking_error_rad: float = 0.05
+    filter_alpha: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not (
+            self.force_noise_n >= 0 and self.tracking_error_rad > 0 and 0 < self.filter_alpha <= 1
+        ):
+            raise InvalidArgumentError(
+                "contact: force_noise_n >= 0, tracking_error_rad > 0, 0 < filter_alpha <= 1"
+            )
