@@ -50,19 +50,15 @@ def launched_pids(log: Path) -> dict[str, int]:
 def published_minus_recorded(bag: str) -> int:
     """Messages the nodes published in the bag's window that it lacks; -1 when the bag is not
     closed (no metadata yet) or holds no counts event."""
-    from captain_ros.bags.rosbag2 import read_messages, summarize_bag
+    from captain_ros.bags.episodes import published_in_window
+    from captain_ros.bags.rosbag2 import summarize_bag
 
-    if not (Path(bag) / "metadata.yaml").is_file():
+    published = published_in_window(bag) if (Path(bag) / "metadata.yaml").is_file() else None
+    if published is None:
         return -1
-    counts = [
-        m for _t, _s, m in read_messages(bag, ["/captain/episode_events"]) if m.event == "counts"
-    ]
-    if not counts:
-        return -1
-    published = json.loads(counts[-1].detail_json).get("published", {})
     recorded = summarize_bag(bag).counts
     return sum(
-        max(0, int(n) - recorded.get(t, 0))
+        max(0, n - recorded.get(t, 0))
         for t, n in published.items()
         if t != "/captain/episode_events"
     )

@@ -16,13 +16,14 @@ window's end may still be announced after it was published), so a crash loses at
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from captain_ros.bags.rosbag2 import BagWriter
+from captain_ros.bags.rosbag2 import BagWriter, read_messages
 
 _STAMP_FIRST = frozenset({
     "sensor_msgs/msg/JointState", "sensor_msgs/msg/Image", "sensor_msgs/msg/CameraInfo",
@@ -236,3 +237,12 @@ class EpisodeRouter:
         self.release()
         for w in self.windows:
             w.writer.flush()
+
+
+def published_in_window(bag: str) -> dict[str, int] | None:
+    """What the nodes reported publishing in a bag's episode window (its last ``counts`` episode
+    event), ``None`` for a bag without one."""
+    counts = [m for _t, _s, m in read_messages(bag, ["/captain/episode_events"]) if m.event == "counts"]
+    if not counts:
+        return None
+    return {str(t): int(n) for t, n in json.loads(counts[-1].detail_json).get("published", {}).items()}

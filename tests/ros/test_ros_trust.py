@@ -26,7 +26,8 @@ from ros_fixtures import STATE_DIR, Spinner, wait_until
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
-from captain_ros.bags.rosbag2 import read_messages, summarize_bag
+from captain_ros.bags.episodes import published_in_window
+from captain_ros.bags.rosbag2 import summarize_bag
 from captain_ros.ros.calls import call_sync
 from captain_ros.ros.estop import LATCHED_QOS
 
@@ -96,9 +97,10 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Graph]:
 
 
 def _published(bag: str) -> dict[str, int]:
-    """What the nodes published in the episode's window (the end event's detail)."""
-    ends = [m for _t, _s, m in read_messages(bag, ["/captain/episode_events"]) if m.event == "counts"]
-    return json.loads(ends[-1].detail_json)["published"]
+    """What the nodes published in the episode's window (the counts event's detail)."""
+    published = published_in_window(bag)
+    assert published is not None, f"{bag} has no counts event"
+    return published
 
 
 def test_ten_runs_lose_nothing_and_mix_nothing(graph: Graph) -> None:
