@@ -88,15 +88,6 @@ class Executors:
                 t.join(10.0)
 
 
-def spin_nodes(nodes: Sequence[Node], threads: int | None = None) -> MultiThreadedExecutor:
-    """A multi-threaded executor holding ``nodes`` (on their context; caller spins it)."""
-    executor = MultiThreadedExecutor(num_threads=threads or max(4, 2 * len(nodes)),
-                                     context=nodes[0].context if nodes else None)
-    for n in nodes:
-        executor.add_node(n)
-    return executor
-
-
 def run_nodes(argv: list[str] | None, factory: Callable[[], Sequence[Node]],
               autostart: bool = True) -> int:
     """Process entry point: ``rclpy.init``, build ``factory()``, bring up, spin until Ctrl-C."""

@@ -3,7 +3,9 @@
 Interfaces (exactly what the ROS arm bridge speaks, nothing more on hardware):
 - ``/arm_controller/follow_joint_trajectory`` (``control_msgs/FollowJointTrajectory``): goals are
   validated like a driver does (joint names, finite positions within the joint limits, increasing
-  times); a new goal preempts the active one (aborted, "preempted"), cancel holds the arm;
+  times); a new goal preempts the active one (aborted, "preempted"), cancel holds the arm. Goals
+  take effect in the order they were accepted: the executor may run two goals' execute callbacks
+  out of order under load, and an older goal never preempts a newer one;
 - ``/gripper_controller/gripper_cmd`` (``control_msgs/GripperCommand``): jaw gap [m] with a force
   limit [N]; succeeds when reached or stalled;
 - ``/joint_states`` (arm and finger joints, effort = motor torque) at ``joint_state_rate_hz``;
@@ -18,6 +20,7 @@ Dual rig: ``/<arm>_arm_controller/...``, ``/<arm>_gripper_controller/...``.
 
 from __future__ import annotations
 
+import threading
 import time
 from functools import partial
 from pathlib import Path
@@ -68,6 +71,9 @@ class ArmDriverNode(Node):
                                         image_size_px=int(self.p["image_size_px"]))
         self.driver = driver
         self._grip_token: dict[str, int] = {}
+        self._order = threading.Lock()
+        self._accepted: dict[str, int] = dict.fromkeys(driver.arms, 0)
+        self._goal_seq: dict[int, int] = {}  # id(goal request) -> acceptance number
         group = ReentrantCallbackGroup()
         for arm in driver.arms:
             pre = controller_prefix(arm)
@@ -106,6 +112,9 @@ class ArmDriverNode(Node):
         if why:
             self.get_logger().warning(f"{arm}: trajectory rejected: {why}")
             return GoalResponse.REJECT
+        with self._order:  # runs before the client hears "accepted": numbers follow send order
+            self._accepted[arm] += 1
+            self._goal_seq[id(goal)] = self._accepted[arm]
         return GoalResponse.ACCEPT
 
     def _invalid(self, arm: str, traj: Any) -> str:
@@ -133,8 +142,16 @@ class ArmDriverNode(Node):
         order = [list(traj.joint_names).index(j) for j in self.driver.joint_names(arm)]
         points = np.array([[p.positions[i] for i in order] for p in traj.points])
         times = [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in traj.points]
-        token = self.driver.follow(arm, times, points)
         result = FollowJointTrajectory.Result()
+        with self._order:
+            seq = self._goal_seq.pop(id(handle.request), 0)
+            superseded = seq < self._accepted[arm]
+            token = -1 if superseded else self.driver.follow(arm, times, points)
+        if superseded:  # a newer goal was accepted before this one started: it never runs
+            result.error_code = FollowJointTrajectory.Result.INVALID_GOAL
+            result.error_string = "preempted by a newer goal"
+            handle.abort()
+            return result
         while True:
             status = self.driver.status(token)
             if handle.is_cancel_requested:

@@ -3,7 +3,11 @@
 
 One node (``captain_arm_bridge``) in its own context (the driver's ``ROS_DOMAIN_ID``, or the
 config's ``domain_id``) spun by its own executor thread, so the backend works the same inside the
-robot node, ``captain run`` or a test. Subscriptions use the sensor-data QoS (best effort, which
+robot node, ``captain run`` or a test. The executor is single-threaded: no callback here blocks
+(the backend waits in its own thread), and rclpy's ``MultiThreadedExecutor`` busy-spins a core
+while a 100 Hz subscription is ready (ros2/rclpy#1223, #1452): measured here it took 100 % of a
+core and starved an in-process driver's ``/joint_states`` to 8 Hz, latching the stale-feedback
+guard mid-move. Subscriptions use the sensor-data QoS (best effort, which
 matches reliable and best-effort publishers); one ``FollowJointTrajectory`` client per arm, a
 ``GripperCommand`` client (or a ``std_msgs/Float64`` publisher) per gripper; colour, depth and
 CameraInfo per camera, paired by header stamp.
@@ -25,7 +29,7 @@ from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -91,6 +95,8 @@ class RclpyArmTransport:
         self._traj: dict[str, Any] = {a: ActionClient(self.node, FollowJointTrajectory, c.trajectory_action,
                                       callback_group=group) for a, c in config.arms.items()}
         self._goal: dict[str, Any] = dict.fromkeys(config.arms)
+        self._goal_lock = threading.Lock()
+        self._seq: dict[str, int] = dict.fromkeys(config.arms, 0)  # number of the latest goal
         self._state: dict[str, GoalState] = {a: GoalState("none") for a in config.arms}
         self._grip_action: dict[str, Any] = {a: ActionClient(self.node, GripperCommand, c.gripper.action,
                                              callback_group=group)
@@ -110,7 +116,7 @@ class RclpyArmTransport:
 
             self._truth = self.node.create_client(PrivilegedState, config.ground_truth_service,
                                                   callback_group=group)
-        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, name="arm-bridge", daemon=True)
         self._thread.start()
@@ -155,29 +161,34 @@ class RclpyArmTransport:
             JointTrajectoryPoint(positions=[float(v) for v in q], time_from_start=duration_msg(t))
             for q, t in points]
         answered = threading.Event()
+        with self._goal_lock:  # numbered before sending: the goal it preempts reports too late
+            self._seq[arm] += 1
+            seq = self._seq[arm]
         future = self._traj[arm].send_goal_async(goal)
         future.add_done_callback(lambda _f: answered.set())
         if not answered.wait(timeout_s):
             return GoalState("pending", f"no answer from {self.config.arms[arm].trajectory_action}"
                              f" within {timeout_s:.2f} s")
         handle = future.result()
-        if handle is None or not handle.accepted:
-            state = GoalState("rejected", "the driver rejected the goal (see its log: joint "
-                              "names, limits or timing)")
-            self._state[arm] = state
-            return state
-        self._goal[arm] = handle
-        self._state[arm] = GoalState("accepted")
-        handle.get_result_async().add_done_callback(lambda f, h=handle: self._on_result(arm, h, f))
-        return self._state[arm]
+        with self._goal_lock:
+            if handle is None or not handle.accepted:
+                self._goal[arm] = None
+                self._state[arm] = GoalState("rejected", "the driver rejected the goal (see its "
+                                             "log: joint names, limits or timing)")
+                return self._state[arm]
+            self._goal[arm] = handle
+            self._state[arm] = GoalState("accepted")
+        handle.get_result_async().add_done_callback(lambda f: self._on_result(arm, seq, f))
+        return GoalState("accepted")
 
-    def _on_result(self, arm: str, handle: Any, future: Any) -> None:
-        if self._goal[arm] is not handle:
-            return  # a preempted goal
+    def _on_result(self, arm: str, seq: int, future: Any) -> None:
         res = future.result()
         status = _STATUS.get(res.status, "aborted") if res is not None else "aborted"
         error = res.result.error_string if res is not None else "no result"
-        self._state[arm] = GoalState(status, error if status == "aborted" else "")
+        with self._goal_lock:
+            if self._seq[arm] != seq:
+                return  # an older goal (preempted by ours): its end says nothing about ours
+            self._state[arm] = GoalState(status, error if status == "aborted" else "")
 
     def goal_state(self, arm: str) -> GoalState:
         return self._state[arm]
