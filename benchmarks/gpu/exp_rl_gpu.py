@@ -7,12 +7,17 @@ rollout workers run on the GPU (``--device cuda``; the workers' in-process trans
 uses the GPU when the trainer does), ``--prefetch`` overlaps round k + 1's rollouts with round
 k's update (rollouts one version behind, within the staleness bound of 2).
 
-Status: prepared, dry-run on CPU only (no GPU was lent to this task). NOT yet here: rollouts
-served by vLLM. That needs (1) the OpenAI-compatible client to request ``logprobs`` and the
-prompt/completion token ids (vLLM: ``logprobs: true, return_tokens_as_token_ids: true``), and
-(2) the adapter sync as vLLM runtime LoRA loading (``/v1/load_lora_adapter`` with
-``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``) instead of the worker's in-place copy. Until then this
-script runs the in-process transformers rollouts on the GPU.
+Status: prepared, dry-run on CPU only (no GPU was lent to this task). Rollouts served by vLLM:
+start the server on the policy folder with runtime LoRA loading, then pass its URL:
+
+    VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve POLICY_FOLDER --served-model-name student \
+        --enable-lora --max-lora-rank 16 --max-loras 3 &
+    .venv/bin/python benchmarks/gpu/exp_rl_gpu.py ... --served-url http://localhost:8000/v1
+
+The workers then load each published policy version as the LoRA ``student-vNNNN`` and sample from
+it with token ids and log-probs (``captain_ros.learn.rl.served``; tested against a fake vLLM
+server over HTTP, never against a real vLLM here). Without ``--served-url`` the workers run the
+in-process transformers student on the GPU.
 
 Run: ``.venv/bin/python benchmarks/gpu/exp_rl_gpu.py --out runs/exp_rl_gpu --critic runs/critic
 [--policy-folder smollm2|DIR] [--rounds 8] [--workers 4] [--dry-run]``.
@@ -40,6 +45,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--lr", type=float, default=1e-5)
+    ap.add_argument("--served-url", default=None, help="a vLLM server's /v1 URL (see above)")
     ap.add_argument("--dry-run", action="store_true", help="print the command, check nothing")
     ns = ap.parse_args()
     cmd = [
@@ -78,6 +84,8 @@ def main() -> int:
         "--max-new-tokens",
         "512",
     ]
+    if ns.served_url:
+        cmd += ["--served-url", ns.served_url, "--served-model", "student"]
     if ns.dry_run:
         print(" ".join(cmd))
         return 0

@@ -81,6 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="trainer device (default: cuda when available)")
     p.add_argument("--threads", type=int, default=0, help="trainer torch threads (0: default)")
     p.add_argument("--bags", action="store_true", help="record an MCAP bag per rollout")
+    p.add_argument(
+        "--served-url",
+        default=None,
+        help="roll out through this vLLM server (runtime LoRA loading), e.g. "
+        "http://localhost:8000/v1",
+    )
+    p.add_argument(
+        "--served-model", default="student", help="the policy folder's name on that server"
+    )
     p.add_argument("--no-progress", action="store_true", help="no live episode counts")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
@@ -130,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             device=ns.device,
             threads=ns.threads,
             bags=ns.bags,
+            served_url=ns.served_url,
+            served_model=ns.served_model,
             progress=not ns.no_progress,
         )
         rows = run_rl(opts)

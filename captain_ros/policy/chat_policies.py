@@ -15,7 +15,8 @@ from captain_ros.policy.openai_client import ChatCompletion, OpenAIChatClient
 def _reply(out: ChatCompletion) -> PolicyReply:
     return PolicyReply(content=out.content, reasoning=out.reasoning, tool_calls=out.tool_calls,
                        prompt_tokens=out.usage.prompt_tokens,
-                       completion_tokens=out.usage.completion_tokens, model_s=out.latency_s)
+                       completion_tokens=out.usage.completion_tokens, model_s=out.latency_s,
+                       completion_ids=out.completion_ids, logprobs=out.logprobs)
 
 
 class OpenAIPolicy(Policy):

@@ -6,6 +6,12 @@ by default) as content, reasoning, tool calls and token usage. Transport errors,
 429 and 5xx are retried with exponential backoff (honouring ``Retry-After``); other 4xx errors are
 raised at once as :class:`ChatError` because retrying cannot fix them.
 
+With ``token_info=True`` the client asks for what RL needs (vLLM's OpenAI server: ``logprobs`` with
+``top_logprobs: 0`` and its ``return_token_ids`` extension): the prompt's token ids, the sampled
+reply's token ids and each one's log-probability under the distribution it was sampled from. A
+server that returns none of them gives empty tuples, and one that returns ids and log-probs of
+different lengths is an error (a ratio over misaligned tokens would be wrong silently).
+
 The API key is read from the environment by the harness process only (``CAPTAIN_API_KEY`` or
 ``OPENAI_API_KEY``); the sandboxed session never sees it.
 """
@@ -16,7 +22,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -85,6 +91,9 @@ class ChatCompletion:
         usage: Token counts of this request.
         latency_s: Wall time of the request including retries [s].
         attempts: HTTP attempts made (1 when nothing was retried).
+        prompt_ids / completion_ids / logprobs: With ``token_info``: the server's token ids of the
+            rendered prompt and of the reply, and log pi of each reply token [nats]; empty when
+            the server did not return them.
     """
 
     content: str
@@ -94,6 +103,31 @@ class ChatCompletion:
     usage: TokenUsage = field(default_factory=TokenUsage)
     latency_s: float = 0.0
     attempts: int = 1
+    prompt_ids: tuple[int, ...] = ()
+    completion_ids: tuple[int, ...] = ()
+    logprobs: tuple[float, ...] = ()
+
+
+TOKEN_INFO_BODY: dict[str, Any] = {"logprobs": True, "top_logprobs": 0, "return_token_ids": True}
+"""What ``token_info`` adds to a request (``return_token_ids`` is vLLM's extension)."""
+
+
+@dataclass
+class _Tokens:
+    prompt: list[int] = field(default_factory=list)
+    completion: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+
+    def add_choice(self, choice: dict[str, Any]) -> None:
+        self.completion += [int(v) for v in choice.get("token_ids") or ()]
+        for entry in (choice.get("logprobs") or {}).get("content") or ():
+            self.logprobs.append(float(entry["logprob"]))
+
+    def frozen(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...]]:
+        if self.completion and self.logprobs and len(self.completion) != len(self.logprobs):
+            raise ChatError(f"the server returned {len(self.completion)} reply token ids but "
+                            f"{len(self.logprobs)} log-probabilities; refusing misaligned tokens")
+        return tuple(self.prompt), tuple(self.completion), tuple(self.logprobs)
 
 
 class OpenAIChatClient:
@@ -109,6 +143,7 @@ class OpenAIChatClient:
         stream: Use server-sent events (tokens arrive as they are generated).
         temperature / top_p / max_tokens: Sampling settings (paper: 1.0 / 1.0 / 4096).
         extra_body: Extra JSON fields (e.g. ``{"chat_template_kwargs": {"enable_thinking": True}}``).
+        token_info: Ask for prompt/reply token ids and reply log-probs (see the module docstring).
         transport: An httpx transport (tests pass ``httpx.MockTransport``).
         sleep: Sleep function (tests pass a recorder).
     """
@@ -117,7 +152,7 @@ class OpenAIChatClient:
                  timeout_s: float = 300.0, max_retries: int = 3, backoff_s: float = 1.0,
                  stream: bool = True, temperature: float = 1.0, top_p: float = 1.0,
                  max_tokens: int = 4096, extra_body: dict[str, Any] | None = None,
-                 transport: httpx.BaseTransport | None = None,
+                 token_info: bool = False, transport: httpx.BaseTransport | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         if timeout_s <= 0 or max_retries < 0 or backoff_s < 0 or max_tokens <= 0:
             raise ValueError("timeout_s and max_tokens must be positive, retries/backoff >= 0")
@@ -128,6 +163,7 @@ class OpenAIChatClient:
         self.stream = stream
         self.sampling = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
         self.extra_body = dict(extra_body or {})
+        self.token_info = token_info
         self.sleep = sleep
         self.usage_total = TokenUsage()
         self.requests = 0
@@ -150,7 +186,7 @@ class OpenAIChatClient:
                  on_delta: Callable[[str, str], None] | None = None) -> ChatCompletion:
         """Send one request; ``on_delta(channel, text)`` sees streamed ``content``/``reasoning``."""
         body: dict[str, Any] = {"model": self.model, "messages": list(messages), **self.sampling,
-                                **self.extra_body}
+                                **(TOKEN_INFO_BODY if self.token_info else {}), **self.extra_body}
         if tools:
             body["tools"] = list(tools)
             body["tool_choice"] = "auto"
@@ -175,9 +211,7 @@ class OpenAIChatClient:
                 continue
             self.requests += 1
             self.usage_total = self.usage_total + result.usage
-            return ChatCompletion(result.content, result.reasoning, result.tool_calls,
-                                  result.finish_reason, result.usage,
-                                  time.perf_counter() - start, attempt + 1)
+            return replace(result, latency_s=time.perf_counter() - start, attempts=attempt + 1)
         raise ChatError(f"chat request failed after {self.max_retries + 1} attempts: {last_error}")
 
     # ------------------------------------------------------------------ transport
@@ -194,9 +228,13 @@ class OpenAIChatClient:
             raise _Retryable(f"malformed response: {resp.text[:200]!r}") from exc
         msg = choice.get("message") or {}
         reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+        tokens = _Tokens([int(v) for v in data.get("prompt_token_ids") or ()])
+        tokens.add_choice(choice)
+        prompt_ids, completion_ids, logprobs = tokens.frozen()
         return ChatCompletion(msg.get("content") or "", reasoning,
                               tuple(msg.get("tool_calls") or ()), choice.get("finish_reason"),
-                              TokenUsage.from_json(data.get("usage")))
+                              TokenUsage.from_json(data.get("usage")), prompt_ids=prompt_ids,
+                              completion_ids=completion_ids, logprobs=logprobs)
 
     def _post_stream(self, body: dict[str, Any],
                      on_delta: Callable[[str, str], None] | None) -> ChatCompletion:
@@ -205,6 +243,7 @@ class OpenAIChatClient:
         calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
         usage = TokenUsage()
+        tokens = _Tokens()
         try:
             with self._http.stream("POST", "/chat/completions", json=body) as resp:
                 if resp.status_code >= 400:
@@ -222,15 +261,20 @@ class OpenAIChatClient:
                         raise _Retryable(f"malformed stream chunk: {payload[:200]!r}") from exc
                     if chunk.get("usage"):
                         usage = TokenUsage.from_json(chunk["usage"])
+                    if chunk.get("prompt_token_ids"):  # vLLM: in the first chunk only
+                        tokens.prompt = [int(v) for v in chunk["prompt_token_ids"]]
                     for choice in chunk.get("choices") or ():
                         delta = choice.get("delta") or {}
                         finish = choice.get("finish_reason") or finish
                         _merge_delta(delta, content, reasoning, calls, on_delta)
+                        tokens.add_choice(choice)
         except httpx.TransportError as exc:
             raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
         tool_calls = tuple(calls[i] for i in sorted(calls))
+        prompt_ids, completion_ids, logprobs = tokens.frozen()
         return ChatCompletion("".join(content), "".join(reasoning) or None, tool_calls, finish,
-                              usage)
+                              usage, prompt_ids=prompt_ids, completion_ids=completion_ids,
+                              logprobs=logprobs)
 
 
 class _Retryable(Exception):

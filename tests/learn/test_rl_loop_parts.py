@@ -194,6 +194,7 @@ def test_options_refuse_bad_values(tmp_path):
 
     base = dict(policy_folder="x", critic="y", tasks=("pick_place",), out=str(tmp_path))
     RLOptions(**base)
+    RLOptions(**base, served_url="http://localhost:8000/v1")
     for bad in (
         {"group": 0},
         {"backend": "piper"},
@@ -201,6 +202,7 @@ def test_options_refuse_bad_values(tmp_path):
         {"tasks": ()},
         {"lr": 0.0},
         {"max_requests": 0},
+        {"served_url": "localhost:8000"},
     ):
         with pytest.raises(InvalidArgumentError):
             RLOptions(**{**base, **bad})

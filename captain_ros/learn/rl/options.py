@@ -60,6 +60,9 @@ class RLOptions:
             the paper: rollouts then lag the trainer by one version).
         sketch_dim: Count-sketch size of per-episode gradients for appendix H's noise scale
             (0: off).
+        served_url / served_model: Roll out through a vLLM server at this URL that serves the
+            policy folder as ``served_model`` with runtime LoRA loading (:mod:`.served`); the
+            trainer stays here. ``None``: the workers run the student in-process.
     """
 
     policy_folder: str
@@ -93,6 +96,8 @@ class RLOptions:
     threads: int = 0
     bags: bool = False
     progress: bool = True
+    served_url: str | None = None
+    served_model: str = "student"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -138,6 +143,11 @@ class RLOptions:
             )
         if not self.lr > 0 or not self.critic_lr > 0 or self.warmup_steps < 0:
             raise InvalidArgumentError("--lr and --critic-lr must be > 0, --warmup-steps >= 0")
+        if self.served_url is not None and not self.served_url.startswith(("http://", "https://")):
+            raise InvalidArgumentError(
+                f"--served-url must be an http(s) URL such as http://localhost:8000/v1, "
+                f"got {self.served_url!r}"
+            )
         if self.sketch_dim < 0 or self.threads < 0:
             raise InvalidArgumentError("--sketch-dim and --threads must be >= 0")
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from captain_ros.harness.observers import EpisodeObserver, Stop
 from captain_ros.learn.credit.early_stop import EarlyStop
@@ -75,6 +76,31 @@ def _student(base: str, adapter: str, device: str, max_new_tokens: int) -> _Stud
     return st
 
 
+def record_request(
+    requests: list[dict[str, Any]],
+    previous_prompt: list[int],
+    prompt_ids: Sequence[int],
+    completion_ids: Sequence[int],
+    logprobs: Sequence[float],
+) -> list[int]:
+    """Append one request's ``rollout.json`` entry (the prompt as the length it shares with the
+    previous prompt plus the new tail); returns this prompt for the next call."""
+    prompt = [int(v) for v in prompt_ids]
+    shared, n = 0, min(len(prompt), len(previous_prompt))
+    while shared < n and prompt[shared] == previous_prompt[shared]:
+        shared += 1
+    requests.append(
+        {
+            "t": len(requests) + 1,
+            "shared": shared,
+            "extra": prompt[shared:],
+            "completion": [int(v) for v in completion_ids],
+            "logprobs": [float(v) for v in logprobs],
+        }
+    )
+    return prompt
+
+
 class RolloutPolicy(Policy):
     """The student at one policy version; records every request's tokens and log-probs."""
 
@@ -94,24 +120,12 @@ class RolloutPolicy(Policy):
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyReply:
         gen = self.chat.generate(messages, tools or None)
-        prompt = list(gen.prompt_ids)
-        shared = 0
-        n = min(len(prompt), len(self._prev))
-        while shared < n and prompt[shared] == self._prev[shared]:
-            shared += 1
-        self.requests.append(
-            {
-                "t": len(self.requests) + 1,
-                "shared": shared,
-                "extra": prompt[shared:],
-                "completion": list(gen.completion_ids),
-                "logprobs": [float(v) for v in gen.logprobs],
-            }
+        self._prev = record_request(
+            self.requests, self._prev, gen.prompt_ids, gen.completion_ids, gen.logprobs
         )
-        self._prev = prompt
         return PolicyReply(
             content=gen.text,
-            prompt_tokens=len(prompt),
+            prompt_tokens=len(gen.prompt_ids),
             completion_tokens=len(gen.completion_ids),
             model_s=gen.model_s,
             completion_ids=gen.completion_ids,
@@ -151,8 +165,16 @@ class CriticEarlyStop(EpisodeObserver):
         return None
 
 
+class RecordingPolicy(Protocol):
+    """What :func:`write_rollout` reads: the in-process or the served rollout policy."""
+
+    version: int
+    sample_seed: int
+    requests: list[dict[str, Any]]
+
+
 def write_rollout(
-    out_dir: str | Path, policy: RolloutPolicy, episode_key: str, stop: CriticEarlyStop | None
+    out_dir: str | Path, policy: RecordingPolicy, episode_key: str, stop: CriticEarlyStop | None
 ) -> Path:
     path = Path(out_dir) / ROLLOUT_FILE
     data = {
@@ -170,30 +192,47 @@ def write_rollout(
     return path
 
 
-def run_rollout_job(job: dict[str, Any]) -> dict[str, Any]:
-    """One rollout episode (plain dict in, the episode record's dict out).
+def _rollout_policy(rl: dict[str, Any]) -> Any:
+    """The job's student: served by vLLM (``rl["served"]``) or in this worker's process."""
+    if rl.get("served"):
+        from captain_ros.learn.rl.served import ServedRolloutPolicy, ensure_adapter
+        from captain_ros.learn.rl.sync import read_version
 
-    ``job["options"]["rl"]`` holds ``base`` (model folder), ``adapter`` (published version folder),
-    ``critic`` (critic folder or None), ``early_stop`` (bool), ``episode_key``, ``sample_seed``,
-    ``max_new_tokens``, ``device`` and optionally ``threads`` (torch threads of this worker).
-    """
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+        url, model = str(rl["served"]["base_url"]), str(rl["served"]["model"])
+        version = read_version(str(rl["adapter"]))
+        name = ensure_adapter(url, model, version, str(Path(rl["adapter"]).resolve()))
+        return ServedRolloutPolicy(
+            url, name, version, int(rl["sample_seed"]), int(rl.get("max_new_tokens", 256))
+        )
     import torch
 
-    from captain_ros.evaluation.episode import local_setup
-
-    opts = dict(job.get("options") or {})
-    rl = dict(opts.pop("rl"))
     torch.set_num_threads(int(rl.get("threads") or 1))
-    opts.setdefault("report", False)
     st = _student(
         str(rl["base"]),
         str(rl["adapter"]),
         str(rl.get("device") or "cpu"),
         int(rl.get("max_new_tokens", 256)),
     )
-    policy = RolloutPolicy(st.chat, st.version, int(rl["sample_seed"]))
+    return RolloutPolicy(st.chat, st.version, int(rl["sample_seed"]))
+
+
+def run_rollout_job(job: dict[str, Any]) -> dict[str, Any]:
+    """One rollout episode (plain dict in, the episode record's dict out).
+
+    ``job["options"]["rl"]`` holds ``base`` (model folder), ``adapter`` (published version folder),
+    ``critic`` (critic folder or None), ``early_stop`` (bool), ``episode_key``, ``sample_seed``,
+    ``max_new_tokens``, ``device`` and optionally ``threads`` (torch threads of this worker) and
+    ``served`` (``{"base_url", "model"}``: the student behind vLLM, :mod:`.served`, instead of the
+    worker's in-process model).
+    """
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from captain_ros.evaluation.episode import local_setup
+
+    opts = dict(job.get("options") or {})
+    rl = dict(opts.pop("rl"))
+    opts.setdefault("report", False)
+    policy = _rollout_policy(rl)
     setup, backend = local_setup(
         job["task"],
         int(job["seed"]),
@@ -226,5 +265,6 @@ def run_rollout_job(job: dict[str, Any]) -> dict[str, Any]:
         record = setup.run()
     finally:
         backend.close()
+        policy.close()
     write_rollout(job["out_dir"], policy, str(rl["episode_key"]), stop)
     return record.to_dict()

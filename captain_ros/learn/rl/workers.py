@@ -52,6 +52,8 @@ class JobSpec:
     device: str = "cpu"
     options: dict[str, Any] = field(default_factory=dict)
     threads: int = 1
+    served: dict[str, str] | None = None
+    """``{"base_url", "model"}``: rollouts from a vLLM server (:mod:`.served`), not in-process."""
 
 
 def round_starts(
@@ -85,6 +87,8 @@ def _job(
         "device": spec.device,
         "threads": spec.threads,
     }
+    if spec.served:
+        rl["served"] = dict(spec.served)
     return EpisodeJob(
         task, int(seed), "rl-student", spec.backend, str(out_dir), {**spec.options, "rl": rl}
     )
