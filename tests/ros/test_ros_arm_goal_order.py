@@ -46,6 +46,17 @@ def driver(domain_id: int, tmp_path: Path):
     d.close()
 
 
+@pytest.fixture
+def bridge(driver: InProcessDriver, domain_id: int, tmp_path: Path):
+    """The bridge's transport to ``driver``, its trajectory server found."""
+    from captain_ros.ros.arm_bridge.transport import RclpyArmTransport
+
+    t = RclpyArmTransport(arm_config(tmp_path / "calib", domain_id))
+    assert t.server_ready("arm", 10.0)
+    yield t
+    t.close()
+
+
 def goal_to(driver: InProcessDriver, q: np.ndarray, t_s: float) -> Any:
     goal = FollowJointTrajectory.Goal()
     goal.trajectory.joint_names = list(driver.driver.joint_names("arm"))
@@ -78,76 +89,52 @@ def test_an_older_goal_started_late_never_preempts_the_newer(driver: InProcessDr
 
 
 def test_a_late_end_of_an_older_goal_leaves_the_newest_state(
-    driver: InProcessDriver, domain_id: int, tmp_path: Path
+    driver: InProcessDriver, bridge
 ) -> None:
     from action_msgs.msg import GoalStatus
 
-    from captain_ros.ros.arm_bridge.transport import RclpyArmTransport
-
-    t = RclpyArmTransport(arm_config(tmp_path / "calib", domain_id))
-    try:
-        assert t.server_ready("arm", 10.0)
-        q0 = np.asarray(driver.driver.joint_states()[1][:6])
-        joints = driver.driver.joint_names("arm")
-        assert t.send_trajectory("arm", joints, [(q0 + 0.01, 2.0)], 5.0).status == "accepted"
-        assert t.send_trajectory("arm", joints, [(q0 + 0.02, 2.0)], 5.0).status == "accepted"
-        aborted = SimpleNamespace(
-            status=GoalStatus.STATUS_ABORTED,
-            result=SimpleNamespace(error_string="preempted by a newer goal"),
-        )
-        t._on_result("arm", 1, SimpleNamespace(result=lambda: aborted))  # goal 1 ends late
-        assert t.goal_state("arm").status == "accepted"
-        t._on_result("arm", 2, SimpleNamespace(result=lambda: aborted))  # the newest one aborts
-        assert t.goal_state("arm").status == "aborted"
-    finally:
-        t.close()
+    q0 = np.asarray(driver.driver.joint_states()[1][:6])
+    joints = driver.driver.joint_names("arm")
+    assert bridge.send_trajectory("arm", joints, [(q0 + 0.01, 2.0)], 5.0).status == "accepted"
+    assert bridge.send_trajectory("arm", joints, [(q0 + 0.02, 2.0)], 5.0).status == "accepted"
+    aborted = SimpleNamespace(
+        status=GoalStatus.STATUS_ABORTED,
+        result=SimpleNamespace(error_string="preempted by a newer goal"),
+    )
+    bridge._on_result("arm", 1, SimpleNamespace(result=lambda: aborted))  # goal 1 ends late
+    assert bridge.goal_state("arm").status == "accepted"
+    bridge._on_result("arm", 2, SimpleNamespace(result=lambda: aborted))  # the newest one aborts
+    assert bridge.goal_state("arm").status == "aborted"
 
 
-def test_a_fast_stream_of_goals_is_never_aborted(
-    driver: InProcessDriver, domain_id: int, tmp_path: Path
-) -> None:
+def test_a_fast_stream_of_goals_is_never_aborted(driver: InProcessDriver, bridge) -> None:
     """60 goals 10 ms apart through DDS, each preempting the last: the newest is never aborted."""
-    from captain_ros.ros.arm_bridge.transport import RclpyArmTransport
-
-    t = RclpyArmTransport(arm_config(tmp_path / "calib", domain_id))
-    try:
-        assert t.server_ready("arm", 10.0)
-        q0 = np.asarray(driver.driver.joint_states()[1][:6])
-        joints = driver.driver.joint_names("arm")
-        seen = []
-        for i in range(60):
-            q = q0 + 0.0005 * i
-            assert t.send_trajectory("arm", joints, [(q, 0.05)], 5.0).status == "accepted"
-            for _ in range(2):
-                time.sleep(0.005)
-                seen.append(t.goal_state("arm"))
-        assert not [s for s in seen if s.status == "aborted"], seen
-        deadline = time.monotonic() + 10.0
-        while t.goal_state("arm").status == "accepted" and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert t.goal_state("arm").status == "succeeded"
-    finally:
-        t.close()
+    q0 = np.asarray(driver.driver.joint_states()[1][:6])
+    joints = driver.driver.joint_names("arm")
+    seen = []
+    for i in range(60):
+        q = q0 + 0.0005 * i
+        assert bridge.send_trajectory("arm", joints, [(q, 0.05)], 5.0).status == "accepted"
+        for _ in range(2):
+            time.sleep(0.005)
+            seen.append(bridge.goal_state("arm"))
+    assert not [s for s in seen if s.status == "aborted"], seen
+    deadline = time.monotonic() + 10.0
+    while bridge.goal_state("arm").status == "accepted" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert bridge.goal_state("arm").status == "succeeded"
 
 
-def test_the_bridge_leaves_the_cpu_to_the_driver(
-    driver: InProcessDriver, domain_id: int, tmp_path: Path
-) -> None:
+def test_the_bridge_leaves_the_cpu_to_the_driver(driver: InProcessDriver, bridge) -> None:
     """The bridge's executor must not busy-spin on its 100 Hz subscription (rclpy's
     multi-threaded executor did: 100 % of a core, the driver's /joint_states starved to 8 Hz and
     the 1 s stale-feedback guard latched mid-move). Two seconds carry ~200 states; 40 is the floor
     a loaded machine still clears and the busy-spinning bridge (~16) did not."""
-    from captain_ros.ros.arm_bridge.transport import RclpyArmTransport
-
-    t = RclpyArmTransport(arm_config(tmp_path / "calib", domain_id))
-    try:
-        first = t.wait_joint_sample(-1.0, 10.0)
-        assert first is not None
-        seen, last, end = 0, first.received_s, time.monotonic() + 2.0
-        while time.monotonic() < end:
-            s = t.wait_joint_sample(last, end - time.monotonic())
-            if s is not None:
-                seen, last = seen + 1, s.received_s
-        assert seen >= 40, f"{seen} joint states in 2 s (driver publishes at 100 Hz)"
-    finally:
-        t.close()
+    first = bridge.wait_joint_sample(-1.0, 10.0)
+    assert first is not None
+    seen, last, end = 0, first.received_s, time.monotonic() + 2.0
+    while time.monotonic() < end:
+        s = bridge.wait_joint_sample(last, end - time.monotonic())
+        if s is not None:
+            seen, last = seen + 1, s.received_s
+    assert seen >= 40, f"{seen} joint states in 2 s (driver publishes at 100 Hz)"
