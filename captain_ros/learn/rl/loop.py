@@ -166,9 +166,7 @@ class RLRun:
             o.max_new_tokens,
             "cuda" if self.device.startswith("cuda") else "cpu",
             {k: v for k, v in opts_job.items() if v is not None},
-            served=(
-                {"base_url": o.served_url, "model": o.served_model} if o.served_url else None
-            ),
+            served=({"base_url": o.served_url, "model": o.served_model} if o.served_url else None),
         )
 
     def _jobs(self, k: int, policy_version: int, critic_version: int) -> list[Any]:

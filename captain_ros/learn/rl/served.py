@@ -38,12 +38,21 @@ def adapter_name(model: str, version: int) -> str:
     return f"{model}-v{int(version):04d}"
 
 
-def ensure_adapter(base_url: str, model: str, version: int, folder: str,
-                   transport: httpx.BaseTransport | None = None, timeout_s: float = 120.0) -> str:
+def ensure_adapter(
+    base_url: str,
+    model: str,
+    version: int,
+    folder: str,
+    transport: httpx.BaseTransport | None = None,
+    timeout_s: float = 120.0,
+) -> str:
     """Make the server serve ``folder`` as :func:`adapter_name`; returns that name."""
     name = adapter_name(model, version)
-    with httpx.Client(base_url=base_url.rstrip("/"), transport=transport,
-                      timeout=httpx.Timeout(timeout_s, connect=10.0)) as http:
+    with httpx.Client(
+        base_url=base_url.rstrip("/"),
+        transport=transport,
+        timeout=httpx.Timeout(timeout_s, connect=10.0),
+    ) as http:
         try:
             listed = http.get("/models")
             listed.raise_for_status()
@@ -56,7 +65,8 @@ def ensure_adapter(base_url: str, model: str, version: int, folder: str,
             raise ServedAdapterError(
                 f"{base_url}: loading {folder} as {name} failed: HTTP {resp.status_code} "
                 f"{resp.text[:200]} (is the server started with --enable-lora and "
-                "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True?)")
+                "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True?)"
+            )
     return name
 
 
@@ -66,13 +76,27 @@ class ServedRolloutPolicy(Policy):
 
     name = "rl-student-served"
 
-    def __init__(self, base_url: str, served_model: str, version: int, sample_seed: int,
-                 max_new_tokens: int, transport: httpx.BaseTransport | None = None,
-                 timeout_s: float = 300.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        served_model: str,
+        version: int,
+        sample_seed: int,
+        max_new_tokens: int,
+        transport: httpx.BaseTransport | None = None,
+        timeout_s: float = 300.0,
+    ) -> None:
         self.version, self.sample_seed = int(version), int(sample_seed)
-        self.client = OpenAIChatClient(base_url, served_model, temperature=1.0, top_p=1.0,
-                                       max_tokens=int(max_new_tokens), token_info=True,
-                                       transport=transport, timeout_s=timeout_s)
+        self.client = OpenAIChatClient(
+            base_url,
+            served_model,
+            temperature=1.0,
+            top_p=1.0,
+            max_tokens=int(max_new_tokens),
+            token_info=True,
+            transport=transport,
+            timeout_s=timeout_s,
+        )
         self.requests: list[dict[str, Any]] = []
         self._prev: list[int] = []
 
@@ -85,13 +109,22 @@ class ServedRolloutPolicy(Policy):
         if not out.prompt_ids or len(out.logprobs) != len(out.completion_ids):
             raise ServedAdapterError(
                 "the server returned no prompt/reply token ids or log-probs (vLLM's OpenAI "
-                "server with return_token_ids is needed for RL rollouts)")
-        self._prev = record_request(self.requests, self._prev, out.prompt_ids,
-                                    out.completion_ids, out.logprobs)
-        return PolicyReply(content=out.content, reasoning=out.reasoning, tool_calls=out.tool_calls,
-                           prompt_tokens=len(out.prompt_ids), completion_tokens=len(out.completion_ids),
-                           model_s=out.latency_s, completion_ids=out.completion_ids,
-                           logprobs=out.logprobs, info={"policy_version": self.version})
+                "server with return_token_ids is needed for RL rollouts)"
+            )
+        self._prev = record_request(
+            self.requests, self._prev, out.prompt_ids, out.completion_ids, out.logprobs
+        )
+        return PolicyReply(
+            content=out.content,
+            reasoning=out.reasoning,
+            tool_calls=out.tool_calls,
+            prompt_tokens=len(out.prompt_ids),
+            completion_tokens=len(out.completion_ids),
+            model_s=out.latency_s,
+            completion_ids=out.completion_ids,
+            logprobs=out.logprobs,
+            info={"policy_version": self.version},
+        )
 
     def close(self) -> None:
         self.client.close()

@@ -76,7 +76,7 @@ def _job(
     key: str,
     sample_seed: int,
 ) -> EpisodeJob:
-    rl = {
+    rl: dict[str, Any] = {
         "base": spec.base,
         "adapter": str(adapter),
         "critic": critic,
