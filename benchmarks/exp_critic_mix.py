@@ -64,14 +64,28 @@ def main() -> int:
     credits = round_credit(held, values, RunningStd())
     ca = credit_analysis(held, values, {c.episode_id: c.advantages for c in credits},
                          FEATURE_NAMES)
+    # The full A adds the group outcome term to every request of an episode alike, so its |A|
+    # shares follow the request counts; the critic's own part (A_GAE minus its episode mean)
+    # shows where the critic puts the credit.
+    ca_gae = credit_analysis(held, values,
+                             {c.episode_id: c.gae - c.gae.mean() for c in credits}, FEATURE_NAMES)
+    ca_td = credit_analysis(held, values, {c.episode_id: c.deltas for c in credits}, FEATURE_NAMES)
+    n_req = sum(ca["requests"].values())
     print(f"{len(train)} training / {len(held)} held-out episodes ({len(skipped)} skipped); "
           f"warm start {log['wall_s']:.1f} s")
     for k in ("auc", "within_group_auc", "brier", "ece"):
         print(f"  {k:<17} {m[k]:.3f}   anchor {ANCHORS.get(k, ANCHORS.get('warm_start_' + k))}")
+    print("  |A| share by request kind: full A / A_GAE - episode mean / one-step |delta| / "
+          "share of requests")
     for k, v in ca["abs_advantage_share"].items():
         anchor = ca["anchors"]["abs_advantage_share"].get(k)
+        g = ca_gae["abs_advantage_share"][k]
         shown = "n/a" if v is None else f"{100 * v:.1f} %"
-        print(f"  |A| share {k:<11} {shown:>8}   anchor "
+        shown_g = "n/a" if g is None else f"{100 * g:.1f} %"
+        d = ca_td["abs_advantage_share"][k]
+        shown_d = "n/a" if d is None else f"{100 * d:.1f} %"
+        print(f"  |A| share {k:<11} {shown:>8} / {shown_g:>7} / {shown_d:>7} / "
+              f"{100 * ca['requests'][k] / max(1, n_req):.1f} %   anchor "
               f"{'-' if anchor is None else f'{100 * anchor:.1f} %'}")
     for k, v in ca["median_delta_v"].items():
         shown = "n/a" if v is None else f"{v:+.4f}"
@@ -79,7 +93,7 @@ def main() -> int:
               f"{ca['anchors']['median_delta_v'][k]:+.4f} (n = {ca['n_delta_v'][k]})")
     if ns.json:
         with open(ns.json, "w") as f:
-            json.dump({"metrics": m, "credit": ca, "training": log,
+            json.dump({"metrics": m, "credit": ca, "credit_critic_part": ca_gae, "credit_td": ca_td, "training": log,
                        "skipped": skipped, "synthetic": bool(ns.synthetic)}, f, indent=2,
                       default=str)
     return 0
