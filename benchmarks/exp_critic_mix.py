@@ -22,6 +22,7 @@ import argparse
 import json
 import sys
 
+import numpy as np
 import torch
 
 from captain_ros.cli.learn_critic import HELDOUT_SALT
@@ -32,6 +33,22 @@ from captain_ros.learn.critic.synthetic import synthetic_episodes
 from captain_ros.learn.critic.train import split_groups
 from captain_ros.learn.episodes import load_run_dirs
 from captain_ros.tasks.features import FEATURE_NAMES
+
+
+def terminal_share(episodes: list, deltas: dict) -> dict:
+    """The last request's share of the |delta| mass, and the kinds of those last requests."""
+    from captain_ros.learn.credit.analysis import classify_requests
+
+    last: dict[str, float] = {}
+    total = 0.0
+    for ep in episodes:
+        d = np.abs(np.asarray(deltas[ep.episode_id], dtype=np.float64))
+        kind = classify_requests(ep, FEATURE_NAMES).kinds[-1]
+        last[kind] = last.get(kind, 0.0) + float(d[-1])
+        total += float(d.sum())
+    end = sum(last.values())
+    return {"share": end / total if total else 0.0,
+            "kinds": {k: v / end for k, v in last.items()} if end else {}}
 
 
 def main() -> int:
@@ -71,6 +88,7 @@ def main() -> int:
                              {c.episode_id: c.gae - c.gae.mean() for c in credits}, FEATURE_NAMES)
     ca_td = credit_analysis(held, values, {c.episode_id: c.deltas for c in credits}, FEATURE_NAMES)
     n_req = sum(ca["requests"].values())
+    terminal = terminal_share(held, {c.episode_id: c.deltas for c in credits})
     print(f"{len(train)} training / {len(held)} held-out episodes ({len(skipped)} skipped); "
           f"warm start {log['wall_s']:.1f} s")
     for k in ("auc", "within_group_auc", "brier", "ece"):
@@ -87,13 +105,15 @@ def main() -> int:
         print(f"  |A| share {k:<11} {shown:>8} / {shown_g:>7} / {shown_d:>7} / "
               f"{100 * ca['requests'][k] / max(1, n_req):.1f} %   anchor "
               f"{'-' if anchor is None else f'{100 * anchor:.1f} %'}")
+    print(f"  terminal delta_T: {100 * terminal['share']:.1f} % of the |delta| mass, on "
+          + ", ".join(f"{k} {100 * v:.0f} %" for k, v in terminal["kinds"].items()))
     for k, v in ca["median_delta_v"].items():
         shown = "n/a" if v is None else f"{v:+.4f}"
         print(f"  median dV {k:<14} {shown:>8}   anchor "
               f"{ca['anchors']['median_delta_v'][k]:+.4f} (n = {ca['n_delta_v'][k]})")
     if ns.json:
         with open(ns.json, "w") as f:
-            json.dump({"metrics": m, "credit": ca, "credit_critic_part": ca_gae, "credit_td": ca_td, "training": log,
+            json.dump({"metrics": m, "credit": ca, "credit_critic_part": ca_gae, "credit_td": ca_td, "terminal_delta": terminal, "training": log,
                        "skipped": skipped, "synthetic": bool(ns.synthetic)}, f, indent=2,
                       default=str)
     return 0
