@@ -24,7 +24,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from captain_ros.harness.observers import EpisodeObserver, Stop
 from captain_ros.learn.credit.early_stop import EarlyStop
@@ -76,61 +76,71 @@ def _student(base: str, adapter: str, device: str, max_new_tokens: int) -> _Stud
     return st
 
 
-def record_request(
-    requests: list[dict[str, Any]],
-    previous_prompt: list[int],
-    prompt_ids: Sequence[int],
-    completion_ids: Sequence[int],
-    logprobs: Sequence[float],
-) -> list[int]:
-    """Append one request's ``rollout.json`` entry (the prompt as the length it shares with the
-    previous prompt plus the new tail); returns this prompt for the next call."""
-    prompt = [int(v) for v in prompt_ids]
-    shared, n = 0, min(len(prompt), len(previous_prompt))
-    while shared < n and prompt[shared] == previous_prompt[shared]:
-        shared += 1
-    requests.append(
-        {
-            "t": len(requests) + 1,
-            "shared": shared,
-            "extra": prompt[shared:],
-            "completion": [int(v) for v in completion_ids],
-            "logprobs": [float(v) for v in logprobs],
-        }
-    )
-    return prompt
+class RecordingPolicy(Policy):
+    """A student at one policy version that records every request's prompt ids, reply ids and
+    reply log-probs for ``rollout.json`` (each prompt as the length it shares with the previous
+    prompt plus the new tail). Subclasses produce the tokens (:meth:`act`) and call
+    :meth:`recorded`."""
 
-
-class RolloutPolicy(Policy):
-    """The student at one policy version; records every request's tokens and log-probs."""
-
-    name = "rl-student"
-
-    def __init__(self, chat: Any, version: int, sample_seed: int) -> None:
-        self.chat = chat
+    def __init__(self, version: int, sample_seed: int) -> None:
         self.version = int(version)
         self.sample_seed = int(sample_seed)
         self.requests: list[dict[str, Any]] = []
         self._prev: list[int] = []
 
     def reset(self, task_name: str, seed: int) -> None:
+        self.requests, self._prev = [], []
+
+    def recorded(
+        self,
+        prompt_ids: Sequence[int],
+        completion_ids: Sequence[int],
+        logprobs: Sequence[float],
+        **reply: Any,
+    ) -> PolicyReply:
+        """Record one request; the reply (``reply``: content, model_s, ...) with its tokens."""
+        prompt = [int(v) for v in prompt_ids]
+        shared, n = 0, min(len(prompt), len(self._prev))
+        while shared < n and prompt[shared] == self._prev[shared]:
+            shared += 1
+        self.requests.append(
+            {
+                "t": len(self.requests) + 1,
+                "shared": shared,
+                "extra": prompt[shared:],
+                "completion": [int(v) for v in completion_ids],
+                "logprobs": [float(v) for v in logprobs],
+            }
+        )
+        self._prev = prompt
+        return PolicyReply(
+            prompt_tokens=len(prompt),
+            completion_tokens=len(completion_ids),
+            completion_ids=tuple(completion_ids),
+            logprobs=tuple(logprobs),
+            info={"policy_version": self.version},
+            **reply,
+        )
+
+
+class RolloutPolicy(RecordingPolicy):
+    """The in-process student (a worker's loaded model)."""
+
+    name = "rl-student"
+
+    def __init__(self, chat: Any, version: int, sample_seed: int) -> None:
+        super().__init__(version, sample_seed)
+        self.chat = chat
+
+    def reset(self, task_name: str, seed: int) -> None:
+        super().reset(task_name, seed)
         self.chat.reset()
         self.chat.seed, self.chat.requests = self.sample_seed, 0  # the job fixes the sampling
-        self.requests, self._prev = [], []
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyReply:
         gen = self.chat.generate(messages, tools or None)
-        self._prev = record_request(
-            self.requests, self._prev, gen.prompt_ids, gen.completion_ids, gen.logprobs
-        )
-        return PolicyReply(
-            content=gen.text,
-            prompt_tokens=len(gen.prompt_ids),
-            completion_tokens=len(gen.completion_ids),
-            model_s=gen.model_s,
-            completion_ids=gen.completion_ids,
-            logprobs=gen.logprobs,
-            info={"policy_version": self.version},
+        return self.recorded(
+            gen.prompt_ids, gen.completion_ids, gen.logprobs, content=gen.text, model_s=gen.model_s
         )
 
     def close(self) -> None:
@@ -163,14 +173,6 @@ class CriticEarlyStop(EpisodeObserver):
             self.stopped_after = t - 1
             return Stop("early_stop", settle_as_budget=True)
         return None
-
-
-class RecordingPolicy(Protocol):
-    """What :func:`write_rollout` reads: the in-process or the served rollout policy."""
-
-    version: int
-    sample_seed: int
-    requests: list[dict[str, Any]]
 
 
 def write_rollout(

@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 
 from captain_ros.core.errors import CaptainError
-from captain_ros.learn.rl.rollout import record_request
-from captain_ros.policy.base import Policy, PolicyReply
+from captain_ros.learn.rl.rollout import RecordingPolicy
+from captain_ros.policy.base import PolicyReply
 from captain_ros.policy.openai_client import OpenAIChatClient
 
 
@@ -70,9 +70,8 @@ def ensure_adapter(
     return name
 
 
-class ServedRolloutPolicy(Policy):
-    """The served student at one policy version; records every request's tokens and log-probs
-    in the same form as :class:`~captain_ros.learn.rl.rollout.RolloutPolicy`."""
+class ServedRolloutPolicy(RecordingPolicy):
+    """The served student at one policy version, recorded like the in-process one."""
 
     name = "rl-student-served"
 
@@ -86,7 +85,7 @@ class ServedRolloutPolicy(Policy):
         transport: httpx.BaseTransport | None = None,
         timeout_s: float = 300.0,
     ) -> None:
-        self.version, self.sample_seed = int(version), int(sample_seed)
+        super().__init__(version, sample_seed)
         self.client = OpenAIChatClient(
             base_url,
             served_model,
@@ -97,11 +96,6 @@ class ServedRolloutPolicy(Policy):
             transport=transport,
             timeout_s=timeout_s,
         )
-        self.requests: list[dict[str, Any]] = []
-        self._prev: list[int] = []
-
-    def reset(self, task_name: str, seed: int) -> None:
-        self.requests, self._prev = [], []
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyReply:
         self.client.extra_body["seed"] = (self.sample_seed * 1009 + len(self.requests)) % 2**31
@@ -111,19 +105,14 @@ class ServedRolloutPolicy(Policy):
                 "the server returned no prompt/reply token ids or log-probs (vLLM's OpenAI "
                 "server with return_token_ids is needed for RL rollouts)"
             )
-        self._prev = record_request(
-            self.requests, self._prev, out.prompt_ids, out.completion_ids, out.logprobs
-        )
-        return PolicyReply(
+        return self.recorded(
+            out.prompt_ids,
+            out.completion_ids,
+            out.logprobs,
             content=out.content,
             reasoning=out.reasoning,
             tool_calls=out.tool_calls,
-            prompt_tokens=len(out.prompt_ids),
-            completion_tokens=len(out.completion_ids),
             model_s=out.latency_s,
-            completion_ids=out.completion_ids,
-            logprobs=out.logprobs,
-            info={"policy_version": self.version},
         )
 
     def close(self) -> None:
