@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +71,7 @@ class RecorderWatch:
             self._event.clear()
         return True
 
-    def wait_ready(self, events_matched: Any = lambda: True) -> bool:
+    def wait_ready(self, events_matched: Callable[[], bool] = lambda: True) -> bool:
         """Wait (at most ``wait_s``) until the recorder, if one runs, is subscribed and matched to
         every publisher of its topics and ``events_matched()`` says the episode events reach it
         (a volatile ``start`` event published before the match is lost, and with it the bag), so

@@ -1,5 +1,6 @@
 """Helpers of the ROS arm bridge tests: the ros_arm config of the PiPER model for a test's
-calibration folder and domain, and an in-process driver node on its own context."""
+calibration folder and domain, and an in-process driver node on its own context (the ``driver``
+fixture, registered in conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from captain_ros.data import data_path
@@ -81,3 +83,11 @@ class InProcessDriver:
         self._thread.join(timeout=5.0)
         self.node.destroy_node()
         self.context.try_shutdown()
+
+
+@pytest.fixture
+def driver(domain_id: int, tmp_path: Path):
+    """The MuJoCo-backed driver in this process, calibration files in ``tmp_path/calib``."""
+    d = InProcessDriver(domain_id, tmp_path / "calib")
+    yield d
+    d.close()

@@ -42,13 +42,6 @@ def identity_calibration(folder: Path) -> None:
 
 
 @pytest.fixture
-def driver(domain_id: int, tmp_path: Path):
-    d = InProcessDriver(domain_id, tmp_path / "calib")
-    yield d
-    d.close()
-
-
-@pytest.fixture
 def arm(driver: InProcessDriver, domain_id: int, tmp_path: Path):
     from captain_ros.backends.ros_arm import make_ros_arm
 

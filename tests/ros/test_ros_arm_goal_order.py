@@ -40,13 +40,6 @@ class Handle:
 
 
 @pytest.fixture
-def driver(domain_id: int, tmp_path: Path):
-    d = InProcessDriver(domain_id, tmp_path / "calib")
-    yield d
-    d.close()
-
-
-@pytest.fixture
 def bridge(driver: InProcessDriver, domain_id: int, tmp_path: Path):
     """The bridge's transport to ``driver``, its trajectory server found."""
     from captain_ros.ros.arm_bridge.transport import RclpyArmTransport
