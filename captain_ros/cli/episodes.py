@@ -67,9 +67,10 @@ def _add_policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-requests", dest="max_requests", type=int)
     p.add_argument("--max-wall-s", dest="max_wall_s", type=float)
     p.add_argument("--max-physical-actions", dest="max_physical_actions", type=int)
-    p.add_argument("--profile", choices=("auto", "default", "compact"),
-                   help="prompt profile: default (the full harness text) or compact (few tokens for "
-                        "a small student); auto (the default): the one the --model-folder student "
+    p.add_argument("--profile", choices=("auto", "default", "compact", "helpers"),
+                   help="prompt profile: default (the full harness text), compact (few tokens for "
+                        "a small student) or helpers (compact, the expert's helper library defined "
+                        "in the session); auto (the default): the one the --model-folder student "
                         "was trained with, else default")
     p.add_argument("--no-bag", dest="no_bag", action="store_true", help="do not record a bag")
     p.add_argument("--overwrite", action="store_true",

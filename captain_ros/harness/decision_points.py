@@ -115,6 +115,7 @@ def restore_decision_point(
         session_config or SessionConfig(),
         hash_seed=sess_rec["hash_seed"],
         rng_seed=sess_rec.get("rng_seed"),
+        prelude=str(sess_rec.get("prelude") or ""),
     )
     budgets = Budgets(**rec.start["budgets"])
     h = replay_session(

@@ -20,11 +20,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from captain_ros.api.service import RobotCaller
+from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.harness.budgets import Budgets, BudgetTracker
 from captain_ros.harness.calls import EpisodeCalls, save_png
 from captain_ros.harness.cells import run_cells
@@ -38,7 +39,7 @@ from captain_ros.harness.privileged_log import (
     PrivilegedSource,
     RequestRecord,
 )
-from captain_ros.harness.profiles import get_profile
+from captain_ros.harness.profiles import get_profile, library_prelude, library_task_md
 from captain_ros.harness.record import OUTCOMES, EpisodeRecord, outcome_label
 from captain_ros.harness.resume import EpisodeResume, apply_counters
 from captain_ros.harness.returns import CostConfig, RequestCounts, request_costs, terminal_return
@@ -164,15 +165,23 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     if resume is not None:
         session = resume.session
         apply_counters(resume, tracker, calls)
+    prelude = library_prelude(profile)
+    if resume is None and prelude:
+        session_config = replace(session_config or SessionConfig(), prelude=prelude)
+    if session is not None and resume is None and session.config.prelude != prelude:
+        raise InvalidArgumentError(f"the session given does not start with the {profile.name!r} "
+                                   "profile's helper library")
     own_session = session is None or resume is not None
     sess = session or PythonSession(out / "workspace", session_config, log_path=out / "session.log")
-    task_md = render_task_md(task, seed, budgets, profile.compact_api)
+    task_md = render_task_md(task, seed, budgets, profile.compact_api, library_task_md(profile))
     (out / "TASK.md").write_text(task_md)
     (sess.workspace / "TASK.md").write_text(task_md)
     writer = TrajectoryWriter(out / "trajectory.jsonl")
     recorder = (PrivilegedRecorder(out / PRIVILEGED_FILE, task, privileged, log.warning, obs.on_privileged)
                 if privileged is not None else None)
-    session_info = {"hash_seed": sess.config.hash_seed, "rng_seed": sess.config.rng_seed}
+    session_info: dict[str, Any] = {"hash_seed": sess.config.hash_seed, "rng_seed": sess.config.rng_seed}
+    if sess.config.prelude:  # the record holds what ran (a replay must run the same)
+        session_info["prelude"] = sess.config.prelude
     if resume is None:
         policy.reset(task_name, seed)
         history = History(system_prompt, task_md, _observe_initial(robot, out))

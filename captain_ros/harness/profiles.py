@@ -4,7 +4,10 @@
 TASK.md (every parameter documented), long tool outputs, compaction only near a large model's
 window. ``compact`` says the same with fewer tokens for a small student (SmolLM2-135M has 8,192
 positions): a short system prompt, one line per capability (signature and first sentence), the
-failure categories by name, shorter tool outputs and compaction well inside the window. Same
+failure categories by name, shorter tool outputs and compaction well inside the window.
+``helpers`` is ``compact`` with the expert's session functions already defined in the session
+(:mod:`captain_ros.policy.expert.library`, CaPtain's helper-library rewrite): a student writes
+calls such as ``note(**descend(S, 'red_cube'))`` instead of the helpers' source. Same
 capabilities, same receipts. CaPtain's format alignment applies: collection, training and
 deployment must use the same profile; the profile's name is recorded in every episode's
 ``episode_start`` and in every dataset row.
@@ -26,30 +29,37 @@ COMPACT_SYSTEM = (
     "measurements, then call finish()."
 )
 
+HELPERS_SYSTEM = COMPACT_SYSTEM + (" The helpers listed in TASK.md are defined already: call them, "
+                                   "do not redefine them.")
+
 
 @dataclass(frozen=True)
 class PromptProfile:
     """A named prompt profile.
 
     Attributes:
-        name: ``default`` or ``compact``.
+        name: ``default``, ``compact`` or ``helpers``.
         system_prompt: The system message.
         compact_api: TASK.md lists each capability on one line.
         context: History rendering limits.
+        library: The session starts with the helper library defined and TASK.md lists it.
     """
 
     name: str
     system_prompt: str
     compact_api: bool
     context: ContextConfig
+    library: bool = False
 
+
+SMALL_CONTEXT = ContextConfig(max_tool_output_tokens=400, max_images=4, context_limit_tokens=8192,
+                              compact_at_tokens=7000, keep_recent_turns=3)
+"""History limits for a small student (SmolLM2-135M has 8,192 positions)."""
 
 PROFILES = {
     "default": PromptProfile("default", SYSTEM_PROMPT, False, ContextConfig()),
-    "compact": PromptProfile("compact", COMPACT_SYSTEM, True,
-                             ContextConfig(max_tool_output_tokens=400, max_images=4,
-                                           context_limit_tokens=8192, compact_at_tokens=7000,
-                                           keep_recent_turns=3)),
+    "compact": PromptProfile("compact", COMPACT_SYSTEM, True, SMALL_CONTEXT),
+    "helpers": PromptProfile("helpers", HELPERS_SYSTEM, True, SMALL_CONTEXT, library=True),
 }
 
 
@@ -58,6 +68,24 @@ def get_profile(name: str) -> PromptProfile:
     if name not in PROFILES:
         raise UnknownNameError("prompt profile", name, list(PROFILES))
     return PROFILES[name]
+
+
+def library_prelude(profile: PromptProfile) -> str:
+    """The Python the session runs at start-up under ``profile`` (empty without a library)."""
+    if not profile.library:
+        return ""
+    from captain_ros.policy.expert.library import library_source
+
+    return library_source()
+
+
+def library_task_md(profile: PromptProfile) -> str:
+    """TASK.md's helper section under ``profile`` (empty without a library)."""
+    if not profile.library:
+        return ""
+    from captain_ros.policy.expert.library import library_index
+
+    return library_index()
 
 
 def trained_profile(model_folder: str | Path | None) -> str | None:

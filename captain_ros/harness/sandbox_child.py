@@ -303,6 +303,9 @@ def _setup(cfg: dict) -> None:
     limit(resource.RLIMIT_NPROC, 0)  # no fork, no threads (root is exempt: hence the uid drop)
     read_roots = tuple(os.path.realpath(p) for p in cfg["read_roots"])
     sys.addaudithook(_make_hook(os.path.realpath(cfg["workspace"]), read_roots))
+    if cfg.get("prelude"):  # as policy code, under the limits and the hook; its names are base
+        exec(compile(str(cfg["prelude"]), "<prelude>", "exec"), _NS)  # noqa: S102 - the sandbox
+        _BASE.update(_NS)
 
 
 def _format_error(exc: BaseException) -> str:

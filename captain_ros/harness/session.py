@@ -66,6 +66,9 @@ class SessionConfig:
             the child calls ``function(transport)`` at start-up, and calls made through the handle
             reach :meth:`CellHandler.on_call` named ``"<name>.<method>"`` (e.g. CoEvolve's robot
             handles, :func:`captain_ros.coevolve.skills.build_client`).
+        prelude: Python run in the session's globals at every start-up (restarts included),
+            before the first cell, as policy code (the ``helpers`` profile's library); a prelude
+            that fails makes the start fail.
     """
 
     cell_timeout_s: float = 60.0
@@ -79,6 +82,7 @@ class SessionConfig:
     hash_seed: int | None = 0
     rng_seed: int | None = None
     clients: tuple[tuple[str, str], ...] = ()
+    prelude: str = ""
 
     def __post_init__(self) -> None:
         for name in ("hash_seed", "rng_seed"):
@@ -207,7 +211,8 @@ class PythonSession:
             int(self.config.memory_limit_bytes), int(self.config.cpu_limit_s),
             int(self.config.file_size_limit_bytes), NOBODY_UID if self.drop_privileges else None,
             NOBODY_UID if self.drop_privileges else None,
-            rng_seed=self.config.rng_seed, clients=dict(self.config.clients))
+            rng_seed=self.config.rng_seed, clients=dict(self.config.clients),
+            prelude=self.config.prelude)
         try:
             wire.send(proc.to_child, cfg)
             msg = wire.decode(self._recv(proc, time.monotonic() + self.config.startup_timeout_s))

@@ -21,9 +21,11 @@ def _fmt(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def render_task_md(task: Any, seed: int, budgets: Budgets, compact_api: bool = False) -> str:
+def render_task_md(task: Any, seed: int, budgets: Budgets, compact_api: bool = False,
+                   helpers: str = "") -> str:
     """The TASK.md of one episode (deterministic); ``compact_api``: the one-line-per-capability
-    API section of the ``compact`` prompt profile."""
+    API section of the ``compact`` prompt profile; ``helpers``: a section appended after the API
+    (the ``helpers`` profile's library index)."""
     if hasattr(task, "task_md"):
         head = str(task.task_md(seed))
     else:
@@ -41,4 +43,5 @@ def render_task_md(task: Any, seed: int, budgets: Budgets, compact_api: bool = F
     budget_line = {"requests": budgets.max_requests, "wall time [s]": budgets.max_wall_s,
                    "physical actions": budgets.max_physical_actions}
     api = compact_api_section_md if compact_api else api_section_md
-    return head.rstrip() + "\n\n" + api(budget_line)
+    text = head.rstrip() + "\n\n" + api(budget_line)
+    return text.rstrip() + "\n\n" + helpers if helpers else text

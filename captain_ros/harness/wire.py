@@ -109,6 +109,9 @@ class Config(Frame):
     rng_seed: int | None = None
     clients: dict[str, Any] = field(default_factory=dict)
     """Extra handles of the session's globals: ``{name: "module:function"}`` (CoEvolve)."""
+    prelude: str = ""
+    """Python run in the session's globals at start-up, before the first cell (the helper library
+    of the ``helpers`` prompt profile)."""
 
 
 @dataclass(frozen=True)

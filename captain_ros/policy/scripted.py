@@ -22,6 +22,7 @@ from captain_ros.policy.expert import ScriptedExpert
 from captain_ros.policy.expert.cells import Plan
 from captain_ros.policy.expert.expert import Segment
 from captain_ros.policy.expert.faults import FaultEvent, FaultInjector, FaultSpec
+from captain_ros.policy.expert.library import LIBRARY_HEADING
 from captain_ros.policy.transformers_chat import flatten_content
 
 
@@ -51,6 +52,17 @@ def instruction_from(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
+def library_in(messages: list[dict[str, Any]]) -> bool:
+    """TASK.md (the messages before the first reply) lists the session's helper library (the
+    ``helpers`` prompt profile), so the expert need not send the helpers' source."""
+    for m in messages:
+        if m.get("role") == "assistant":
+            break
+        if LIBRARY_HEADING in flatten_content(m.get("content")):
+            return True
+    return False
+
+
 class ScriptedPolicy(Policy):
     """The per-task scripted expert (the embedded default policy; no model, no download)."""
 
@@ -68,8 +80,8 @@ class ScriptedPolicy(Policy):
         self.requests = 0
         self.expert = None  # built at the first request, once TASK.md (the instruction) is read
 
-    def _make_expert(self, task: str, instruction: str) -> ScriptedExpert:
-        return ScriptedExpert(task, instruction)
+    def _make_expert(self, task: str, instruction: str, preloaded: bool = False) -> ScriptedExpert:
+        return ScriptedExpert(task, instruction, preloaded=preloaded)
 
     def _info(self) -> dict[str, Any]:
         """Facts about the reply being made for the episode record (none for the clean expert)."""
@@ -81,7 +93,7 @@ class ScriptedPolicy(Policy):
             raise RuntimeError("ScriptedPolicy.reset(task, seed) must be called before act()")
         self.requests += 1
         if self.expert is None:
-            self.expert = self._make_expert(self.task, instruction_from(messages))
+            self.expert = self._make_expert(self.task, instruction_from(messages), library_in(messages))
         cell = self.expert.next_cell(outputs_since_last_reply(messages))
         info = self._info()
         if cell is None:
@@ -115,9 +127,9 @@ class FaultyScriptedPolicy(ScriptedPolicy):
     def events(self) -> list[FaultEvent]:
         return list(self.injector.events) if self.injector else []
 
-    def _make_expert(self, task: str, instruction: str) -> ScriptedExpert:
+    def _make_expert(self, task: str, instruction: str, preloaded: bool = False) -> ScriptedExpert:
         assert self.injector is not None
-        return ScriptedExpert(task, instruction, wrap=self.injector.wrap)
+        return ScriptedExpert(task, instruction, wrap=self.injector.wrap, preloaded=preloaded)
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyReply:
         if self.injector is not None:

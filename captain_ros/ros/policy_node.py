@@ -59,8 +59,9 @@ PARAMS = (
           "transformers | replay:FILE)."),
     Param("model_folder", "", "Student folder of the transformers policy (empty: the packaged "
           "SmolLM2)."),
-    Param("profile", "auto", "Prompt profile (default | compact; auto: the one the student in "
-          "model_folder was trained with, else default).", choices=("auto", "default", "compact")),
+    Param("profile", "auto", "Prompt profile (default | compact | helpers; auto: the one the student "
+          "in model_folder was trained with, else default).",
+          choices=("auto", "default", "compact", "helpers")),
     Param("output_root", "runs/ros", "Folder of episode folders when a goal gives no output_dir."),
     Param("overwrite_output", False, "Replace a non-empty episode folder instead of refusing the "
           "goal."),

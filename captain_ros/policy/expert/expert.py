@@ -34,7 +34,7 @@ from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
 from captain_ros.policy.expert import kit
 from captain_ros.policy.expert.cells import Call, Cell, Notes, Plan, has_note, parse_notes
 from captain_ros.policy.expert.plans import PLANS, RESUME
-from captain_ros.policy.expert.source import HEADER, definitions, robot_calls
+from captain_ros.policy.expert.source import HEADER, definitions, registered, robot_calls
 
 PROBE = ('import json\nprint("NOTE " + json.dumps({"epoch": getattr(globals().get("S"), "epoch", '
          'None)}))')
@@ -48,6 +48,9 @@ HAND_BACK = ('if "_foreign" in globals():\n'
 SETUP_REASONING = ("Set up my session state S (the robot client, the rig, my records of the "
                    "objects) and note the pose I start from; I define each helper the first time "
                    "a cell needs it, and my variables persist across requests.")
+LIBRARY_SETUP_REASONING = ("Set up my session state S (the robot client, the rig, my records of the "
+                           "objects) and note the pose I start from; the helpers of TASK.md are "
+                           "defined already, and my variables persist across requests.")
 TAKEOVER_REASONING = ("I take over this episode from here. The session has none of my helpers: set "
                       "up my state S (keeping a reference to what the session held, to restore it "
                       "when I hand back), take the arms' start pose from the rig geometry, then "
@@ -110,11 +113,13 @@ class ScriptedExpert:
 
     ``instruction`` is the task sentence of TASK.md: colour words in it sharpen the prompts.
     ``wrap`` (e.g. a fault injector) transforms the plan's stream of calls. ``segment`` makes it a
-    takeover (see :meth:`takeover`).
+    takeover (see :meth:`takeover`). ``preloaded``: the session defines every session function at
+    start-up (the ``helpers`` prompt profile), so cells send call lines only; a takeover defines
+    its own anyway (the foreign policy may have rebound them).
     """
 
     def __init__(self, task: str, instruction: str = "", wrap: Callable[[Plan], Plan] | None = None,
-                 segment: Segment | None = None) -> None:
+                 segment: Segment | None = None, preloaded: bool = False) -> None:
         if task not in PLANS:
             raise UnknownNameError("task", task, sorted(PLANS))
         self.task = task
@@ -122,7 +127,8 @@ class ScriptedExpert:
         self.segment = segment
         self._wrap = wrap or (lambda p: p)
         self._plan = self._wrap((RESUME if segment else PLANS)[task](instruction))
-        self.have: set[str] = set()
+        self.preloaded = preloaded and segment is None
+        self.have: set[str] = self._session_has()
         self.epoch = TAKEOVER_EPOCH - 1 if segment else 0
         self.ready: dict[str, Any] | None = None
         self.done = False
@@ -143,6 +149,10 @@ class ScriptedExpert:
         only ``allowed_symbols`` (robot capabilities; None: all), then handing back."""
         symbols = None if allowed_symbols is None else frozenset(allowed_symbols)
         return cls(task, instruction, wrap=wrap, segment=Segment(max_requests, symbols))
+
+    def _session_has(self) -> set[str]:
+        """The session functions a fresh session holds (all of them when preloaded)."""
+        return set(registered()) if self.preloaded else set()
 
     # --- one request ---------------------------------------------------------------------------
     def next_cell(self, last_output: str | None = None) -> Cell | None:
@@ -208,9 +218,10 @@ class ScriptedExpert:
         if takeover and not self.segment.allows(setup_symbols(True)):  # type: ignore[union-attr]
             return None
         self.epoch += 1
-        self.have = set()
-        cell, new = setup_cell(self.epoch, have=self.have, takeover=takeover,
-                               reasoning=TAKEOVER_REASONING if takeover else SETUP_REASONING)
+        self.have = self._session_has()
+        reasoning = TAKEOVER_REASONING if takeover else (
+            LIBRARY_SETUP_REASONING if self.preloaded else SETUP_REASONING)
+        cell, new = setup_cell(self.epoch, have=self.have, takeover=takeover, reasoning=reasoning)
         self.have.update(new)
         self._state = "setup"
         self._owes_hand_back = takeover
@@ -240,7 +251,7 @@ class ScriptedExpert:
         if parse_notes(out or "").get("epoch") != self.epoch:  # my variables are lost: set up
             self.restarts += 1  # again, and measure afresh where the task stands
             self.epoch += 1
-            self.have = set()
+            self.have = self._session_has()
             self._resetup = True
             self._plan.close()
             self._plan = self._wrap(RESUME[self.task](self.instruction))

@@ -1,0 +1,81 @@
+"""The expert's session functions as a helper library defined before the first request.
+
+CaPtain trains its student on trajectories rewritten onto a small helper library (section 3.2:
+``val``, ``need``, ``downq``, ``go``), so a small model writes calls, not thousands of tokens of
+helper code. The ``helpers`` prompt profile does the same with the expert's own session functions
+(:mod:`.source`): the harness runs :func:`library_source` in the session at start-up (and after a
+restart), TASK.md lists the entry points (:func:`library_index`, under :data:`LIBRARY_HEADING`),
+and the expert, seeing that heading, sends only its call lines. Same functions, same receipts;
+only who writes the definitions changes.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from functools import cache
+
+import captain_ros.policy.expert.plans  # noqa: F401 - registers every plan's session functions
+from captain_ros.policy.expert.source import HEADER, _REGISTRY, definitions, registered, uses
+
+LIBRARY_HEADING = "## Helpers (already defined in your session)"
+"""The TASK.md heading under which the entry points are listed; a policy that finds it in TASK.md
+may call the helpers without defining them."""
+
+ALWAYS = ("State", "note", "start", "finish")
+"""Entry points even though other helpers use them (set-up, notes, completion)."""
+SUMMARY_CHARS = 72
+"""Longest description of a helper in the index (the full docstring costs a small student tokens)."""
+
+
+@cache
+def library_source() -> str:
+    """Every registered session function, dependencies first (what the expert would send)."""
+    text, _ = definitions(registered())
+    return HEADER + "\n" + text
+
+
+def entry_points() -> tuple[str, ...]:
+    """The helpers a cell calls: those no other helper uses, and :data:`ALWAYS`, in order."""
+    used = {u for n in registered() for u in uses(n)}
+    return tuple(n for n in registered() if n not in used or n in ALWAYS)
+
+
+def _signature(name: str) -> str:
+    tree = ast.parse(inspect.getsource(_REGISTRY[name]).lstrip())
+    node = tree.body[0]
+    if isinstance(node, ast.ClassDef):  # the class: its constructor's arguments
+        init = next((b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
+        if init is None:
+            return f"{name}()"
+        node = init
+        args = ast.arguments(posonlyargs=[], args=init.args.args[1:], vararg=init.args.vararg,
+                             kwonlyargs=init.args.kwonlyargs, kw_defaults=init.args.kw_defaults,
+                             kwarg=init.args.kwarg, defaults=init.args.defaults)
+    else:
+        assert isinstance(node, ast.FunctionDef)
+        args = node.args
+    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if a is not None:
+            a.annotation = None
+    return f"{name}({ast.unparse(args)})"
+
+
+def _summary(name: str, limit: int = SUMMARY_CHARS) -> str:
+    """The docstring's first sentence, cut at a word boundary near ``limit`` characters."""
+    doc = " ".join((inspect.getdoc(_REGISTRY[name]) or "").split()).replace("``", "`")
+    head = doc.partition(". ")[0].rstrip(".")
+    if len(head) > limit:
+        head = head[:limit].rsplit(" ", 1)[0].rstrip(",;:(") + " ..."
+    return head
+
+
+@cache
+def library_index() -> str:
+    """The TASK.md section: the heading, how to call, one line per entry point."""
+    lines = [LIBRARY_HEADING, "",
+             "Set up once with `S = State(robot, 1)`; each helper takes `S` first and returns a dict "
+             "of notes; print it with `note(**helper(S, ...))`. Names are your labels for objects "
+             "(perceive's keys).", ""]
+    lines += [f"- `{_signature(n)}`: {_summary(n)}" for n in entry_points()]
+    return "\n".join(lines) + "\n"
