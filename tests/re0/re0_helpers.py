@@ -10,7 +10,7 @@ from typing import Any
 from captain_ros.evaluation.episode import build_robot
 from captain_ros.harness.budgets import Budgets
 from captain_ros.harness.decision_points import DecisionPointSource, RecordedEpisode
-from captain_ros.harness.episode import run_episode
+from captain_ros.harness.episode import EpisodeOptions, run_episode
 from captain_ros.harness.record import EpisodeRecord
 from captain_ros.harness.session import SessionConfig
 from captain_ros.policy.base import Policy
@@ -49,6 +49,7 @@ def record(
     budgets: Budgets | None = None,
     backend_options: dict[str, Any] | None = None,
     session_config: SessionConfig | None = None,
+    profile: str = "default",
 ) -> Recorded:
     """Run one episode with a :class:`DecisionPointSource` (the robot stays open: close it)."""
     task, bk, service = build_robot(task_name, seed, backend, backend_options)
@@ -61,6 +62,7 @@ def record(
         policy or ScriptedPolicy(),
         budgets or Budgets(),
         out,
+        options=EpisodeOptions(profile=profile),
         privileged=source,
         observers=[source],
         session_config=cfg,
