@@ -51,14 +51,17 @@ def run(cmd: list[str], dry: bool) -> float:
 def stage_commands(a: argparse.Namespace) -> dict[str, list[list[str]]]:
     r = Path(a.run)
     policy = ["--policy", "transformers", "--max-new-tokens", str(a.max_new_tokens),
-              *getattr(a, "eval_args", [])]
+              "--temperature", str(a.temperature)]
     held = ["--task", "pick_place", "--seeds", "heldout", "--n", str(a.heldout),
-            "--workers", str(a.workers), "--no-bag", "--profile", a.profile]
+            "--workers", str(a.workers), "--no-bag", "--profile", a.profile,
+            *(["--max-requests", str(a.max_requests)] if a.max_requests else [])]
+    train = [str(r / "expert")] if not a.train_episodes else [
+        str(r / "expert" / "pick_place" / f"seed_{s:05d}") for s in range(a.train_episodes)]
     return {
         "collect": [[*CAPTAIN, "eval", "--task", "pick_place", "--seeds", f"0-{a.episodes - 1}",
                      "--policy", "scripted", "--workers", str(a.workers), "--profile", a.profile,
                      "--no-bag", "--out", str(r / "expert")]],
-        "dataset": [[*CAPTAIN, "learn", "dataset", str(r / "expert"), "--out", str(r / "data"),
+        "dataset": [[*CAPTAIN, "learn", "dataset", *train, "--out", str(r / "data"),
                      "--outcomes", "strict"]],
         "sft": [[*CAPTAIN, "learn", "sft", "--data", str(r / "data"), "--base", a.base,
                  "--out", str(r / "student"), *a.sft_args]],
@@ -72,6 +75,11 @@ def done(stage: str, run_dir: Path) -> bool:
     marker = {"collect": "expert/eval.json", "dataset": "data/stats.json",
               "sft": "student/metrics.json", "eval": "eval_zero_shot/eval.json"}.get(stage)
     return bool(marker) and (run_dir / marker).exists()
+
+
+def evaluated(cmd: list[str]) -> bool:
+    """An eval command whose ``--out`` folder holds its eval.json already (run elsewhere)."""
+    return "eval" in cmd and "--out" in cmd and (Path(cmd[cmd.index("--out") + 1]) / "eval.json").exists()
 
 
 def failures(episodes: list[Any]) -> list[dict[str, Any]]:
@@ -121,10 +129,17 @@ def main() -> int:
     ap.add_argument("--heldout", type=int, default=20, help="held-out seeds evaluated")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--base", default="smollm2")
-    ap.add_argument("--profile", default="compact", choices=("compact", "default"),
+    ap.add_argument("--profile", default="compact", choices=("compact", "default", "helpers"),
                     help="prompt profile of collection, training and evaluation (compact: the "
-                         "history fits SmolLM2's 8192 positions)")
+                         "history fits SmolLM2's 8192 positions; helpers: compact, the expert's "
+                         "helper library defined in the session, so the student writes calls)")
+    ap.add_argument("--train-episodes", type=int, default=0,
+                    help="build the dataset from the first K expert episodes only (0: all)")
     ap.add_argument("--max-new-tokens", type=int, default=512)
+    ap.add_argument("--temperature", type=float, default=0.0,
+                    help="sampling temperature of both evaluated policies (0: greedy)")
+    ap.add_argument("--max-requests", type=int, default=0,
+                    help="request budget of the evaluated episodes (0: the default budget)")
     ap.add_argument("--stages", default=",".join(STAGES))
     ap.add_argument("--dry-run", action="store_true", help="print the commands only")
     ap.add_argument("sft_args", nargs=argparse.REMAINDER, help="-- then extra `learn sft` options")
@@ -146,7 +161,7 @@ def main() -> int:
         if done(stage, run_dir) and not a.dry_run:
             print(f"[{stage}] done already, skipped")
             continue
-        timings[stage] = sum(run(c, a.dry_run) for c in cmds[stage])
+        timings[stage] = sum(run(c, a.dry_run) for c in cmds[stage] if a.dry_run or not evaluated(c))
     if timings and not a.dry_run:
         (run_dir / "timings.json").write_text(json.dumps(timings, indent=2))
     return 0

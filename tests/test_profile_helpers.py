@@ -6,7 +6,10 @@ restores bit-identically."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -47,7 +50,9 @@ class _NoRobot:
 def test_the_index_lists_every_entry_point_and_nothing_else() -> None:
     index = library_index()
     assert index.startswith(LIBRARY_HEADING)
-    listed = [line.split("`")[1].split("(")[0] for line in index.splitlines() if line.startswith("- `")]
+    listed = [
+        line.split("`")[1].split("(")[0] for line in index.splitlines() if line.startswith("- `")
+    ]
     assert listed == list(entry_points())
     used = {u for n in registered() for u in uses(n)}
     assert {"descend", "place", "verify", "finish", "State", "start"} <= set(listed)
@@ -62,19 +67,26 @@ def test_helpers_task_md_and_profile() -> None:
     md = render_task_md(get_task("pick_place"), 3, Budgets(), True, library_index())
     assert md.startswith(render_task_md(get_task("pick_place"), 3, Budgets(), True).rstrip())
     assert library_in([{"role": "system", "content": "x"}, {"role": "user", "content": md}])
-    assert not library_in([{"role": "user", "content": "TASK"}, {"role": "assistant", "content": ""},
-                           {"role": "user", "content": LIBRARY_HEADING}])  # only TASK.md counts
+    assert not library_in(
+        [
+            {"role": "user", "content": "TASK"},
+            {"role": "assistant", "content": ""},
+            {"role": "user", "content": LIBRARY_HEADING},
+        ]
+    )  # only TASK.md counts
 
 
 def test_the_prelude_defines_the_library_and_comes_back_after_a_restart(tmp_path: Path) -> None:
     cfg = SessionConfig(cell_timeout_s=5.0, prelude=library_source())
     with PythonSession(tmp_path / "ws", cfg) as s:
-        out = s.run_cell("print(sorted(n for n in %r if n not in globals()))" % (registered(),), _NoRobot())
+        names = list(registered())
+        out = s.run_cell(f"print(sorted(n for n in {names!r} if n not in globals()))", _NoRobot())
         assert out.text().strip() == "[]"
-        assert s.run_cell("import os\nos._exit(3)", _NoRobot()).crashed
-        again = s.run_cell("print(callable(descend), 'descend' in globals())", _NoRobot())
-        assert "True True" in again.text()
-        assert "restarted" in again.text()
+        s.run_cell("v = 1", _NoRobot())
+        os.kill(s.pid, signal.SIGKILL)
+        time.sleep(0.1)
+        again = s.run_cell("print(callable(descend), 'v' in globals())", _NoRobot())
+        assert "session restarted" in again.notice and again.output.strip() == "True False"
 
 
 def test_a_failing_prelude_makes_the_start_fail_clearly(tmp_path: Path) -> None:
@@ -89,12 +101,16 @@ def test_the_expert_sends_call_lines_only_and_sets_up_again_after_a_restart() ->
     first = ex.next_cell(None)
     assert first is not None and "def " not in first.code and "class " not in first.code
     assert "S = State(robot, 1)" in first.code
-    second = ex.next_cell('NOTE {"ready": true, "poses": {"arm": [[0.23, 0, 0.12], [0, 0, -1, 0]]}}')
+    second = ex.next_cell(
+        'NOTE {"ready": true, "poses": {"arm": [[0.23, 0, 0.12], [0, 0, -1, 0]]}}'
+    )
     assert second is not None and second.code.startswith("note(**perceive(S")
     probe = ex.next_cell("Traceback ... [session restarted]")  # no note: the expert probes
     assert probe is not None and "epoch" in probe.code
     resetup = ex.next_cell('NOTE {"epoch": null}')  # the variables are lost
-    assert resetup is not None and "S = State(robot, 2)" in resetup.code and "def " not in resetup.code
+    assert (
+        resetup is not None and "S = State(robot, 2)" in resetup.code and "def " not in resetup.code
+    )
     take = ScriptedExpert.takeover("pick_place", "Put the red cube on the plate.")
     assert not take.preloaded  # a takeover defines its own helpers (the student may rebind them)
 
@@ -121,15 +137,30 @@ def test_a_helpers_episode_restores_bit_identically(episode, tmp_path: Path) -> 
     rec, t = episode.rec, 4
     pol = ScriptedPolicy()
     rehydrate_policy(pol, rec, t)
-    res = restore_decision_point(rec, t, episode.service, episode.task, tmp_path / "r",
-                                 source=episode.source)
-    run_episode(episode.task, rec.seed, episode.service, pol, Budgets(**rec.start["budgets"]),
-                tmp_path / "r", options=EpisodeOptions(profile="helpers"),
-                privileged=episode.source, observers=[episode.source], resume=res, clock=frozen_clock)
+    res = restore_decision_point(
+        rec, t, episode.service, episode.task, tmp_path / "r", source=episode.source
+    )
+    run_episode(
+        episode.task,
+        rec.seed,
+        episode.service,
+        pol,
+        Budgets(**rec.start["budgets"]),
+        tmp_path / "r",
+        options=EpisodeOptions(profile="helpers"),
+        privileged=episode.source,
+        observers=[episode.source],
+        resume=res,
+        clock=frozen_clock,
+    )
     again = RecordedEpisode.load(tmp_path / "r")
     assert [strip_timing(x) for x in again.requests] == [strip_timing(x) for x in rec.requests]
-    assert json.loads((tmp_path / "r" / "trajectory.jsonl").read_text().splitlines()[0])[
-        "session"]["prelude"] == library_source()
+    assert (
+        json.loads((tmp_path / "r" / "trajectory.jsonl").read_text().splitlines()[0])["session"][
+            "prelude"
+        ]
+        == library_source()
+    )
 
 
 def test_a_reused_session_without_the_library_is_refused(tmp_path: Path) -> None:
@@ -138,8 +169,19 @@ def test_a_reused_session_without_the_library_is_refused(tmp_path: Path) -> None
 
     task, backend, service = build_robot("pick_place", 3, "fake")
     try:
-        with PythonSession(tmp_path / "ws") as s, pytest.raises(InvalidArgumentError, match="helper library"):
-            run_episode(task, 3, service, ScriptedPolicy(), Budgets(), tmp_path / "ep",
-                        options=EpisodeOptions(profile="helpers"), session=s)
+        with (
+            PythonSession(tmp_path / "ws") as s,
+            pytest.raises(InvalidArgumentError, match="helper library"),
+        ):
+            run_episode(
+                task,
+                3,
+                service,
+                ScriptedPolicy(),
+                Budgets(),
+                tmp_path / "ep",
+                options=EpisodeOptions(profile="helpers"),
+                session=s,
+            )
     finally:
         backend.close()

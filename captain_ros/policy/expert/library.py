@@ -16,7 +16,7 @@ import inspect
 from functools import cache
 
 import captain_ros.policy.expert.plans  # noqa: F401 - registers every plan's session functions
-from captain_ros.policy.expert.source import HEADER, _REGISTRY, definitions, registered, uses
+from captain_ros.policy.expert.source import _REGISTRY, HEADER, definitions, registered, uses
 
 LIBRARY_HEADING = "## Helpers (already defined in your session)"
 """The TASK.md heading under which the entry points are listed; a policy that finds it in TASK.md
@@ -45,13 +45,21 @@ def _signature(name: str) -> str:
     tree = ast.parse(inspect.getsource(_REGISTRY[name]).lstrip())
     node = tree.body[0]
     if isinstance(node, ast.ClassDef):  # the class: its constructor's arguments
-        init = next((b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
+        init = next(
+            (b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None
+        )
         if init is None:
             return f"{name}()"
         node = init
-        args = ast.arguments(posonlyargs=[], args=init.args.args[1:], vararg=init.args.vararg,
-                             kwonlyargs=init.args.kwonlyargs, kw_defaults=init.args.kw_defaults,
-                             kwarg=init.args.kwarg, defaults=init.args.defaults)
+        args = ast.arguments(
+            posonlyargs=[],
+            args=init.args.args[1:],
+            vararg=init.args.vararg,
+            kwonlyargs=init.args.kwonlyargs,
+            kw_defaults=init.args.kw_defaults,
+            kwarg=init.args.kwarg,
+            defaults=init.args.defaults,
+        )
     else:
         assert isinstance(node, ast.FunctionDef)
         args = node.args
@@ -73,9 +81,13 @@ def _summary(name: str, limit: int = SUMMARY_CHARS) -> str:
 @cache
 def library_index() -> str:
     """The TASK.md section: the heading, how to call, one line per entry point."""
-    lines = [LIBRARY_HEADING, "",
-             "Set up once with `S = State(robot, 1)`; each helper takes `S` first and returns a dict "
-             "of notes; print it with `note(**helper(S, ...))`. Names are your labels for objects "
-             "(perceive's keys).", ""]
+    lines = [
+        LIBRARY_HEADING,
+        "",
+        "Set up once with `S = State(robot, 1)`; each helper takes `S` first and returns a dict "
+        "of notes; print it with `note(**helper(S, ...))`. Names are your labels for objects "
+        "(perceive's keys).",
+        "",
+    ]
     lines += [f"- `{_signature(n)}`: {_summary(n)}" for n in entry_points()]
     return "\n".join(lines) + "\n"
