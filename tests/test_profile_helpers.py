@@ -135,6 +135,7 @@ def test_a_helpers_episode_succeeds_with_short_cells_and_records_its_prelude(epi
 
 def test_a_helpers_episode_restores_bit_identically(episode, tmp_path: Path) -> None:
     rec, t = episode.rec, 4
+    assert all(r.get("context_sha256") for r in rec.requests)  # compared request by request
     pol = ScriptedPolicy()
     rehydrate_policy(pol, rec, t)
     res = restore_decision_point(
@@ -147,8 +148,7 @@ def test_a_helpers_episode_restores_bit_identically(episode, tmp_path: Path) -> 
         pol,
         Budgets(**rec.start["budgets"]),
         tmp_path / "r",
-        options=EpisodeOptions(profile="helpers"),
-        privileged=episode.source,
+        privileged=episode.source,  # no profile given: the continuation renders as its record
         observers=[episode.source],
         resume=res,
         clock=frozen_clock,

@@ -151,9 +151,11 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     """
     budgets = budgets or Budgets()
     opts = options or EpisodeOptions()
-    profile = get_profile(opts.profile)
-    system_prompt = opts.system_prompt or profile.system_prompt
-    ctx = context_config or profile.context
+    recorded = resume.start_line if resume is not None else {}
+    profile = get_profile(str(recorded.get("profile") or opts.profile))  # a continuation renders
+    system_prompt = opts.system_prompt or profile.system_prompt  # as its record did
+    ctx = context_config or (ContextConfig(**recorded["context"]) if recorded.get("context")
+                             else profile.context)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     obs = Observers(observers)
@@ -173,7 +175,8 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
                                    "profile's helper library")
     own_session = session is None or resume is not None
     sess = session or PythonSession(out / "workspace", session_config, log_path=out / "session.log")
-    task_md = render_task_md(task, seed, budgets, profile.compact_api, library_task_md(profile))
+    task_md = str(recorded.get("task_md") or "") or render_task_md(
+        task, seed, budgets, profile.compact_api, library_task_md(profile))
     (out / "TASK.md").write_text(task_md)
     (sess.workspace / "TASK.md").write_text(task_md)
     writer = TrajectoryWriter(out / "trajectory.jsonl")

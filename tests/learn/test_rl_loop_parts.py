@@ -210,3 +210,16 @@ def test_options_refuse_bad_values(tmp_path):
     assert RLOptions(**{**base, "starts": 8}).resume_conflicts(saved) == ["--starts 64 -> 8"]
     assert RLOptions(**{**base, "rounds": 9, "workers": 2}).resume_conflicts(saved) == []
     assert np.isfinite(saved["lr"])
+
+
+def test_rollouts_run_with_the_prompt_profile_the_student_was_trained_with(tmp_path):
+    """CaPtain's format alignment: a `helpers` SFT student is rolled out under `helpers`."""
+    from captain_ros.learn.rl.loop import job_options
+    from captain_ros.learn.rl.options import RLOptions
+
+    opts = RLOptions(policy_folder="student", critic="critic", tasks=("pick_place",), out="o")
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "sft_config.json").write_text(json.dumps({"profile": "helpers"}))
+    assert job_options(opts, str(tmp_path / "helpers"))["profile"] == "helpers"
+    assert job_options(opts, str(tmp_path))["profile"] == "default"  # a base model
+    assert job_options(opts, str(tmp_path))["budget_mode"] == "rl"

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.harness.profiles import resolve_profile
 from captain_ros.learn.credit import RunningStd, round_credit
 from captain_ros.learn.rl.batch import read_round, summarize_round
 from captain_ros.learn.rl.checkpoint import read_checkpoint, write_checkpoint
@@ -65,6 +66,20 @@ def _trainer_model(base: str, opts: RLOptions, device: str) -> Any:
         task_type="CAUSAL_LM",
     )
     return get_peft_model(model, lora)
+
+
+def job_options(opts: RLOptions, base: str) -> dict[str, Any]:
+    """The episode options of every rollout: the RL budget, and the prompt profile the student in
+    ``base`` was trained with (CaPtain's format alignment: SFT rows, rollouts and deployment
+    share one input format)."""
+    return {
+        "profile": resolve_profile(None, base),
+        "budget_mode": "rl",
+        "max_requests": opts.max_requests,
+        "max_physical_actions": opts.max_physical_actions,
+        "record_bag": opts.bags,
+        "report": False,
+    }
 
 
 def _read_log(path: Path, before_round: int) -> list[dict[str, Any]]:
@@ -152,13 +167,7 @@ class RLRun:
                 if d.is_dir() and d.name[1:].isdigit() and int(d.name[1:]) >= self.start:
                     shutil.rmtree(d)  # an interrupted round is redone from its start
         (self.out / "run.json").write_text(json.dumps(o.to_dict(), indent=1) + "\n")
-        opts_job = {
-            "budget_mode": "rl",
-            "max_requests": o.max_requests,
-            "max_physical_actions": o.max_physical_actions,
-            "record_bag": o.bags,
-            "report": False,
-        }
+        opts_job = job_options(o, self.base)
         self.spec = JobSpec(
             self.base,
             o.backend,
