@@ -107,9 +107,16 @@ class SftOptions:
         return self.learning_rate or (2e-4 if self.method == "lora" else 2e-5)
 
 
+RUN_LENGTH = ("out", "resume", "progress", "data", "epochs", "max_steps", "eval_steps", "save_steps",
+              "save_total_limit")
+"""Options a resume may change: where and how long it runs, how often it evaluates and saves (a
+shorter or longer horizon re-scales the cosine schedule from the restored step), not what it
+trains on or how."""
+
+
 def _fingerprint(opts: SftOptions, base: Path, seqs: list[TokenizedSequence]) -> str:
     h = hashlib.sha256()
-    keep = {k: v for k, v in asdict(opts).items() if k not in ("out", "resume", "progress", "data")}
+    keep = {k: v for k, v in asdict(opts).items() if k not in RUN_LENGTH}
     h.update(json.dumps(keep, sort_keys=True).encode())
     h.update((base / "config.json").read_bytes())
     for s in seqs:
@@ -229,6 +236,34 @@ def save_student(trainer: Any, tokenizer: Any, out: Path, save_adapter: bool = T
     return out
 
 
+def _step(checkpoint: Path) -> int:
+    return int(checkpoint.name.rsplit("-", 1)[-1])
+
+
+def _resume_point(existing: list[Path], max_steps: int) -> Path | None:
+    """The checkpoint to continue: the last one, or, for a run cut shorter (``--max-steps`` below
+    the last checkpoint), the one at exactly ``max_steps``."""
+    if not existing:
+        return None
+    if max_steps <= 0 or _step(existing[-1]) <= max_steps:
+        return existing[-1]
+    at = [c for c in existing if _step(c) == max_steps]
+    if not at:
+        raise SftError(f"cannot cut the run to {max_steps} steps: no checkpoint at that step (kept: "
+                       f"{', '.join(c.name for c in existing)})")
+    return at[0]
+
+
+def _restore(trainer: Any, checkpoint: Path) -> float:
+    """Load ``checkpoint`` (weights and trainer state) without training; its mean logged loss."""
+    from transformers.trainer_callback import TrainerState
+
+    trainer._load_from_checkpoint(str(checkpoint))
+    trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
+    losses = [float(r["loss"]) for r in trainer.state.log_history if "loss" in r]
+    return sum(losses) / len(losses) if losses else float("nan")
+
+
 def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     """Train and save; returns the figures also written to ``OUT/metrics.json``.
 
@@ -249,14 +284,18 @@ def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     bf16 = {"on": True, "off": False}.get(opts.bf16)
     bf16 = bf16_supported(device) if bf16 is None else bf16
     trainer, run_log = build_trainer(opts, prep, out, device, bf16, callbacks)
+    start = _resume_point(existing, opts.max_steps)
     t_train = time.perf_counter()
-    result = trainer.train(resume_from_checkpoint=str(existing[-1]) if existing else None)
+    if start is not None and _step(start) == opts.max_steps:  # the run is cut at a checkpoint:
+        train_loss = _restore(trainer, start)  # nothing left to train (Trainer would step once)
+    else:
+        train_loss = trainer.train(resume_from_checkpoint=str(start) if start else None).training_loss
     train_s = time.perf_counter() - t_train
-    metrics: dict[str, Any] = {"train_loss": result.training_loss, "steps": result.global_step,
+    metrics: dict[str, Any] = {"train_loss": train_loss, "steps": trainer.state.global_step,
                                "train_s": train_s, "wall_s": 0.0, "bf16": bf16, "device": device,
                                "tokens_seen": trainer.state.num_input_tokens_seen,
                                "tokens_per_s": run_log.tokens_per_s(trainer.state),
-                               "resumed_from": str(existing[-1]) if existing else None}
+                               "resumed_from": str(start) if start else None}
     if prep["val"]:
         metrics["eval_loss"] = trainer.evaluate()["eval_loss"]
     save_student(trainer, prep["tokenizer"], out, opts.save_adapter)

@@ -231,3 +231,22 @@ def test_gradient_checkpointing_gives_the_same_loss_curve(tmp_path, base):
     assert len(plain) == 3
     assert [r["loss"] for r in ckpt] == pytest.approx([r["loss"] for r in plain], rel=1e-5)
     assert [r["grad_norm"] for r in ckpt] == pytest.approx([r["grad_norm"] for r in plain], rel=1e-4)
+
+
+def test_a_resume_may_change_the_run_length(tmp_path, base):
+    """``--resume --max-steps N`` cuts (or extends) a run: a kill after step 4 of 6, resumed with
+    4 steps, saves the student of checkpoint 4; other training options are still refused."""
+    rows = [make_row(episode_history(2 + s % 3), seed=s) for s in range(5)]
+    rows.append(make_row(episode_history(2), seed=9, split="val"))
+    write_rows(tmp_path / "data", rows)
+    kw = dict(save_steps=2, eval_steps=3, grad_accum=2, learning_rate=2e-3, warmup=0.2)
+    with pytest.raises(KeyboardInterrupt):
+        run_sft(_opts(tmp_path, base, out=str(tmp_path / "b"), max_steps=6, **kw),
+                callbacks=[Crash(4)])
+    with pytest.raises(SftError, match="other data or options"):
+        run_sft(_opts(tmp_path, base, out=str(tmp_path / "b"), resume=True, max_steps=4,
+                      **{**kw, "learning_rate": 1e-3}))
+    cut = run_sft(_opts(tmp_path, base, out=str(tmp_path / "b"), resume=True, max_steps=4, **kw))
+    assert cut["resumed_from"].endswith("checkpoint-4") and cut["steps"] == 4
+    assert (tmp_path / "b" / "config.json").is_file() and "eval_loss" in cut
+    assert max(r["step"] for r in _curve(tmp_path / "b")) == 4
