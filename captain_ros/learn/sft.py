@@ -254,14 +254,19 @@ def _resume_point(existing: list[Path], max_steps: int) -> Path | None:
     return at[0]
 
 
-def _restore(trainer: Any, checkpoint: Path) -> float:
-    """Load ``checkpoint`` (weights and trainer state) without training; its mean logged loss."""
+def _restore(trainer: Any, checkpoint: Path) -> dict[str, float]:
+    """Load ``checkpoint`` (weights and trainer state) without training; the run's figures up to
+    it: mean logged loss, training time [s] and tokens/s as logged at its last step."""
     from transformers.trainer_callback import TrainerState
 
     trainer._load_from_checkpoint(str(checkpoint))
     trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
-    losses = [float(r["loss"]) for r in trainer.state.log_history if "loss" in r]
-    return sum(losses) / len(losses) if losses else float("nan")
+    history = trainer.state.log_history
+    losses = [float(r["loss"]) for r in history if "loss" in r]
+    last = next((r for r in reversed(history) if "train_runtime" in r), {})
+    return {"loss": sum(losses) / len(losses) if losses else float("nan"),
+            "train_s": float(last.get("train_runtime", 0.0)),
+            "tokens_per_s": float(last.get("train_tokens_per_second", 0.0))}
 
 
 def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
@@ -287,14 +292,16 @@ def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     start = _resume_point(existing, opts.max_steps)
     t_train = time.perf_counter()
     if start is not None and _step(start) == opts.max_steps:  # the run is cut at a checkpoint:
-        train_loss = _restore(trainer, start)  # nothing left to train (Trainer would step once)
+        done = _restore(trainer, start)  # nothing left to train (Trainer would step once)
+        train_loss, train_s, tokens_per_s = done["loss"], done["train_s"], done["tokens_per_s"]
     else:
         train_loss = trainer.train(resume_from_checkpoint=str(start) if start else None).training_loss
-    train_s = time.perf_counter() - t_train
+        train_s = time.perf_counter() - t_train
+        tokens_per_s = run_log.tokens_per_s(trainer.state)
     metrics: dict[str, Any] = {"train_loss": train_loss, "steps": trainer.state.global_step,
                                "train_s": train_s, "wall_s": 0.0, "bf16": bf16, "device": device,
                                "tokens_seen": trainer.state.num_input_tokens_seen,
-                               "tokens_per_s": run_log.tokens_per_s(trainer.state),
+                               "tokens_per_s": tokens_per_s,
                                "resumed_from": str(start) if start else None}
     if prep["val"]:
         metrics["eval_loss"] = trainer.evaluate()["eval_loss"]

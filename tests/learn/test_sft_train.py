@@ -249,4 +249,5 @@ def test_a_resume_may_change_the_run_length(tmp_path, base):
     cut = run_sft(_opts(tmp_path, base, out=str(tmp_path / "b"), resume=True, max_steps=4, **kw))
     assert cut["resumed_from"].endswith("checkpoint-4") and cut["steps"] == 4
     assert (tmp_path / "b" / "config.json").is_file() and "eval_loss" in cut
+    assert cut["train_s"] > 0 and cut["tokens_per_s"] > 10  # the run's, not this process's
     assert max(r["step"] for r in _curve(tmp_path / "b")) == 4
