@@ -72,9 +72,10 @@ def stage_commands(a: argparse.Namespace) -> dict[str, list[list[str]]]:
 
 
 def done(stage: str, run_dir: Path) -> bool:
-    marker = {"collect": "expert/eval.json", "dataset": "data/stats.json",
-              "sft": "student/metrics.json", "eval": "eval_zero_shot/eval.json"}.get(stage)
-    return bool(marker) and (run_dir / marker).exists()
+    markers = {"collect": ["expert/eval.json"], "dataset": ["data/stats.json"],
+               "sft": ["student/metrics.json"],
+               "eval": ["eval_student/eval.json", "eval_zero_shot/eval.json"]}.get(stage, [])
+    return bool(markers) and all((run_dir / m).exists() for m in markers)
 
 
 def evaluated(cmd: list[str]) -> bool:
