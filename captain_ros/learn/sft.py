@@ -263,7 +263,7 @@ def _restore(trainer: Any, checkpoint: Path) -> dict[str, float]:
     trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
     history = trainer.state.log_history
     losses = [float(r["loss"]) for r in history if "loss" in r]
-    last = next((r for r in reversed(history) if "train_runtime" in r), {})
+    last: dict[str, Any] = next((r for r in reversed(history) if "train_runtime" in r), {})
     return {"loss": sum(losses) / len(losses) if losses else float("nan"),
             "train_s": float(last.get("train_runtime", 0.0)),
             "tokens_per_s": float(last.get("train_tokens_per_second", 0.0))}
