@@ -104,6 +104,11 @@ def run_nodes(argv: list[str] | None, factory: Callable[[], Sequence[Node]],
         except (BringUpError, ParameterError, CaptainError) as exc:  # one clear line, no traceback
             print(f"{Path(args[0]).name}: {exc}", file=sys.stderr, flush=True)
             return 1
+        except Exception:
+            if rclpy.ok():
+                raise
+            return 0  # a signal shut the context down while the nodes were being built (launch
+            # stopping the graph): rclpy then fails to create entities; that is a stop, not a crash
         executors = Executors(nodes).start_background()
         executors.spin_first()
     except (KeyboardInterrupt, ExternalShutdownException):
