@@ -124,9 +124,13 @@ def _fingerprint(opts: SftOptions, base: Path, seqs: list[TokenizedSequence]) ->
     return h.hexdigest()
 
 
+def _step(checkpoint: Path) -> int:
+    """The optimizer step of a ``checkpoint-N`` folder."""
+    return int(checkpoint.name.rsplit("-", 1)[-1])
+
+
 def _checkpoints(folder: Path) -> list[Path]:
-    return sorted(folder.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1])) \
-        if folder.is_dir() else []
+    return sorted(folder.glob("checkpoint-*"), key=_step) if folder.is_dir() else []
 
 
 def _dataset(seqs: list[TokenizedSequence]) -> Any:
@@ -234,10 +238,6 @@ def save_student(trainer: Any, tokenizer: Any, out: Path, save_adapter: bool = T
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
     return out
-
-
-def _step(checkpoint: Path) -> int:
-    return int(checkpoint.name.rsplit("-", 1)[-1])
 
 
 def _resume_point(existing: list[Path], max_steps: int) -> Path | None:
