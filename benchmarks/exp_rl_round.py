@@ -62,33 +62,42 @@ def _model(base: str, adapter: Path | None) -> Any:
 
 
 def rescore(out: Path, base: str, final_adapter: Path) -> dict[str, Any]:
-    """Mean per-token change of log-prob (final adapter - rollout policy) by credit sign."""
+    """Mean per-token change of log-prob (final adapter - rollout policy) by credit sign.
+
+    Each append-only segment of an episode is scored in one forward pass (as the update does):
+    request t's reply log-probs in the segment's final context equal those of its own prompt.
+    """
     import torch
 
     from captain_ros.learn.rl import token_logprobs
-    from captain_ros.learn.rl.batch import read_rollout
+    from captain_ros.learn.rl.batch import read_rollout, rollout_segments
 
     model = _model(base, final_adapter)
     groups: dict[str, list[float]] = {}
     for credit_file in sorted((out / "rounds").glob("r*/credit.json")):
         credit = json.loads(credit_file.read_text())
         for eid, c in credit.items():
-            tok = read_rollout(eid)
             trained = set(c.get("trained") or [])
-            for t, a in enumerate(c["advantages"], start=1):
-                comp = list(tok.completions[t - 1])
-                if not comp or a == 0:
+            adv = dict(enumerate(c["advantages"], start=1))
+            for seg in rollout_segments(eid, read_rollout(eid)):
+                req = np.asarray(seg.request_of_token)
+                gen = np.nonzero(req > 0)[0]
+                if not any(adv.get(t, 0) for t in seg.requests):
                     continue
-                prompt = list(tok.prompts[t - 1])
-                ids = torch.tensor(prompt + comp)
-                pos = torch.arange(len(prompt), len(prompt) + len(comp))
                 with torch.no_grad():
-                    new = token_logprobs(model, ids, pos).numpy()
-                d = float(np.mean(new - np.asarray(tok.logprobs[t - 1])))
-                sign = "positive" if a > 0 else "negative"
-                part = "trained" if t in trained else "heldout"
-                groups.setdefault(f"{part}_{sign}", []).append(d)
-                groups.setdefault(f"all_{sign}", []).append(d)
+                    new = token_logprobs(
+                        model, torch.as_tensor(seg.input_ids), torch.as_tensor(gen)
+                    ).numpy()
+                delta = new - np.asarray(seg.old_logprobs)[gen]
+                for t in seg.requests:
+                    a = adv.get(t, 0)
+                    if a == 0:
+                        continue
+                    d = float(np.mean(delta[req[gen] == t]))
+                    sign = "positive" if a > 0 else "negative"
+                    part = "trained" if t in trained else "heldout"
+                    groups.setdefault(f"{part}_{sign}", []).append(d)
+                    groups.setdefault(f"all_{sign}", []).append(d)
     return {
         k: {
             "requests": len(v),

@@ -79,6 +79,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--temperature", type=float, default=None, help="a model student's sampling temperature"
     )
+    p.add_argument(
+        "--profile",
+        default="auto",
+        choices=("auto", "default", "compact", "helpers"),
+        help="prompt profile of every seat's episodes (auto: a model student's trained one)",
+    )
     p.add_argument("--backend", default="mujoco", choices=("mujoco", "fake"))
     g = p.add_argument_group("distillation (captain learn sft)")
     g.add_argument("--sft-method", dest="method_sft", default="lora", choices=("lora", "full"))
@@ -113,6 +119,7 @@ def config(ns: argparse.Namespace) -> tuple[Any, Any]:
         HARMFUL_PREFIX,
         MODEL_PREFIX,
         check_teacher,
+        seat_profile,
     )
     from captain_ros.policy.factory import check_spec
     from captain_ros.tasks import get_task
@@ -142,6 +149,8 @@ def config(ns: argparse.Namespace) -> tuple[Any, Any]:
         raise InvalidArgumentError(
             f"--student {student!r}: expected a model folder or {FAULTY_PREFIX}[:NAME=RATE,...]"
         )
+    profile = None if ns.profile == "auto" else ns.profile
+    seat_profile(seat, profile)  # a model student run in another format is refused here
     seeds, heldout = _seeds(ns.seeds, "--seeds"), _seeds(ns.heldout, "--heldout")
     if not seeds or max(seeds) >= 1000:
         raise InvalidArgumentError(
@@ -211,6 +220,7 @@ def config(ns: argparse.Namespace) -> tuple[Any, Any]:
         seat_options=seat_options,
         max_events=ns.max_events,
         budgets={"max_requests": ns.max_requests} if ns.max_requests else None,
+        profile=profile,
     )
     return cfg, dcfg
 

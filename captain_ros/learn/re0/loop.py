@@ -38,6 +38,7 @@ from captain_ros.learn.re0.ledger import LedgerWriter, ledger_entry
 from captain_ros.learn.re0.locate import Located, locate
 from captain_ros.learn.re0.opd import gate_state, refine_or_abstain
 from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner, RolloutError
+from captain_ros.learn.re0.seats import seat_profile
 from captain_ros.learn.re0.verify import Verification, VerifierConfig, invalid_verification, verify
 
 STUDENT_JOB = "captain_ros.learn.re0.rollouts:student_job"
@@ -86,6 +87,9 @@ class LoopConfig:
         seat_options: A model seat's options (``max_new_tokens``, ``temperature``, ``device``).
         budgets: The episodes' Budgets as a dict (None: the harness's defaults).
         max_events: Audit at most this many located failures per pass (None: all).
+        profile: The prompt profile of every seat's episodes (None: a ``model:`` student's
+            trained profile, else ``default``): the cold and refine corpora and the distilled
+            student share one input format (SFT refuses a corpus of several).
     """
 
     task: str
@@ -104,6 +108,7 @@ class LoopConfig:
     seat_options: dict[str, Any] = field(default_factory=dict)
     budgets: dict[str, Any] | None = None
     max_events: int | None = None
+    profile: str | None = None
 
 
 @dataclass
@@ -137,7 +142,9 @@ def seat_jobs(
     seeds: Sequence[int],
     admissions: Sequence[Admission] = (),
 ) -> list[EpisodeJob]:
-    """Whole episodes of ``seat`` (with the admitted segments: mu) on ``seeds``."""
+    """Whole episodes of ``seat`` (with the admitted segments: mu) on ``seeds``, in the
+    generation student's prompt profile (:attr:`LoopConfig.profile`)."""
+    profile = seat_profile(cfg.student, cfg.profile)
     return [
         EpisodeJob(
             cfg.task,
@@ -150,6 +157,7 @@ def seat_jobs(
                 "seat_options": dict(cfg.seat_options),
                 "budgets": cfg.budgets,
                 "admissions": [a.to_dict() for a in admissions if a.seed == s],
+                "profile": profile,
             },
         )
         for s in seeds

@@ -46,7 +46,7 @@ from captain_ros.harness.record import EpisodeRecord
 from captain_ros.harness.robot_state import RestoreRefused
 from captain_ros.learn.re0.contracts import RepairContract
 from captain_ros.learn.re0.hybrid import Admission, HybridPolicy
-from captain_ros.learn.re0.seats import make_seats
+from captain_ros.learn.re0.seats import make_seats, seat_profile
 from captain_ros.learn.re0.verify import PairedDraw
 from captain_ros.policy.base import Policy
 
@@ -231,8 +231,9 @@ def release_points() -> None:
 def student_job(job: dict[str, Any]) -> dict[str, Any]:
     """A whole student episode with decision points (the loop's collection, the benchmark's plain
     episodes): ``options`` may carry ``noise`` (a NoiseDraw dict) and ``teacher``/``admissions``
-    (then the hybrid policy mu runs, for J(mu) against J(pi)), ``seat_options`` (a model seat's)
-    and ``budgets`` (a Budgets dict; default: the harness's)."""
+    (then the hybrid policy mu runs, for J(mu) against J(pi)), ``seat_options`` (a model seat's),
+    ``budgets`` (a Budgets dict; default: the harness's) and ``profile`` (default: a model
+    seat's trained profile, else ``default``; :func:`~captain_ros.learn.re0.seats.seat_profile`)."""
     from captain_ros.evaluation.episode import build_robot
     from captain_ros.harness.session import SessionConfig
 
@@ -247,6 +248,7 @@ def student_job(job: dict[str, Any]) -> dict[str, Any]:
             job["policy"], str(opts.get("teacher") or "takeover"), opts.get("seat_options")
         )
         policy: Policy = student
+        profile = seat_profile(job["policy"], opts.get("profile"))
         admissions = [Admission.from_dict(a) for a in opts.get("admissions") or []]
         if admissions:
             policy = HybridPolicy(student, teacher, admissions)
@@ -259,7 +261,9 @@ def student_job(job: dict[str, Any]) -> dict[str, Any]:
             policy,
             budgets,
             job["out_dir"],
-            options=EpisodeOptions(policy_name=policy.name, backend_name=job["backend"]),
+            options=EpisodeOptions(
+                policy_name=policy.name, backend_name=job["backend"], profile=profile
+            ),
             privileged=source,
             observers=[source],
             session_config=SessionConfig(rng_seed=int(job["seed"])),
