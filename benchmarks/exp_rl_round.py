@@ -172,6 +172,7 @@ def main() -> int:
     ap.add_argument("--max-requests", type=int, default=None)
     ap.add_argument("--max-new-tokens", type=int, default=256)
     ap.add_argument("--max-train-requests", type=int, default=8)
+    ap.add_argument("--temperature", type=float, default=1.0, help="rollout sampling (paper: 1)")
     ap.add_argument("--threads", type=int, default=1, help="trainer torch threads")
     ap.add_argument("--seed", type=int, default=0, help="start states and sampling seeds")
     ap.add_argument("--tiny", action="store_true", help="tiny student + synthetic critic, fake")
@@ -215,6 +216,7 @@ def main() -> int:
         accumulation_rounds=ns.accumulation_rounds or ns.rounds,
         max_requests=ns.max_requests,
         max_new_tokens=ns.max_new_tokens,
+        temperature=ns.temperature,
         max_train_requests=ns.max_train_requests,
         threads=ns.threads,
         warmup_steps=0,

@@ -65,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="episode action budget (default: the RL budget, 120)",
     )
     p.add_argument("--max-new-tokens", type=int, default=256, help="reply length cap")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=1.0,
+        help="rollout sampling temperature (paper: 1; the update scores at the same one)",
+    )
     p.add_argument("--no-early-stop", action="store_true", help="never cut rollouts early")
     p.add_argument("--critic-lr", type=float, default=1e-4, help="co-training learning rate")
     p.add_argument(
@@ -132,6 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_requests=ns.max_requests,
             max_physical_actions=ns.max_physical_actions,
             max_new_tokens=ns.max_new_tokens,
+            temperature=ns.temperature,
             early_stop=not ns.no_early_stop,
             critic_lr=ns.critic_lr,
             prefetch=ns.prefetch,

@@ -60,8 +60,9 @@ class Generation:
         text: The reply, decoded without special tokens.
         prompt_ids: Token ids of the rendered prompt.
         completion_ids: Generated token ids (a final end-of-turn token included).
-        logprobs: log pi(token | context) of each generated token under the model's distribution
-            at temperature 1 before top-p, i.e. what a trainer recomputes for an RL ratio [nats].
+        logprobs: log pi_T(token | context) of each generated token under the distribution it
+            was sampled from: the model's at the sampling temperature T (1 when greedy), before
+            top-p, i.e. what a trainer recomputes at T for an RL ratio [nats].
         finish_reason: ``stop`` (end-of-turn token or end of text) or ``length``.
         cache: Prompt tokens taken from the KV cache and tokens prefilled.
         model_s: Wall time of the request [s].
@@ -77,16 +78,22 @@ class Generation:
 
 
 class _LogprobRecorder:
-    """Logits processor recording log pi of each token ``generate`` picks (runs before the
-    temperature and top-p warpers, which ``generate`` appends after custom processors)."""
+    """Logits processor recording log pi_T of each token ``generate`` picks. It runs before the
+    temperature and top-p warpers (``generate`` appends them after custom processors), so it
+    applies the temperature itself: the recorded value is that of the tempered distribution the
+    token was sampled from."""
 
-    def __init__(self) -> None:
+    def __init__(self, temperature: float = 1.0) -> None:
         self.values: list[float] = []
         self._last: Any = None
+        self.temperature = float(temperature)
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         self._take(int(input_ids[0, -1]))
-        self._last = scores[0].float().log_softmax(-1)
+        logits = scores[0].float()
+        if self.temperature != 1.0:
+            logits = logits / self.temperature
+        self._last = logits.log_softmax(-1)
         return scores
 
     def _take(self, token: int) -> None:
@@ -158,8 +165,8 @@ class TransformersChat:
         if self.seed is not None:
             torch.manual_seed(self.seed + self.requests)
         cache, use = self.prefix.take(prompt_ids)
-        recorder = _LogprobRecorder()
         sample = self.temperature > 0
+        recorder = _LogprobRecorder(self.temperature if sample else 1.0)
         pad = self.tokenizer.pad_token_id
         gen_kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": sample,
                                   "pad_token_id": pad if pad is not None else self.tokenizer.eos_token_id,

@@ -117,6 +117,22 @@ def test_logprobs_are_those_of_a_full_forward_pass(folder):
     assert gen.logprobs == pytest.approx(expected, abs=1e-4)
 
 
+def test_sampled_logprobs_are_those_of_the_tempered_distribution(folder):
+    """Sampling at T records log softmax(logits / T): the distribution the tokens came from."""
+    chat = TransformersChat(folder, device="cpu", max_new_tokens=12, temperature=0.5, seed=3)
+    gen = chat.generate(render(episode_history(1)), TOOLS)
+    ids = torch.tensor([list(gen.prompt_ids + gen.completion_ids)])
+    with torch.no_grad():
+        logits = chat.model(ids).logits[0].float()
+    n = len(gen.prompt_ids)
+    rows = [logits[n - 1 + j] for j in range(len(gen.completion_ids))]
+    tempered = [float((r / 0.5).log_softmax(-1)[t]) for r, t in zip(rows, gen.completion_ids)]
+    raw = [float(r.log_softmax(-1)[t]) for r, t in zip(rows, gen.completion_ids)]
+    assert len(gen.logprobs) == len(gen.completion_ids) > 0
+    assert gen.logprobs == pytest.approx(tempered, abs=1e-4)
+    assert max(abs(a - b) for a, b in zip(tempered, raw)) > 1e-3
+
+
 def test_prefix_cache_always_leaves_a_token_to_prefill():
     assert common_prefix_len([1, 2, 3], [1, 2, 4, 5]) == 2
     assert common_prefix_len([], [1]) == 0

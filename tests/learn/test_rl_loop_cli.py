@@ -86,7 +86,9 @@ def _episodes(out: Path, k: int) -> list[Path]:
     return sorted(p.parent for p in (out / "rounds" / f"r{k:04d}").rglob("rollout.json"))
 
 
-def _logprobs_under(student: Path, adapter: Path, prompt: list[int], completion: list[int]):
+def _logprobs_under(
+    student: Path, adapter: Path, prompt: list[int], completion: list[int], temperature=1.0
+):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
@@ -98,7 +100,7 @@ def _logprobs_under(student: Path, adapter: Path, prompt: list[int], completion:
     ids = torch.tensor(prompt + completion)
     pos = torch.arange(len(prompt), len(prompt) + len(completion))
     with torch.no_grad():
-        return token_logprobs(model, ids, pos).numpy()
+        return token_logprobs(model, ids, pos, temperature).numpy()
 
 
 @pytest.mark.slow
@@ -139,6 +141,28 @@ def test_two_rounds_in_worker_processes_sync_weights_and_log(assets, tmp_path, c
     assert (out / "rounds" / "r0001" / "credit.json").is_file()
 
 
+def test_a_tempered_round_records_and_scores_the_tempered_distribution(assets, tmp_path, capsys):
+    """At --temperature 0.5 the rollout log-probs are those of pi_0.5 (what was sampled), and
+    the update scores at 0.5 too: before its step the policy is the rollout policy, so every
+    token's ratio is 1 and none is masked."""
+    import numpy as np
+
+    from captain_ros.learn.rl.batch import read_rollout
+
+    out = tmp_path / "run"
+    code = main(_args(assets, out, 1, "--workers", "1", "--temperature", "0.5"))
+    assert code == 0, capsys.readouterr().out
+    (row,) = _log(out)
+    assert row["kept_fraction"] == 1.0 and row["ratio_mean"] == pytest.approx(1.0, abs=1e-4)
+    tok = read_rollout(_episodes(out, 1)[0])
+    prompt, completion = list(tok.prompts[0]), list(tok.completions[0])
+    v0 = out / "policy" / "v0000"
+    tempered = _logprobs_under(assets[0], v0, prompt, completion, 0.5)
+    np.testing.assert_allclose(tok.logprobs[0], tempered, atol=1e-4)
+    assert np.abs(tempered - _logprobs_under(assets[0], v0, prompt, completion)).max() > 1e-3
+    assert json.loads((out / "run.json").read_text())["temperature"] == 0.5
+
+
 def _comparable(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if not k.startswith("wall_")} for r in rows]
 
@@ -171,6 +195,7 @@ def test_resume_after_a_stop_reproduces_the_straight_run(assets, tmp_path, capsy
         ({"--heldout-seeds": "10-12"}, "held-out seed 10 is a training seed"),
         ({"--heldout-seeds": "9-3"}, "--heldout-seeds"),
         ({"--out": "{tmp}/full"}, "is not empty"),
+        ({"--temperature": "0"}, "--temperature must be in (0, 2]"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(assets, tmp_path, capsys, change, message):

@@ -203,6 +203,9 @@ def test_options_refuse_bad_values(tmp_path):
         {"lr": 0.0},
         {"max_requests": 0},
         {"served_url": "localhost:8000"},
+        {"temperature": 0.0},
+        {"temperature": 2.5},
+        {"temperature": 0.5, "served_url": "http://localhost:8000/v1"},
     ):
         with pytest.raises(InvalidArgumentError):
             RLOptions(**{**base, **bad})

@@ -39,7 +39,9 @@ def _start_line(episode_dir) -> dict:
 def test_a_model_seat_runs_in_its_trained_profile(helpers_student, tmp_path):
     seat = f"model:{helpers_student}"
     assert seat_profile(seat) == "helpers"
-    assert seat_profile("scripted") == "default" and seat_profile("scripted", "compact") == "compact"
+    assert (
+        seat_profile("scripted") == "default" and seat_profile("scripted", "compact") == "compact"
+    )
     with pytest.raises(InvalidArgumentError, match="trained with the 'helpers'"):
         seat_profile(seat, "default")
     job = {
@@ -63,7 +65,9 @@ def test_every_seat_of_a_generation_shares_the_students_profile(helpers_student,
     cold = seat_jobs(cfg, "scripted", "cold_collect", cfg.seeds)
     refine = seat_jobs(cfg, cfg.student, "refine_collect", cfg.seeds)
     assert {j.options["profile"] for j in cold + refine} == {"helpers"}
-    testbed = LoopConfig(task="pick_place", seeds=(0,), student="scripted-faulty", out=str(tmp_path))
+    testbed = LoopConfig(
+        task="pick_place", seeds=(0,), student="scripted-faulty", out=str(tmp_path)
+    )
     assert seat_jobs(testbed, testbed.student, "c", (0,))[0].options["profile"] == "default"
 
 

@@ -135,7 +135,7 @@ class RLRun:
             warmup_steps=o.warmup_steps,
             accumulation_rounds=o.accumulation_rounds,
             max_requests=o.max_train_requests,
-            temperature=1.0,
+            temperature=o.temperature,
             seed=o.seed,
         )
         self.upd = PolicyUpdater(self.model, cfg, sketch_dim=o.sketch_dim or None)
@@ -176,6 +176,7 @@ class RLRun:
             "cuda" if self.device.startswith("cuda") else "cpu",
             {k: v for k, v in opts_job.items() if v is not None},
             served=({"base_url": o.served_url, "model": o.served_model} if o.served_url else None),
+            temperature=o.temperature,
         )
 
     def _jobs(self, k: int, policy_version: int, critic_version: int) -> list[Any]:

@@ -26,6 +26,7 @@ SAME_ON_RESUME = (
     "lora_alpha",
     "max_requests",
     "max_new_tokens",
+    "temperature",
     "early_stop",
     "critic_lr",
     "prefetch",
@@ -54,6 +55,9 @@ class RLOptions:
         lora_r / lora_alpha: The trained adapter.
         max_requests / max_physical_actions: Episode budgets (default: the RL budget mode).
         max_new_tokens: Reply length cap of the student.
+        temperature: The rollouts' sampling temperature T (paper: 1). The recorded rollout
+            log-probs are those of the tempered distribution, and the update's ratio and KL use
+            the same T; a weakly trained student may need T < 1 to produce any success at all.
         early_stop: The critic's early stop (V < 0.02 for 5 requests after request 5).
         critic_lr: Co-training learning rate (two AdamW steps per round).
         prefetch: Submit round k + 1's rollouts before round k's update (asynchronous, as in
@@ -88,6 +92,7 @@ class RLOptions:
     max_requests: int | None = None
     max_physical_actions: int | None = None
     max_new_tokens: int = 256
+    temperature: float = 1.0
     early_stop: bool = True
     critic_lr: float = 1e-4
     prefetch: bool = False
@@ -132,6 +137,16 @@ class RLOptions:
                 raise InvalidArgumentError(
                     f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}"
                 )
+        if not 0 < float(self.temperature) <= 2:
+            raise InvalidArgumentError(
+                f"--temperature must be in (0, 2] (RL samples), got {self.temperature}"
+            )
+        if self.served_url and float(self.temperature) != 1.0:
+            raise InvalidArgumentError(
+                "--temperature other than 1 with --served-url: vLLM returns the raw "
+                "(untempered) log-probs by default, which would not match the sampling "
+                "distribution"
+            )
         for name in ("max_requests", "max_physical_actions"):
             v = getattr(self, name)
             if v is not None and v < 1:

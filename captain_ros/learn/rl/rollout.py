@@ -6,8 +6,9 @@ processes or Ray tasks (``job_path = "captain_ros.learn.rl.rollout:run_rollout_j
 - :class:`RolloutPolicy`: the student (a transformers model folder with the trainer's LoRA
   adapter of the policy version the job names). The base model stays loaded in the worker process
   across jobs; a job naming a newer version copies that adapter's weights in
-  (:mod:`captain_ros.learn.rl.sync`). It samples at temperature 1 without top-p, so the recorded
-  log-probabilities are those of the distribution it sampled from (the ratio's denominator), with
+  (:mod:`captain_ros.learn.rl.sync`). It samples at the run's temperature (paper: 1) without
+  top-p, and the recorded log-probabilities are those of the tempered distribution it sampled
+  from (the ratio's denominator; the update scores at the same temperature), with
   a per-job sampling seed (the G rollouts of a start state differ; a rerun is identical).
 - :class:`CriticEarlyStop`: an episode observer that scores each state s_t with the critic
   (V(s_t, t), read before request t) and ends the episode with ``Stop(settle_as_budget=True)``
@@ -46,7 +47,9 @@ class _Student:
     adapter: str
 
 
-def _student(base: str, adapter: str, device: str, max_new_tokens: int) -> _Student:
+def _student(
+    base: str, adapter: str, device: str, max_new_tokens: int, temperature: float = 1.0
+) -> _Student:
     """The worker's student at the adapter folder's version (loaded once, updated in place)."""
     from captain_ros.learn.rl.sync import load_adapter_weights, read_version
 
@@ -73,6 +76,7 @@ def _student(base: str, adapter: str, device: str, max_new_tokens: int) -> _Stud
         load_adapter_weights(st.chat.model, adapter)
         st.version, st.adapter = version, adapter
     st.chat.max_new_tokens = int(max_new_tokens)
+    st.chat.temperature = float(temperature)
     return st
 
 
@@ -214,6 +218,7 @@ def _rollout_policy(rl: dict[str, Any]) -> Any:
         str(rl["adapter"]),
         str(rl.get("device") or "cpu"),
         int(rl.get("max_new_tokens", 256)),
+        float(rl.get("temperature", 1.0)),
     )
     return RolloutPolicy(st.chat, st.version, int(rl["sample_seed"]))
 
@@ -223,7 +228,7 @@ def run_rollout_job(job: dict[str, Any]) -> dict[str, Any]:
 
     ``job["options"]["rl"]`` holds ``base`` (model folder), ``adapter`` (published version folder),
     ``critic`` (critic folder or None), ``early_stop`` (bool), ``episode_key``, ``sample_seed``,
-    ``max_new_tokens``, ``device`` and optionally ``threads`` (torch threads of this worker) and
+    ``max_new_tokens``, ``temperature``, ``device`` and optionally ``threads`` (torch threads of this worker) and
     ``served`` (``{"base_url", "model"}``: the student behind vLLM, :mod:`.served`, instead of the
     worker's in-process model).
     """

@@ -54,6 +54,8 @@ class JobSpec:
     threads: int = 1
     served: dict[str, str] | None = None
     """``{"base_url", "model"}``: rollouts from a vLLM server (:mod:`.served`), not in-process."""
+    temperature: float = 1.0
+    """The student's sampling temperature (its recorded log-probs are of that distribution)."""
 
 
 def round_starts(
@@ -84,6 +86,7 @@ def _job(
         "episode_key": key,
         "sample_seed": sample_seed,
         "max_new_tokens": spec.max_new_tokens,
+        "temperature": spec.temperature,
         "device": spec.device,
         "threads": spec.threads,
     }
