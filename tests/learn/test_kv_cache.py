@@ -125,9 +125,9 @@ def test_sampled_logprobs_are_those_of_the_tempered_distribution(folder):
     with torch.no_grad():
         logits = chat.model(ids).logits[0].float()
     n = len(gen.prompt_ids)
-    rows = [logits[n - 1 + j] for j in range(len(gen.completion_ids))]
-    tempered = [float((r / 0.5).log_softmax(-1)[t]) for r, t in zip(rows, gen.completion_ids)]
-    raw = [float(r.log_softmax(-1)[t]) for r, t in zip(rows, gen.completion_ids)]
+    pairs = [(logits[n - 1 + j], tok) for j, tok in enumerate(gen.completion_ids)]
+    tempered = [float((r / 0.5).log_softmax(-1)[t]) for r, t in pairs]
+    raw = [float(r.log_softmax(-1)[t]) for r, t in pairs]
     assert len(gen.logprobs) == len(gen.completion_ids) > 0
     assert gen.logprobs == pytest.approx(tempered, abs=1e-4)
     assert max(abs(a - b) for a, b in zip(tempered, raw)) > 1e-3
