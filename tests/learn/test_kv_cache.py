@@ -130,7 +130,7 @@ def test_sampled_logprobs_are_those_of_the_tempered_distribution(folder):
     raw = [float(r.log_softmax(-1)[t]) for r, t in pairs]
     assert len(gen.logprobs) == len(gen.completion_ids) > 0
     assert gen.logprobs == pytest.approx(tempered, abs=1e-4)
-    assert max(abs(a - b) for a, b in zip(tempered, raw)) > 1e-3
+    assert max(abs(a - b) for a, b in zip(tempered, raw, strict=True)) > 1e-3
 
 
 def test_prefix_cache_always_leaves_a_token_to_prefill():
