@@ -14,6 +14,9 @@ The issue asks for >= 1,000 episodes of the mix (scripted expert with faults + S
 clean expert); fewer are run but flagged. Usage:
 ``python benchmarks/exp_critic_mix.py --episodes RUN_DIR... [--heldout-fraction 0.2] [--json OUT]``
 (``--synthetic GROUPS`` instead of ``--episodes`` runs the same pipeline on the synthetic rule.)
+``--probe RUN_DIR...``: episodes the critic is only scored on, never trained on (e.g. the SFT
+student's RL rollouts): the same figures, and the mean V of their first and last request states
+by outcome.
 """
 
 from __future__ import annotations
@@ -51,6 +54,29 @@ def terminal_share(episodes: list, deltas: dict) -> dict:
             "kinds": {k: v / end for k, v in last.items()} if end else {}}
 
 
+def probe_figures(critic: Critic, run_dirs: list[str]) -> dict:
+    """The critic's figures on episodes it never trained on, and V by outcome."""
+    rep = load_run_dirs(run_dirs)
+    eps = list(rep.episodes)
+    if not eps:
+        return {"episodes": 0, "skipped": [list(s) for s in rep.skipped]}
+    by: dict[str, list[tuple[float, float]]] = {}
+    values = critic.episode_values(eps)
+    for ep in eps:
+        vals = np.asarray(values[ep.episode_id].v_t, dtype=np.float64)
+        by.setdefault("success" if ep.success else "failure", []).append(
+            (float(vals[0]), float(vals[-1])))
+    return {
+        "episodes": len(eps),
+        "successes": sum(bool(ep.success) for ep in eps),
+        "metrics": evaluate(critic, eps),
+        "mean_v": {k: {"first": float(np.mean([a for a, _ in p])),
+                       "last": float(np.mean([b for _, b in p])), "n": len(p)}
+                   for k, p in sorted(by.items())},
+        "skipped": [list(s) for s in rep.skipped],
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
@@ -59,6 +85,8 @@ def main() -> int:
                      help="dry run on the synthetic rule (GROUPS start states x 4), not the mix")
     ap.add_argument("--heldout-fraction", type=float, default=0.2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--probe", nargs="+", default=[],
+                    help="run dirs scored with the held-out critic but never trained on")
     ap.add_argument("--json", default=None)
     ns = ap.parse_args()
     torch.set_num_threads(ns.threads)
@@ -87,6 +115,7 @@ def main() -> int:
     ca_gae = credit_analysis(held, values,
                              {c.episode_id: c.gae - c.gae.mean() for c in credits}, FEATURE_NAMES)
     ca_td = credit_analysis(held, values, {c.episode_id: c.deltas for c in credits}, FEATURE_NAMES)
+    probe = probe_figures(critic, ns.probe) if ns.probe else None
     n_req = sum(ca["requests"].values())
     terminal = terminal_share(held, {c.episode_id: c.deltas for c in credits})
     print(f"{len(train)} training / {len(held)} held-out episodes ({len(skipped)} skipped); "
@@ -111,9 +140,16 @@ def main() -> int:
         shown = "n/a" if v is None else f"{v:+.4f}"
         print(f"  median dV {k:<14} {shown:>8}   anchor "
               f"{ca['anchors']['median_delta_v'][k]:+.4f} (n = {ca['n_delta_v'][k]})")
+    if probe:
+        pm = probe["metrics"]
+        print(f"  probe ({probe['episodes']} episodes, {probe['successes']} successes): "
+              + ", ".join(f"{k} {pm[k]:.3f}" for k in ("auc", "within_group_auc", "brier", "ece"))
+              + "; mean V first/last state: "
+              + ", ".join(f"{k} {v['first']:.3f}/{v['last']:.3f} (n = {v['n']})"
+                          for k, v in probe["mean_v"].items()))
     if ns.json:
         with open(ns.json, "w") as f:
-            json.dump({"metrics": m, "credit": ca, "credit_critic_part": ca_gae, "credit_td": ca_td, "terminal_delta": terminal, "training": log,
+            json.dump({"metrics": m, "credit": ca, "credit_critic_part": ca_gae, "credit_td": ca_td, "terminal_delta": terminal, "training": log, "probe": probe,
                        "skipped": skipped, "synthetic": bool(ns.synthetic)}, f, indent=2,
                       default=str)
     return 0
