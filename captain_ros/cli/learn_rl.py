@@ -72,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="rollout sampling temperature (paper: 1; the update scores at the same one)",
     )
     p.add_argument("--no-early-stop", action="store_true", help="never cut rollouts early")
+    p.add_argument(
+        "--no-gradient-checkpointing",
+        action="store_true",
+        help="keep every layer's activations in the update (faster, far more memory)",
+    )
     p.add_argument("--critic-lr", type=float, default=1e-4, help="co-training learning rate")
     p.add_argument(
         "--prefetch",
@@ -140,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_new_tokens=ns.max_new_tokens,
             temperature=ns.temperature,
             early_stop=not ns.no_early_stop,
+            gradient_checkpointing=not ns.no_gradient_checkpointing,
             critic_lr=ns.critic_lr,
             prefetch=ns.prefetch,
             sketch_dim=ns.sketch_dim,

@@ -184,6 +184,33 @@ def test_resume_after_a_stop_reproduces_the_straight_run(assets, tmp_path, capsy
     assert len(_log(resumed)) == 2
 
 
+def test_a_run_stopped_after_its_first_rollouts_resumes_without_rolling_out_again(
+    assets, tmp_path, capsys
+):
+    """Killed in round 1's update (no checkpoint yet): --resume reads the finished rollouts back,
+    reruns the one that did not finish, and ends where the straight run ends."""
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert main(_args(assets, straight, 1)) == 0
+    assert main(_args(assets, resumed, 1)) == 0
+    for gone in ("checkpoint", "log.jsonl", "policy/v0001", "critic/v0002"):
+        shutil.rmtree(resumed / gone) if (resumed / gone).is_dir() else (resumed / gone).unlink()
+    eps = _episodes(resumed, 1)
+    (eps[0] / "summary.json").unlink()  # this one was still running
+    (eps[1] / "junk.txt").write_text("x")
+    assert main(_args(assets, resumed, 1, "--resume")) == 0
+    (row,) = _log(resumed)
+    assert row["rollouts_reused"] == 3 and _log(straight)[0]["rollouts_reused"] == 0
+    assert _comparable(_log(resumed)) == [
+        {**r, "rollouts_reused": 3} for r in _comparable(_log(straight))
+    ]
+    assert (eps[0] / "summary.json").is_file()
+    capsys.readouterr()
+    # without a checkpoint, changed options are refused too
+    shutil.rmtree(resumed / "checkpoint")
+    assert main(_args(assets, resumed, 1, "--resume", "--lr", "1e-3")) == 2
+    assert "cannot resume with changed options: --lr" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "change, message",
     [

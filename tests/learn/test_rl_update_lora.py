@@ -122,6 +122,27 @@ def test_update_raises_positively_and_lowers_negatively_credited_requests():
     assert upd.version == 3
 
 
+def test_gradient_checkpointing_gives_the_same_gradients_by_recomputing():
+    grads, calls = [], []
+    for ckpt in (False, True):
+        model = tiny_lora(2)
+        s = _sample(model, np.random.default_rng(2))
+        upd = PolicyUpdater(model, UpdateConfig(accumulation_rounds=2, warmup_steps=0,
+                                                gradient_checkpointing=ckpt))
+        n = [0]
+        mlp = model.base_model.model.model.layers[0].mlp
+        mlp.register_forward_pre_hook(lambda *_, n=n: n.__setitem__(0, n[0] + 1))
+        st = upd.accumulate_round([s], {"ep0": {1: 1.0, 2: -0.5, 3: 0.25}})
+        assert st.ratio_mean == pytest.approx(1.0, abs=1e-5) and not model.training
+        grads.append([p.grad.clone() for p in upd.params])
+        calls.append(n[0])
+    # policy pass + reference pass; checkpointing recomputes the layer once in the backward
+    assert calls == [2, 3]
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+    assert any(float(g.abs().max()) > 0 for g in grads[1])
+
+
 def test_stale_rollouts_are_skipped_and_counted():
     model = tiny_lora()
     rng = np.random.default_rng(2)

@@ -34,7 +34,7 @@ import numpy as np
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.harness.profiles import resolve_profile
 from captain_ros.learn.credit import RunningStd, round_credit
-from captain_ros.learn.rl.batch import read_round, summarize_round
+from captain_ros.learn.rl.batch import ROLLOUT_FILE, read_round, summarize_round
 from captain_ros.learn.rl.checkpoint import read_checkpoint, write_checkpoint
 from captain_ros.learn.rl.options import RLOptions
 from captain_ros.learn.rl.sync import publish_adapter, publish_critic, version_dir
@@ -82,6 +82,39 @@ def job_options(opts: RLOptions, base: str) -> dict[str, Any]:
     }
 
 
+def _check_first_round_resume(out: Path, opts: RLOptions) -> None:
+    """A run stopped in its first round has no checkpoint; it resumes from round 1 (reading back
+    its finished rollouts) if its ``run.json`` has the same options."""
+    try:
+        saved = json.loads((out / "run.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise InvalidArgumentError(f"{out} has no checkpoint to resume from") from exc
+    conflicts = opts.resume_conflicts(saved)
+    if conflicts:
+        raise InvalidArgumentError(f"cannot resume with changed options: {conflicts[0]}")
+
+
+def _prune_round(folder: Path) -> None:
+    """Remove everything of an interrupted round but its finished episode folders."""
+    keep = {p.parent for p in folder.rglob(ROLLOUT_FILE) if (p.parent / "summary.json").is_file()}
+
+    def prune(d: Path) -> bool:  # True: d holds something kept
+        if d in keep:
+            return True
+        kept = False
+        for child in list(d.iterdir()):
+            if child.is_dir() and prune(child):
+                kept = True
+            elif child.is_dir():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        return kept
+
+    if not prune(folder):
+        shutil.rmtree(folder)
+
+
 def _read_log(path: Path, before_round: int) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
@@ -113,7 +146,7 @@ class RLRun:
                 f"{self.out} is not empty (--resume continues the run in it)"
             )
         if o.resume and ckpt is None and self.out.exists() and any(self.out.iterdir()):
-            raise InvalidArgumentError(f"{self.out} has no checkpoint to resume from")
+            _check_first_round_resume(self.out, o)
         if ckpt is not None:
             conflicts = o.resume_conflicts(ckpt.options)
             if conflicts:
@@ -137,6 +170,7 @@ class RLRun:
             max_requests=o.max_train_requests,
             temperature=o.temperature,
             seed=o.seed,
+            gradient_checkpointing=o.gradient_checkpointing,
         )
         self.upd = PolicyUpdater(self.model, cfg, sketch_dim=o.sketch_dim or None)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -165,7 +199,12 @@ class RLRun:
         for sub in ("rounds", "heldout"):
             for d in sorted((self.out / sub).glob("r*")):
                 if d.is_dir() and d.name[1:].isdigit() and int(d.name[1:]) >= self.start:
-                    shutil.rmtree(d)  # an interrupted round is redone from its start
+                    # an interrupted round is redone from its start; its finished rollouts are
+                    # read back instead of run again (workers.finished_record)
+                    if sub == "rounds":
+                        _prune_round(d)
+                    else:
+                        shutil.rmtree(d)
         (self.out / "run.json").write_text(json.dumps(o.to_dict(), indent=1) + "\n")
         opts_job = job_options(o, self.base)
         self.spec = JobSpec(
@@ -216,7 +255,7 @@ class RLRun:
             for k in range(self.start, o.rounds + 1):
                 t0 = time.perf_counter()
                 assert pending is not None
-                jobs, versions = pending.jobs, pending.versions
+                jobs, versions, reused = pending.jobs, pending.versions, pending.reused
                 records = pending.wait(self.tick.of(f"round {k}/{o.rounds}", len(jobs)))
                 t_roll = time.perf_counter() - t0
                 pending = None
@@ -224,6 +263,7 @@ class RLRun:
                     pending = self._submit(pool, k + 1, (self.upd.version, self.cot.critic.version))
                 row = self._train(k, jobs, records, versions)
                 row["wall_rollouts_s"] = t_roll
+                row["rollouts_reused"] = reused
                 row.update(self._heldout(pool, k))
                 t_ck = time.perf_counter()
                 nxt = pending.versions if pending is not None else (None, None)

@@ -62,6 +62,8 @@ class RLOptions:
         critic_lr: Co-training learning rate (two AdamW steps per round).
         prefetch: Submit round k + 1's rollouts before round k's update (asynchronous, as in
             the paper: rollouts then lag the trainer by one version).
+        gradient_checkpointing: Recompute the trainer's decoder layers in the backward pass (the
+            same gradients in far less memory: long CPU contexts; see :mod:`.update`).
         sketch_dim: Count-sketch size of per-episode gradients for appendix H's noise scale
             (0: off).
         served_url / served_model: Roll out through a vLLM server at this URL that serves the
@@ -97,6 +99,7 @@ class RLOptions:
     critic_lr: float = 1e-4
     prefetch: bool = False
     sketch_dim: int = 4096
+    gradient_checkpointing: bool = True
     device: str | None = None
     threads: int = 0
     bags: bool = False

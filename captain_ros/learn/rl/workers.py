@@ -11,7 +11,11 @@ A round is a list of :class:`~captain_ros.evaluation.runner.EpisodeJob` whose jo
   the per-process model cache works there too (the output folder must be on a shared file system).
 
 :meth:`RolloutPool.submit` returns at once; :meth:`Pending.wait` collects the records. A job that
-crashes becomes an ``error`` record (the runner's guard), never a crashed round.
+crashes becomes an ``error`` record (the runner's guard), never a crashed round. A job whose
+folder already holds its finished rollout (:func:`finished_record`: the same episode key,
+sampling seed and policy version, from a run that stopped after its rollouts) is not run again:
+its record is read back. Worker processes exit when the run's process dies (a kill or the OOM
+killer), instead of rolling out for nobody.
 
 Start states: round k draws ``starts`` training seeds (0-999) without replacement from a generator
 seeded by ``(seed, k)``, spread over the tasks in turn, each rolled out ``group`` times with its
@@ -22,6 +26,11 @@ sampling seed per (task, seed) (common random numbers across evaluations) and no
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import shutil
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -157,25 +166,78 @@ def heldout_jobs(
     ]
 
 
+def finished_record(job: EpisodeJob) -> EpisodeRecord | None:
+    """The record of ``job`` if its folder already holds that very rollout, finished: a readable
+    ``summary.json`` and a ``rollout.json`` of the job's episode key, sampling seed and policy
+    version (the episode is a function of those and the run's options, which a resume keeps)."""
+    from captain_ros.learn.rl.sync import read_version
+
+    folder = Path(job.out_dir)
+    rl = dict((job.options or {}).get("rl") or {})
+    try:
+        roll = json.loads((folder / "rollout.json").read_text())
+        rec = EpisodeRecord.from_dict(json.loads((folder / "summary.json").read_text()))
+        same = (
+            roll.get("episode_key") == rl.get("episode_key")
+            and int(roll.get("sample_seed", -1)) == int(rl.get("sample_seed", -2))
+            and int(roll.get("version", -1)) == read_version(str(rl.get("adapter")))
+        )
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return rec if same and not rec.error else None
+
+
+def _watch_parent() -> None:
+    """Worker initializer: exit when the process that started the pool is gone."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 class Pending:
     """Submitted jobs; :meth:`wait` returns their records in job order."""
 
-    def __init__(self, jobs: Sequence[EpisodeJob], handles: list[Any], kind: str, ray: Any = None):
+    def __init__(
+        self,
+        jobs: Sequence[EpisodeJob],
+        handles: list[Any],
+        kind: str,
+        ray: Any = None,
+        done: dict[int, EpisodeRecord] | None = None,
+    ):
+        """``handles`` belong to the jobs not in ``done`` (job index -> record read back)."""
         self.jobs, self.handles, self.kind, self.ray = list(jobs), handles, kind, ray
+        self.done = dict(done or {})
         self.versions: tuple[int, int] = (-1, -1)  # (policy, critic) the jobs name
+
+    @property
+    def reused(self) -> int:
+        """Jobs whose finished rollout was read back instead of run."""
+        return len(self.done)
 
     def wait(self, on_result: Callable[[EpisodeRecord], None] | None = None) -> list[EpisodeRecord]:
         from captain_ros.evaluation.runner import _guarded
 
         out: list[EpisodeRecord] = []
+        h = iter(self.handles)
         for i, job in enumerate(self.jobs):
+            if i in self.done:
+                out.append(self.done[i])
+                if on_result is not None:
+                    on_result(self.done[i])
+                continue
             try:
                 if self.kind == "inline":
                     d = _guarded(JOB_PATH, asdict(job))
                 elif self.kind == "ray":
-                    d = self.ray.get(self.handles[i])
+                    d = self.ray.get(next(h))
                 else:
-                    d = self.handles[i].result()
+                    d = next(h).result()
                 rec = EpisodeRecord.from_dict(d)
             except Exception as exc:  # noqa: BLE001 - a dead worker process or a lost node
                 rec = EpisodeRecord.error_record(
@@ -209,15 +271,21 @@ class RolloutPool:
             from concurrent.futures import ProcessPoolExecutor
 
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=mp.get_context("spawn")
+                max_workers=self.workers,
+                mp_context=mp.get_context("spawn"),
+                initializer=_watch_parent,
             )
 
     def submit(self, jobs: Sequence[EpisodeJob]) -> Pending:
+        done = {i: r for i, j in enumerate(jobs) if (r := finished_record(j)) is not None}
+        todo = [j for i, j in enumerate(jobs) if i not in done]
+        for j in todo:  # a rollout that is run starts from an empty folder
+            shutil.rmtree(j.out_dir, ignore_errors=True)
         if self._ray is not None:
-            return Pending(jobs, submit_ray(self._ray, jobs, JOB_PATH), "ray", self._ray)
+            return Pending(jobs, submit_ray(self._ray, todo, JOB_PATH), "ray", self._ray, done)
         if self._pool is not None:
-            return Pending(jobs, submit_local(self._pool, jobs, JOB_PATH), "pool")
-        return Pending(jobs, [], "inline")
+            return Pending(jobs, submit_local(self._pool, todo, JOB_PATH), "pool", done=done)
+        return Pending(jobs, [], "inline", done=done)
 
     def close(self) -> None:
         if self._pool is not None:
