@@ -181,6 +181,11 @@ def main() -> int:
         action="store_true",
         help="only report on the finished run in --out (e.g. one made on a GPU)",
     )
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out (a round stopped after its rollouts reads them back)",
+    )
     ap.add_argument("--json", default=None)
     ns = ap.parse_args()
     import torch
@@ -221,6 +226,7 @@ def main() -> int:
         threads=ns.threads,
         warmup_steps=0,
         seed=ns.seed,
+        resume=ns.resume,
         progress=False,
     )
     t0 = time.perf_counter()

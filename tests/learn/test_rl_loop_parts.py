@@ -226,3 +226,43 @@ def test_rollouts_run_with_the_prompt_profile_the_student_was_trained_with(tmp_p
     assert job_options(opts, str(tmp_path / "helpers"))["profile"] == "helpers"
     assert job_options(opts, str(tmp_path))["profile"] == "default"  # a base model
     assert job_options(opts, str(tmp_path))["budget_mode"] == "rl"
+
+
+def test_pool_workers_exit_when_the_run_process_is_killed(tmp_path):
+    """A run killed hard (SIGKILL, the OOM killer) leaves no workers rolling out for nobody."""
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import os, sys\n"
+        "from captain_ros.learn.rl.workers import RolloutPool\n"
+        "pool = RolloutPool(2)\n"
+        "pids = {pool._pool.submit(os.getpid).result() for _ in range(8)}\n"
+        "print(' '.join(map(str, pids)), flush=True)\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    pids = [int(p) for p in out.stdout.split()]
+    assert out.returncode == -9 and pids
+    deadline = time.monotonic() + 15
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [p for p in alive if _alive(p)]
+    assert not alive, f"workers {alive} outlived the killed run"
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by init) counts as gone
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split()[2] != "Z"
+    except OSError:
+        return False
