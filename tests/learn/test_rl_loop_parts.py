@@ -242,8 +242,9 @@ def test_pool_workers_exit_when_the_run_process_is_killed(tmp_path):
         "print(' '.join(map(str, pids)), flush=True)\n"
         "os.kill(os.getpid(), 9)\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
     pids = [int(p) for p in out.stdout.split()]
     assert out.returncode == -9 and pids
     deadline = time.monotonic() + 15
