@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.core.errors import CaptainError, InvalidArgumentError
+from captain_ros.harness.profiles import PROFILES
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -82,7 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--profile",
         default="auto",
-        choices=("auto", "default", "compact", "helpers"),
+        choices=("auto", *PROFILES),
         help="prompt profile of every seat's episodes (auto: a model student's trained one)",
     )
     p.add_argument("--backend", default="mujoco", choices=("mujoco", "fake"))

@@ -228,9 +228,9 @@ def run_rollout_job(job: dict[str, Any]) -> dict[str, Any]:
 
     ``job["options"]["rl"]`` holds ``base`` (model folder), ``adapter`` (published version folder),
     ``critic`` (critic folder or None), ``early_stop`` (bool), ``episode_key``, ``sample_seed``,
-    ``max_new_tokens``, ``temperature``, ``device`` and optionally ``threads`` (torch threads of this worker) and
-    ``served`` (``{"base_url", "model"}``: the student behind vLLM, :mod:`.served`, instead of the
-    worker's in-process model).
+    ``max_new_tokens``, ``temperature``, ``device`` and optionally ``threads`` (torch threads of
+    this worker) and ``served`` (``{"base_url", "model"}``: the student behind vLLM,
+    :mod:`.served`, instead of the worker's in-process model).
     """
     os.environ.setdefault("MUJOCO_GL", "egl")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
