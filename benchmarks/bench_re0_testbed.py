@@ -78,6 +78,28 @@ def resampled_verdicts(
     }
 
 
+def find_event(task: str, first: int, tries: int, student: str, out: Path) -> tuple[int, Path, Any]:
+    """The recorded failure: the first train seed from ``first`` on where ``student`` fails and the
+    diagnostic locates a boundary (its episode folder is ``out/student_SEED``)."""
+    from captain_ros.harness.decision_points import RecordedEpisode
+    from captain_ros.tasks import get_task
+
+    for seed in range(first, min(first + tries, 1000)):
+        src = out / f"student_{seed:03d}"
+        rec = run_local(
+            [EpisodeJob(task, seed, student, "mujoco", str(src), {})],
+            1,
+            "captain_ros.learn.re0.rollouts:student_job",
+        )[0]
+        if rec.outcome == "error":
+            raise SystemExit(f"the student's episode crashed: {rec.error[-400:]}")
+        loc = locate(RecordedEpisode.load(src), get_task(task).milestone_names)
+        if not rec.strict_success and loc.boundary_t is not None:
+            return seed, src, loc
+        print(f"seed {seed}: no event ({rec.outcome}, {loc.reason})")
+    raise SystemExit(f"no event on seeds {first}..{first + tries - 1}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--task", default="pick_place")
@@ -98,28 +120,7 @@ def main() -> None:
     out = Path(a.out)
     shutil.rmtree(out, ignore_errors=True)
     student = f"scripted-faulty:place_offset=1,skip_verify={a.rate:g},offset_m=0.12"
-    from captain_ros.harness.decision_points import RecordedEpisode
-    from captain_ros.tasks import get_task
-
-    for seed in range(
-        a.seed, min(a.seed + a.tries, 1000)
-    ):  # the recorded failure: the first failing seed
-        src = out / f"student_{seed:03d}"
-        rec = run_local(
-            [EpisodeJob(a.task, seed, student, "mujoco", str(src), {})],
-            1,
-            "captain_ros.learn.re0.rollouts:student_job",
-        )[0]
-        if rec.outcome == "error":
-            raise SystemExit(
-                f"bench_re0_testbed: the student's episode crashed: {rec.error[-400:]}"
-            )
-        loc = locate(RecordedEpisode.load(src), get_task(a.task).milestone_names)
-        if not rec.strict_success and loc.boundary_t is not None:
-            break
-        print(f"seed {seed}: no event ({rec.outcome}, {loc.reason})")
-    else:
-        raise SystemExit(f"bench_re0_testbed: no event on seeds {a.seed}..{a.seed + a.tries - 1}")
+    seed, src, loc = find_event(a.task, a.seed, a.tries, student, out)
     contract = RepairContract(loc.boundary_t, API, a.segment, scope_cost(a.segment, len(API)))
     report: dict[str, Any] = {
         "task": a.task,

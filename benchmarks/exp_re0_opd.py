@@ -33,13 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.cli.main import main as captain
-from captain_ros.evaluation.runner import parse_seeds, run_local
+from captain_ros.evaluation.runner import parse_seeds
 from captain_ros.learn.re0 import read_ledger
 from captain_ros.learn.re0.contracts import RepairContract
 from captain_ros.learn.re0.corpus import trajectory_rows, turn_sources
 from captain_ros.learn.re0.generation import heldout_eval
 from captain_ros.learn.re0.hybrid import Admission
 from captain_ros.learn.re0.loop import STUDENT_JOB, LoopConfig, seat_jobs
+from captain_ros.learn.re0.resume import run_jobs
 
 
 def run(cmd: list[str]) -> None:
@@ -68,20 +69,24 @@ def loop_cfg(ns: argparse.Namespace, parent: Path, out: Path, seeds: list[int]) 
         backend=ns.backend,
         seat_options=seat_options,
         budgets={"max_requests": ns.max_requests} if ns.max_requests else None,
+        resume=ns.resume,
     )
 
 
 def stage_expert(ns: argparse.Namespace, run_dir: Path) -> Path:
+    if ns.parent:
+        return Path(ns.parent)
     parent = run_dir / "parent"
     if (parent / "config.json").exists():
         return parent
     cfg = loop_cfg(ns, Path("."), run_dir / "expert", parse_seeds(ns.expert_seeds))
-    recs = run_local(
+    recs = run_jobs(
         seat_jobs(
             LoopConfig(**{**cfg.__dict__, "student": "scripted"}), "scripted", "episodes", cfg.seeds
         ),
         ns.workers,
         STUDENT_JOB,
+        ns.resume,
     )
     run(
         [
@@ -108,6 +113,7 @@ def stage_expert(ns: argparse.Namespace, run_dir: Path) -> Path:
             "0",
             "--no-progress",
             *sft_args(ns, ns.sft_steps),
+            *(["--resume"] if (parent / "checkpoints").is_dir() else []),
         ]
     )
     return parent
@@ -118,9 +124,13 @@ def stage_re0(ns: argparse.Namespace, run_dir: Path, parent: Path) -> dict[str, 
     if not (out / "re0.json").exists():
         extra = [
             f"--{k.replace('_', '-')}={v}"
-            for k, v in (("max_new_tokens", ns.max_new_tokens), ("max_requests", ns.max_requests))
+            for k, v in (
+                ("max_new_tokens", ns.max_new_tokens),
+                ("max_requests", ns.max_requests),
+                ("max_events", ns.max_events),
+            )
             if v
-        ]
+        ] + (["--resume"] if ns.resume and (out / "ledger.jsonl").exists() else [])
         run(
             [
                 "learn",
@@ -179,10 +189,11 @@ def unverified_rows(
     cfg = loop_cfg(ns, parent, run_dir / "unverified", sorted(admissions))
     rows: list[dict[str, Any]] = []
     if admissions:
-        for r in run_local(
+        for r in run_jobs(
             seat_jobs(cfg, cfg.student, "mu_ungated", cfg.seeds, list(admissions.values())),
             ns.workers,
             STUDENT_JOB,
+            ns.resume,
         ):
             if r.strict_success and len(rows) < n_rows:
                 n = len(
@@ -204,8 +215,8 @@ def unverified_rows(
         seeds = top_up[k : k + max(1, ns.workers)]
         k += len(seeds)
         tcfg = LoopConfig(**{**cfg.__dict__, "student": "scripted", "seeds": tuple(seeds)})
-        for r in run_local(
-            seat_jobs(tcfg, "scripted", "expert_topup", seeds), ns.workers, STUDENT_JOB
+        for r in run_jobs(
+            seat_jobs(tcfg, "scripted", "expert_topup", seeds), ns.workers, STUDENT_JOB, ns.resume
         ):
             if r.strict_success and len(rows) < n_rows:
                 n = len(
@@ -247,6 +258,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-requests", type=int, default=None)
     p.add_argument("--max-draws", type=int, default=48)
     p.add_argument("--deterministic", action="store_true")
+    p.add_argument("--max-events", type=int, default=None, help="audits per pass (default: all)")
+    p.add_argument(
+        "--parent", default="", help="an existing student folder (skips the expert stage)"
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run: finished episodes, rollouts and SFT runs are reused",
+    )
     ns = p.parse_args(argv)
     run_dir = Path(ns.run)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -264,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         (data / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         child_u = run_dir / "unverified" / "student"
         if not (child_u / "config.json").exists():
+            resume_u = ["--resume"] if (child_u / "checkpoints").is_dir() else []
             run(
                 [
                     "learn",
@@ -278,21 +299,30 @@ def main(argv: list[str] | None = None) -> int:
                     "0",
                     "--no-progress",
                     *sft_args(ns, ns.max_steps),
+                    *resume_u,
                 ]
             )
-        cfg = loop_cfg(ns, parent, run_dir / "unverified", [])
+        # the parent's and the verified child's held-out episodes are the re0 stage's (reused)
+        cfg = loop_cfg(ns, parent, run_dir / "re0", [])
+        cfg = LoopConfig(**{**cfg.__dict__, "resume": True})
         child_v = Path(report["distill"]["folder"])
+        folder_u = str((run_dir / "unverified" / "heldout_child").resolve())
         result["unverified"] = {
             "rows": len(rows),
             "wanted_rows": n_rows,
             "vs_parent": heldout_eval(
-                cfg, f"model:{parent.resolve()}", f"model:{child_u.resolve()}", heldout
+                cfg,
+                f"model:{parent.resolve()}",
+                f"model:{child_u.resolve()}",
+                heldout,
+                ("heldout_parent", folder_u),
             ),
             "verified_vs_unverified": heldout_eval(
-                LoopConfig(**{**cfg.__dict__, "out": str(run_dir / "compare")}),
+                cfg,
                 f"model:{child_v.resolve()}",
                 f"model:{child_u.resolve()}",
                 heldout,
+                ("heldout_child", folder_u),
             ),
         }
     else:

@@ -98,6 +98,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-length", type=int, default=None)
     g.add_argument("--bf16", default="auto", choices=("auto", "on", "off"))
     g.add_argument("--device", default=None)
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the generation in --out: reuse its finished episodes, rollouts and "
+        "distillation (same jobs, same inputs); the ledger and re0.json are rebuilt",
+    )
     p.add_argument("--json", action="store_true", help="print re0.json instead of a summary")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
 
@@ -222,6 +228,7 @@ def config(ns: argparse.Namespace) -> tuple[Any, Any]:
         max_events=ns.max_events,
         budgets={"max_requests": ns.max_requests} if ns.max_requests else None,
         profile=profile,
+        resume=ns.resume,
     )
     return cfg, dcfg
 
@@ -244,6 +251,11 @@ def summary(report: dict[str, Any]) -> list[str]:
             )
         if "gate" in p:
             lines.append(f"  {p['gate']}; {p.get('rollouts_spent', 0)} rollouts")
+        r = p.get("reused") or {}
+        if r.get("episodes") or r.get("rollouts"):
+            lines.append(
+                f"  resumed: {r['episodes']} finished episodes and {r['rollouts']} rollouts reused"
+            )
         if "hybrid_success" in p:
             h, m = p["hybrid_success"], p["mcnemar"]
             lines.append(f"  hybrid mu: {h['successes']}/{h['n']} (McNemar p = {m['p_value']:.3g})")

@@ -54,11 +54,12 @@ def test_the_command_refuses_bad_input_with_one_line(tmp_path, capsys, args, why
 
 
 @pytest.mark.slow
-def test_one_generation_admits_the_takeover_repair_and_mu_succeeds(tmp_path):
+def test_one_generation_admits_the_takeover_repair_and_mu_succeeds(tmp_path, capsys):
     """The testbed student always misplaces on seed 3 (fake robot, deterministic pairs): the
     4-request contract restricted to the boundary's capabilities leaves the takeover no setup (it
     sends nothing, every pair ties: insufficient at M = 16), the 8-request one with the whole API is admitted,
-    and mu succeeds where the student failed."""
+    and mu succeeds where the student failed. Resumed in the same folder, the generation reuses
+    every episode and rollout and writes the same ledger and corpus."""
     student = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
     cfg = LoopConfig(
         task="pick_place",
@@ -71,10 +72,28 @@ def test_one_generation_admits_the_takeover_repair_and_mu_succeeds(tmp_path):
         schedule=(8, 12, 16),
         backend="fake",
     )
+    dcfg = DistillConfig(corpora=("refine",))
     try:
-        report = run_loop(cfg, DistillConfig(corpora=("refine",)))
+        report = run_loop(cfg, dcfg)
+        ledger = (tmp_path / "g" / "ledger.jsonl").read_bytes()
+        corpus = (tmp_path / "g" / "corpus" / "corpus.jsonl").read_bytes()
+        # the same --out again: refused without --resume; with it, everything is read back
+        args = ["--student", student, "--task", "pick_place", "--out", str(tmp_path / "g")]
+        rc = re0_main([*args, "--seeds", "3", "--backend", "fake"])
+        err = capsys.readouterr().err
+        assert rc == 2 and "--resume" in err and err.count("\n") == 1
+        again = run_loop(LoopConfig(**{**cfg.__dict__, "resume": True}), dcfg)
     finally:
         release_points()
+    p1, p2 = report["passes"]["refine"], again["passes"]["refine"]
+    spent = sum(a["rollouts"] for a in p1["events"][0]["audited"])
+    assert p1["reused"] == {"episodes": 0, "rollouts": 0}
+    assert spent == 64 and p2["reused"] == {"episodes": 2, "rollouts": spent}
+    assert (tmp_path / "g" / "ledger.jsonl").read_bytes() == ledger
+    assert (tmp_path / "g" / "corpus" / "corpus.jsonl").read_bytes() == corpus
+    assert {k: v for k, v in p2.items() if k != "reused"} == {
+        k: v for k, v in p1.items() if k != "reused"
+    }
     p = report["passes"]["refine"]
     assert p["decision"].startswith("refine") and p["seat_success"]["successes"] == 0
     (event,) = p["events"]

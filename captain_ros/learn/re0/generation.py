@@ -21,13 +21,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from captain_ros.evaluation.runner import run_local
+from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.evaluation.stats import mcnemar, wilson_interval
 from captain_ros.learn.data.sources import read_folder
 from captain_ros.learn.re0.allocation import AlphaAllocator
@@ -35,9 +36,13 @@ from captain_ros.learn.re0.corpus import CORPORA, keep_row, trajectory_rows, tur
 from captain_ros.learn.re0.ledger import LedgerWriter
 from captain_ros.learn.re0.loop import STUDENT_JOB, LoopConfig, PassResult, run_pass, seat_jobs
 from captain_ros.learn.re0.opd import DEFAULT_LAMBDA, AdmittedEvent
+from captain_ros.learn.re0.resume import reused, run_jobs
 from captain_ros.learn.re0.seats import MODEL_PREFIX
 
 TEACHER_SEAT = "scripted"
+DISTILL_RECORD = "re0_distill.json"
+"""What a finished distillation was of (corpus hash, SFT options) and its metrics: a resume
+reuses ``student/`` only when both match."""
 """The seat of the cold pass: the teacher itself (its repairs are its own takeovers)."""
 
 
@@ -99,11 +104,19 @@ def corpus_rows(
     return rows
 
 
-def heldout_eval(cfg: LoopConfig, parent: str, child: str, seeds: Sequence[int]) -> dict[str, Any]:
-    """Parent and child on the same held-out seeds, deterministic: Wilson intervals and McNemar."""
+def heldout_eval(
+    cfg: LoopConfig,
+    parent: str,
+    child: str,
+    seeds: Sequence[int],
+    folders: tuple[str, str] = ("heldout_parent", "heldout_child"),
+) -> dict[str, Any]:
+    """Parent and child on the same held-out seeds, deterministic: Wilson intervals and McNemar.
+    ``folders``: where each side's episodes go, under ``cfg.out`` (or absolute: with ``resume``,
+    a side already evaluated in another generation's folder is read back, not rerun)."""
     ecfg = replace(cfg, noise=None)
-    a = run_local(seat_jobs(ecfg, parent, "heldout_parent", seeds), cfg.workers, STUDENT_JOB)
-    b = run_local(seat_jobs(ecfg, child, "heldout_child", seeds), cfg.workers, STUDENT_JOB)
+    a = run_jobs(seat_jobs(ecfg, parent, folders[0], seeds), cfg.workers, STUDENT_JOB, cfg.resume)
+    b = run_jobs(seat_jobs(ecfg, child, folders[1], seeds), cfg.workers, STUDENT_JOB, cfg.resume)
     pa = {r.seed: r.strict_success for r in a}
     pb = {r.seed: r.strict_success for r in b}
     xs, ys = [pa[s] for s in seeds], [pb[s] for s in seeds]
@@ -113,6 +126,7 @@ def heldout_eval(cfg: LoopConfig, parent: str, child: str, seeds: Sequence[int])
         "child": asdict(wilson_interval(sum(ys), len(ys))),
         "mcnemar": mcnemar(xs, ys).to_dict(),
         "errors": [r.error[-300:] for r in a + b if r.outcome == "error"],
+        "reused": reused(a + b),
     }
 
 
@@ -145,7 +159,27 @@ def distill(
             "out": str(out),
         }
     )
+    done = out / DISTILL_RECORD
+    what = json.loads(
+        json.dumps(
+            {
+                "corpus_sha256": hashlib.sha256((data / "corpus.jsonl").read_bytes()).hexdigest(),
+                "options": asdict(opts),
+            },
+            default=str,
+        )
+    )
+    if cfg.resume:
+        try:
+            stored = json.loads(done.read_text())
+        except (OSError, ValueError):
+            stored = {}
+        if {k: stored.get(k) for k in what} == what and (out / "config.json").exists():
+            return {"ran": True, "reused": True, "folder": str(out), **stored}
+        if (out / "checkpoints").is_dir():  # an interrupted distillation of this corpus
+            opts = replace(opts, resume=True)  # run_sft refuses other data or options
     metrics = run_sft(opts)
+    done.write_text(json.dumps({**what, "metrics": metrics}, default=str) + "\n")
     return {"ran": True, "folder": str(out), "metrics": metrics, "options": asdict(opts)}
 
 
@@ -165,8 +199,15 @@ def run_loop(cfg: LoopConfig, dcfg: DistillConfig) -> dict[str, Any]:
         "retention": dcfg.retention,
     }
     alloc = AlphaAllocator(0.05, planned=None)
-    ledger = LedgerWriter(out / "ledger.jsonl")
-    (out / "ledger.jsonl").touch()  # zero audited events is a result too: an empty ledger
+    path = out / "ledger.jsonl"
+    if path.exists() and path.stat().st_size and not cfg.resume:
+        raise InvalidArgumentError(
+            f"{out} already holds a generation's ledger: pass --resume to continue it "
+            "(finished episodes and rollouts are reused, the ledger is rebuilt) or choose "
+            "another --out"
+        )
+    path.write_text("")  # zero audited events is a result too: an empty ledger
+    ledger = LedgerWriter(path)
     passes: dict[str, PassResult] = {}
     if "cold" in dcfg.corpora:
         passes["cold"] = run_pass(cfg, TEACHER_SEAT, "cold", alloc, ledger, abstain=False)

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from captain_ros.evaluation.runner import EpisodeJob, run_local
+from captain_ros.evaluation.runner import EpisodeJob
 from captain_ros.evaluation.stats import mcnemar, wilson_interval
 from captain_ros.harness.decision_points import RecordedEpisode
 from captain_ros.learn.re0.allocation import AlphaAllocator
@@ -37,6 +38,7 @@ from captain_ros.learn.re0.hybrid import Admission
 from captain_ros.learn.re0.ledger import LedgerWriter, ledger_entry
 from captain_ros.learn.re0.locate import Located, locate
 from captain_ros.learn.re0.opd import gate_state, refine_or_abstain
+from captain_ros.learn.re0.resume import reused, run_jobs
 from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner, RolloutError
 from captain_ros.learn.re0.seats import seat_profile
 from captain_ros.learn.re0.verify import Verification, VerifierConfig, invalid_verification, verify
@@ -90,6 +92,8 @@ class LoopConfig:
         profile: The prompt profile of every seat's episodes (None: a ``model:`` student's
             trained profile, else ``default``): the cold and refine corpora and the distilled
             student share one input format (SFT refuses a corpus of several).
+        resume: Reuse every finished episode and rollout under ``out`` whose job and inputs are
+            the same (:mod:`~captain_ros.learn.re0.resume`).
     """
 
     task: str
@@ -109,6 +113,7 @@ class LoopConfig:
     budgets: dict[str, Any] | None = None
     max_events: int | None = None
     profile: str | None = None
+    resume: bool = False
 
 
 @dataclass
@@ -185,7 +190,7 @@ def _verify_event(
         cfg.channel,
         dict(cfg.seat_options),
     )
-    runner = PairedRunner(spec, workers=cfg.workers)
+    runner = PairedRunner(spec, workers=cfg.workers, runner=partial(run_jobs, resume=cfg.resume))
     try:
         return verify(runner, alpha, vcfg), runner
     except RolloutError as exc:
@@ -213,7 +218,9 @@ def run_pass(
     from captain_ros.tasks import get_task
 
     names = get_task(cfg.task).milestone_names
-    base = run_local(seat_jobs(cfg, seat, f"{name}_collect", cfg.seeds), cfg.workers, STUDENT_JOB)
+    base = run_jobs(
+        seat_jobs(cfg, seat, f"{name}_collect", cfg.seeds), cfg.workers, STUDENT_JOB, cfg.resume
+    )
     wins = [r.strict_success for r in base]
     report: dict[str, Any] = {
         "seat": seat,
@@ -221,6 +228,7 @@ def run_pass(
         "errors": [r.error[-300:] for r in base if r.outcome == "error"],
     }
     res = PassResult(report, base=base)
+    report["reused"] = {"episodes": reused(base), "rollouts": 0}
     decision = refine_or_abstain(cfg.task, sum(wins) / max(1, len(wins)))
     report["decision"] = (
         decision.reason if abstain else "repair every failure (no abstention in this pass)"
@@ -305,6 +313,7 @@ def run_pass(
                     "valid_reason": v.valid_reason,
                 }
             )
+        report["reused"]["rollouts"] += sum(reused(x.records) for x in runners.values())
     report["events"] = events_report
     gate = gate_state(res.entries)
     report["gate"] = gate.reason
@@ -313,9 +322,13 @@ def run_pass(
     if not gate.open:
         return res
     seeds = sorted({a.seed for a in res.admissions})
-    res.hybrid = run_local(
-        seat_jobs(cfg, seat, f"{name}_hybrid", seeds, res.admissions), cfg.workers, STUDENT_JOB
+    res.hybrid = run_jobs(
+        seat_jobs(cfg, seat, f"{name}_hybrid", seeds, res.admissions),
+        cfg.workers,
+        STUDENT_JOB,
+        cfg.resume,
     )
+    report["reused"]["episodes"] += reused(res.hybrid)
     by_seed = {r.seed: r for r in base}
     hyb = {h.seed: h for h in res.hybrid}
     pairs = [
