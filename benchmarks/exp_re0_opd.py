@@ -55,8 +55,14 @@ def sft_args(ns: argparse.Namespace, steps: int) -> list[str]:
 
 
 def loop_cfg(ns: argparse.Namespace, parent: Path, out: Path, seeds: list[int]) -> LoopConfig:
-    seat_options = {
-        k: v for k, v in (("max_new_tokens", ns.max_new_tokens), ("device", ns.device)) if v
+    seat_options = {  # the same filter as captain learn re0's (a resume compares the jobs)
+        k: v
+        for k, v in (
+            ("max_new_tokens", ns.max_new_tokens),
+            ("temperature", ns.temperature),
+            ("device", ns.device),
+        )
+        if v is not None
     }
     return LoopConfig(
         task=ns.task,
@@ -128,8 +134,9 @@ def stage_re0(ns: argparse.Namespace, run_dir: Path, parent: Path) -> dict[str, 
                 ("max_new_tokens", ns.max_new_tokens),
                 ("max_requests", ns.max_requests),
                 ("max_events", ns.max_events),
+                ("temperature", ns.temperature),
             )
-            if v
+            if v is not None
         ] + (["--resume"] if ns.resume and (out / "ledger.jsonl").exists() else [])
         run(
             [
@@ -255,6 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bf16", default="auto")
     p.add_argument("--device", default=None)
     p.add_argument("--max-new-tokens", type=int, default=None)
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="the student's sampling temperature (0: greedy)",
+    )
     p.add_argument("--max-requests", type=int, default=None)
     p.add_argument("--max-draws", type=int, default=48)
     p.add_argument("--deterministic", action="store_true")
