@@ -8,6 +8,7 @@ whose seat is the model and whose teacher arm is the expert's takeover."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -37,44 +38,43 @@ def tiny(tmp_path_factory):
 
 def test_the_loop_distills_a_model_student_and_re_evaluates_it(tiny, tmp_path, capsys):
     out = tmp_path / "g"
-    rc = main(
-        [
-            "learn",
-            "re0",
-            "--student",
-            str(tiny),
-            "--teacher",
-            "scripted",
-            "--task",
-            "pick_place",
-            "--out",
-            str(out),
-            "--seeds",
-            "0",
-            "--heldout",
-            "1000",
-            "--workers",
-            "1",
-            "--backend",
-            "fake",
-            "--max-new-tokens",
-            "16",
-            "--max-requests",
-            "20",
-            "--retention",
-            "0.7",
-            "--max-steps",
-            "1",
-            "--grad-accum",
-            "1",
-            "--bf16",
-            "off",
-            "--device",
-            "cpu",
-            "--max-draws",
-            "8",
-        ]
-    )
+    args = [
+        "learn",
+        "re0",
+        "--student",
+        str(tiny),
+        "--teacher",
+        "scripted",
+        "--task",
+        "pick_place",
+        "--out",
+        str(out),
+        "--seeds",
+        "0",
+        "--heldout",
+        "1000",
+        "--workers",
+        "1",
+        "--backend",
+        "fake",
+        "--max-new-tokens",
+        "16",
+        "--max-requests",
+        "20",
+        "--retention",
+        "0.7",
+        "--max-steps",
+        "1",
+        "--grad-accum",
+        "1",
+        "--bf16",
+        "off",
+        "--device",
+        "cpu",
+        "--max-draws",
+        "8",
+    ]
+    rc = main(args)
     text = capsys.readouterr().out
     assert rc == 0, text
     report = json.loads((out / "re0.json").read_text())
@@ -99,6 +99,17 @@ def test_the_loop_distills_a_model_student_and_re_evaluates_it(tiny, tmp_path, c
     child.reset("pick_place", 1000)
     reply = child.act([{"role": "system", "content": "x"}, {"role": "user", "content": "go"}], [])
     assert reply.completion_tokens > 0
+    # resumed: every episode and the distillation are read back, nothing is rerun
+    before = (Path(report["distill"]["folder"]) / "re0_distill.json").read_text()
+    assert main([*args, "--resume"]) == 0, capsys.readouterr().out
+    again = json.loads((out / "re0.json").read_text())
+    assert again["distill"]["reused"] and again["heldout"]["reused"] == 2
+    assert {k: p["reused"]["episodes"] for k, p in again["passes"].items()} == {
+        "cold": 1,
+        "refine": 1,
+    }
+    assert (Path(report["distill"]["folder"]) / "re0_distill.json").read_text() == before
+    assert again["corpus"] == report["corpus"] and again["heldout"]["mcnemar"] == held["mcnemar"]
 
 
 def test_a_model_seat_pairs_against_the_experts_takeover(tiny, tmp_path):

@@ -40,10 +40,10 @@ from captain_ros.learn.re0.resume import reused, run_jobs
 from captain_ros.learn.re0.seats import MODEL_PREFIX
 
 TEACHER_SEAT = "scripted"
+"""The seat of the cold pass: the teacher itself (its repairs are its own takeovers)."""
 DISTILL_RECORD = "re0_distill.json"
 """What a finished distillation was of (corpus hash, SFT options) and its metrics: a resume
 reuses ``student/`` only when both match."""
-"""The seat of the cold pass: the teacher itself (its repairs are its own takeovers)."""
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def distill(
         json.dumps(
             {
                 "corpus_sha256": hashlib.sha256((data / "corpus.jsonl").read_bytes()).hexdigest(),
-                "options": asdict(opts),
+                "options": asdict(opts),  # resume=False here: a resumed run is the same run
             },
             default=str,
         )
