@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tiny_student import save_tiny_student  # noqa: E402
+from tiny_student import model_job, save_tiny_student  # noqa: E402
 
 from captain_ros.cli import learn_re0  # noqa: E402
 from captain_ros.core.errors import InvalidArgumentError  # noqa: E402
@@ -44,14 +44,9 @@ def test_a_model_seat_runs_in_its_trained_profile(helpers_student, tmp_path):
     )
     with pytest.raises(InvalidArgumentError, match="trained with the 'helpers'"):
         seat_profile(seat, "default")
-    job = {
-        "task": "pick_place",
-        "seed": 0,
-        "policy": seat,
-        "backend": "fake",
-        "out_dir": str(tmp_path / "ep"),
-        "options": {"seat_options": {"max_new_tokens": 8}, "budgets": {"max_requests": 2}},
-    }
+    job = model_job(
+        seat, tmp_path / "ep", seat_options={"max_new_tokens": 8}, budgets={"max_requests": 2}
+    )
     student_job(job)
     start = _start_line(tmp_path / "ep")
     assert start["profile"] == "helpers"

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from re0_helpers import frozen_clock  # noqa: E402, F401 (tests/re0 on the path)
-from tiny_student import save_tiny_student  # noqa: E402
+from tiny_student import model_job, save_tiny_student  # noqa: E402
 
 from captain_ros.cli.main import main  # noqa: E402
 from captain_ros.learn.re0 import read_ledger  # noqa: E402
@@ -115,14 +115,9 @@ def test_the_loop_distills_a_model_student_and_re_evaluates_it(tiny, tmp_path, c
 def test_a_model_seat_pairs_against_the_experts_takeover(tiny, tmp_path):
     seat = f"model:{tiny}"
     assert isinstance(make_seats(seat, "takeover")[1], TakeoverTeacher)
-    job = {
-        "task": "pick_place",
-        "seed": 0,
-        "policy": seat,
-        "backend": "fake",
-        "out_dir": str(tmp_path / "ep"),
-        "options": {"teacher": "takeover", "seat_options": SEAT, "budgets": {"max_requests": 20}},
-    }
+    job = model_job(
+        seat, tmp_path / "ep", teacher="takeover", seat_options=SEAT, budgets={"max_requests": 20}
+    )
     rec = student_job(job)
     assert not rec["strict_success"]
     contract = RepairContract(1, API, 16, scope_cost(16, len(API)))

@@ -37,3 +37,16 @@ def save_tiny_student(
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+def model_job(seat: str, out_dir: Path, **options: object) -> dict[str, object]:
+    """A student episode job (``rollouts.student_job``'s plain dict) of ``seat`` on pick_place seed
+    0, fake rig."""
+    return {
+        "task": "pick_place",
+        "seed": 0,
+        "policy": seat,
+        "backend": "fake",
+        "out_dir": str(out_dir),
+        "options": options,
+    }
