@@ -18,7 +18,10 @@ deleted once read. ``--analyse`` only reads the ledger back and writes ``OUT/rep
   **disjoint blocks of the measured draws in their order** (no resampling: each block is a fresh
   run of the verifier on real pairs; Wilson intervals over blocks), and on ``--repeats`` pools
   resampled from all pairs (``bench_re0_testbed.resampled_verdicts``);
-- a teacher whose true Delta <= 0 counts its admissions as false admissions (must be <= alpha).
+- a teacher whose true Delta <= 0 counts its admissions as false admissions (must be <= alpha);
+- the hardest null, Delta = 0 exactly with the spread of a measured pool: the verifier on pools
+  resampled from each teacher's differences together with their negations (``--null-repeats``
+  runs; the symmetrized pool is a construction from measured pairs, not a measured teacher).
 
 Usage: ``python benchmarks/exp_re0_ground_truth.py --out DIR [--seed 3] [--rate 0.5] [--draws 1000]
 [--teachers 'takeover;takeover-faulty;self@20'] [--workers 2] [--hours H] [--analyse]``
@@ -268,9 +271,14 @@ def analyse(a: argparse.Namespace, out: Path, event: dict[str, Any]) -> dict[str
             "exactly_equal_pairs": sum(d == 0 for d in diffs),
             "null": mean <= 0,
         }
+        sym = diffs + [-d for d in diffs]  # this pool's spread, mean 0 by construction
         for method in ("betting", "hoeffding"):
             row[f"{method}_blocks"] = block_verdicts(diffs, method)
             row[f"{method}_resampled"] = resampled_verdicts(diffs, method, a.repeats, rng)
+            if any(sym):
+                row[f"{method}_null_symmetrized"] = resampled_verdicts(
+                    sym, method, a.null_repeats, rng
+                )
         report["teachers"][arm] = row
         print(
             f"{arm:40s} Delta {mean:+.3f} [{mean - half:+.3f}, {mean + half:+.3f}] over {len(diffs)} pairs; "
@@ -300,6 +308,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--hours", type=float, default=0.0, help="stop between chunks after this")
     ap.add_argument("--repeats", type=int, default=300)
+    ap.add_argument(
+        "--null-repeats", type=int, default=2000, help="verifier runs on each symmetrized pool"
+    )
     ap.add_argument("--analyse", action="store_true", help="only read the ledger back")
     a = ap.parse_args()
     if not 0 <= a.seed < 1000:
