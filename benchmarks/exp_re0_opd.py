@@ -41,6 +41,7 @@ from captain_ros.learn.re0.generation import heldout_eval
 from captain_ros.learn.re0.hybrid import Admission
 from captain_ros.learn.re0.loop import STUDENT_JOB, LoopConfig, seat_jobs
 from captain_ros.learn.re0.resume import run_jobs
+from captain_ros.learn.re0.seats import seat_options
 
 
 def run(cmd: list[str]) -> None:
@@ -55,15 +56,7 @@ def sft_args(ns: argparse.Namespace, steps: int) -> list[str]:
 
 
 def loop_cfg(ns: argparse.Namespace, parent: Path, out: Path, seeds: list[int]) -> LoopConfig:
-    seat_options = {  # the same filter as captain learn re0's (a resume compares the jobs)
-        k: v
-        for k, v in (
-            ("max_new_tokens", ns.max_new_tokens),
-            ("temperature", ns.temperature),
-            ("device", ns.device),
-        )
-        if v is not None
-    }
+    options = seat_options(ns.max_new_tokens, ns.temperature, ns.device)  # as captain learn re0
     return LoopConfig(
         task=ns.task,
         seeds=tuple(seeds),
@@ -73,7 +66,7 @@ def loop_cfg(ns: argparse.Namespace, parent: Path, out: Path, seeds: list[int]) 
         workers=ns.workers,
         noise=None,
         backend=ns.backend,
-        seat_options=seat_options,
+        seat_options=options,
         budgets={"max_requests": ns.max_requests} if ns.max_requests else None,
         resume=ns.resume,
     )

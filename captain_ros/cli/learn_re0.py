@@ -126,6 +126,7 @@ def config(ns: argparse.Namespace) -> tuple[Any, Any]:
         HARMFUL_PREFIX,
         MODEL_PREFIX,
         check_teacher,
+        seat_options,
         seat_profile,
     )
     from captain_ros.policy.factory import check_spec
@@ -184,15 +185,7 @@ def config(ns: argparse.Namespace) -> tuple[Any, Any]:
         raise InvalidArgumentError(
             "--corpora cold: the cold corpus trains a model student; the testbed has none"
         )
-    seat_options = {
-        k: v
-        for k, v in (
-            ("max_new_tokens", ns.max_new_tokens),
-            ("temperature", ns.temperature),
-            ("device", ns.device),
-        )
-        if v is not None
-    }
+    options = seat_options(ns.max_new_tokens, ns.temperature, ns.device)
     sft = {
         "method": ns.method_sft,
         "max_steps": ns.max_steps,
@@ -224,7 +217,7 @@ def config(ns: argparse.Namespace) -> tuple[Any, Any]:
         segment_lengths=lengths,
         schedule=schedule,
         backend=ns.backend,
-        seat_options=seat_options,
+        seat_options=options,
         max_events=ns.max_events,
         budgets={"max_requests": ns.max_requests} if ns.max_requests else None,
         profile=profile,

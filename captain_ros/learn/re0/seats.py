@@ -201,6 +201,17 @@ def seat_profile(spec: str, requested: str | None = None) -> str:
     return resolve_profile(requested, folder)
 
 
+def seat_options(
+    max_new_tokens: int | None = None,
+    temperature: float | None = None,
+    device: str | None = None,
+) -> dict[str, Any]:
+    """A model seat's options as jobs carry them: the given ones only (a resumed generation
+    compares jobs, so every caller builds them here)."""
+    given = {"max_new_tokens": max_new_tokens, "temperature": temperature, "device": device}
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def make_seats(
     student: str, teacher: str, options: Mapping[str, Any] | None = None
 ) -> tuple[Policy, Policy]:
