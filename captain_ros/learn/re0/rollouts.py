@@ -207,6 +207,7 @@ def run_rollout(spec: EventSpec, arm: str, xi: int, out_dir: str | Path) -> Epis
 def rollout_job(job: dict[str, Any]) -> dict[str, Any]:
     """Entry point of a worker (plain dict in and out, like the evaluation's episode jobs)."""
     os.environ.setdefault("MUJOCO_GL", "egl")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core per worker (as run_job)
     opts = job["options"]["rollout"]
     spec = EventSpec(**opts["event"])
     try:
@@ -238,6 +239,7 @@ def student_job(job: dict[str, Any]) -> dict[str, Any]:
     from captain_ros.harness.session import SessionConfig
 
     os.environ.setdefault("MUJOCO_GL", "egl")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core per worker (as run_job)
     opts = dict(job.get("options") or {})
     noise = opts.get("noise")
     task, backend, service = build_robot(
