@@ -154,7 +154,8 @@ def collect(
             first = todo[0][0]
             chunk = [row for row in todo if row[0] < first + CHUNK_DRAWS]
             todo = todo[len(chunk) :]
-            arms = {job_of(event, xi, arm, out).out_dir: (xi, arm) for xi, arm in chunk}
+            jobs = [job_of(event, xi, arm, out) for xi, arm in chunk]
+            arms = {job.out_dir: row for job, row in zip(jobs, chunk, strict=True)}
 
             def land(rec: EpisodeRecord, arms: dict[str, tuple[int, str]] = arms) -> None:
                 xi, arm = arms[rec.out_dir]
@@ -174,12 +175,7 @@ def collect(
                 if xi >= a.keep:
                     shutil.rmtree(rec.out_dir, ignore_errors=True)
 
-            run_local(
-                [job_of(event, xi, arm, out) for xi, arm in chunk],
-                a.workers,
-                JOB_PATH,
-                on_result=land,
-            )
+            run_local(jobs, a.workers, JOB_PATH, on_result=land)
             n_run += len(chunk)
             rate = n_run / (time.perf_counter() - t_start) * 3600
             print(
