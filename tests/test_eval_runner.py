@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +114,38 @@ def test_local_ray_cluster_runs_jobs(tmp_path):
         ray.shutdown()
     assert [e.seed for e in eps] == [1, 2, 13]
     assert eps[0].outcome == "success_with_finish" and eps[0].extra["ran_on"] == "ray"
+
+
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie waiting to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_workers_exit_when_the_parent_is_killed(tmp_path):
+    """A benchmark killed mid-chunk must not leave its workers running their jobs."""
+    script = Path(__file__).with_name("eval_orphan_parent.py")
+    parent = subprocess.Popen([sys.executable, str(script), str(tmp_path)])
+    workers: list[int] = []
+    try:
+        pid_files = [tmp_path / "pick_place" / f"seed_{s:05d}.pid" for s in (1, 2)]
+        deadline = time.monotonic() + 120.0
+        while not all(p.exists() and p.read_text() for p in pid_files):
+            assert parent.poll() is None and time.monotonic() < deadline, "workers never started"
+            time.sleep(0.2)
+        workers = [int(p.read_text()) for p in pid_files]
+        assert all(_alive(w) for w in workers)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 15.0
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(w) for w in workers), "workers outlived their killed parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for w in filter(_alive, workers):  # a failed run must not leave sleepers behind
+            os.kill(w, signal.SIGKILL)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 import json
 import multiprocessing as mp
+import os
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -86,6 +88,22 @@ def _guarded(job_path: str, job: dict[str, Any]) -> dict[str, Any]:
                                             traceback.format_exc(), job.get("out_dir", "")).to_dict()
 
 
+def watch_parent() -> None:
+    """Worker initializer: exit when the process that started the pool is gone.
+
+    A worker busy in a long job never reads its call queue, so it would not notice a killed
+    parent; this thread checks the parent once a second and ends the worker when it has gone.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def run_local(jobs: Sequence[EpisodeJob], workers: int, job_path: str = DEFAULT_JOB,
               on_result: Callable[[EpisodeRecord], None] | None = None) -> list[EpisodeRecord]:
     """Run ``jobs`` in ``workers`` spawned processes (in this process when ``workers <= 1``)."""
@@ -97,7 +115,7 @@ def run_local(jobs: Sequence[EpisodeJob], workers: int, job_path: str = DEFAULT_
                 on_result(results[i])
         return [results[i] for i in range(len(jobs))]
     ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=watch_parent) as pool:
         futures = {pool.submit(_guarded, job_path, asdict(job)): i for i, job in enumerate(jobs)}
         for fut in as_completed(futures):
             i = futures[fut]

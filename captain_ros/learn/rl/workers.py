@@ -27,10 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from captain_ros.evaluation.runner import EpisodeJob, submit_local, submit_ray
+from captain_ros.evaluation.runner import EpisodeJob, submit_local, submit_ray, watch_parent
 from captain_ros.harness.record import EpisodeRecord
 from captain_ros.learn.rl.rollout import JOB_PATH
 
@@ -187,18 +184,6 @@ def finished_record(job: EpisodeJob) -> EpisodeRecord | None:
     return rec if same and not rec.error else None
 
 
-def _watch_parent() -> None:
-    """Worker initializer: exit when the process that started the pool is gone."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
 class Pending:
     """Submitted jobs; :meth:`wait` returns their records in job order."""
 
@@ -273,7 +258,7 @@ class RolloutPool:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
                 mp_context=mp.get_context("spawn"),
-                initializer=_watch_parent,
+                initializer=watch_parent,
             )
 
     def submit(self, jobs: Sequence[EpisodeJob]) -> Pending:
