@@ -128,6 +128,7 @@ def stage_re0(ns: argparse.Namespace, run_dir: Path, parent: Path) -> dict[str, 
                 ("max_requests", ns.max_requests),
                 ("max_events", ns.max_events),
                 ("temperature", ns.temperature),
+                ("segments", ns.segments),
             )
             if v is not None
         ] + (["--resume"] if ns.resume and (out / "ledger.jsonl").exists() else [])
@@ -265,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-draws", type=int, default=48)
     p.add_argument("--deterministic", action="store_true")
     p.add_argument("--max-events", type=int, default=None, help="audits per pass (default: all)")
+    p.add_argument(
+        "--segments", default=None, help="contract segment lengths (captain learn re0 --segments)"
+    )
     p.add_argument(
         "--parent", default="", help="an existing student folder (skips the expert stage)"
     )

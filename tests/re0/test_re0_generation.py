@@ -12,6 +12,7 @@ from captain_ros.learn.re0.generation import DistillConfig, run_loop
 from captain_ros.learn.re0.locate import Located
 from captain_ros.learn.re0.loop import API, LoopConfig, contract_ladder
 from captain_ros.learn.re0.rollouts import release_points
+from captain_ros.learn.re0.seats import teacher_symbols
 
 
 def test_contracts_grow_in_scope():
@@ -25,6 +26,22 @@ def test_contracts_grow_in_scope():
     assert [c.kappa for c in ladder] == sorted(c.kappa for c in ladder) and {
         c.boundary_t for c in ladder
     } == {5}
+    assert contract_ladder(loc, (1,), teacher_symbols("self"))[0].allowed_symbols == (
+        "move_to",
+        "release",
+        "finish",
+    )
+
+
+def test_the_smallest_contract_holds_what_the_teacher_needs():
+    """A student's boundary request that called nothing (prose, a broken call) gives no symbols of
+    its own; the scripted takeover's setup reads the robot's state and geometry, so its smallest
+    contract must allow those, or the teacher could write no request of its segment."""
+    loc = Located(3, (), "x", (3,), ())
+    first = contract_ladder(loc, (4, 8), teacher_symbols("takeover"))[0]
+    assert {"get_robot_state", "robot_geometry", "move_to", "observe"} <= set(first.allowed_symbols)
+    assert first.allowed_symbols[-1] == "finish" and set(first.allowed_symbols) < set(API)
+    assert teacher_symbols("takeover-faulty") == teacher_symbols("takeover")
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,13 @@ from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.learn.re0.contracts import RepairContract, scope_cost
 from captain_ros.learn.re0.locate import locate
 from captain_ros.learn.re0.loop import API
-from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner, draw_seed, release_points
+from captain_ros.learn.re0.rollouts import (
+    EventSpec,
+    PairedRunner,
+    RolloutError,
+    draw_seed,
+    release_points,
+)
 from captain_ros.learn.re0.seats import make_seats
 from captain_ros.tasks import get_task
 
@@ -75,6 +81,31 @@ def test_in_process_pairs_on_the_fake_robot(tmp_path):
         "_foreign = dict(globals())" in lines[spec.t - 1]
     )  # the takeover's own setup at the boundary
     assert teacher.requests > spec.t and teacher.out_dir.endswith("xi000_teacher")
+
+
+@pytest.mark.slow
+def test_a_contract_the_teacher_cannot_fulfil_is_invalid_not_escalated(tmp_path):
+    """The takeover sets itself up by reading the robot's state and geometry; a contract of
+    ``finish`` alone leaves it nothing to write: the draws are the student twice, so the runner
+    stops with the reason instead of feeding the escalation identical pairs."""
+    spec = _event(tmp_path, "fake", "takeover", None)
+    spec = EventSpec(
+        **{**spec.__dict__, "contract": {**spec.contract, "allowed_symbols": ["finish"]}}
+    )
+    runner = PairedRunner(spec, workers=1)
+    try:
+        with pytest.raises(RolloutError, match="declined the contract in all 2 teacher-arm"):
+            runner(0, 2)
+    finally:
+        release_points()
+    assert len(runner.records) == 4  # counted as spent by the loop
+    assert (
+        "cannot take over within this contract: my segments call check_motion" in runner.declined()
+    )
+    for r in runner.records:  # both arms ran the student from the boundary on
+        if r.extra["rollout"]["arm"] == "teacher":
+            turns = r.extra["rollout"]["turns"]
+            assert not any(x["source"] == "repair" for x in turns)
 
 
 def test_bad_specs_are_refused(tmp_path):

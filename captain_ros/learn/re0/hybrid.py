@@ -126,7 +126,8 @@ def within_contract(reply: PolicyReply, contract: RepairContract) -> str:
     """Empty when ``reply`` is an executable segment request inside ``contract``, else why not."""
     parsed = parse_reply(reply.content, list(reply.tool_calls) or None, reply.reasoning)
     if parsed.errors or not parsed.code_cells:
-        return "the teacher sent no executable code"
+        said = " ".join(str(reply.content or "").split())[:160]
+        return "the teacher sent no executable code" + (f" ({said})" if said else "")
     used = set().union(*(robot_symbols(c) for c in parsed.code_cells))
     outside = sorted(used - set(contract.allowed_symbols))
     return f"outside the contract: {', '.join(outside)}" if outside else ""

@@ -24,7 +24,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from captain_ros.learn.re0.locate import Located, locate
 from captain_ros.learn.re0.opd import gate_state, refine_or_abstain
 from captain_ros.learn.re0.resume import reused, run_jobs
 from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner, RolloutError
-from captain_ros.learn.re0.seats import seat_profile
+from captain_ros.learn.re0.seats import seat_profile, teacher_symbols
 from captain_ros.learn.re0.verify import Verification, VerifierConfig, invalid_verification, verify
 
 STUDENT_JOB = "captain_ros.learn.re0.rollouts:student_job"
@@ -128,11 +128,15 @@ class PassResult:
     hybrid: list[Any] = field(default_factory=list)
 
 
-def contract_ladder(loc: Located, lengths: Sequence[int]) -> list[RepairContract]:
+def contract_ladder(
+    loc: Located, lengths: Sequence[int], teacher: Sequence[str] = ()
+) -> list[RepairContract]:
     """Contracts of increasing scope at ``loc``'s boundary: the boundary request's own symbols
-    (plus ``finish``) for the shortest segment, the whole API for the longer ones."""
+    with the ones the teacher's segments need (``teacher``:
+    :func:`~captain_ros.learn.re0.seats.teacher_symbols`) and ``finish`` for the shortest
+    segment, the whole API for the longer ones."""
     assert loc.boundary_t is not None
-    own = tuple(dict.fromkeys((*loc.capabilities, "finish")))
+    own = tuple(dict.fromkeys((*loc.capabilities, *teacher, "finish")))
     out = []
     for i, n in enumerate(sorted(set(lengths))):
         symbols = own if i == 0 else API
@@ -193,8 +197,9 @@ def _verify_event(
     runner = PairedRunner(spec, workers=cfg.workers, runner=partial(run_jobs, resume=cfg.resume))
     try:
         return verify(runner, alpha, vcfg), runner
-    except RolloutError as exc:
-        return invalid_verification(str(exc), alpha, vcfg), runner
+    except RolloutError as exc:  # the rollouts it took are spent all the same
+        v = invalid_verification(str(exc), alpha, vcfg)
+        return replace(v, rollouts_spent=len(runner.records)), runner
 
 
 def verifier_config(cfg: LoopConfig) -> VerifierConfig:
@@ -276,7 +281,10 @@ def run_pass(
 
         item["audited"] = []
         sel = select_smallest_verified(
-            contract_ladder(loc, cfg.segment_lengths), verify_contract, alloc, history_id
+            contract_ladder(loc, cfg.segment_lengths, teacher_symbols(cfg.teacher)),
+            verify_contract,
+            alloc,
+            history_id,
         )
         for contract, v in sel.audited:
             e = ledger_entry(

@@ -310,6 +310,9 @@ class PairedRunner:
         bad = [r for r in records if r.outcome == "error"]
         if bad:
             raise RolloutError(bad[0].error.strip().splitlines()[-1][:500])
+        declined = self.declined()
+        if declined:
+            raise RolloutError(declined)
         by_xi: dict[int, dict[str, float]] = {}
         for r in records:
             ro = r.extra["rollout"]
@@ -318,6 +321,28 @@ class PairedRunner:
         return [
             PairedDraw(cand, xi, by_xi[xi]["teacher"], by_xi[xi]["student"]) for xi in sorted(by_xi)
         ]
+
+    def declined(self) -> str:
+        """Why the teacher wrote no request of its segment in any teacher-arm rollout so far
+        (empty when it wrote one in some draw): both arms were then the student, the paired
+        differences say nothing about the repair, and escalating would only spend rollouts."""
+        notes: list[str] = []
+        for r in self.records:
+            ro = r.extra.get("rollout") or {}
+            if ro.get("arm") != "teacher":
+                continue
+            at = [x for x in ro.get("turns") or [] if int(x.get("t", 0)) == self.spec.t]
+            if any(x.get("source") == "repair" for x in at):
+                return ""
+            notes += [str(x.get("note") or "no reply") for x in at] or [
+                "no request at the boundary"
+            ]
+        if not notes:
+            return ""
+        return (
+            f"the teacher declined the contract in all {len(notes)} teacher-arm rollouts "
+            f"at request {self.spec.t} ({'; '.join(sorted(set(notes)))})"
+        )
 
     def candidate_codes(self) -> list[str]:
         """SHA-256 of the teacher segment's code in each teacher-arm rollout so far (distinct,

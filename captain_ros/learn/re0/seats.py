@@ -182,6 +182,12 @@ class TakeoverTeacher(Policy):
         if self.injector is not None:
             self.injector.request = self.requests
         cell = self.expert.next_cell(None if first else outputs_since_last_reply(messages))
+        if cell is None and first and self.contract is not None:
+            need = sorted(set(teacher_symbols("takeover")) - set(self.contract.allowed_symbols))
+            return PolicyReply(
+                content="I cannot take over within this contract: my segments call "
+                + ", ".join(need)
+            )
         if cell is None:
             return PolicyReply(content="The segment is over.")
         return PolicyReply(
@@ -189,6 +195,18 @@ class TakeoverTeacher(Policy):
             reasoning=cell.reasoning,
             tool_calls=(python_call(cell.code, f"call_teacher_{self.requests}"),),
         )
+
+
+def teacher_symbols(teacher: str) -> tuple[str, ...]:
+    """The robot capabilities ``teacher``'s segments call whatever the repair (its proposal for a
+    contract's symbols): the scripted takeover's whole vocabulary (its setup reads the robot's
+    state and geometry before any repair, so a contract without them cannot be fulfilled); none
+    for ``self`` (the student's vocabulary is the boundary's own)."""
+    if teacher == "self":
+        return ()
+    from captain_ros.policy.expert.source import registered, robot_calls
+
+    return (*sorted(robot_calls(registered()) - {"finish"}), "finish")
 
 
 def seat_profile(spec: str, requested: str | None = None) -> str:
