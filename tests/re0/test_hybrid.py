@@ -103,7 +103,7 @@ def test_a_teacher_outside_its_contract_hands_back_to_the_student():
     assert "outside the contract: release" in mu.turns[1].note
     mu = HybridPolicy(Writer("student"), Writer("teacher", empty_after=1), [admission(2, length=3)])
     assert run(mu, 4) == ["student", "teacher", "student", "student"]
-    assert mu.turns[2].note == "the teacher sent no executable code"
+    assert mu.turns[2].note == "the teacher sent no executable code (done)"  # what it said
 
 
 def test_a_teacher_sharing_the_students_plan_hands_its_step_back():

@@ -73,10 +73,10 @@ def test_the_command_refuses_bad_input_with_one_line(tmp_path, capsys, args, why
 @pytest.mark.slow
 def test_one_generation_admits_the_takeover_repair_and_mu_succeeds(tmp_path, capsys):
     """The testbed student always misplaces on seed 3 (fake robot, deterministic pairs): the
-    4-request contract restricted to the boundary's capabilities leaves the takeover no setup (it
-    sends nothing, every pair ties: insufficient at M = 16), the 8-request one with the whole API is admitted,
-    and mu succeeds where the student failed. Resumed in the same folder, the generation reuses
-    every episode and rollout and writes the same ledger and corpus."""
+    smallest contract (4 requests, the boundary's capabilities and the takeover's vocabulary) is
+    admitted at M = 12, so the 8-request one is never audited, and mu succeeds where the student
+    failed. Resumed in the same folder, the generation reuses every episode and rollout and
+    writes the same ledger and corpus."""
     student = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
     cfg = LoopConfig(
         task="pick_place",
@@ -105,7 +105,7 @@ def test_one_generation_admits_the_takeover_repair_and_mu_succeeds(tmp_path, cap
     p1, p2 = report["passes"]["refine"], again["passes"]["refine"]
     spent = sum(a["rollouts"] for a in p1["events"][0]["audited"])
     assert p1["reused"] == {"episodes": 0, "rollouts": 0}
-    assert spent == 64 and p2["reused"] == {"episodes": 2, "rollouts": spent}
+    assert spent == 24 and p2["reused"] == {"episodes": 2, "rollouts": spent}
     assert (tmp_path / "g" / "ledger.jsonl").read_bytes() == ledger
     assert (tmp_path / "g" / "corpus" / "corpus.jsonl").read_bytes() == corpus
     assert {k: v for k, v in p2.items() if k != "reused"} == {
@@ -115,18 +115,14 @@ def test_one_generation_admits_the_takeover_repair_and_mu_succeeds(tmp_path, cap
     assert p["decision"].startswith("refine") and p["seat_success"]["successes"] == 0
     (event,) = p["events"]
     t = event["boundary_t"]
-    assert t == 7 and [a["verdict"] for a in event["audited"]] == ["insufficient", "admitted"]
+    assert t == 7 and [a["verdict"] for a in event["audited"]] == ["admitted"]
     entries = read_ledger(
         tmp_path / "g" / "ledger.jsonl"
     )  # validated: Delta-hat, verdict re-derived
-    entry = entries[-1]
-    assert entries[0]["verdict"] == "insufficient" and entries[0]["delta_hat"] == 0.0
-    assert (
-        entry["delta_hat"] == 1.0
-        and entry["rollouts_spent"] == 32
-        and entry["looks"] == [8, 12, 16]
-    )
-    assert entry["contract"]["max_segment_requests"] == 8
+    (entry,) = entries
+    assert entry["delta_hat"] == 1.0 and entry["rollouts_spent"] == 24 and entry["looks"] == [8, 12]
+    assert entry["contract"]["max_segment_requests"] == 4
+    assert {"get_robot_state", "robot_geometry"} <= set(entry["contract"]["allowed_symbols"])
     assert p["hybrid_success"]["successes"] == 1 and p["gate"].startswith("gate open")
     (row,) = [
         json.loads(x) for x in (tmp_path / "g" / "corpus" / "corpus.jsonl").read_text().splitlines()

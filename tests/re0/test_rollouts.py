@@ -10,15 +10,10 @@ from re0_helpers import record
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.learn.re0.contracts import RepairContract, scope_cost
 from captain_ros.learn.re0.locate import locate
-from captain_ros.learn.re0.loop import API
-from captain_ros.learn.re0.rollouts import (
-    EventSpec,
-    PairedRunner,
-    RolloutError,
-    draw_seed,
-    release_points,
-)
+from captain_ros.learn.re0.loop import API, LoopConfig, _verify_event
+from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner, draw_seed, release_points
 from captain_ros.learn.re0.seats import make_seats
+from captain_ros.learn.re0.verify import VerifierConfig
 from captain_ros.tasks import get_task
 
 STUDENT = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
@@ -86,26 +81,30 @@ def test_in_process_pairs_on_the_fake_robot(tmp_path):
 @pytest.mark.slow
 def test_a_contract_the_teacher_cannot_fulfil_is_invalid_not_escalated(tmp_path):
     """The takeover sets itself up by reading the robot's state and geometry; a contract of
-    ``finish`` alone leaves it nothing to write: the draws are the student twice, so the runner
-    stops with the reason instead of feeding the escalation identical pairs."""
+    ``finish`` alone leaves it nothing to write: the draws are the student twice, so the first
+    look ends the audit (invalid, with the reason and the rollouts it took) instead of feeding the
+    escalation identical pairs."""
     spec = _event(tmp_path, "fake", "takeover", None)
-    spec = EventSpec(
-        **{**spec.__dict__, "contract": {**spec.contract, "allowed_symbols": ["finish"]}}
+    cfg = LoopConfig(
+        task="pick_place",
+        seeds=(3,),
+        student=STUDENT,
+        out=str(tmp_path / "g"),
+        workers=1,
+        noise=None,
+        backend="fake",
     )
-    runner = PairedRunner(spec, workers=1)
+    contract = RepairContract(spec.t, ("finish",), SEGMENT, scope_cost(SEGMENT, 1))
+    vcfg = VerifierConfig(schedule=(2, 4))
     try:
-        with pytest.raises(RolloutError, match="declined the contract in all 2 teacher-arm"):
-            runner(0, 2)
+        v, runner = _verify_event(cfg, STUDENT, "ev-f", spec.source, contract, 0.05, vcfg)
     finally:
         release_points()
-    assert len(runner.records) == 4  # counted as spent by the loop
-    assert (
-        "cannot take over within this contract: my segments call check_motion" in runner.declined()
-    )
+    assert v.verdict == "invalid" and not v.admitted and v.rollouts_spent == 4
+    assert "declined the contract in all 2 teacher-arm rollouts" in v.valid_reason
+    assert "cannot take over within this contract: my segments call check_motion" in v.valid_reason
     for r in runner.records:  # both arms ran the student from the boundary on
-        if r.extra["rollout"]["arm"] == "teacher":
-            turns = r.extra["rollout"]["turns"]
-            assert not any(x["source"] == "repair" for x in turns)
+        assert not any(x["source"] == "repair" for x in r.extra["rollout"]["turns"])
 
 
 def test_bad_specs_are_refused(tmp_path):
