@@ -195,6 +195,33 @@ def test_it_abstains_with_the_reason():
     assert "privileged" in locate(no_priv).reason
 
 
+def test_a_malformed_call_and_a_reply_without_one_are_evidence():
+    """A learned student's failures: an unknown tool at request 2 (the harness's notice), a broken
+    call after it, then prose with no tool call, which ends the episode at request 4."""
+    bad = {**request(2, []), "calls": [], "malformed": ['unknown tool "note(**perceive(S"']}
+    rec = episode(
+        [
+            request(1, [call("get_robot_state")]),
+            bad,
+            request(3, [], "NameError: x"),
+            request(4, []),
+        ],
+        [F] * 5,
+        end_reason="no_tool_call",
+    )
+    loc = locate(rec)
+    assert loc.boundary_t == 2 and loc.candidates == (2, 3, 4)
+    assert loc.evidence[0] == Evidence(
+        "exception", 2, 'the reply\'s tool call could not be run: unknown tool "note(**perceive(S"'
+    )
+    prose = episode(
+        [request(1, [call("get_robot_state")]), request(2, [])], [F] * 3, end_reason="no_tool_call"
+    )
+    only = locate(prose)
+    assert only.boundary_t == 2 and "had no tool call" in only.evidence[0].detail
+    assert locate(episode([request(1, []), request(2, [])], [F] * 3)).abstained  # budget, say
+
+
 def test_a_boundary_that_cannot_be_restored_is_skipped():
     """The earliest event sits after a wall-clock cell: not executable, the next one is not either."""
     rec = episode(

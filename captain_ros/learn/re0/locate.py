@@ -6,14 +6,16 @@ called). This is the rule-based diagnostic, the default (no model call): it read
 log (what the policy saw: cell errors, Results, receipts) and the hidden per-request record
 (``privileged.jsonl``: milestones before every request), and collects events per request t:
 
-- ``exception``: a cell of request t ended in a Python error;
+- ``exception``: a cell of request t ended in a Python error, or the reply's tool call could not
+  be run at all (malformed: an unknown tool, unparsable arguments; the harness's notice);
 - ``unrealized_effect``: a Result shows an expected effect that did not happen: the jaw closed
   on nothing (a grasp without holding), ``release`` left the object held, a measurement after a
   release shows the object not resting, a physical action failed;
 - ``milestone_regression``: a milestone that held before request t no longer holds after it
   while no new milestone was reached (a drop, an object knocked off its support);
 - ``other``: ``finish()`` accepted on an unsolved scene, the gate rejecting ``finish()``, goals
-  holding without ``finish()`` (a missed finish).
+  holding without ``finish()`` (a missed finish), a reply without a tool call that ended the
+  episode (a learned student's prose where the plan needed a call).
 
 An event at request t is *causally consistent* when the task's milestone ladder (milestones
 reached in order, one-shot) never advances after request t: what went wrong there was never
@@ -98,7 +100,10 @@ def _current(ms: Sequence[bool]) -> int:
 
 
 def _call_events(t: int, req: dict[str, Any]) -> list[Evidence]:
-    ev: list[Evidence] = []
+    ev = [
+        Evidence("exception", t, f"the reply's tool call could not be run: {bad}"[:200])
+        for bad in req.get("malformed") or []
+    ]
     released = False
     for cell in req.get("calls") or []:
         if cell.get("skipped"):
@@ -213,6 +218,14 @@ def locate(rec: RecordedEpisode, milestone_names: Sequence[str] = ()) -> Located
         )
         events.setdefault(t, []).append(
             Evidence("other", t, "finish() was accepted on an unsolved scene")
+        )
+    if summary.get("end_reason") == "no_tool_call" and rec.n_requests:
+        events.setdefault(rec.n_requests, []).append(
+            Evidence(
+                "other",
+                rec.n_requests,
+                f"the reply to request {rec.n_requests} had no tool call: the episode ended there",
+            )
         )
     final = ladder[-1]
     consistent = sorted(t for t, ev in events.items() if ev and ladder[t] == final)
