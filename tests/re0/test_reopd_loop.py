@@ -73,6 +73,8 @@ def test_the_loop_distills_a_model_student_and_re_evaluates_it(tiny, tmp_path, c
         "cpu",
         "--max-draws",
         "8",
+        "--segments",
+        "16",
     ]
     rc = main(args)
     text = capsys.readouterr().out
@@ -83,10 +85,12 @@ def test_the_loop_distills_a_model_student_and_re_evaluates_it(tiny, tmp_path, c
     assert refine["seat"].startswith("model:") and refine["seat_success"]["successes"] == 0
     assert refine["decision"].startswith("refine") and not report["abstained"]
     assert (
-        refine["gate"] == "gate closed: 0 of 0 audited events admitted" and not refine["gate_open"]
+        refine["gate"] == "gate closed: 0 of 1 audited events admitted" and not refine["gate_open"]
     )
-    assert refine["events"][0]["boundary_t"] is None  # locate abstains on the tiny model's episode
-    assert list(read_ledger(out / "ledger.jsonl")) == []  # nothing audited: an empty, valid ledger
+    (event,) = refine["events"]  # the tiny model's first reply has no tool call: located there
+    assert event["boundary_t"] == 1 and "had no tool call" in event["evidence"][0]["detail"]
+    (entry,) = read_ledger(out / "ledger.jsonl")  # validated
+    assert entry["verdict"] == "insufficient" and entry["rollouts_spent"] == 16
     rows = load_rows(out / "corpus")  # Learning I's reader, unchanged
     assert len(rows) == report["corpus"]["rows"] == report["corpus"]["by_corpus"]["cold"] == 1
     assert set(rows[0].weights) == {0.7}  # the teacher's own verified-completed turns: retention
