@@ -18,6 +18,17 @@ from captain_ros.policy.replay import ReplayPolicy
 from captain_ros.policy.scripted import ScriptedPolicy
 
 WALL_KEYS = ("wall_s_used", "wall_s_left")
+TESTBED_STUDENT = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
+"""The testbed student: its placement 12 cm off the plate and not verified (it always fails)."""
+
+
+def testbed_loop(out: Path, **settings: Any) -> Any:
+    """A generation's settings for the testbed student on seed 3 of pick_place (fake robot,
+    deterministic pairs), with ``settings`` on top."""
+    from captain_ros.learn.re0.loop import LoopConfig
+
+    base: dict[str, Any] = {"task": "pick_place", "seeds": (3,), "student": TESTBED_STUDENT}
+    return LoopConfig(**{**base, "out": str(out), "noise": None, "backend": "fake", **settings})
 
 
 def frozen_clock() -> float:

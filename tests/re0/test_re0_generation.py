@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from re0_helpers import TESTBED_STUDENT, testbed_loop
 
 from captain_ros.cli.learn_re0 import main as re0_main
 from captain_ros.learn.re0 import read_ledger
@@ -77,18 +78,8 @@ def test_one_generation_admits_the_takeover_repair_and_mu_succeeds(tmp_path, cap
     admitted at M = 12, so the 8-request one is never audited, and mu succeeds where the student
     failed. Resumed in the same folder, the generation reuses every episode and rollout and
     writes the same ledger and corpus."""
-    student = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
-    cfg = LoopConfig(
-        task="pick_place",
-        seeds=(3,),
-        student=student,
-        out=str(tmp_path / "g"),
-        workers=2,
-        noise=None,
-        segment_lengths=(4, 8),
-        schedule=(8, 12, 16),
-        backend="fake",
-    )
+    student = TESTBED_STUDENT
+    cfg = testbed_loop(tmp_path / "g", workers=2, segment_lengths=(4, 8), schedule=(8, 12, 16))
     dcfg = DistillConfig(corpora=("refine",))
     try:
         report = run_loop(cfg, dcfg)

@@ -5,19 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from re0_helpers import record
+from re0_helpers import TESTBED_STUDENT, record, testbed_loop
 
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.learn.re0.contracts import RepairContract, scope_cost
 from captain_ros.learn.re0.locate import locate
-from captain_ros.learn.re0.loop import API, LoopConfig, _verify_event
+from captain_ros.learn.re0.loop import API, _verify_event
 from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner, draw_seed, release_points
 from captain_ros.learn.re0.seats import make_seats
 from captain_ros.learn.re0.verify import VerifierConfig
 from captain_ros.tasks import get_task
 
-STUDENT = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
-"""The testbed student: its placement 12 cm off the plate and not verified (it always fails)."""
+STUDENT = TESTBED_STUDENT
 SEGMENT = 8
 """The takeover's setup, taking stock, a fresh look, the placement, its check and finish fit in 8."""
 
@@ -85,15 +84,7 @@ def test_a_contract_the_teacher_cannot_fulfil_is_invalid_not_escalated(tmp_path)
     look ends the audit (invalid, with the reason and the rollouts it took) instead of feeding the
     escalation identical pairs."""
     spec = _event(tmp_path, "fake", "takeover", None)
-    cfg = LoopConfig(
-        task="pick_place",
-        seeds=(3,),
-        student=STUDENT,
-        out=str(tmp_path / "g"),
-        workers=1,
-        noise=None,
-        backend="fake",
-    )
+    cfg = testbed_loop(tmp_path / "g", workers=1)
     contract = RepairContract(spec.t, ("finish",), SEGMENT, scope_cost(SEGMENT, 1))
     vcfg = VerifierConfig(schedule=(2, 4))
     try:
