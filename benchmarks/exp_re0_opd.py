@@ -215,7 +215,8 @@ def unverified_rows(
     while len(rows) < n_rows and k < len(top_up):
         seeds = top_up[k : k + max(1, ns.workers)]
         k += len(seeds)
-        tcfg = LoopConfig(**{**cfg.__dict__, "student": "scripted", "seeds": tuple(seeds)})
+        # the expert seat in the parent's prompt profile (seat_jobs takes it from cfg.student)
+        tcfg = LoopConfig(**{**cfg.__dict__, "seeds": tuple(seeds)})
         for r in run_jobs(
             seat_jobs(tcfg, "scripted", "expert_topup", seeds), ns.workers, STUDENT_JOB, ns.resume
         ):
