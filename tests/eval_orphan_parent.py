@@ -1,7 +1,7 @@
 """A benchmark stand-in for the orphan-worker test: runs two long jobs in ``run_local`` workers.
 
 ``python eval_orphan_parent.py DIR`` starts two spawned workers; each writes its pid to
-``DIR/worker_<seed>.pid`` and sleeps. The test kills this process and checks the workers end.
+``DIR/pick_place/seed_0000N.pid`` and sleeps. The test kills this process and checks the workers end.
 """
 
 from __future__ import annotations
@@ -24,6 +24,5 @@ def sleep_job(job: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
     jobs = make_jobs(["pick_place"], [1, 2], "scripted", "fake", sys.argv[1])
     run_local(jobs, workers=2, job_path="eval_orphan_parent:sleep_job")

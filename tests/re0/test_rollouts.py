@@ -93,7 +93,10 @@ def test_a_contract_the_teacher_cannot_fulfil_is_invalid_not_escalated(tmp_path)
         release_points()
     assert v.verdict == "invalid" and not v.admitted and v.rollouts_spent == 4
     assert "declined the contract in all 2 teacher-arm rollouts" in v.valid_reason
-    assert "cannot take over within this contract: my segments call check_motion" in v.valid_reason
+    assert (
+        "cannot take over within this contract: my setup calls get_robot_state, robot_geometry"
+        in v.valid_reason
+    )
     for r in runner.records:  # both arms ran the student from the boundary on
         assert not any(x["source"] == "repair" for x in r.extra["rollout"]["turns"])
 

@@ -57,7 +57,8 @@ ARMS = ("teacher", "student")
 
 
 class RolloutError(CaptainError):
-    """A counterfactual rollout could not run with identity (the event is invalid)."""
+    """A counterfactual rollout could not run with identity, or the teacher declined its
+    contract in every teacher-arm rollout (the event is invalid either way)."""
 
 
 @dataclass(frozen=True)

@@ -183,10 +183,11 @@ class TakeoverTeacher(Policy):
             self.injector.request = self.requests
         cell = self.expert.next_cell(None if first else outputs_since_last_reply(messages))
         if cell is None and first and self.contract is not None:
-            need = sorted(set(teacher_symbols("takeover")) - set(self.contract.allowed_symbols))
+            from captain_ros.policy.expert.expert import setup_symbols
+
+            need = sorted(setup_symbols(True) - set(self.contract.allowed_symbols))
             return PolicyReply(
-                content="I cannot take over within this contract: my segments call "
-                + ", ".join(need)
+                content="I cannot take over within this contract: my setup calls " + ", ".join(need)
             )
         if cell is None:
             return PolicyReply(content="The segment is over.")
@@ -204,9 +205,9 @@ def teacher_symbols(teacher: str) -> tuple[str, ...]:
     for ``self`` (the student's vocabulary is the boundary's own)."""
     if teacher == "self":
         return ()
-    from captain_ros.policy.expert.source import registered, robot_calls
+    from captain_ros.policy.expert.expert import vocabulary
 
-    return (*sorted(robot_calls(registered()) - {"finish"}), "finish")
+    return (*sorted(vocabulary() - {"finish"}), "finish")
 
 
 def seat_profile(spec: str, requested: str | None = None) -> str:

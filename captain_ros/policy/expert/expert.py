@@ -108,6 +108,11 @@ def setup_symbols(takeover: bool) -> frozenset[str]:
     return robot_calls(["State", "note", "start"] + (["rest_poses"] if takeover else []))
 
 
+def vocabulary() -> frozenset[str]:
+    """Every robot capability the expert's session functions may call (any task, any segment)."""
+    return robot_calls(registered())
+
+
 class ScriptedExpert:
     """One episode of the expert for ``task`` (a task name in :data:`PLANS`).
 
