@@ -22,7 +22,7 @@ TESTBED_STUDENT = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
 """The testbed student: its placement 12 cm off the plate and not verified (it always fails)."""
 
 
-def testbed_loop(out: Path, **settings: Any) -> Any:
+def faulty_student_loop(out: Path, **settings: Any) -> Any:
     """A generation's settings for the testbed student on seed 3 of pick_place (fake robot,
     deterministic pairs), with ``settings`` on top."""
     from captain_ros.learn.re0.loop import LoopConfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from re0_helpers import TESTBED_STUDENT, testbed_loop
+from re0_helpers import TESTBED_STUDENT, faulty_student_loop
 
 from captain_ros.cli.learn_re0 import main as re0_main
 from captain_ros.learn.re0 import read_ledger
@@ -79,7 +79,9 @@ def test_one_generation_admits_the_takeover_repair_and_mu_succeeds(tmp_path, cap
     failed. Resumed in the same folder, the generation reuses every episode and rollout and
     writes the same ledger and corpus."""
     student = TESTBED_STUDENT
-    cfg = testbed_loop(tmp_path / "g", workers=2, segment_lengths=(4, 8), schedule=(8, 12, 16))
+    cfg = faulty_student_loop(
+        tmp_path / "g", workers=2, segment_lengths=(4, 8), schedule=(8, 12, 16)
+    )
     dcfg = DistillConfig(corpora=("refine",))
     try:
         report = run_loop(cfg, dcfg)

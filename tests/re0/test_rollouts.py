@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from re0_helpers import TESTBED_STUDENT, record, testbed_loop
+from re0_helpers import TESTBED_STUDENT, faulty_student_loop, record
 
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.learn.re0.contracts import RepairContract, scope_cost
@@ -84,7 +84,7 @@ def test_a_contract_the_teacher_cannot_fulfil_is_invalid_not_escalated(tmp_path)
     look ends the audit (invalid, with the reason and the rollouts it took) instead of feeding the
     escalation identical pairs."""
     spec = _event(tmp_path, "fake", "takeover", None)
-    cfg = testbed_loop(tmp_path / "g", workers=1)
+    cfg = faulty_student_loop(tmp_path / "g", workers=1)
     contract = RepairContract(spec.t, ("finish",), SEGMENT, scope_cost(SEGMENT, 1))
     vcfg = VerifierConfig(schedule=(2, 4))
     try:
