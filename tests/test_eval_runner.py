@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from captain_ros.evaluation.runner import EpisodeJob, evaluate, make_jobs, parse_seeds, run_local
+from captain_ros.evaluation.runner import (
+    EpisodeJob,
+    evaluate,
+    make_jobs,
+    parse_seeds,
+    resolve,
+    run_local,
+    worker_environment,
+)
 from captain_ros.evaluation.summary import aggregate, compare, load_episodes
 from captain_ros.harness.record import EpisodeRecord
 
@@ -149,3 +157,30 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
             parent.kill()
         for w in filter(_alive, workers):  # a failed run must not leave sleepers behind
             os.kill(w, signal.SIGKILL)
+
+
+WORKER_ENTRY_POINTS = [
+    "captain_ros.evaluation.episode:run_job",
+    "captain_ros.learn.re0.rollouts:rollout_job",
+    "captain_ros.learn.re0.rollouts:student_job",
+    "captain_ros.learn.rl.rollout:run_rollout_job",
+]
+
+
+def test_worker_environment_keeps_what_the_caller_set(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    worker_environment()
+    assert os.environ["OMP_NUM_THREADS"] == "1"
+    assert os.environ["MUJOCO_GL"] == "osmesa"
+
+
+@pytest.mark.parametrize("entry", WORKER_ENTRY_POINTS)
+def test_every_worker_entry_point_sets_the_worker_environment(entry, monkeypatch):
+    """The entry points set it themselves (a Ray task never runs the pool's initializer): an
+    empty job fails only after the environment is set."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    with pytest.raises(KeyError):
+        resolve(entry)({})
+    assert (os.environ.get("OMP_NUM_THREADS"), os.environ.get("MUJOCO_GL")) == ("1", "egl")

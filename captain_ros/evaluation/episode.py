@@ -144,10 +144,9 @@ def run_one(task_name: str, seed: int, policy_spec: str = "scripted", backend_na
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Entry point of an evaluation worker (plain dict in, plain dict out)."""
-    import os
+    from captain_ros.evaluation.runner import worker_environment
 
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core per worker
+    worker_environment()
     opts = dict(job.get("options") or {})
     opts.setdefault("report", False)  # eval folders stay light; `captain report DIR` renders later
     return run_one(job["task"], int(job["seed"]), job.get("policy", "scripted"),

@@ -88,6 +88,15 @@ def _guarded(job_path: str, job: dict[str, Any]) -> dict[str, Any]:
                                             traceback.format_exc(), job.get("out_dir", "")).to_dict()
 
 
+def worker_environment() -> None:
+    """What every worker entry point sets before its episode: headless MuJoCo rendering (EGL) and
+    one OpenMP thread per worker (the pool's processes are the parallelism; torch, imported by the
+    episode after this, reads it). The entry points call it themselves: a Ray task never runs the
+    pool's initializer. A value the caller set in the environment is kept."""
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
 def watch_parent() -> None:
     """Worker initializer: exit when the process that started the pool is gone.
 

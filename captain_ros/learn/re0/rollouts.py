@@ -23,7 +23,6 @@ restored with identity makes the whole event invalid (:class:`RolloutError`), ne
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.core.errors import CaptainError, InvalidArgumentError
-from captain_ros.evaluation.runner import EpisodeJob, run_local
+from captain_ros.evaluation.runner import EpisodeJob, run_local, worker_environment
 from captain_ros.harness.budgets import Budgets
 from captain_ros.harness.decision_points import (
     DecisionPointSource,
@@ -207,8 +206,7 @@ def run_rollout(spec: EventSpec, arm: str, xi: int, out_dir: str | Path) -> Epis
 
 def rollout_job(job: dict[str, Any]) -> dict[str, Any]:
     """Entry point of a worker (plain dict in and out, like the evaluation's episode jobs)."""
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core per worker (as run_job)
+    worker_environment()
     opts = job["options"]["rollout"]
     spec = EventSpec(**opts["event"])
     try:
@@ -239,8 +237,7 @@ def student_job(job: dict[str, Any]) -> dict[str, Any]:
     from captain_ros.evaluation.episode import build_robot
     from captain_ros.harness.session import SessionConfig
 
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core per worker (as run_job)
+    worker_environment()
     opts = dict(job.get("options") or {})
     noise = opts.get("noise")
     task, backend, service = build_robot(

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from captain_ros.evaluation.runner import worker_environment
 from captain_ros.harness.observers import EpisodeObserver, Stop
 from captain_ros.learn.credit.early_stop import EarlyStop
 from captain_ros.learn.rl.batch import ROLLOUT_FILE
@@ -232,8 +233,7 @@ def run_rollout_job(job: dict[str, Any]) -> dict[str, Any]:
     this worker) and ``served`` (``{"base_url", "model"}``: the student behind vLLM,
     :mod:`.served`, instead of the worker's in-process model).
     """
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    worker_environment()
     from captain_ros.evaluation.episode import local_setup
 
     opts = dict(job.get("options") or {})
