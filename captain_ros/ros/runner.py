@@ -55,13 +55,15 @@ class Executors:
                             else SingleThreadedExecutor(context=n.context))
             ex.add_node(n)
             self.executors.append(ex)
+        self._stop = threading.Event()
         self.threads = [threading.Thread(target=self._spin, args=(ex,), daemon=True)
                         for ex in self.executors]
 
-    @staticmethod
-    def _spin(ex: Executor) -> None:
+    def _spin(self, ex: Executor) -> None:
+        """``ex.spin()`` that :meth:`shutdown` can end between two iterations."""
         with contextlib.suppress(ExternalShutdownException):
-            ex.spin()
+            while not self._stop.is_set() and ex.context.ok():
+                ex.spin_once()
 
     def start(self) -> Executors:
         for t in self.threads:
@@ -80,12 +82,22 @@ class Executors:
             self._spin(self.executors[0])
 
     def shutdown(self) -> None:
-        """Stop every executor and join its thread (no C++ thread may outlive the process)."""
+        """End the spin loops, join their threads, then shut the executors down (no C++ thread
+        may outlive the process).
+
+        The order matters: rclpy's ``Executor.shutdown`` destroys its guard conditions at once,
+        without waiting for an iteration in flight, so a thread still inside ``spin_once`` then
+        used a destroyed handle (``InvalidHandle: cannot use Destroyable``, printed by every
+        ``captain up`` at exit before this)."""
+        self._stop.set()
         for ex in self.executors:
-            ex.shutdown(timeout_sec=5.0)
+            with contextlib.suppress(Exception):  # a context already shut down
+                ex.wake()
         for t in self.threads:
             if t.ident is not None and t.is_alive():
                 t.join(10.0)
+        for ex in self.executors:
+            ex.shutdown(timeout_sec=5.0)
 
 
 def run_nodes(argv: list[str] | None, factory: Callable[[], Sequence[Node]],
