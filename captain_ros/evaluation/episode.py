@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from captain_ros.evaluation.runner import worker_environment
 from captain_ros.harness.observers import CallEvent, EpisodeObserver
 from captain_ros.harness.record import EpisodeRecord
 from captain_ros.harness.setup import BackendPrivileged, EpisodeSetup
@@ -144,8 +145,6 @@ def run_one(task_name: str, seed: int, policy_spec: str = "scripted", backend_na
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Entry point of an evaluation worker (plain dict in, plain dict out)."""
-    from captain_ros.evaluation.runner import worker_environment
-
     worker_environment()
     opts = dict(job.get("options") or {})
     opts.setdefault("report", False)  # eval folders stay light; `captain report DIR` renders later
