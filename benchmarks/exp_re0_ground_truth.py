@@ -24,6 +24,7 @@ deleted once read. ``--analyse`` only reads the ledger back and writes ``OUT/rep
   runs; the symmetrized pool is a construction from measured pairs, not a measured teacher).
 
 Usage: ``python benchmarks/exp_re0_ground_truth.py --out DIR [--seed 3] [--rate 0.5] [--draws 1000]
+[--student SPEC]
 [--teachers 'takeover;takeover-faulty;self@20'] [--workers 2] [--hours H] [--analyse]``
 """
 
@@ -63,7 +64,7 @@ def event_of(a: argparse.Namespace, out: Path) -> dict[str, Any]:
     path = out / "event.json"
     if path.exists():
         return json.loads(path.read_text())
-    student = f"scripted-faulty:place_offset=1,skip_verify={a.rate:g},offset_m=0.12"
+    student = a.student or f"scripted-faulty:place_offset=1,skip_verify={a.rate:g},offset_m=0.12"
     seed, src, loc = find_event(a.task, a.seed, a.tries, student, out / "source")
     contract = RepairContract(loc.boundary_t, API, a.segment, scope_cost(a.segment, len(API)))
     event = {
@@ -292,6 +293,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=3, help="a train seed (0-999)")
     ap.add_argument("--tries", type=int, default=10, help="train seeds tried for a failure")
     ap.add_argument("--rate", type=float, default=0.5, help="the student's skip_verify rate")
+    ap.add_argument(
+        "--student",
+        default="",
+        help="the student's policy spec (default: the testbed's scripted-faulty with place_offset=1, "
+        "skip_verify=RATE, offset_m=0.12); read from OUT/event.json on a resume",
+    )
     ap.add_argument("--segment", type=int, default=8, help="contract length in requests")
     ap.add_argument("--draws", type=int, default=1000)
     ap.add_argument(
