@@ -9,8 +9,8 @@ same rollout for every teacher and runs once. One pass of ``--draws`` draws cost
 the first draws (``self@20``) as the pairing check: its arm must equal the student arm exactly.
 
 The run is resumable: every finished rollout is one line of ``OUT/rollouts.jsonl`` (draw, arm,
-value, outcome, restore seconds), written as it lands, and a rerun with the same ``--out`` skips
-what is there; ``--hours`` stops between chunks. The rollout folders of draws past ``--keep`` are
+value, outcome, restore seconds, the faults a faulty takeover made in its segment), written as it
+lands, and a rerun with the same ``--out`` skips what is there; ``--hours`` stops between chunks. The rollout folders of draws past ``--keep`` are
 deleted once read. ``--analyse`` only reads the ledger back and writes ``OUT/report.json``:
 
 - per teacher: Delta with a normal 95 % interval, both arms' success rates, exactly-equal pairs;
@@ -169,6 +169,7 @@ def collect(
                     "requests": rec.requests,
                     "wall_s": rec.wall_s,
                     "restore_s": ro.get("restore_s"),
+                    "teacher_faults": [f["fault"] for f in ro.get("teacher_faults") or []],
                     "error": (rec.error or "")[-300:] if rec.outcome == "error" else "",
                 }
                 ledger.write(json.dumps(row) + "\n")
@@ -232,9 +233,12 @@ def analyse(a: argparse.Namespace, out: Path, event: dict[str, Any]) -> dict[str
     rows = read_ledger(out)
     errors = [r for r in rows if r["outcome"] == "error"]
     by: dict[str, dict[int, float]] = {}
+    struck: dict[str, int] = {}  # arm -> draws in which its segment made a seeded mistake
     for r in rows:
         if r["outcome"] != "error" and r["value"] is not None:
             by.setdefault(r["arm"], {})[r["xi"]] = float(r["value"])
+            if "teacher_faults" in r:  # ledgers written before the field have no count
+                struck[r["arm"]] = struck.get(r["arm"], 0) + bool(r["teacher_faults"])
     base = by.get(STUDENT_ARM, {})
     rng = np.random.default_rng(0)
     report: dict[str, Any] = {
@@ -266,6 +270,7 @@ def analyse(a: argparse.Namespace, out: Path, event: dict[str, Any]) -> dict[str
             "teacher_success": statistics.mean(vals[x] for x in xs),
             "student_success": statistics.mean(base[x] for x in xs),
             "exactly_equal_pairs": sum(d == 0 for d in diffs),
+            "draws_with_teacher_faults": struck.get(arm),
             "null": mean <= 0,
         }
         sym = diffs + [-d for d in diffs]  # this pool's spread, mean 0 by construction

@@ -135,3 +135,12 @@ def test_mujoco_pairs_share_their_draw_in_spawned_workers(tmp_path):
         EventSpec(**{**clean.__dict__, "event_id": "ev-h", "teacher": "takeover-faulty"}), workers=2
     )
     assert all(d.teacher_return <= d.student_return for d in harmful(0, 2))
+    # each rollout names the mistakes its teacher's segment made: none for the clean takeover and
+    # the student arms, the seeded misplacement for every draw of the harmful one
+    assert all(r.extra["rollout"]["teacher_faults"] == [] for r in runner.records)
+    struck = {
+        r.extra["rollout"]["xi"]: [f["fault"] for f in r.extra["rollout"]["teacher_faults"]]
+        for r in harmful.records
+        if r.extra["rollout"]["arm"] == "teacher"
+    }
+    assert sorted(struck) == [0, 1] and all("place_offset" in s for s in struck.values())

@@ -189,6 +189,7 @@ def run_rollout(spec: EventSpec, arm: str, xi: int, out_dir: str | Path) -> Epis
         resume=res,
     )
     turns = [asdict(x) for x in getattr(policy, "turns", [])]
+    injector = getattr(teacher, "injector", None) if arm == "teacher" else None
     extra = {
         "rollout": {
             "event_id": spec.event_id,
@@ -199,6 +200,9 @@ def run_rollout(spec: EventSpec, arm: str, xi: int, out_dir: str | Path) -> Epis
             "channel": spec.channel,
             "restore_s": restore_s,
             "turns": turns,
+            # a faulty takeover's mistakes that struck in its segment (a harmful control whose
+            # fault had no opportunity there is a clean takeover in that draw)
+            "teacher_faults": [e.to_dict() for e in getattr(injector, "events", [])],
         }
     }
     return EpisodeRecord.from_dict({**record.to_dict(), "extra": {**record.extra, **extra}})
