@@ -201,3 +201,21 @@ def test_a_restarted_session_is_detected_and_the_task_resumed(tmp_path):
     assert parse_notes(cells[probe][2]) == {"epoch": None}
     assert "S = State(robot, 2)" in cells[probe + 1][1] and "start(S, poses=" in cells[probe + 1][1]
     assert hs.host_success and hs.outcome == "success_with_finish"
+
+
+@pytest.mark.slow
+def test_the_expert_takes_over_a_drawer_handle_already_held(tmp_path):
+    """open_drawer train seed 70: the expert has grasped the handle (request 5) when the takeover
+    starts. The jaw hides the bar, so a fresh look at it is a fragment; the takeover pulls along
+    its jaw's closing axis (the grasp's pull direction), opens the drawer and finishes. (Before,
+    it pulled from the cabinet centre toward the fragment, 19 deg off, and its opening check, a
+    distance from that fragment, passed: a false finish.)"""
+    pol = TakeoverPolicy(make_policy("scripted"), at_request=6, max_requests=15)
+    hs = _run("open_drawer", 70, pol, tmp_path / "drawer")
+    cells = _cells(tmp_path / "drawer")
+    grasp = parse_notes(next(out for t, code, out in cells if t == 5 and "grab_handle" in code))
+    assert grasp["held"] is True
+    axis = parse_notes(next(out for _, code, out in cells if "pull_axis(S)" in code))
+    cos = sum(a * b for a, b in zip(axis["u"], grasp["u"], strict=True))
+    assert cos > 0.985  # within 10 deg of the direction the grasp was aimed along
+    assert hs.host_success and hs.outcome == "success_with_finish"

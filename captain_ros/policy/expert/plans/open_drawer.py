@@ -22,6 +22,7 @@ from captain_ros.policy.expert.kit import (
     go,
     holding,
     jaw,
+    qrot,
     ready,
     rise,
     stop_reason,
@@ -157,17 +158,28 @@ def recheck_handle(S: State, prompt: str) -> dict[str, Any]:
             S.D["handle"] = relabel(S, min(cands, key=near_exp), prompt)
             S.G["handle"] = measure(S, S.D["handle"], S.D.get("cabinet"))
     h = S.G.get("handle")
-    d = float(np.linalg.norm(np.array(h["center_m"][:2]) - S.m["h0"][:2])) if h else 0.0
+    # the opening is the bar's travel along the pull direction: a detection off to the side (a
+    # fragment, another object) cannot pass for an open drawer
+    d = float((np.array(h["center_m"][:2]) - S.m["h0"][:2]) @ S.m["u"]) if h else 0.0
     return {"opened": round(d, 4), "off_exp": None if not h else round(near_exp(h), 4)}
 
 
 @in_session
 def pull_axis(S: State) -> dict[str, Any]:
-    """The pull direction from my records (cabinet centre to handle), for a handle already held."""
+    """The pull direction for a handle already held. My jaw hides the bar, so a measurement of it
+    is a fragment (centimetres off, and the direction with it): the bar is where my tool is, and
+    I grasped it with the jaw closing along the pull direction, so the drawer runs along my jaw's
+    closing axis (the tool's y), away from the cabinet. The start is where the bar is now."""
     gc = S.G["cabinet"] or {"center_m": [0.6, 0.0, 0.05]}
-    u = np.array(S.G["handle"]["center_m"][:2], dtype=float) - np.array(gc["center_m"][:2], dtype=float)
-    S.m["u"], S.m["shift"] = u / max(np.linalg.norm(u), 1e-6), 0.0
-    return {"u": S.m["u"].round(3)}
+    t = tcp(S)
+    out = t[:2] - np.array(gc["center_m"][:2], dtype=float)
+    y = qrot(tcp(S, quat=True), [0.0, 1.0, 0.0])[:2]
+    u = y if np.linalg.norm(y) > 0.5 else out  # a steep tilt: cabinet centre -> tool instead
+    u = u / max(np.linalg.norm(u), 1e-6)
+    u = u if float(u @ out) >= 0 else -u
+    S.m["u"], S.m["shift"] = u, 0.0
+    S.m["h0"] = np.array([t[0], t[1], t[2]])
+    return {"u": u.round(3), "h0": S.m["h0"].round(4)}
 
 
 class _Drawer:
@@ -231,13 +243,16 @@ def plan(instruction: str = "") -> Plan:
 
 def resume(instruction: str = "") -> Plan:
     """Taking over I cannot know how far the drawer was open before: "where it starts" is where
-    the handle is now, so I finish only once my own pull has opened it far enough."""
+    the handle is now, so I finish only once my own pull has opened it far enough. Holding the
+    handle, I look only for the cabinet: my jaw hides the bar (a detection of it is a fragment),
+    and my tool tells where it is and which way it pulls."""
     d = _Drawer(instruction)
     held = yield from take_stock()
     if not (yield from d.find_handle()):
         return
     if held:
-        yield Call("I hold the handle: the pull direction runs from the cabinet centre to it.", pull_axis)
+        yield Call("I hold the handle: it is where my tool is, and the drawer runs along my jaw's "
+                   "closing axis, away from the cabinet.", pull_axis)
     elif not (yield from d.grab()):
         return
     yield from d.pull_and_finish()
