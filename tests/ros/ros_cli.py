@@ -91,6 +91,11 @@ class RosCli:
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(10)
+        # the CLI's verbs start a ros2 daemon on this domain that outlives the test
+        try:
+            self.run("daemon", "stop", timeout_s=30.0)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def goal(**fields: object) -> str:
