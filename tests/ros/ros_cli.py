@@ -6,6 +6,7 @@ time), never fixed sleeps.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -92,10 +93,8 @@ class RosCli:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(10)
         # the CLI's verbs start a ros2 daemon on this domain that outlives the test
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.run("daemon", "stop", timeout_s=30.0)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 def goal(**fields: object) -> str:
