@@ -10,8 +10,8 @@ the first draws (``self@20``) as the pairing check: its arm must equal the stude
 
 The run is resumable: every finished rollout is one line of ``OUT/rollouts.jsonl`` (draw, arm,
 value, outcome, restore seconds, the faults a faulty takeover made in its segment), written as it
-lands, and a rerun with the same ``--out`` skips what is there; ``--hours`` stops between chunks. The rollout folders of draws past ``--keep`` are
-deleted once read. ``--analyse`` only reads the ledger back and writes ``OUT/report.json``:
+lands, and a rerun with the same ``--out`` skips what is there; ``--hours`` stops between chunks.
+The rollout folders of draws past ``--keep`` are deleted once read. ``--analyse`` only reads the ledger back and writes ``OUT/report.json``:
 
 - per teacher: Delta with a normal 95 % interval, both arms' success rates, exactly-equal pairs;
 - the verifier (betting and Hoeffding, the 8..48 escalation, alpha = 0.05 for one event) on
@@ -24,8 +24,7 @@ deleted once read. ``--analyse`` only reads the ledger back and writes ``OUT/rep
   runs; the symmetrized pool is a construction from measured pairs, not a measured teacher).
 
 Usage: ``python benchmarks/exp_re0_ground_truth.py --out DIR [--seed 3] [--rate 0.5] [--draws 1000]
-[--student SPEC]
-[--teachers 'takeover;takeover-faulty;self@20'] [--workers 2] [--hours H] [--analyse]``
+[--student SPEC] [--teachers 'takeover;takeover-faulty;self@20'] [--workers 2] [--hours H] [--analyse]``
 """
 
 from __future__ import annotations

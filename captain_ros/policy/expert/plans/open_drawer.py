@@ -178,7 +178,7 @@ def pull_axis(S: State) -> dict[str, Any]:
     u = u / max(np.linalg.norm(u), 1e-6)
     u = u if float(u @ out) >= 0 else -u
     S.m["u"], S.m["shift"] = u, 0.0
-    S.m["h0"] = np.array([t[0], t[1], t[2]])
+    S.m["h0"] = t
     return {"u": u.round(3), "h0": S.m["h0"].round(4)}
 
 
@@ -244,8 +244,8 @@ def plan(instruction: str = "") -> Plan:
 def resume(instruction: str = "") -> Plan:
     """Taking over I cannot know how far the drawer was open before: "where it starts" is where
     the handle is now, so I finish only once my own pull has opened it far enough. Holding the
-    handle, I look only for the cabinet: my jaw hides the bar (a detection of it is a fragment),
-    and my tool tells where it is and which way it pulls."""
+    handle, I still look (the cabinet), but my jaw hides the bar, so my tool, not that look, tells
+    where the bar is and which way it pulls (``pull_axis``)."""
     d = _Drawer(instruction)
     held = yield from take_stock()
     if not (yield from d.find_handle()):
