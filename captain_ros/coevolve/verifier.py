@@ -213,7 +213,8 @@ class Verifier:
         failed = [c for c in checks if not c.ok]
         failed.sort(key=lambda c: LEVELS.index(c.level))
         meas.update({"payload_xy": [round(float(v), 3) for v in post.payload["position_m"][:2]],
-                     "clipped_commands": trace.clipped, "duration_s": round(trace.duration_s, 2),
+                     "clipped_commands": trace.clipped, "watchdog_expired": list(trace.watchdog),
+                     "duration_s": round(trace.duration_s, 2),
                      "stopped": trace.reason, "spacing_error_m": post.formation["spacing_error_m"],
                      "lateral_m": post.route["centre_lateral_m"],
                      "heading_error_rad": post.route["heading_error_rad"]})
@@ -223,7 +224,8 @@ class Verifier:
             summary = (f"REJECTED ({first.level}): {first.name} failed"
                        + (f" - {first.detail}" if first.detail else "")
                        + (f" [value {first.value}, limit {first.limit}]" if first.value is not None else "")
-                       + "".join(f"; {r} commands clipped: {', '.join(c)}" for r, c in trace.clipped.items() if c))
+                       + "".join(f"; {r} commands clipped: {', '.join(c)}" for r, c in trace.clipped.items() if c)
+                       + "".join(f"; {r} velocity command expired (watchdog)" for r in trace.watchdog))
             return Evidence(False, tuple(checks), ftype, first.level, culprit, summary, measurements=meas)
         done, cert = self._completion(pre, z, post, trace, phase, certified, meas)
         setup = not done

@@ -3,7 +3,9 @@
 :class:`RosHumanoidBridge` implements :class:`~captain_ros.backends.humanoid.bridge.HumanoidBridge`
 with the controller node's services (``/captain/humanoid/*``); :meth:`advance` waits, driven by the
 state topic, until the controller's clock has advanced by the requested time (the controller
-free-runs at fixed rates; nothing is stepped on demand). Snapshots are ids stored by the controller.
+free-runs at fixed rates; nothing is stepped on demand), and reports the robots whose velocity
+command the controller's watchdog expired meanwhile (from the topic's expiry counters; an expiry in
+the state period before the call may count for this interval). Snapshots are ids stored by the controller.
 Calls are synchronous and must come from a thread that does not spin ``node``.
 """
 
@@ -72,6 +74,7 @@ class RosHumanoidBridge(HumanoidBridge):
         self._trigger = node.create_client(Trigger, ESTOP_TRIGGER_SRV, **kw)
         self._reset = node.create_client(Trigger, ESTOP_RESET_SRV, **kw)
         self._time = -1.0
+        self._expiries: dict[str, int] = {}
         self._latched = False
         self._tick = threading.Condition()
         node.create_subscription(String, f"{PREFIX}/state", self._on_state, 10, **kw)
@@ -85,11 +88,13 @@ class RosHumanoidBridge(HumanoidBridge):
     # --- plumbing --------------------------------------------------------------------------------
     def _on_state(self, msg: String) -> None:
         try:
-            t = float(json.loads(msg.data)["time_s"])
-        except (ValueError, KeyError, TypeError):
+            d = json.loads(msg.data)
+            t = float(d["time_s"])
+            expiries = {str(r): int(n) for r, n in dict(d.get("watchdog_expiries") or {}).items()}
+        except (ValueError, KeyError, TypeError, AttributeError):
             return
         with self._tick:
-            self._time = t
+            self._time, self._expiries = t, expiries
             self._tick.notify_all()
 
     def _on_estop(self, msg: Bool) -> None:
@@ -138,16 +143,19 @@ class RosHumanoidBridge(HumanoidBridge):
 
     def advance(self, duration_s: float) -> AdvanceReport:
         """Wait until the controller clock passed ``now + duration_s`` (state-topic driven)."""
+        with self._tick:
+            before = dict(self._expiries)
         t0 = self.time_s()
         goal = t0 + float(duration_s)
         wall = max(10.0, 20.0 * float(duration_s))
         with self._tick:
             ok = self._tick.wait_for(lambda: self._time >= goal - 1e-9 or self._latched, timeout=wall)
+            expired = tuple(sorted(r for r, n in self._expiries.items() if n > before.get(r, 0)))
         if self._latched:
-            return AdvanceReport(max(0.0, self._time - t0), True, "e-stop latched")
+            return AdvanceReport(max(0.0, self._time - t0), True, "e-stop latched", expired)
         if not ok:
             raise RosBridgeError(f"the controller clock did not advance {duration_s:.2f} s within {wall:.0f} s")
-        return AdvanceReport(self._time - t0)
+        return AdvanceReport(self._time - t0, watchdog_expired=expired)
 
     def estop(self, reason: str = "") -> None:
         self._srv(self._trigger, Trigger.Request())

@@ -10,8 +10,9 @@ arrive asynchronously as they would from a coordinator. Interfaces:
   ``command_arms``, ``state``, ``spec``, ``time``, ``reset_monitor``); the reply carries the applied
   (clipped) command or the state;
 * ``/captain/humanoid/state`` (``std_msgs/String``, JSON at ``state_rate_hz``): bridge time, both
-  robots' states, the payload pose (simulation), the e-stop; ``/joint_states`` (both robots' base and
-  arm joints);
+  robots' states, the payload pose (simulation), the e-stop, and per robot the number of velocity
+  commands the watchdog has expired since the node started (``watchdog_expiries``: a coordinator
+  that refreshes too slowly sees it); ``/joint_states`` (both robots' base and arm joints);
 * ``/captain/humanoid/snapshot``, ``/restore``, ``/privileged_state``, ``/load_scene`` (simulation;
   snapshot and restore answer ``digest=<state digest>`` taken atomically under the bridge lock, so
   the coordinator can verify a restoration while the controller keeps running);
@@ -55,6 +56,7 @@ class HumanoidNode(Node):
         self.lock = threading.RLock()
         self.bridge = bridge if bridge is not None else self._make(self.p["layout"], int(self.p["seed"]))
         self._snapshots: dict[str, Any] = {}
+        self._expiries = dict.fromkeys(self.bridge.spec.robot_names, 0)
         ctl, srv = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
         self.state_pub = self.create_publisher(String, f"{PREFIX}/state", 10)
         self.joint_pub = self.create_publisher(JointState, "/joint_states", 10)
@@ -80,14 +82,17 @@ class HumanoidNode(Node):
     # --- timers ----------------------------------------------------------------------------------
     def _tick(self) -> None:
         with self.lock:
-            self.bridge.advance(self.bridge.spec.control_dt_s)
+            rep = self.bridge.advance(self.bridge.spec.control_dt_s)
+            for r in rep.watchdog_expired:
+                self._expiries[r] = self._expiries.get(r, 0) + 1
 
     def _publish(self) -> None:
         with self.lock:
             states = {r: self.bridge.state(r) for r in self.bridge.spec.robot_names}
             priv = self.bridge.privileged_state()
+            expiries = dict(self._expiries)
         msg = {"time_s": priv["time_s"], "estop": priv["estop"], "payload": priv["payload"],
-               "robots": {r: s.to_dict() for r, s in states.items()}}
+               "robots": {r: s.to_dict() for r, s in states.items()}, "watchdog_expiries": expiries}
         self.state_pub.publish(String(data=json.dumps(msg)))
         names: list[str] = []
         position: list[float] = []
