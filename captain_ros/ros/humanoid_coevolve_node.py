@@ -27,6 +27,7 @@ from rclpy.node import Node
 
 from captain_ros.ros import convert
 from captain_ros.ros.params import Param, declare
+from captain_ros.ros.policy_node import FEEDBACK_QOS
 from captain_ros.ros.recorder_watch import RecorderWatch
 
 PARAMS = (
@@ -56,7 +57,8 @@ class CoEvolveNode(Node):
         self.server = ActionServer(self, RunEpisode, "/captain/run_episode", self._execute,
                                    goal_callback=lambda _g: GoalResponse.REJECT if self._busy.locked()
                                    else GoalResponse.ACCEPT,
-                                   cancel_callback=lambda _g: CancelResponse.ACCEPT, callback_group=group)
+                                   cancel_callback=lambda _g: CancelResponse.ACCEPT, callback_group=group,
+                                   feedback_pub_qos_profile=FEEDBACK_QOS)
 
     def _event(self, episode_id: str, event: str, detail: dict[str, Any]) -> None:
         self.event_pub.publish(EpisodeEvent(stamp=self.get_clock().now().to_msg(), episode_id=episode_id,

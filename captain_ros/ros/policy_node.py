@@ -33,6 +33,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
 from rclpy.parameter_client import AsyncParameterClient
+from rclpy.qos import QoSProfile
 from std_msgs.msg import Bool, String
 
 from captain_ros.bags.messages import TRAJECTORY_TOPIC
@@ -73,6 +74,10 @@ PARAMS = (
 )
 
 
+# action feedback carries every receipt: a deep reliable queue, so a busy client loses none
+FEEDBACK_QOS = QoSProfile(depth=1000)
+
+
 class PolicyNode(Node):
 
     executor_threads = 4  # calls/e-stop served while a long callback runs
@@ -103,7 +108,7 @@ class PolicyNode(Node):
         self._goal: Any = None
         self.server = ActionServer(self, RunEpisode, "/captain/run_episode", self._execute,
                                    goal_callback=self._on_goal, cancel_callback=lambda _g: CancelResponse.ACCEPT,
-                                   callback_group=group)
+                                   callback_group=group, feedback_pub_qos_profile=FEEDBACK_QOS)
 
     def _on_estop_state(self, msg: Bool) -> None:
         self.estop_latched = bool(msg.data)

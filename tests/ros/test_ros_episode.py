@@ -23,6 +23,7 @@ from ros_fixtures import ChildProcess, Spinner, _next_domain, wait_until
 from captain_ros.bags.rosbag2 import read_messages, summarize_bag
 from captain_ros.data import data_path
 from captain_ros.ros import convert
+from captain_ros.ros.policy_node import FEEDBACK_QOS
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +47,7 @@ def graph(tmp_path_factory):
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
     node = Node("operator", context=ctx)
-    client = ActionClient(node, RunEpisode, "/captain/run_episode")
+    client = ActionClient(node, RunEpisode, "/captain/run_episode", feedback_sub_qos_profile=FEEDBACK_QOS)
     topic: list[Receipt] = []
     event = threading.Event()
 
