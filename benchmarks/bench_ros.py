@@ -138,10 +138,10 @@ def episode_ros(task_name: str, seed: int, out_dir: Path, domain: int,
                 robot_params: dict[str, float] | None = None) -> dict[str, float]:
     import rclpy
     from captain_ros_interfaces.action import RunEpisode
-    from rclpy.action import ActionClient
     from rclpy.node import Node
 
     from captain_ros.ros import up as _up
+    from captain_ros.ros.action_client import ActionClient
     from captain_ros.ros.env import apply_ros_environment
     from captain_ros.ros.runner import Executors
     CONFIG, compose = _up.CONFIG, _up.compose

@@ -70,9 +70,10 @@ class Operator:
     def __init__(self, domain: int) -> None:
         import rclpy
         from captain_ros_interfaces.action import RunEpisode
-        from rclpy.action import ActionClient
         from rclpy.executors import MultiThreadedExecutor
         from rclpy.node import Node
+
+        from captain_ros.ros.action_client import ActionClient
 
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx, domain_id=domain)

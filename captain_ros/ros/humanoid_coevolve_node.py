@@ -27,7 +27,7 @@ from rclpy.node import Node
 
 from captain_ros.ros import convert
 from captain_ros.ros.params import Param, declare
-from captain_ros.ros.policy_node import FEEDBACK_QOS
+from captain_ros.ros.qos import FEEDBACK_QOS
 from captain_ros.ros.recorder_watch import RecorderWatch
 
 PARAMS = (

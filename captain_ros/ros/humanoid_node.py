@@ -84,7 +84,7 @@ class HumanoidNode(Node):
         with self.lock:
             rep = self.bridge.advance(self.bridge.spec.control_dt_s)
             for r in rep.watchdog_expired:
-                self._expiries[r] = self._expiries.get(r, 0) + 1
+                self._expiries[r] += 1
 
     def _publish(self) -> None:
         with self.lock:

@@ -33,7 +33,6 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
 from rclpy.parameter_client import AsyncParameterClient
-from rclpy.qos import QoSProfile
 from std_msgs.msg import Bool, String
 
 from captain_ros.bags.messages import TRAJECTORY_TOPIC
@@ -49,6 +48,7 @@ from captain_ros.ros.episode_glue import CancelObserver, GoalObserver, ServicePr
 from captain_ros.ros.estop import ESTOP_RESET_SRV, ESTOP_STATE_TOPIC, LATCHED_QOS
 from captain_ros.ros.params import Param, declare
 from captain_ros.ros.publish_log import PublishLog
+from captain_ros.ros.qos import FEEDBACK_QOS
 from captain_ros.ros.recorder_watch import RecorderWatch
 
 COUNTS_SETTLE_S = 0.2
@@ -72,10 +72,6 @@ PARAMS = (
     Param("bag_wait_s", 15.0, "Longest wait for the recorder to close the episode's bag [s] "
           "(longer than the recorder's close_grace_s).", 0.0, 120.0),
 )
-
-
-# action feedback carries every receipt: a deep reliable queue, so a busy client loses none
-FEEDBACK_QOS = QoSProfile(depth=1000)
 
 
 class PolicyNode(Node):

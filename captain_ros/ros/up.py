@@ -84,10 +84,10 @@ def run(args: argparse.Namespace) -> int:
 def _run_graph(args: argparse.Namespace) -> int:
     import rclpy
     from captain_ros_interfaces.action import RunEpisode
-    from rclpy.action import ActionClient
     from rclpy.lifecycle import LifecycleNode
     from rclpy.node import Node
 
+    from captain_ros.ros.action_client import ActionClient
     from captain_ros.ros.env import apply_ros_environment, default_state_dir
     from captain_ros.ros.params import ParameterError
     from captain_ros.ros.runner import Executors
@@ -107,8 +107,7 @@ def _run_graph(args: argparse.Namespace) -> int:
             print(f"captain up: {exc}", file=sys.stderr)
             return 2
         operator = Node("captain_up", context=context)
-        client: ActionClient[Any, Any, Any] = ActionClient(operator, RunEpisode,
-                                                           "/captain/run_episode")
+        client = ActionClient(operator, RunEpisode, "/captain/run_episode")
         executors = Executors([*nodes, operator]).start()
         if not client.wait_for_server(timeout_sec=30.0):
             print("captain up: the policy node's action server did not come up", file=sys.stderr)

@@ -21,7 +21,8 @@ from ament_index_python.packages import get_package_share_directory
 from captain_ros_interfaces.action import RunEpisode
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from lifecycle_msgs.srv import GetState
-from rclpy.action import ActionClient
+
+from captain_ros.ros.action_client import ActionClient
 
 OUT = tempfile.mkdtemp(prefix="captain_launch_test_")
 

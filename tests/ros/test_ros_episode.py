@@ -16,14 +16,14 @@ import pytest
 from action_msgs.msg import GoalStatus
 from captain_ros_interfaces.action import RunEpisode
 from captain_ros_interfaces.msg import Receipt
-from rclpy.action import ActionClient
 from rclpy.node import Node
 from ros_fixtures import ChildProcess, Spinner, _next_domain, wait_until
 
 from captain_ros.bags.rosbag2 import read_messages, summarize_bag
 from captain_ros.data import data_path
 from captain_ros.ros import convert
-from captain_ros.ros.policy_node import FEEDBACK_QOS
+from captain_ros.ros.action_client import ActionClient
+from captain_ros.ros.qos import FEEDBACK_QOS
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,6 @@ import pytest
 from captain_ros_interfaces.action import RunEpisode
 from captain_ros_interfaces.msg import Receipt
 from captain_ros_interfaces.srv import Restore, RobotCall, Snapshot
-from rclpy.action import ActionClient
 from rclpy.node import Node
 from ros_fixtures import ROOT, ChildProcess, Spinner, _next_domain, wait_until
 from std_msgs.msg import Bool
@@ -27,7 +26,9 @@ from captain_ros.backends.humanoid.types import BaseVelocity
 from captain_ros.bags.rosbag2 import read_messages, summarize_bag
 from captain_ros.data import data_path
 from captain_ros.ros import convert
+from captain_ros.ros.action_client import ActionClient
 from captain_ros.ros.humanoid_client import RosHumanoidBridge
+from captain_ros.ros.qos import FEEDBACK_QOS
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +51,8 @@ def graph(tmp_path_factory):
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
     node = Node("operator", context=ctx)
-    client = ActionClient(node, RunEpisode, "/captain/run_episode")
+    client = ActionClient(node, RunEpisode, "/captain/run_episode",
+                          feedback_sub_qos_profile=FEEDBACK_QOS)
     topic: list[Receipt] = []
     event = threading.Event()
 
@@ -201,7 +203,8 @@ def test_ros2_launch_backend_humanoid_runs_coevolve(tmp_path, domain_id):
     spinner = Spinner(ctx)
     spinner.add(node)
     try:
-        client = ActionClient(node, RunEpisode, "/captain/run_episode")
+        client = ActionClient(node, RunEpisode, "/captain/run_episode",
+                          feedback_sub_qos_profile=FEEDBACK_QOS)
         assert client.wait_for_server(timeout_sec=90.0), (tmp_path / "launch.log").read_text()[-3000:]
         wait_until(lambda: node.count_publishers("/captain/humanoid/state") > 0, 60.0,
                    what="the humanoid controller")

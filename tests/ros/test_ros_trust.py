@@ -19,7 +19,6 @@ import pytest
 from action_msgs.msg import GoalStatus
 from captain_ros_interfaces.action import RunEpisode
 from captain_ros_interfaces.srv import LoadScene
-from rclpy.action import ActionClient
 from rclpy.node import Node
 from ros_cli import RosCli, cli_env, require_ros2_cli
 from ros_fixtures import STATE_DIR, Spinner, wait_until
@@ -28,6 +27,7 @@ from std_srvs.srv import Trigger
 
 from captain_ros.bags.episodes import published_in_window
 from captain_ros.bags.rosbag2 import summarize_bag
+from captain_ros.ros.action_client import ActionClient
 from captain_ros.ros.calls import call_sync
 from captain_ros.ros.estop import LATCHED_QOS
 

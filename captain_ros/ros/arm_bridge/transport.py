@@ -27,7 +27,6 @@ import rclpy
 from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory, GripperCommand
-from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -39,6 +38,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 from captain_ros.backends.ros_arm.config import RosArmConfig
 from captain_ros.backends.ros_arm.transport import GoalState, ImageSample, JointSample
 from captain_ros.core.errors import HardwareError
+from captain_ros.ros.action_client import ActionClient
 
 _STATUS = {GoalStatus.STATUS_SUCCEEDED: "succeeded", GoalStatus.STATUS_CANCELED: "canceled",
            GoalStatus.STATUS_ABORTED: "aborted"}
