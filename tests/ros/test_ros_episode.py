@@ -202,8 +202,10 @@ def test_estop_service_from_another_process_halts_a_move(graph):
             break
     assert goal is not None, "no feasible 10 cm move from the initial pose"
     out: dict = {}
+    # slow (20 s simulated): the simulator runs faster than real time, and a CI run once saw a
+    # 5 s move end before a joint state showed it moving
     mover = threading.Thread(target=lambda: out.setdefault(
-        "r", caller.call("move_to", {"position": goal, "speed_m_s": 0.02})))
+        "r", caller.call("move_to", {"position": goal, "speed_m_s": 0.005})))
     q0 = list(joints[-1].position)
     mover.start()
     wait_until(lambda: max(abs(a - b) for a, b in zip(joints[-1].position, q0, strict=True)) > 1e-3
