@@ -202,10 +202,11 @@ def test_estop_service_from_another_process_halts_a_move(graph):
             break
     assert goal is not None, "no feasible 10 cm move from the initial pose"
     out: dict = {}
-    # slow (20 s simulated): the simulator runs faster than real time, and a CI run once saw a
-    # 5 s move end before a joint state showed it moving
+    # slow (100 s simulated): MuJoCo runs ~50x faster than real time (a 5 s move took 0.09 s
+    # in-process), and a CI run once saw a 5 s move end before a joint state showed it moving;
+    # 100 s simulated is ~1.7 s of wall time in-process, more in the robot node
     mover = threading.Thread(target=lambda: out.setdefault(
-        "r", caller.call("move_to", {"position": goal, "speed_m_s": 0.005})))
+        "r", caller.call("move_to", {"position": goal, "speed_m_s": 0.001})))
     q0 = list(joints[-1].position)
     mover.start()
     wait_until(lambda: max(abs(a - b) for a, b in zip(joints[-1].position, q0, strict=True)) > 1e-3
