@@ -25,7 +25,7 @@ from rclpy.action import ActionClient as _RclpyActionClient
 from rclpy.task import Future
 
 
-class ActionClient(_RclpyActionClient):  # type: ignore[type-arg]
+class ActionClient(_RclpyActionClient[Any, Any, Any]):
     """rclpy's action client with a race-free ``send_goal_async`` (see the module docstring)."""
 
     def send_goal_async(
@@ -33,7 +33,7 @@ class ActionClient(_RclpyActionClient):  # type: ignore[type-arg]
         goal: Any,
         feedback_callback: Callable[[Any], None] | None = None,
         goal_uuid: Any = None,
-    ) -> Future:  # type: ignore[type-arg]
+    ) -> Future[Any]:
         """Send ``goal``; the returned future completes with the goal handle once the server
         accepts or rejects it (rclpy's contract)."""
         if not isinstance(goal, self._action_type.Goal):
@@ -43,7 +43,7 @@ class ActionClient(_RclpyActionClient):  # type: ignore[type-arg]
         request = self._action_type.Impl.SendGoalService.Request()
         request.goal_id = self._generate_random_uuid() if goal_uuid is None else goal_uuid
         request.goal = goal
-        future: Future = Future()  # type: ignore[type-arg]
+        future: Future[Any] = Future()
         with self._lock:
             if feedback_callback is not None:
                 self._feedback_callbacks[bytes(request.goal_id.uuid)] = feedback_callback

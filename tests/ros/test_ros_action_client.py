@@ -9,17 +9,20 @@ take a second. A real server in the same process answers within that second.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from action_msgs.msg import GoalStatus
 from control_msgs.action import FollowJointTrajectory
 from rclpy.action import ActionClient as RclpyActionClient
 from rclpy.action import ActionServer, GoalResponse
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from ros_fixtures import ROOT, wait_until
 
 from captain_ros.ros.action_client import ActionClient
 
@@ -99,7 +102,7 @@ def test_the_answer_taken_inside_the_window_completes_the_returned_future(graph:
     result = future.result().get_result_async()
     done = threading.Event()
     result.add_done_callback(lambda _f: done.set())
-    assert done.wait(10.0) and result.result().status == 4  # STATUS_SUCCEEDED: rclpy's own path
+    assert done.wait(10.0) and result.result().status == GoalStatus.STATUS_SUCCEEDED
 
 
 def test_the_pinned_rclpy_client_loses_that_answer(graph: _Graph) -> None:
@@ -107,11 +110,21 @@ def test_the_pinned_rclpy_client_loses_that_answer(graph: _Graph) -> None:
     future: drop the subclass and this test."""
     client = RclpyActionClient(graph.client_node, FollowJointTrajectory, ACTION)
     answered, _future = graph.send(client)
-    deadline = time.monotonic() + 10.0
-    while graph.accepted == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert graph.accepted == 1, "the server never saw the goal"
+    wait_until(lambda: graph.accepted == 1, 10.0, what="the server to accept the goal")
     assert not answered.wait(3 * WINDOW_S), (
         "rclpy's send_goal_async delivered an answer taken inside the window: the pinned rclpy "
         "no longer has the double registration; captain_ros.ros.action_client can go"
     )
+
+
+def test_no_module_uses_rclpy_s_action_client_directly() -> None:
+    """Every action client of the project goes through captain_ros.ros.action_client."""
+    direct = re.compile(r"^\s*from rclpy\.action import .*\bActionClient\b", re.MULTILINE)
+    offenders = [
+        str(p.relative_to(ROOT))
+        for folder in ("captain_ros", "tests", "benchmarks", "scripts")
+        for p in (ROOT / folder).rglob("*.py")
+        if direct.search(p.read_text(encoding="utf-8"))
+        and p.name not in ("action_client.py", "test_ros_action_client.py")
+    ]
+    assert not offenders, f"use captain_ros.ros.action_client.ActionClient in {offenders}"
