@@ -90,6 +90,7 @@ def _run_graph(args: argparse.Namespace) -> int:
     from captain_ros.ros.action_client import ActionClient
     from captain_ros.ros.env import apply_ros_environment, default_state_dir
     from captain_ros.ros.params import ParameterError
+    from captain_ros.ros.qos import FEEDBACK_QOS
     from captain_ros.ros.runner import Executors
 
     apply_ros_environment(default_state_dir(), args.domain_id)
@@ -107,7 +108,8 @@ def _run_graph(args: argparse.Namespace) -> int:
             print(f"captain up: {exc}", file=sys.stderr)
             return 2
         operator = Node("captain_up", context=context)
-        client = ActionClient(operator, RunEpisode, "/captain/run_episode")
+        client = ActionClient(operator, RunEpisode, "/captain/run_episode",
+                              feedback_sub_qos_profile=FEEDBACK_QOS)
         executors = Executors([*nodes, operator]).start()
         if not client.wait_for_server(timeout_sec=30.0):
             print("captain up: the policy node's action server did not come up", file=sys.stderr)

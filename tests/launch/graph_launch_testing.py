@@ -23,6 +23,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from lifecycle_msgs.srv import GetState
 
 from captain_ros.ros.action_client import ActionClient
+from captain_ros.ros.qos import FEEDBACK_QOS
 
 OUT = tempfile.mkdtemp(prefix="captain_launch_test_")
 
@@ -64,7 +65,8 @@ class TestGraph(unittest.TestCase):
         self.assertEqual(state.current_state.label, "active")
 
     def test_one_episode_with_feedback(self):
-        client = ActionClient(self.node, RunEpisode, "/captain/run_episode")
+        client = ActionClient(self.node, RunEpisode, "/captain/run_episode",
+                              feedback_sub_qos_profile=FEEDBACK_QOS)
         self.assertTrue(client.wait_for_server(timeout_sec=120.0))
         feedback = []
         goal = RunEpisode.Goal(task="pick_place", seed=9, max_requests=3,

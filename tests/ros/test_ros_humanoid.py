@@ -204,7 +204,7 @@ def test_ros2_launch_backend_humanoid_runs_coevolve(tmp_path, domain_id):
     spinner.add(node)
     try:
         client = ActionClient(node, RunEpisode, "/captain/run_episode",
-                          feedback_sub_qos_profile=FEEDBACK_QOS)
+                              feedback_sub_qos_profile=FEEDBACK_QOS)
         assert client.wait_for_server(timeout_sec=90.0), (tmp_path / "launch.log").read_text()[-3000:]
         wait_until(lambda: node.count_publishers("/captain/humanoid/state") > 0, 60.0,
                    what="the humanoid controller")

@@ -30,6 +30,7 @@ from captain_ros.bags.rosbag2 import summarize_bag
 from captain_ros.ros.action_client import ActionClient
 from captain_ros.ros.calls import call_sync
 from captain_ros.ros.estop import LATCHED_QOS
+from captain_ros.ros.qos import FEEDBACK_QOS
 
 pytestmark = pytest.mark.slow
 EVENT_TOPICS = ("/captain/receipts", "/captain/observations", "/captain/privileged",
@@ -41,7 +42,8 @@ EVENT_TOPICS = ("/captain/receipts", "/captain/observations", "/captain/privileg
 class Graph:
     def __init__(self, cli: RosCli, proc: object, node: Node, tmp: Path) -> None:
         self.cli, self.proc, self.node, self.tmp = cli, proc, node, tmp
-        self.client = ActionClient(node, RunEpisode, "/captain/run_episode")
+        self.client = ActionClient(node, RunEpisode, "/captain/run_episode",
+                                   feedback_sub_qos_profile=FEEDBACK_QOS)
         self.estop_state: list[bool] = []
         self.recorder: list[dict] = []
         node.create_subscription(Bool, "/captain/estop/state",
