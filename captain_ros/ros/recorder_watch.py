@@ -118,6 +118,9 @@ class RecorderWatch:
                 return BagOutcome(path, True, "complete")
             return BagOutcome(path, False, f"incomplete: missing {bag.get('missing')}")
         if not self._alive():
+            # forget the dead recorder's last status (it said "ready"): the next episode waits for
+            # its successor's own status instead of starting before that one has subscribed
+            self.status = {}
             return BagOutcome(path, False, "incomplete: the recorder died during the episode "
                                            "(`captain bag recover` makes the bag readable)")
         if str(self.status.get("instance", "")) != instance:
