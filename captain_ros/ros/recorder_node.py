@@ -49,6 +49,10 @@ PARAMS = (
     Param("flush_period_s", 0.5, "Flush (close chunk + fsync) period [s]: with hold_s, what a "
           "crash can lose.", 0.05, 60.0),
     Param("discovery_period_s", 0.25, "Period of the topic discovery scan [s].", 0.05, 10.0),
+    Param("discovery_settle_s", 2.0, "Not ready before this long after start [s]: a fresh "
+          "process has not yet discovered every publisher, so 'matched to all it knows' would be "
+          "true of topics it has not seen (a respawned recorder lost a stream's first message).",
+          0.0, 60.0),
     Param("close_grace_s", 10.0, "Longest wait after 'end' for the messages the nodes published in "
           "the episode [s]; past it the bag closes marked incomplete.", 0.0, 120.0),
     Param("hold_s", 0.3, "A message is written once this much older than now [s] (its episode's "
@@ -70,6 +74,7 @@ class RecorderNode(Node):
         self.patterns = [t.strip() for t in self.p["topics"].split(",") if t.strip()]
         self.typestore = make_typestore()
         self.instance = f"{os.getpid()}-{time.time_ns()}"
+        self._started_s = time.monotonic()
         self.router = EpisodeRouter(self._open_writer, buffer_s=self.p["buffer_s"],
                                     hold_s=self.p["hold_s"])
         self.closed: list[ClosedBag] = []
@@ -189,7 +194,10 @@ class RecorderNode(Node):
 
     def ready(self) -> bool:
         """Every recorded topic in the graph is subscribed and matched to all its publishers, so
-        nothing published from now on can be missed."""
+        nothing published from now on can be missed; never within ``discovery_settle_s`` of the
+        start, while the graph this process knows may still lack publishers."""
+        if time.monotonic() - self._started_s < self.p["discovery_settle_s"]:
+            return False
         for topic, _types in self.get_topic_names_and_types():
             if topic == EVENTS_TOPIC or not any(fnmatch.fnmatch(topic, p) for p in self.patterns):
                 continue
