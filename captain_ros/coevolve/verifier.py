@@ -230,7 +230,8 @@ class Verifier:
         done, cert = self._completion(pre, z, post, trace, phase, certified, meas)
         setup = not done
         summary = ("ACCEPTED" + (f"; completed {', '.join(done)}" if done else " (setup/corrective; "
-                                "no phase completed)") + (f"; certified {', '.join(cert)}" if cert else ""))
+                                "no phase completed)") + (f"; certified {', '.join(cert)}" if cert else "")
+                   + "".join(f"; {r} velocity command expired (watchdog)" for r in trace.watchdog))
         return Evidence(True, tuple(checks), summary=summary, completed_phases=tuple(done),
                         certified=tuple(cert), setup_only=setup, measurements=meas)
 

@@ -82,8 +82,12 @@ class RosHumanoidBridge(HumanoidBridge):
         self._spec: PairSpec | None = None
 
     def wait_ready(self, timeout_s: float = 30.0) -> bool:
-        return all(c.wait_for_service(timeout_sec=timeout_s) for c in (self._call, self._snap, self._restore,
-                                                                       self._priv, self._load))
+        """Every service answers and a state message arrived (the baseline of expiry counting)."""
+        if not all(c.wait_for_service(timeout_sec=timeout_s) for c in (self._call, self._snap, self._restore,
+                                                                       self._priv, self._load)):
+            return False
+        with self._tick:
+            return self._tick.wait_for(lambda: self._time >= 0.0, timeout=timeout_s)
 
     # --- plumbing --------------------------------------------------------------------------------
     def _on_state(self, msg: String) -> None:
@@ -143,11 +147,14 @@ class RosHumanoidBridge(HumanoidBridge):
 
     def advance(self, duration_s: float) -> AdvanceReport:
         """Wait until the controller clock passed ``now + duration_s`` (state-topic driven)."""
+        wall = max(10.0, 20.0 * float(duration_s))
         with self._tick:
+            # the node's counters run since its start: without a state message there is no baseline
+            if not self._tick.wait_for(lambda: self._time >= 0.0, timeout=wall):
+                raise RosBridgeError(f"no {PREFIX}/state message within {wall:.0f} s")
             before = dict(self._expiries)
         t0 = self.time_s()
         goal = t0 + float(duration_s)
-        wall = max(10.0, 20.0 * float(duration_s))
         with self._tick:
             ok = self._tick.wait_for(lambda: self._time >= goal - 1e-9 or self._latched, timeout=wall)
             expired = tuple(sorted(r for r, n in self._expiries.items() if n > before.get(r, 0)))

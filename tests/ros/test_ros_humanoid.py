@@ -1,6 +1,6 @@
 """The humanoid pair through the ROS graph, every node in its own process.
 
-Processes: the humanoid controller node (the bridge at fixed rates, real-time factor 4), the
+Processes: the humanoid controller node (the bridge at fixed rates, real-time factor 2), the
 CoEvolve node (RunEpisode action server), the recorder; this test process is the operator (action
 client, receipts subscriber, e-stop publisher). Checks: a run with a small budget (4) ends with label B,
 its transactions and verifier events arrive as receipts on the topic, in the feedback and in the
@@ -19,7 +19,7 @@ from captain_ros_interfaces.msg import Receipt
 from captain_ros_interfaces.srv import Restore, RobotCall, Snapshot
 from rclpy.node import Node
 from ros_fixtures import ROOT, ChildProcess, Spinner, _next_domain, wait_until
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
 from captain_ros.backends.humanoid.types import BaseVelocity
@@ -42,7 +42,7 @@ def graph(tmp_path_factory):
     cfg = str(data_path("config", "captain.yaml"))
     procs = [
         ChildProcess(["-m", "captain_ros.ros.humanoid_node", "--ros-args", "--params-file", cfg,
-                      "-p", "real_time_factor:=4.0"], domain, "humanoid"),
+                      "-p", "real_time_factor:=2.0"], domain, "humanoid"),
         ChildProcess(["-m", "captain_ros.ros.humanoid_coevolve_node", "--ros-args", "--params-file", cfg,
                       "-p", f"output_root:={tmp_path_factory.mktemp('runs')}"], domain, "coevolve"),
         ChildProcess(["-m", "captain_ros.ros.recorder_node", "--ros-args", "--params-file", cfg,
@@ -109,8 +109,12 @@ def test_run_with_small_budget_receipts_feedback_and_bag(graph):
     fb = [rc for f in feedback for rc in f.receipts]
     tx = [rc for rc in fb if rc.capability == "coevolve.transaction"]
     # gate 1 within 4 transactions (the scripted roles need 3 when the controller keeps time; the
-    # fourth is margin for a loaded machine); a coordinator too slow for the watchdog says so
+    # fourth is margin for a loaded machine); a coordinator too slow for the watchdog says so. At
+    # real-time factor 2 the coordinator refreshes a command every 0.2 s of controller time
+    # unloaded (0.1 s step, state topic at 20 Hz); the watchdog allows 0.5 s (at factor 4 a CI
+    # machine once let both robots' commands expire)
     assert summary["outcome"]["first_attainment"][0] is not None, [rc.message for rc in tx]
+    assert not any("watchdog" in rc.message for rc in tx), [rc.message for rc in tx]
     assert len(tx) == 4 and all(rc.executed for rc in tx)
     first = json.loads(tx[0].value_json)
     assert first["z"]["primitive"] == "initialization" and tx[0].success
@@ -139,10 +143,22 @@ def test_controller_clips_snapshots_and_latches_estop(graph):
         capability="command_velocity", kwargs_json=json.dumps({"robot": "robot_c", "vx_m_s": 0.1,
                                                               "vy_m_s": 0.0, "wz_rad_s": 0.0})))
     assert not bad.success and "robot_c" in json.loads(bad.result_json)["error"]
+    # robot_b's command expires before the coordinator's client starts: the node's counters run
+    # since its start, so the client's first interval must not report it
+    expiries: dict = {}
+    node.create_subscription(String, "/captain/humanoid/state", lambda m: expiries.update(
+        json.loads(m.data)["watchdog_expiries"]), 10)
+    wait_until(lambda: "robot_b" in expiries, 20.0, what="a state message")
+    b_before = expiries["robot_b"]
+    assert _call(node, RobotCall, "/captain/humanoid/call", RobotCall.Request(
+        capability="command_velocity", kwargs_json=json.dumps(
+            {"robot": "robot_b", "vx_m_s": 0.1, "vy_m_s": 0.0, "wz_rad_s": 0.0}))).success
+    wait_until(lambda: expiries["robot_b"] > b_before, 20.0, what="robot_b's command to expire")
     snap = _call(node, Snapshot, "/captain/humanoid/snapshot", Snapshot.Request())
     back = _call(node, Restore, "/captain/humanoid/restore", Restore.Request(snapshot_id=snap.snapshot_id))
     assert snap.success and back.success and back.message == snap.message  # digest=<same>
     bridge = RosHumanoidBridge(node)  # the coordinator's client: a command left to expire is reported
+    assert bridge.advance(0.2).watchdog_expired == ()  # at once: before its first state message
     assert bridge.wait_ready(20.0)
     bridge.command_velocity("robot_a", BaseVelocity(0.2, 0.0, 0.0))
     assert bridge.advance(1.0).watchdog_expired == ("robot_a",)  # timeout 0.5 s of controller time
