@@ -56,6 +56,7 @@ def graph(ros_context, spinner):
     spinner.add(robot, perception, client)
     assert caller.wait_for_services(10.0)
     yield backend, robot, client, caller
+    spinner.shutdown()  # no callback may run while the node finalizes (a spinner thread saw InvalidHandle)
     robot.trigger_shutdown()
 
 
