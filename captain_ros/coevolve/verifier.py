@@ -218,6 +218,7 @@ class Verifier:
                      "stopped": trace.reason, "spacing_error_m": post.formation["spacing_error_m"],
                      "lateral_m": post.route["centre_lateral_m"],
                      "heading_error_rad": post.route["heading_error_rad"]})
+        expired = "".join(f"; {r} velocity command expired (watchdog)" for r in trace.watchdog)
         if failed:
             first = failed[0]
             ftype, culprit = self._classify(first, z, trace)
@@ -225,13 +226,13 @@ class Verifier:
                        + (f" - {first.detail}" if first.detail else "")
                        + (f" [value {first.value}, limit {first.limit}]" if first.value is not None else "")
                        + "".join(f"; {r} commands clipped: {', '.join(c)}" for r, c in trace.clipped.items() if c)
-                       + "".join(f"; {r} velocity command expired (watchdog)" for r in trace.watchdog))
+                       + expired)
             return Evidence(False, tuple(checks), ftype, first.level, culprit, summary, measurements=meas)
         done, cert = self._completion(pre, z, post, trace, phase, certified, meas)
         setup = not done
         summary = ("ACCEPTED" + (f"; completed {', '.join(done)}" if done else " (setup/corrective; "
                                 "no phase completed)") + (f"; certified {', '.join(cert)}" if cert else "")
-                   + "".join(f"; {r} velocity command expired (watchdog)" for r in trace.watchdog))
+                   + expired)
         return Evidence(True, tuple(checks), summary=summary, completed_phases=tuple(done),
                         certified=tuple(cert), setup_only=setup, measurements=meas)
 

@@ -86,8 +86,7 @@ class RosHumanoidBridge(HumanoidBridge):
         if not all(c.wait_for_service(timeout_sec=timeout_s) for c in (self._call, self._snap, self._restore,
                                                                        self._priv, self._load)):
             return False
-        with self._tick:
-            return self._tick.wait_for(lambda: self._time >= 0.0, timeout=timeout_s)
+        return self._first_state(timeout_s)
 
     # --- plumbing --------------------------------------------------------------------------------
     def _on_state(self, msg: String) -> None:
@@ -100,6 +99,12 @@ class RosHumanoidBridge(HumanoidBridge):
         with self._tick:
             self._time, self._expiries = t, expiries
             self._tick.notify_all()
+
+    def _first_state(self, timeout_s: float) -> bool:
+        """Wait for the first state message: the node's expiry counters run since its start, so
+        the first one is the baseline of expiry counting."""
+        with self._tick:
+            return self._tick.wait_for(lambda: self._time >= 0.0, timeout=timeout_s)
 
     def _on_estop(self, msg: Bool) -> None:
         self._latched = bool(msg.data)
@@ -148,10 +153,9 @@ class RosHumanoidBridge(HumanoidBridge):
     def advance(self, duration_s: float) -> AdvanceReport:
         """Wait until the controller clock passed ``now + duration_s`` (state-topic driven)."""
         wall = max(10.0, 20.0 * float(duration_s))
+        if not self._first_state(wall):
+            raise RosBridgeError(f"no {PREFIX}/state message within {wall:.0f} s")
         with self._tick:
-            # the node's counters run since its start: without a state message there is no baseline
-            if not self._tick.wait_for(lambda: self._time >= 0.0, timeout=wall):
-                raise RosBridgeError(f"no {PREFIX}/state message within {wall:.0f} s")
             before = dict(self._expiries)
         t0 = self.time_s()
         goal = t0 + float(duration_s)
