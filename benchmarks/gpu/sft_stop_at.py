@@ -1,0 +1,79 @@
+"""``captain learn sft`` whose run stops at step ``--stop-at`` of a longer ``--max-steps`` schedule
+(the Learning I / RE-OPD parent recipe: a 60-step cosine horizon cut at step 20).
+
+On the CPU that cut is made by resuming the checkpoint of that step (``--resume --max-steps N``).
+A GPU finishes the whole horizon in seconds, and the trainer keeps only its last two checkpoints,
+so there the run is stopped at the step instead (a ``TrainerCallback``), which saves the same
+model: the weights after ``--stop-at`` optimizer steps of the ``--max-steps`` schedule.
+
+Run: ``python benchmarks/gpu/sft_stop_at.py --stop-at 20 -- --data D --base smollm2 --out S
+--max-steps 60 --grad-accum 1 --lr 5e-4 --eval-steps 1000 --save-steps 10 --device cuda``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def stop_callback(step: int) -> Any:
+    from transformers import TrainerCallback
+
+    class StopAt(TrainerCallback):  # type: ignore[misc]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            if state.global_step >= step:
+                control.should_training_stop = True
+            return control
+
+    return StopAt()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from captain_ros.cli.learn_sft import build_parser
+    from captain_ros.learn.sft import SftOptions, run_sft
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--stop-at", type=int, required=True)
+    p.add_argument("sft_args", nargs=argparse.REMAINDER, help="-- then `captain learn sft` options")
+    ns = p.parse_args(argv)
+    args = ns.sft_args[1:] if ns.sft_args[:1] == ["--"] else ns.sft_args
+    a = build_parser().parse_args(args)
+    if not 0 < ns.stop_at < a.max_steps:
+        print("sft_stop_at: need 0 < --stop-at < --max-steps", file=sys.stderr)
+        return 2
+    opts = SftOptions(
+        data=a.data,
+        base=a.base,
+        out=a.out,
+        method=a.method,
+        lora_r=a.lora_r,
+        lora_alpha=a.lora_alpha,
+        lora_dropout=a.lora_dropout,
+        epochs=a.epochs,
+        max_steps=a.max_steps,
+        learning_rate=a.lr,
+        batch_size=a.batch_size,
+        grad_accum=a.grad_accum,
+        max_length=a.max_length,
+        bf16=a.bf16,
+        seed=a.seed,
+        eval_steps=a.eval_steps,
+        save_steps=a.save_steps,
+        val_fraction=a.val_fraction,
+        resume=a.resume,
+        gradient_checkpointing=a.gradient_checkpointing,
+        device=a.device,
+        save_adapter=not a.no_adapter,
+        progress=not a.no_progress,
+    )
+    metrics = run_sft(opts, callbacks=[stop_callback(ns.stop_at)])
+    print(
+        json.dumps({k: metrics.get(k) for k in ("steps", "train_loss", "tokens_per_s", "device")})
+    )
+    return 0 if metrics.get("steps") == ns.stop_at else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
