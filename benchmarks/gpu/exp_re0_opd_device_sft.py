@@ -48,7 +48,7 @@ def comparable(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def device_run_sft(store: Path) -> Any:
-    import captain_ros.learn.sft as sft
+    """A stand-in for ``captain_ros.learn.sft.run_sft`` that takes students from ``store``."""
 
     def run_sft(opts: Any, callbacks: Any = ()) -> dict[str, Any]:
         from captain_ros.learn.models import bf16_supported
@@ -80,7 +80,6 @@ def device_run_sft(store: Path) -> Any:
             f"train it on the device, put the student in {found}, rerun with --resume"
         )
 
-    sft.run_sft = run_sft
     return run_sft
 
 
@@ -91,8 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     store, rest = Path(args[1]), args[2:]
     rest = rest[1:] if rest[:1] == ["--"] else rest
-    device_run_sft(store)
     import exp_re0_opd
+
+    import captain_ros.learn.sft as sft
+
+    sft.run_sft = device_run_sft(store)  # read at call time by learn re0's distill and cmd_sft
 
     try:
         return exp_re0_opd.main(rest)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -31,8 +32,7 @@ def stop_callback(step: int) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from captain_ros.cli.learn_sft import build_parser
-    from captain_ros.learn.sft import SftOptions, run_sft
+    from captain_ros.cli.learn_sft import build_parser, cmd_sft
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--stop-at", type=int, required=True)
@@ -43,36 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < ns.stop_at < a.max_steps:
         print("sft_stop_at: need 0 < --stop-at < --max-steps", file=sys.stderr)
         return 2
-    opts = SftOptions(
-        data=a.data,
-        base=a.base,
-        out=a.out,
-        method=a.method,
-        lora_r=a.lora_r,
-        lora_alpha=a.lora_alpha,
-        lora_dropout=a.lora_dropout,
-        epochs=a.epochs,
-        max_steps=a.max_steps,
-        learning_rate=a.lr,
-        batch_size=a.batch_size,
-        grad_accum=a.grad_accum,
-        max_length=a.max_length,
-        bf16=a.bf16,
-        seed=a.seed,
-        eval_steps=a.eval_steps,
-        save_steps=a.save_steps,
-        val_fraction=a.val_fraction,
-        resume=a.resume,
-        gradient_checkpointing=a.gradient_checkpointing,
-        device=a.device,
-        save_adapter=not a.no_adapter,
-        progress=not a.no_progress,
-    )
-    metrics = run_sft(opts, callbacks=[stop_callback(ns.stop_at)])
-    print(
-        json.dumps({k: metrics.get(k) for k in ("steps", "train_loss", "tokens_per_s", "device")})
-    )
-    return 0 if metrics.get("steps") == ns.stop_at else 1
+    code = cmd_sft(a, callbacks=[stop_callback(ns.stop_at)])
+    if code != 0:
+        return code
+    steps = json.loads((Path(a.out) / "metrics.json").read_text())["steps"]
+    return 0 if steps == ns.stop_at else 1
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,7 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return cmd_sft(build_parser().parse_args(argv))
 
 
-def cmd_sft(ns: argparse.Namespace) -> int:
+def cmd_sft(ns: argparse.Namespace, callbacks: Sequence[Any] = ()) -> int:
+    """Run ``ns`` (:func:`build_parser`'s options); ``callbacks``: extra
+    ``transformers.TrainerCallback`` objects (``benchmarks/gpu/sft_stop_at.py`` cuts a schedule)."""
     from captain_ros.core.errors import CaptainError
 
     try:
@@ -71,7 +74,7 @@ def cmd_sft(ns: argparse.Namespace) -> int:
             eval_steps=ns.eval_steps, save_steps=ns.save_steps, val_fraction=ns.val_fraction,
             resume=ns.resume, gradient_checkpointing=ns.gradient_checkpointing, device=ns.device,
             save_adapter=not ns.no_adapter, progress=not ns.no_progress)
-        metrics = run_sft(opts)
+        metrics = run_sft(opts, callbacks)
     except (CaptainError, OSError, ImportError) as exc:
         if ns.debug:
             raise
