@@ -16,6 +16,7 @@ from captain_ros.evaluation.runner import (
     EpisodeJob,
     evaluate,
     make_jobs,
+    oversubscription,
     parse_seeds,
     resolve,
     run_local,
@@ -42,6 +43,23 @@ def fake_job(job: dict) -> dict:
         requests=10 + seed % 3, physical_actions=20,
         wall_s=1.0, model_s=0.2, harness_s=0.2, backend_s=0.6, out_dir=job["out_dir"],
         extra={"pid": os.getpid()}).to_dict()
+
+
+def test_oversubscribed_openmp_threads_are_named():
+    msg = oversubscription(2, {"OMP_NUM_THREADS": "2"}, cores=2)
+    assert msg == ("warning: OMP_NUM_THREADS=2 with 2 workers is 4 threads on 2 cores; unset it "
+                   "(workers default to 1 thread each) or lower it")
+    assert oversubscription(2, {}, cores=2) is None            # worker_environment's 1 thread
+    assert oversubscription(2, {"OMP_NUM_THREADS": "1"}, cores=2) is None
+    assert oversubscription(1, {"OMP_NUM_THREADS": "8"}, cores=2) is None   # in-process
+    assert oversubscription(4, {"OMP_NUM_THREADS": "2"}, cores=8) is None
+    assert oversubscription(2, {"OMP_NUM_THREADS": "lots"}, cores=2) is None
+
+
+def test_run_local_warns_before_it_starts_workers(monkeypatch, capsys):
+    monkeypatch.setenv("OMP_NUM_THREADS", str(os.cpu_count() or 1))
+    assert run_local([], workers=2) == []
+    assert "warning: OMP_NUM_THREADS=" in capsys.readouterr().err
 
 
 def test_parse_seeds():

@@ -15,6 +15,7 @@ import importlib
 import json
 import multiprocessing as mp
 import os
+import sys
 import threading
 import time
 import traceback
@@ -97,6 +98,22 @@ def worker_environment() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+def oversubscription(workers: int, env: Any = None, cores: int | None = None) -> str | None:
+    """A one-line warning when the caller's ``OMP_NUM_THREADS`` (which :func:`worker_environment`
+    keeps) times ``workers`` exceeds the cores: each worker's torch then spins threads against the
+    others' (measured: a student's request 5x slower with 2 workers x 2 threads on 2 cores)."""
+    env = os.environ if env is None else env
+    cores = cores or os.cpu_count() or 1
+    try:
+        threads = int(env.get("OMP_NUM_THREADS", "1"))
+    except ValueError:
+        return None
+    if workers <= 1 or threads * workers <= cores:
+        return None
+    return (f"warning: OMP_NUM_THREADS={threads} with {workers} workers is {threads * workers} "
+            f"threads on {cores} cores; unset it (workers default to 1 thread each) or lower it")
+
+
 def watch_parent() -> None:
     """Worker initializer: exit when the process that started the pool is gone.
 
@@ -123,6 +140,9 @@ def run_local(jobs: Sequence[EpisodeJob], workers: int, job_path: str = DEFAULT_
             if on_result:
                 on_result(results[i])
         return [results[i] for i in range(len(jobs))]
+    warning = oversubscription(workers)
+    if warning:
+        print(warning, file=sys.stderr)
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=watch_parent) as pool:
         futures = {pool.submit(_guarded, job_path, asdict(job)): i for i, job in enumerate(jobs)}
