@@ -57,7 +57,7 @@ def test_bridge_moves_senses_grips_and_sees(driver: InProcessDriver, arm) -> Non
     p0 = arm.ee_pose("arm").position_m
     r = ms.move_to(p0 + np.array([0.03, 0.02, -0.05]))
     assert r.success and r.executed, r.message
-    truth = driver.driver.sim.ee_pose("arm").position_m
+    truth = driver.driver.tcp_pose("arm").position_m
     assert np.linalg.norm(truth - (p0 + [0.03, 0.02, -0.05])) < 0.005  # the simulated arm moved
     assert np.linalg.norm(arm.ee_pose("arm").position_m - truth) < 1e-3  # twin = measured
     r = ms.move_to(jaw=0.02)
@@ -84,7 +84,7 @@ def test_contact_from_efforts_stops_a_guarded_descent(driver: InProcessDriver, a
     assert ms.move_to(jaw="close").success
     r = ms.move_to([c[0], c[1], 0.022], speed_m_s=0.03)  # down onto the cube top
     assert r.executed and "contact" in r.receipt, r.receipt
-    tcp_z = driver.driver.sim.ee_pose("arm").position_m[2]
+    tcp_z = driver.driver.tcp_pose("arm").position_m[2]
     assert tcp_z > c[2] + 0.01  # stopped on the cube, not pushed through it
     moved = driver.driver.privileged_state().object("red_cube").position_m - c
     assert np.linalg.norm(moved[:2]) < 0.01

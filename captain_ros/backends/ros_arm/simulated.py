@@ -25,7 +25,7 @@ from captain_ros.backends.mujoco import MujocoBackend
 from captain_ros.backends.mujoco import model as rigmodel
 from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.scene import SceneSpec
-from captain_ros.core.types import CameraFrame, ForceGuard
+from captain_ros.core.types import CameraFrame, ForceGuard, Pose
 
 CYCLE_S = 0.005
 """Controller cycle [s] (200 Hz)."""
@@ -176,6 +176,12 @@ class SimulatedArmDriver:
             with self.lock:
                 return self.sim.capture([camera])[camera]
         return self._render.submit(grab).result()
+
+    def tcp_pose(self, arm: str) -> Pose:
+        """The simulated rig's tool pose (ground truth), read under the loop's lock: the pose
+        runs ``mj_forward`` on the shared data, which must not race the stepping thread."""
+        with self.lock:
+            return self.sim.ee_pose(arm)
 
     def body_matrix(self, body: str) -> np.ndarray:
         """World 4x4 pose of a body of the simulated rig."""
