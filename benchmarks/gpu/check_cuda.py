@@ -17,7 +17,8 @@ Checks (each one's figures, or its error, go to ``--out/check_cuda.json``; exit 
    backward + AdamW under bf16 autocast at 2,048 and 6,400 tokens (the ``helpers`` episode
    length), and ``generate`` with the KV cache (128 new tokens after a 1,536-token prompt) at
    batch 1 and 16; tokens/s and the matmul FLOP rate against ``limits``;
-8. ``vllm``: whether vLLM is importable there (reported, never run here: not on the image).
+Beside the checks, ``vllm`` reports whether vLLM is importable there (a fact, not a check: it is
+not on the device image, and serving is never run here).
 
 ``--device cpu --quick`` runs every check at toy sizes (the test suite does, so the script cannot
 rot between GPU loans). Run on the device: ``python3 benchmarks/gpu/check_cuda.py --out $OUT``
@@ -375,7 +376,7 @@ def _rate(fn: Callable[[], None], units: int, ns: argparse.Namespace, reps: int 
     return units * (reps if not ns.quick else 1) / (time.perf_counter() - t)
 
 
-def check_vllm(ns: argparse.Namespace, work: Path) -> dict[str, Any]:
+def vllm_report() -> dict[str, Any]:
     spec = importlib.util.find_spec("vllm")
     return {
         "importable": spec is not None,
@@ -392,7 +393,6 @@ CHECKS: dict[str, Callable[[argparse.Namespace, Path], dict[str, Any]]] = {
     "rl_update": check_rl_update,
     "limits": check_limits,
     "smollm2_shape": check_smollm2_shape,
-    "vllm": check_vllm,
 }
 
 
@@ -410,7 +410,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"device": ns.device, "quick": ns.quick, "checks": {}}
+    results: dict[str, Any] = {
+        "device": ns.device,
+        "quick": ns.quick,
+        "vllm": vllm_report(),
+        "checks": {},
+    }
     with tempfile.TemporaryDirectory(prefix="check_cuda_") as tmp:
         for name in names:
             t = time.perf_counter()

@@ -4,8 +4,9 @@
 #   benchmarks/gpu/device_check.sh wheels   # here: the pinned learning wheels for the device's
 #                                           # Python 3.12 into .whl/ (git-ignored via
 #                                           # .git/info/exclude), about 16 MB
-#   benchmarks/gpu/device_check.sh run      # there, with .whl carried: install them into
-#                                           # /tmp/site, run every check, results under $OUT
+#   benchmarks/gpu/device_check.sh install  # there, with .whl carried: install them into
+#                                           # /tmp/site (device_sft.sh uses it too)
+#   benchmarks/gpu/device_check.sh run      # there: install, run every check, results under $OUT
 #
 # The device image has torch, numpy, scipy, opencv, pandas, pyarrow, tokenizers, safetensors,
 # accelerate and huggingface_hub; the wheels bring the versions requirements/lock.txt pins for the
@@ -14,6 +15,10 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 WHEELS=(transformers==5.23.0 trl==1.16.0 peft==0.21.2 datasets==5.2.0 dill==0.4.1
         multiprocess==0.70.19)
+install() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || { echo "device_check: wheel install failed"; exit 3; }
+}
 case "${1:-}" in
   wheels)
     mkdir -p .whl
@@ -24,14 +29,14 @@ case "${1:-}" in
     du -sh .whl ;;
   run)
     : "${OUT:?OUT (the folder whose files come back) is not set}"
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target /tmp/site .whl/*.whl || { echo "device_check: wheel install failed"; exit 3; }
+    install
     export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv \
       | tee "$OUT/nvidia_smi.csv"
     python3 -c "import pyarrow, fsspec, pandas; print('image: pyarrow', pyarrow.__version__, \
 'fsspec', fsspec.__version__, 'pandas', pandas.__version__)"
     python3 benchmarks/gpu/check_cuda.py --out "$OUT" "${@:2}" 2>&1 | tee "$OUT/check_cuda.log" ;;
+  install) install ;;
   *)
-    echo "usage: $0 wheels|run [check_cuda.py options]" >&2; exit 2 ;;
+    echo "usage: $0 wheels|install|run [check_cuda.py options]" >&2; exit 2 ;;
 esac

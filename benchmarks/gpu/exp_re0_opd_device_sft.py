@@ -3,16 +3,17 @@
 Every ``run_sft`` of the experiment (the verified child inside ``captain learn re0``, the
 unverified control's ``captain learn sft``) looks in ``--device-sft DIR`` for a student trained
 on the same corpus (by sha256) with the same options. Found: it is copied to the run's output
-folder and its metrics (device cuda) are what the experiment records. Not found: the corpus, its
-options and the base's identity are written to ``DIR/pending/SHA16/`` and the run stops with exit
-status 3 and one line saying so. Train it there (``benchmarks/gpu/device_sft.sh``: the SmolLM2
+folder and its metrics (device cuda) are what the experiment records. Not found: the corpus and
+its options (the base's path among them) are written to ``DIR/pending/SHA16/`` and the run stops
+with exit status 3 and one line saying so. Train it there (``benchmarks/gpu/device_sft.sh``: the SmolLM2
 GGUF in parts, the parent's adapter beside it, ``captain learn sft`` with the listed options),
 put the returned adapter and metadata in ``DIR/SHA16/``, merge it with
 ``benchmarks/gpu/student_from_adapter.py --student DIR/SHA16 --base PARENT``, and rerun with
 ``--resume`` (finished episodes and rollouts are reused).
 
 A student trained on other data or options is refused (the options except paths, device, bf16
-and progress must be equal; bf16 must be what ``auto`` gives here).
+and progress must be equal; bf16 must be what ``auto`` gives here). The base is not compared
+(its path differs by machine): whoever trains there must start from this run's parent.
 
 Run: ``.venv/bin/python benchmarks/gpu/exp_re0_opd_device_sft.py --device-sft DIR -- <the
 exp_re0_opd.py arguments>``.

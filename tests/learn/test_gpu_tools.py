@@ -50,6 +50,7 @@ def test_check_cuda_runs_every_check_at_toy_sizes(tmp_path):
     assert check.main(["--device", "cpu", "--quick", "--out", str(tmp_path)]) == 0
     res = json.loads((tmp_path / "check_cuda.json").read_text())
     assert set(res["checks"]) == set(check.CHECKS)
+    assert isinstance(res["vllm"]["importable"], bool)  # a report beside the checks
     assert all(c["ok"] for c in res["checks"].values())
     shape = res["checks"]["smollm2_shape"]
     assert shape["train_128_checkpointing"] and not shape["train_64_checkpointing"]
