@@ -202,3 +202,22 @@ def test_every_worker_entry_point_sets_the_worker_environment(entry, monkeypatch
     with pytest.raises(KeyError):
         resolve(entry)({})
     assert (os.environ.get("OMP_NUM_THREADS"), os.environ.get("MUJOCO_GL")) == ("1", "egl")
+
+
+def test_every_episode_pool_warns(monkeypatch, capsys, tmp_path):
+    """The RL rollout pool and CoEvolve's evaluation start workers too: they warn like run_local."""
+    from captain_ros.learn.rl.workers import RolloutPool
+
+    monkeypatch.setenv("OMP_NUM_THREADS", str(os.cpu_count() or 1))
+    pool = RolloutPool(2)
+    pool.close()
+    assert "warning: OMP_NUM_THREADS=" in capsys.readouterr().err
+    RolloutPool(1).close()  # inline: nothing to oversubscribe
+    assert capsys.readouterr().err == ""
+    from captain_ros.coevolve.evaluate import evaluate
+    from captain_ros.coevolve.records import RunConfig
+    from captain_ros.core.errors import CaptainError
+
+    with pytest.raises(CaptainError, match="no runs"):  # no seeds: the pool starts, then nothing
+        evaluate(RunConfig(), "coevolve", [], "scripted", tmp_path, workers=2)
+    assert "warning: OMP_NUM_THREADS=" in capsys.readouterr().err

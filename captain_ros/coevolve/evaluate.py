@@ -23,6 +23,7 @@ from typing import Any
 from captain_ros.coevolve.metrics import GroupMetrics, group_metrics
 from captain_ros.coevolve.records import RunConfig, RunSummary
 from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.evaluation.runner import warn_oversubscription
 from captain_ros.evaluation.stats import wilson_interval
 
 CONDITIONS = ("coevolve", "flat", "nomem", "bank")
@@ -94,6 +95,7 @@ def evaluate(base: RunConfig, condition: str, seeds: Sequence[int], roles: str, 
     if workers > 1 and roles == "scripted":
         import multiprocessing
 
+        warn_oversubscription(workers)
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
             for d in ex.map(_job, jobs):
                 s = RunSummary.load(d["out_dir"])

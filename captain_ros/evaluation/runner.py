@@ -114,6 +114,14 @@ def oversubscription(workers: int, env: Any = None, cores: int | None = None) ->
             f"threads on {cores} cores; unset it (workers default to 1 thread each) or lower it")
 
 
+def warn_oversubscription(workers: int) -> None:
+    """Print :func:`oversubscription`'s warning, if any, to stderr: every pool of episode workers
+    (``run_local``, the RL rollout pool, CoEvolve's evaluation) calls it before it starts them."""
+    warning = oversubscription(workers)
+    if warning:
+        print(warning, file=sys.stderr)
+
+
 def watch_parent() -> None:
     """Worker initializer: exit when the process that started the pool is gone.
 
@@ -140,9 +148,7 @@ def run_local(jobs: Sequence[EpisodeJob], workers: int, job_path: str = DEFAULT_
             if on_result:
                 on_result(results[i])
         return [results[i] for i in range(len(jobs))]
-    warning = oversubscription(workers)
-    if warning:
-        print(warning, file=sys.stderr)
+    warn_oversubscription(workers)
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=watch_parent) as pool:
         futures = {pool.submit(_guarded, job_path, asdict(job)): i for i, job in enumerate(jobs)}

@@ -35,7 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from captain_ros.evaluation.runner import EpisodeJob, submit_local, submit_ray, watch_parent
+from captain_ros.evaluation.runner import (
+    EpisodeJob,
+    submit_local,
+    submit_ray,
+    warn_oversubscription,
+    watch_parent,
+)
 from captain_ros.harness.record import EpisodeRecord
 from captain_ros.learn.rl.rollout import JOB_PATH
 
@@ -246,6 +252,8 @@ class RolloutPool:
         self.ray_address = ray_address
         self._pool: Any = None
         self._ray: Any = None
+        if ray_address in (None, "", "local"):  # a cluster's nodes have their own cores
+            warn_oversubscription(self.workers)
         if ray_address:
             import ray
 
