@@ -14,6 +14,12 @@
 #                                                      # (then PYTHONPATH=/tmp/site:$PWD)
 #   benchmarks/gpu/device_sft.sh pack FOLDER           # there: FOLDER's adapter in <= 15 MiB chunks
 #                                                      # and its small files (a tar) under $OUT
+#   benchmarks/gpu/device_sft.sh distill PENDING       # there, call 3 (carry the last part, .whl
+#                                                      # and PENDING, a folder that
+#                                                      # exp_re0_opd_device_sft.py left pending):
+#                                                      # prep, merge the stashed parent, train with
+#                                                      # PENDING's options (pending_sft.py), pack;
+#                                                      # here: pending_sft.py take FILES --store S
 # A student folder as the base (a distillation from a parent) travels as its adapter: carry
 # .gpu/parent (adapter/ + sft_config.json) with a part; `stash` keeps it in /tmp/parent, and
 # benchmarks/gpu/student_from_adapter.py --student /tmp/parent merges it there.
@@ -57,5 +63,19 @@ d, n = f(); print(d / n)") || exit 1
     sha256sum < "$f/adapter/adapter_model.safetensors" | cut -d' ' -f1 > "$OUT/adapter.sha256"
     tar -C "$f" -cf "$OUT/student_meta.tar" adapter/adapter_config.json metrics.json sft_config.json \
       train_log.jsonl ;;
-  *) echo "usage: $0 parts|stash|prep|run -- ARGS|pack FOLDER" >&2; exit 2 ;;
+  distill)
+    pending=${2:?usage: $0 distill PENDING}
+    prep
+    export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+    base=smollm2
+    if [ -f /tmp/parent/sft_config.json ]; then
+      base=/tmp/parent
+      [ -f /tmp/parent/config.json ] || python3 benchmarks/gpu/student_from_adapter.py \
+        --student /tmp/parent || exit 5
+    fi
+    rm -rf /tmp/child
+    python3 benchmarks/gpu/pending_sft.py train "$pending" --base $base --out /tmp/child \
+      --device "${DEVICE:-cuda}" || exit 6
+    bash benchmarks/gpu/device_sft.sh pack /tmp/child ;;
+  *) echo "usage: $0 parts|stash|prep|run -- ARGS|pack FOLDER|distill PENDING" >&2; exit 2 ;;
 esac

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -250,6 +251,57 @@ def test_device_sft_pends_then_reuses_a_student_of_the_same_corpus_and_options(t
     other = _opts(tmp_path, data, learning_rate=1e-3)
     with pytest.raises(SystemExit, match="trained with other options"):
         run_sft(other)
+
+
+def test_a_pending_distillation_is_trained_packed_and_taken_into_the_store(tiny, tmp_path, capsys):
+    """The device round trip at toy size: pending_sft.py train (there) on the recorded options,
+    device_sft.sh pack, pending_sft.py take (here) -> the store answers the experiment's run_sft;
+    a damaged adapter is refused with the store unchanged."""
+    import subprocess
+
+    wrap, pend = _script("exp_re0_opd_device_sft"), _script("pending_sft")
+    base, data = tiny
+    store = tmp_path / "device_sft"
+    opts = _opts(tmp_path, data)
+    opts = type(opts)(**{**opts.__dict__, "base": str(base), "max_steps": 2})
+    with pytest.raises(SystemExit, match="pending"):
+        wrap.device_run_sft(store)(opts)
+    sha = wrap.corpus_sha(str(data))[:16]
+    pending = store / "pending" / sha
+    child = tmp_path / "there" / "child"
+    assert pend.train(pending, str(base), str(child), "cpu")["steps"] == 2
+    files = tmp_path / "files"
+    files.mkdir()
+    script = GPU / "device_sft.sh"
+    subprocess.run(
+        ["bash", str(script), "pack", str(child)], env={**os.environ, "OUT": str(files)}, check=True
+    )
+
+    (files / "adapter.sha256").write_text("0" * 64)  # damaged on the way
+    good = hashlib_sha(child / "adapter" / "adapter_model.safetensors")
+    assert pend.main(["take", str(files), "--store", str(store)]) == 2
+    assert "does not match adapter.sha256" in capsys.readouterr().err
+    assert pending.is_dir() and not (store / sha).exists()
+
+    (files / "adapter.sha256").write_text(good + "\n")
+    assert pend.main(["take", str(files), "--store", str(store)]) == 0
+    assert not pending.exists() and (store / sha / "config.json").is_file()
+    a, b = _tensors(child), _tensors(store / sha)  # merged here = merged there
+    assert a.keys() == b.keys() and all(bool((a[k] == b[k]).all()) for k in a)
+    metrics = wrap.device_run_sft(store)(opts)
+    assert metrics["steps"] == 2 and metrics["trained_on"].startswith("device (")
+
+
+def test_pending_sft_take_refuses_files_of_no_pending_corpus(tmp_path, capsys):
+    assert _script("pending_sft").main(["take", str(tmp_path), "--store", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no adapter parts" in err[0]
+
+
+def hashlib_sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 if __name__ == "__main__":
