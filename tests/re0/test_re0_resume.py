@@ -3,6 +3,9 @@ same inputs (a whole resumed generation: ``test_re0_generation.py``)."""
 
 from __future__ import annotations
 
+import json
+import os
+
 from captain_ros.evaluation.runner import EpisodeJob
 from captain_ros.learn.re0.loop import STUDENT_JOB
 from captain_ros.learn.re0.resume import RECORD_FILE, finished, identity, run_jobs
@@ -45,3 +48,34 @@ def test_a_rewritten_model_folder_is_a_different_job(tmp_path):
     assert before["inputs"][f"model:{model}"][0][:2] == ["adapter_model.safetensors", 2]
     (model / "adapter_model.safetensors").write_bytes(b"v2 weights")
     assert identity(job) != before
+
+
+def test_a_model_folder_named_relatively_or_absolutely_is_the_same_job(tmp_path, monkeypatch):
+    """``captain learn re0`` names its child ``model:runs/.../student``; the RE-OPD experiment's
+    control names it ``model:/abs/runs/.../student``: one job, reused, not rerun."""
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "runs" / "student"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    rel = _job(tmp_path, 0, "model:runs/student")
+    absolute = _job(tmp_path, 0, f"model:{model}")
+    assert identity(rel) == identity(absolute)
+    assert identity(rel)["job"]["policy"] == f"model:{os.path.abspath('runs/student')}"
+    folder = tmp_path / "seed_0"
+    folder.mkdir()
+    old = {  # a record written before the spelling was canonical: the relative name as it was
+        "job": {**identity(rel)["job"], "policy": "model:runs/student"},
+        "inputs": {"model:runs/student": identity(rel)["inputs"][f"model:{model}"]},
+    }
+    rec = {
+        "task": "pick_place",
+        "seed": 0,
+        "policy": "model:runs/student",
+        "backend": "fake",
+        "outcome": "budget_exhausted",
+        "out_dir": str(folder),
+    }
+    (folder / RECORD_FILE).write_text(json.dumps({"identity": old, "record": rec}))
+    assert finished(absolute) is not None and finished(rel) is not None
+    other = _job(tmp_path, 0, "model:runs/other")
+    assert finished(other) is None

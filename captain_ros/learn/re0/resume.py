@@ -58,9 +58,26 @@ def fingerprint(folder: str | Path) -> list[list[Any]]:
     return out
 
 
+def canonical(obj: Any) -> Any:
+    """``obj`` with every ``model:FOLDER`` (in values and keys) spelled with the absolute path: a
+    folder named relatively by one caller and absolutely by another is the same input (a resumed
+    experiment reran 20 held-out episodes over that difference)."""
+    if isinstance(obj, str):
+        i = obj.find(MODEL_PREFIX)
+        if i < 0:
+            return obj
+        j = i + len(MODEL_PREFIX)
+        return obj[:j] + os.path.abspath(obj[j:]) if obj[j:] else obj
+    if isinstance(obj, dict):
+        return {canonical(k): canonical(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [canonical(v) for v in obj]
+    return obj
+
+
 def identity(job: EpisodeJob) -> dict[str, Any]:
-    """The job as JSON data plus the fingerprints of the folders it reads."""
-    data = json.loads(json.dumps(asdict(job), sort_keys=True, default=str))
+    """The job as JSON data plus the fingerprints of the folders it reads, :func:`canonical`."""
+    data = canonical(json.loads(json.dumps(asdict(job), sort_keys=True, default=str)))
     inputs = {f"model:{f}": fingerprint(f) for f in sorted(_model_folders(data))}
     source = ((data.get("options") or {}).get("rollout") or {}).get("event", {}).get("source")
     if source:
@@ -72,7 +89,7 @@ def finished(job: EpisodeJob) -> EpisodeRecord | None:
     """The record of ``job`` if its folder holds that very job, finished without an error."""
     try:
         stored = json.loads((Path(job.out_dir) / RECORD_FILE).read_text())
-        if stored.get("identity") != identity(job):
+        if canonical(stored.get("identity")) != identity(job):  # records of older spellings
             return None
         rec = EpisodeRecord.from_dict(stored["record"])
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
