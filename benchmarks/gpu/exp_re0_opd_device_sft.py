@@ -7,9 +7,9 @@ folder and its metrics (device cuda) are what the experiment records. Not found:
 its options (the base's path among them) are written to ``DIR/pending/SHA16/`` and the run stops
 with exit status 3 and one line saying so. Train it there (``benchmarks/gpu/device_sft.sh``: the SmolLM2
 GGUF in parts, the parent's adapter beside it, ``captain learn sft`` with the listed options),
-put the returned adapter and metadata in ``DIR/SHA16/``, merge it with
-``benchmarks/gpu/student_from_adapter.py --student DIR/SHA16 --base PARENT``, and rerun with
-``--resume`` (finished episodes and rollouts are reused).
+take what it returns into ``DIR/SHA16/`` with ``benchmarks/gpu/pending_sft.py take FILES --store
+DIR`` (checked, merged into the parent), and rerun with ``--resume`` (finished episodes and
+rollouts are reused).
 
 A student trained on other data or options is refused (the options except paths, device, bf16
 and progress must be equal; bf16 must be what ``auto`` gives here). The base is not compared
@@ -48,6 +48,17 @@ def comparable(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k not in LOCAL}
 
 
+def mismatch(
+    trained: dict[str, Any], trained_bf16: bool, wanted: dict[str, Any], wanted_bf16: bool
+) -> str:
+    """Why a student trained with options ``trained`` is not the one ``wanted`` ("": it is)."""
+    if comparable(trained) != comparable(wanted):
+        return "trained with other options than this run's"
+    if bool(trained_bf16) != bool(wanted_bf16):
+        return f"trained with bf16={bool(trained_bf16)}, wanted {bool(wanted_bf16)}"
+    return ""
+
+
 def device_run_sft(store: Path) -> Any:
     """A stand-in for ``captain_ros.learn.sft.run_sft`` that takes students from ``store``."""
 
@@ -56,13 +67,13 @@ def device_run_sft(store: Path) -> Any:
 
         sha = corpus_sha(opts.data)[:16]
         found = store / sha
-        want = comparable(asdict(opts))
         bf16 = {"on": True, "off": False}.get(opts.bf16, bf16_supported("cpu"))
         if (found / "config.json").exists():
             meta = json.loads((found / "sft_config.json").read_text())
             metrics = json.loads((found / "metrics.json").read_text())
-            if comparable(meta["options"]) != want or bool(metrics.get("bf16")) != bf16:
-                raise SystemExit(f"{found}: trained with other options than this run's")
+            why = mismatch(meta["options"], metrics.get("bf16"), asdict(opts), bf16)
+            if why:
+                raise SystemExit(f"{found}: {why}")
             out = Path(opts.out)
             out.mkdir(parents=True, exist_ok=True)
             for f in found.iterdir():

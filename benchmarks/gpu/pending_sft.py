@@ -33,7 +33,7 @@ from typing import Any
 GPU = Path(__file__).resolve().parent
 sys.path.insert(0, str(GPU))
 
-from exp_re0_opd_device_sft import comparable, corpus_sha  # noqa: E402
+from exp_re0_opd_device_sft import corpus_sha, mismatch  # noqa: E402
 
 
 class PendingError(Exception):
@@ -72,12 +72,13 @@ def take(files: Path, store: Path) -> Path:
     with tempfile.TemporaryDirectory(dir=store) as tmp:
         new = Path(tmp) / "student"
         (new / "adapter").mkdir(parents=True)
-        adapter = new / "adapter" / "adapter_model.safetensors"
-        with adapter.open("wb") as f:
+        digest = hashlib.sha256()
+        with (new / "adapter" / "adapter_model.safetensors").open("wb") as f:
             for p in parts:
-                f.write(p.read_bytes())
-        want = (files / "adapter.sha256").read_text().strip()
-        if hashlib.sha256(adapter.read_bytes()).hexdigest() != want:
+                chunk = p.read_bytes()
+                digest.update(chunk)
+                f.write(chunk)
+        if digest.hexdigest() != (files / "adapter.sha256").read_text().strip():
             raise PendingError(f"{files}: the reassembled adapter does not match adapter.sha256")
         try:
             with tarfile.open(files / "student_meta.tar") as tar:
@@ -91,19 +92,16 @@ def take(files: Path, store: Path) -> Path:
         if not pending.is_dir() or not corpus_sha(str(pending)).startswith(sha):
             raise PendingError(f"trained on {sha!r}, which is no pending corpus in {store}")
         rec = recorded(pending)
-        if comparable(meta["options"]) != comparable(rec["options"]):
-            raise PendingError(f"{sha}: trained with other options than {pending}/options.json")
-        if bool(metrics.get("bf16")) != rec["bf16"]:
-            raise PendingError(
-                f"{sha}: trained with bf16={metrics.get('bf16')}, wanted {rec['bf16']}"
-            )
+        why = mismatch(meta["options"], metrics.get("bf16"), rec["options"], rec["bf16"])
+        if why:
+            raise PendingError(f"{sha}: {why} ({pending}/options.json)")
+        final = store / sha
+        if final.exists():
+            raise PendingError(f"{final} exists already")
         from student_from_adapter import main as merge
 
         if merge(["--student", str(new), "--base", str(rec["options"]["base"])]) != 0:
             raise PendingError(f"{sha}: the adapter could not be merged into its base")
-        final = store / sha
-        if final.exists():
-            raise PendingError(f"{final} exists already")
         new.rename(final)
     shutil.rmtree(pending)
     return final

@@ -33,10 +33,16 @@ from captain_ros.learn.re0.seats import MODEL_PREFIX
 RECORD_FILE = "job_record.json"
 
 
+def _model_at(text: str) -> int:
+    """Where the folder of a ``model:FOLDER`` spec starts in ``text`` (-1: none)."""
+    i = text.find(MODEL_PREFIX)
+    return i + len(MODEL_PREFIX) if i >= 0 else -1
+
+
 def _model_folders(obj: Any) -> set[str]:
     if isinstance(obj, str):
-        i = obj.find(MODEL_PREFIX)
-        return {obj[i + len(MODEL_PREFIX) :]} if i >= 0 else set()
+        j = _model_at(obj)
+        return {obj[j:]} if j >= 0 else set()
     if isinstance(obj, dict):
         return set().union(*(_model_folders(v) for v in obj.values()))
     if isinstance(obj, list | tuple):
@@ -63,11 +69,8 @@ def canonical(obj: Any) -> Any:
     folder named relatively by one caller and absolutely by another is the same input (a resumed
     experiment reran 20 held-out episodes over that difference)."""
     if isinstance(obj, str):
-        i = obj.find(MODEL_PREFIX)
-        if i < 0:
-            return obj
-        j = i + len(MODEL_PREFIX)
-        return obj[:j] + os.path.abspath(obj[j:]) if obj[j:] else obj
+        j = _model_at(obj)
+        return obj[:j] + os.path.abspath(obj[j:]) if 0 <= j < len(obj) else obj
     if isinstance(obj, dict):
         return {canonical(k): canonical(v) for k, v in obj.items()}
     if isinstance(obj, list):
