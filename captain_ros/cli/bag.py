@@ -1,7 +1,10 @@
-"""``captain bag info DIR`` and ``captain bag recover DIR``: a recorded rosbag2 bag, read or repaired.
+"""``captain bag info | recover | export``: a recorded rosbag2 bag, read, repaired or exported.
 
-``info`` prints the topics with message type, count and QoS of a closed bag (an unclosed one, left
-by a recorder that was killed, is reported as such with the hint to recover it). ``recover``
+``info`` prints the topics with message type, count and QoS of a closed bag, then its episodes
+(task, seed, policy, backend, outcome) and each episode's requests with the robot calls they made
+(an unclosed bag, left by a recorder that was killed, is reported as such with the hint to
+recover it). ``export --format lerobot --out DIR SOURCES...`` writes one LeRobotDataset v3.0 from
+bags, episode folders and evaluation runs (:mod:`captain_ros.bags.lerobot`). ``recover``
 rewrites an unclosed bag up to its last complete record so rosbags and mcap readers open it
 (what ``ros2 bag reindex`` does for rosbag2); a closed bag is left untouched.
 """
@@ -18,12 +21,32 @@ from captain_ros.core.errors import InvalidArgumentError
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("bag", help="rosbag2 bags: info | recover", parents=[common])
+    p = sub.add_parser("bag", help="rosbag2 bags: info | recover | export", parents=[common])
     bag = p.add_subparsers(dest="bag_command", required=True)
     i = bag.add_parser("info", help="topics, types, counts and QoS of a bag", parents=[common])
     i.add_argument("dir")
     i.add_argument("--json", action="store_true")
+    i.add_argument(
+        "--no-episodes", action="store_true", help="topics only (no episode/request listing)"
+    )
     i.set_defaults(fn=cmd_info)
+    e = bag.add_parser(
+        "export", help="bags / episode folders -> one LeRobotDataset v3.0", parents=[common]
+    )
+    e.add_argument("sources", nargs="+", help="bags, episode folders or evaluation runs")
+    e.add_argument("--format", choices=["lerobot"], default="lerobot")
+    e.add_argument("--out", required=True, help="dataset folder to create")
+    e.add_argument("--fps", type=int, default=10, help="frame rate every stream is sampled at [Hz]")
+    e.add_argument(
+        "--cameras",
+        default="",
+        help="comma-separated cameras to encode, 'none' for no "
+        "video (default: those with images in the first episode)",
+    )
+    e.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --out once complete"
+    )
+    e.set_defaults(fn=cmd_export)
     r = bag.add_parser("recover", help="make a crashed recorder's bag readable", parents=[common])
     r.add_argument("dir")
     r.set_defaults(fn=cmd_recover)
@@ -43,19 +66,83 @@ def cmd_info(ns: argparse.Namespace) -> int:
 
     d = _bag_dir(ns.dir)
     if not (d / "metadata.yaml").exists():
-        raise InvalidArgumentError(f"{d} was not closed (a recorder crash?): run `captain bag "
-                                   f"recover {d}` first")
+        raise InvalidArgumentError(
+            f"{d} was not closed (a recorder crash?): run `captain bag recover {d}` first"
+        )
     s = summarize_bag(d)
-    rows: list[dict[str, Any]] = [{"topic": t, "type": s.msgtypes[t], "count": s.counts.get(t, 0),
-             "qos": [f"{q.reliability.name.lower()}/{q.durability.name.lower()}/depth {q.depth}"
-                     for q in s.qos.get(t, [])]} for t in sorted(s.msgtypes)]
+    rows: list[dict[str, Any]] = [
+        {
+            "topic": t,
+            "type": s.msgtypes[t],
+            "count": s.counts.get(t, 0),
+            "qos": [
+                f"{q.reliability.name.lower()}/{q.durability.name.lower()}/depth {q.depth}"
+                for q in s.qos.get(t, [])
+            ],
+        }
+        for t in sorted(s.msgtypes)
+    ]
+    episodes = [] if ns.no_episodes else _episodes(d)
     if ns.json:
-        print(json.dumps({"path": str(d), "topics": rows}, indent=2))
+        print(
+            json.dumps(
+                {"path": str(d), "topics": rows, "episodes": [e.to_dict() for e in episodes]},
+                indent=2,
+            )
+        )
         return 0
     width = max([len(r["topic"]) for r in rows] + [5])
     print(f"{d}: {sum(r['count'] for r in rows)} messages on {len(rows)} topics")
     for r in rows:
         print(f"  {r['topic']:<{width}}  {r['count']:>6}  {r['type']}  {', '.join(r['qos'])}")
+    for e in episodes:
+        print(
+            f"episode {e.episode_id}: {e.task} seed {e.seed} ({e.backend}, {e.policy}): {e.outcome}, "
+            f"{len(e.requests)} requests, {e.duration_s:.1f} s"
+        )
+        for q in e.requests:
+            caps = (
+                ", ".join(f"{c} x{n}" if n > 1 else c for c, n in q.capabilities.items())
+                or "no robot call"
+            )
+            failed = f", {q.failed_calls} failed" if q.failed_calls else ""
+            print(f"  request {q.index}: {q.cells} cell(s), {q.calls} call(s){failed}: {caps}")
+    return 0
+
+
+def _episodes(d: Path) -> list[Any]:
+    from captain_ros.bags.contents import bag_episodes
+
+    try:
+        return bag_episodes(d)
+    except Exception as exc:  # noqa: BLE001 - a damaged chunk: the topic table still stands
+        raise InvalidArgumentError(
+            f"{d}: cannot read its episodes ({type(exc).__name__}: {exc}); "
+            "--no-episodes lists the topics"
+        ) from exc
+
+
+def cmd_export(ns: argparse.Namespace) -> int:
+    import time
+
+    from captain_ros.bags.lerobot import expand, export_lerobot, read_source
+
+    cams = (
+        None
+        if not ns.cameras
+        else ()
+        if ns.cameras == "none"
+        else tuple(c.strip() for c in ns.cameras.split(",") if c.strip())
+    )
+    t0 = time.perf_counter()
+    paths = [p for s in ns.sources for p in expand(s)]
+    episodes = [e for p in paths for e in read_source(p)]
+    s = export_lerobot(episodes, Path(ns.out), fps=ns.fps, cameras=cams, overwrite=ns.overwrite)
+    dt = time.perf_counter() - t0
+    print(
+        f"{s.path}: LeRobotDataset v3.0, {s.episodes} episodes, {s.frames} frames at {s.fps} fps, "
+        f"cameras: {', '.join(s.cameras) or 'none'} ({dt:.1f} s, {s.frames / dt:.0f} frames/s)"
+    )
     return 0
 
 
@@ -67,5 +154,8 @@ def cmd_recover(ns: argparse.Namespace) -> int:
     recover_bag(d)
     s = summarize_bag(d)
     state = "was already closed" if was_closed else "recovered"
-    print(f"{d}: {state}; {sum(s.counts.values())} messages on {len(s.counts)} topics", file=sys.stdout)
+    print(
+        f"{d}: {state}; {sum(s.counts.values())} messages on {len(s.counts)} topics",
+        file=sys.stdout,
+    )
     return 0
