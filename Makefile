@@ -1,5 +1,5 @@
 # The two commands of the README. Both run scripts/setup.sh first (idempotent, cached).
-.PHONY: setup run test lint format bench
+.PHONY: setup run test test-fast lint format bench
 
 setup:
 	@scripts/setup.sh
@@ -9,6 +9,11 @@ run: setup
 
 test: setup
 	.venv/bin/python -m pytest -q
+
+# The fast tier: no ROS, no learning frameworks or models, nothing marked slow (the markers come
+# from tests/conftest.py); pytest's last line gives its time, --durations the slowest tests.
+test-fast: setup
+	.venv/bin/python -m pytest -q -m "not ros and not learn and not slow" --durations=20
 
 # The checks of .pre-commit-config.yaml over the whole tree: ruff, ruff format (files listed in
 # ruff-format-legacy.toml excepted), mypy (pyproject.toml [tool.mypy]).
