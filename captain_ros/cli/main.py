@@ -8,7 +8,8 @@
 - ``captain up``: the ROS graph in one process (``captain_ros.ros.up``);
 - ``captain hw check``: hardware bring-up checks without motion;
 - ``captain coevolve run|eval|report``: two humanoids carrying one payload;
-- ``captain learn dataset|sft|critic|re0``: the learning layer's commands.
+- ``captain learn COMMAND``: the learning layer's commands (``captain learn --help`` lists them,
+  and the ``learn`` line of ``captain --help`` names each one).
 
 Bad input (an unknown task or policy, a negative seed, a missing or malformed file, an output
 folder that cannot be written or already holds an episode) gets one clear line on stderr and exit
@@ -21,6 +22,7 @@ import argparse
 import os
 import sys
 
+from captain_ros.cli.learn import COMMANDS as LEARN_COMMANDS
 from captain_ros.core.errors import CaptainError
 
 PASSTHROUGH = {
@@ -28,7 +30,8 @@ PASSTHROUGH = {
            "captain_ros.ros.up"),
     "coevolve": ("CoEvolve: two humanoids carrying one payload (run | eval | report)",
                  "captain_ros.cli.coevolve"),
-    "learn": ("learning: dataset | sft | critic | re0 (captain learn COMMAND --help)", "captain_ros.cli.learn"),
+    "learn": (f"learning: {' | '.join(LEARN_COMMANDS)} (captain learn COMMAND --help)",
+              "captain_ros.cli.learn"),
 }
 """Subcommands with their own argument parsers: the rest of the command line is theirs."""
 
