@@ -369,6 +369,7 @@ def _captain_columns(ep: Episode, fr: Frames) -> dict[str, Any]:
         "captain/strict_success": bool(s.get("strict_success")),
         "captain/requests": len(ep.requests),
         "captain/lead_s": fr.lead_s,
+        "captain/start_time_ns": int(fr.t_ns[0]),
         "captain/summary_json": json.dumps(s, default=str),
     }
 
