@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from captain_ros.core.errors import (
     EStopError,
+    HardwareError,
     InvalidArgumentError,
     NotSupportedError,
     UnknownNameError,
@@ -57,6 +58,10 @@ def failure_from_exception(exc: BaseException, name: str, *, physical: bool = Fa
     if isinstance(exc, EStopError):
         return Result.fail(FailureCategory.ESTOP, f"{prefix}{text}; the emergency stop is latched and "
                            "an operator must reset it")
+    if isinstance(exc, HardwareError):  # the operator's log gets the cause, no traceback
+        log.warning("hardware fault in %s: %s", name, text)
+        return Result.fail(FailureCategory.HARDWARE, f"{prefix}{text}. Retrying will not help: an "
+                           "operator must check the arm")
     if isinstance(exc, NotSupportedError):
         return Result.fail(FailureCategory.NOT_SUPPORTED, f"{prefix}{text}")
     if isinstance(exc, (InvalidArgumentError, TypeError, ValueError)):

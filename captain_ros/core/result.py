@@ -37,6 +37,9 @@ class FailureCategory(enum.StrEnum):
     """The always-on emergency force limit tripped. Back out with `recover`."""
     ESTOP = "estop"
     """The emergency stop is latched. An operator must reset it; motion is refused until then."""
+    HARDWARE = "hardware"
+    """The robot hardware reported a fault (stale feedback, a disabled motor, a lost link); nothing
+    was commanded. Retrying will not help: an operator must check the arm."""
     NOT_DETECTED = "not_detected"
     """Perception found nothing matching the prompt. Re-observe, rephrase, or use `mark_point`."""
     NO_DEPTH = "no_depth"

@@ -45,17 +45,17 @@ def run_ticks(backend: Backend, arms: Sequence[str], dt_s: float, guard: ForceGu
     """
     t0 = backend.time_s()
     samples: Samples = {a: [sample(backend, a, t0)] for a in arms}
-    peak, stop = 0.0, "reached"
+    peak, stop, detail = 0.0, "reached", ""
     for k, q in enumerate(targets):
         if before is not None and (why := before(k, samples)) is not None:
             stop = why
             break
         try:
             rep = backend.servo(q, dt_s, guard)
-        except EStopError:  # latched by an operator while moving: the backend already halted
+        except EStopError as exc:  # latched while moving (operator, guard, hardware): halted
             if not estop_stops:
                 raise
-            stop = "estop"
+            stop, detail = "estop", str(exc)
             break
         peak = max(peak, rep.peak_force_n)
         for a in arms:
@@ -66,4 +66,4 @@ def run_ticks(backend: Backend, arms: Sequence[str], dt_s: float, guard: ForceGu
         if after is not None and (why := after(k, samples)) is not None:
             stop = why
             break
-    return Outcome(samples, stop, peak, backend.time_s() - t0)
+    return Outcome(samples, stop, peak, backend.time_s() - t0, detail)

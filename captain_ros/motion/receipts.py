@@ -44,8 +44,9 @@ def motion_result(b: Backend, name: str, plans: dict[str, ArmPlan], out: Outcome
         return Result.ok(f"{name} reached the target", value, executed=True, receipt=receipt,
                          diagnostics=diag)
     if out.stop_reason == "estop":
-        return Result.fail(FailureCategory.ESTOP, "the e-stop was latched during the motion; the robot "
-                           "halted and an operator must reset it", executed=True, value=value, receipt=receipt,
+        why = f" ({out.detail})" if out.detail else ""
+        return Result.fail(FailureCategory.ESTOP, f"the e-stop was latched during the motion{why}; the "
+                           "robot halted and an operator must reset it", executed=True, value=value, receipt=receipt,
                            diagnostics=diag)
     if out.stop_reason == "contact":
         return Result.fail(FailureCategory.CONTACT,

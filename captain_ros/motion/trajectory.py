@@ -29,9 +29,10 @@ class Outcome:
     """What one executed motion did (per arm samples, stop reason, peak force [N])."""
 
     samples: dict[str, list[MotionSample]]
-    stop_reason: str  # reached | contact | force_limit
+    stop_reason: str  # reached | contact | force_limit | estop | deadline | a stop rule's
     peak_force_n: float
     elapsed_s: float
+    detail: str = ""  # estop: the latch's reason (who latched it and why)
 
     def distance_m(self, arm: str) -> float:
         """Straight-line displacement of the tool from start to end [m]."""

@@ -6,8 +6,9 @@ asks the robot node to load that scene, then runs the goal's
 :class:`~captain_ros.ros.calls.RosRobotCaller`, so every robot call of the policy's code crosses
 the ROS graph. Every call's receipt is published on ``/captain/receipts`` the moment it returns and
 sent as action feedback with the progress; in simulation the hidden per-request records go to
-``/captain/privileged``; episode start/end go to ``/captain/episode_events`` (the recorder
-opens/closes the episode's bag on them). Every count in the result is this episode's alone.
+``/captain/privileged`` (an emulated rig's ground truth judges the final state only); episode
+start/end go to ``/captain/episode_events`` (the recorder opens/closes the episode's bag on them).
+Every count in the result is this episode's alone.
 
 Cancel is clean: no further policy request is made, robot calls still in the current cell are
 refused with ``budget_exhausted`` ("episode canceled"), the call in flight finishes (guarded), the
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,10 @@ from captain_ros.ros.recorder_watch import RecorderWatch
 COUNTS_SETTLE_S = 0.2
 """Between the end stamp and asking the nodes what they published in the window [s]: a message
 stamped just before it may still be on its way out of a busy node."""
+
+HARDWARE_TRUTH_WAIT_S = 2.0
+"""How long a goal on a hardware backend looks for an emulated rig's ``privileged_state`` [s] (the
+robot node's parameter services, discovered with it, were found already)."""
 
 PARAMS = (
     Param("policy", "scripted", "Default policy when a goal leaves it empty (scripted | openai | "
@@ -165,9 +171,18 @@ class PolicyNode(Node):
                                                     profile=resolve_profile(
                                                         self.p["profile"], folder or None)),
             privileged=ServicePrivileged(self.privileged, self.snapshot, call_sync) if sim else None,
+            host_success=None if sim else self._emulated_host_success(task),
             observers=observers, overwrite=bool(self.p["overwrite_output"]))
         setup.prepare()  # before the recorder opens its bag (it may write into the folder)
         return setup, watcher
+
+    def _emulated_host_success(self, task: Any) -> Callable[[], bool] | None:
+        """An emulated rig's ground truth judges the final state only (no per-request records:
+        its bags stay those of the real rig); a real rig offers no ``privileged_state``."""
+        if not self.privileged.wait_for_service(timeout_sec=HARDWARE_TRUTH_WAIT_S):
+            return None
+        source = ServicePrivileged(self.privileged, self.snapshot, call_sync)
+        return lambda: bool(task.success(source.state()))
 
     def _run(self, goal_handle: Any) -> RunEpisode.Result:
         g = goal_handle.request

@@ -29,7 +29,7 @@ from captain_ros.ros.state_publisher import StatePublisher
 
 KNOWN_BACKENDS = ("mujoco", "fake", "piper", "ros_arm", "xr1", "humanoid")
 HARDWARE_BACKENDS = ("piper", "ros_arm")
-"""No ground truth through the graph (also on the emulator): bags as on the real rig."""
+"""No per-request ground truth through the graph (also when emulated): bags as on the real rig."""
 PARAMS = (
     Param("backend", "mujoco", "Robot backend.", choices=KNOWN_BACKENDS),
     Param("task", "pick_place", "Task whose scene the simulator loads (simulation backends)."),
@@ -72,6 +72,18 @@ def backend_options(values: dict[str, Any]) -> dict[str, Any]:
         if values["emulate"]:
             opts["emulate"] = True
     return opts
+
+
+def has_ground_truth(backend: Any) -> bool:
+    """Whether a hardware backend is emulated and knows its world's ground truth (the PiPER
+    emulator, the simulated ROS arm driver); a real rig raises ``NotSupportedError``."""
+    from captain_ros.core.errors import NotSupportedError
+
+    try:
+        backend.privileged_state()
+    except NotSupportedError:
+        return False
+    return True
 
 
 def check_backend(values: dict[str, Any]) -> str | None:
@@ -139,7 +151,8 @@ class RobotNode(LifecycleNode):
         self.estop = EStopInterface(self, backend.estop, backend.reset_estop,
                                     lambda: self._backend().estopped)
         self.sim = SimServices(self, self.call_group, privileged=self._injected is not None
-                               or self.p["backend"] not in HARDWARE_BACKENDS)
+                               or self.p["backend"] not in HARDWARE_BACKENDS
+                               or has_ground_truth(backend))
         self.state_pub = StatePublisher(self, spec.arm_names, tuple(names or spec.cameras))
         self.state_pub.publish_static(spec)
         self._configured = [e for e in self._entities() if e not in before]

@@ -10,9 +10,11 @@ another executor thread would be cut in half. ``/captain/robot/privileged_state`
 simulator's ground truth as JSON (for the harness's host-success predicate; never for policies),
 ``/captain/robot/load_scene`` builds a task's scene for a seed, or resets the current scene from
 the snapshot taken when it was built. On hardware the backend raises ``NotSupportedError`` and
-the services answer ``success: false`` with its message. ``privileged=False`` (hardware backends,
-also the PiPER emulator) does not offer ``privileged_state`` at all, so a graph on hardware records
-no ``/captain/privileged`` and its bags have the topic set of real hardware.
+the services answer ``success: false`` with its message. ``privileged=False`` (a hardware backend
+without ground truth) does not offer ``privileged_state`` at all. An emulated rig (the PiPER
+emulator, the simulated ROS arm driver) offers it for the episode's final host-success judgement
+only: the policy node records per-request privileged state (``/captain/privileged``) for the
+simulation backends alone, so an emulated rig's bags keep the topic set of real hardware.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ task scene on python-can's virtual bus and uses its rendered cameras.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from captain_ros.backends.piper.config_piper import CameraConfig, PiperConfig
 from captain_ros.data import data_path
 
 CONFIG_DIR = data_path("config")
+_EMULATORS = itertools.count(1)
 
 
 def default_config_path(rig: str) -> Path:
@@ -98,10 +100,17 @@ class _LazyMount:
 
 
 def _emulated(scene: Any, cfg: PiperConfig, enable: bool, image_size_px: int) -> Any:
+    """The backend against a new emulator on virtual channels of its own (``can0#3``): python-can's
+    virtual channels are process-wide, and a backend rebuilt for another scene starts its emulator
+    before the previous one is closed; on a shared channel the new link would read both."""
+    from dataclasses import replace
+
     from captain_ros.backends.piper_emulator import PiperEmulator
     from captain_ros.backends.piper_emulator.camera import EmulatedCamera
     from captain_ros.backends.safety import SafeBackend
 
+    n = next(_EMULATORS)
+    cfg = replace(cfg, can={arm: f"{ch}#{n}" for arm, ch in cfg.can.items()})
     emu = PiperEmulator(scene, channels=cfg.can, rig=cfg.rig, image_size_px=image_size_px)
     try:
         cams: dict[str, Any] = {}

@@ -164,7 +164,8 @@ class PiperBackend(Backend):
         disagree = float(np.max(np.abs(fb.q_rad - fb.motor_pos_rad)))
         return LinkStatus(connected=np.isfinite(fb.age_s), enabled=all(fb.enabled) and
                           fb.ctrl_mode == 0x01, feedback_age_s=fb.age_s, hardware_estop=stop,
-                          twin_error_m=twin_err, joint_disagreement_rad=disagree, faults=fb.faults)
+                          twin_error_m=twin_err, joint_disagreement_rad=disagree, faults=fb.faults,
+                          disabled_motors=tuple(k + 1 for k, on in enumerate(fb.enabled) if not on))
 
     def enable(self, arm: str) -> None:
         self._link(arm).enable(self.config.enable_timeout_s, self.config.speed_rate_pct)

@@ -1,10 +1,18 @@
 """One arm's CAN link: a ``piper_sdk`` ``C_PiperInterface_V2`` and its feedback in SI units.
 
 The SDK runs unmodified: ``CreateCanBus(can, bustype)`` + ``ConnectPort()`` start its reader
-thread, the getters return the newest decoded frames. One transport detail is adapted: on Linux
-the SDK opens a second bus for sending that it never reads; on socketcan the kernel drops what
-that socket buffers, but a python-can ``virtual`` queue would grow without bound, so for the
-virtual bus the send side reuses the receive bus.
+thread, the getters return the newest decoded frames. Three details are adapted:
+
+- on Linux the SDK opens a second bus for sending that it never reads; on socketcan the kernel
+  drops what that socket buffers, but a python-can ``virtual`` queue would grow without bound, so
+  for the virtual bus the send side reuses the receive bus;
+- ``C_PiperInterface_V2`` is a per-channel singleton: every interface on ``can0`` in a process is
+  the same object. A backend rebuilt on the same channel (the robot node loading a goal's scene
+  builds the new backend before it closes the old one) then shared the old link's SDK, and the old
+  link's ``DisconnectPort`` stopped the reader of the new one: its feedback froze and every move
+  was refused as stale. Each link takes an interface of its own (:func:`_own_sdk`);
+- ``DisconnectPort`` leaves the SDK's bus-monitor and frame-counter threads running;
+  :meth:`PiperArmLink.close` stops them, so rebuilt links do not pile up threads.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +74,7 @@ class PiperArmLink:
             raise HardwareError(f"CAN interface {can_name} is down or missing; bring it up with "
                                 f"`sudo ip link set {can_name} up type can bitrate 1000000`")
         try:
-            self.sdk = C_PiperInterface_V2(can_name, judge_flag=False, can_auto_init=False)
+            self.sdk = _own_sdk(C_PiperInterface_V2, can_name)
             self.sdk.CreateCanBus(can_name, bustype=bustype, judge_flag=False)
         except Exception as exc:  # noqa: BLE001 - the SDK raises ConnectionError/ValueError
             raise HardwareError(f"cannot open CAN interface {can_name} ({bustype}): {exc}") from exc
@@ -158,6 +167,24 @@ class PiperArmLink:
     def close(self) -> None:
         with contextlib.suppress(Exception):  # closing never raises
             self.sdk.DisconnectPort()
+        # what DisconnectPort leaves running: the bus monitor (20 Hz) and the frame counter (10 Hz)
+        private = "_C_PiperInterface_V2__"
+        with contextlib.suppress(Exception):
+            getattr(self.sdk, private + "can_monitor_stop_event").set()
+            getattr(self.sdk, private + "fps_counter").stop()
+
+
+def _own_sdk(cls: Any, can_name: str) -> Any:
+    """A ``C_PiperInterface_V2`` on ``can_name`` that no other link shares: the SDK's per-channel
+    singleton cache is bypassed (the entry is dropped before and after the construction), so
+    closing one link never disconnects another on the same channel."""
+    with cls._lock:
+        cls._instances.pop(can_name, None)
+    sdk = cls(can_name, judge_flag=False, can_auto_init=False)
+    with cls._lock:
+        if cls._instances.get(can_name) is sdk:
+            del cls._instances[can_name]
+    return sdk
 
 
 def _interface_up(name: str) -> bool:

@@ -21,6 +21,7 @@ while a move is under way latches the e-stop and raises :class:`EStopError` (the
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -45,6 +46,7 @@ from captain_ros.core.types import (
     TickReport,
 )
 
+log = logging.getLogger(__name__)
 MOVING_RAD = 1e-4
 """A tick whose targets differ from the reference by more than this [rad] is motion under way."""
 
@@ -121,8 +123,10 @@ class SafeBackend(Backend):
                 problem = (f"{arm}: joint feedback is stale ({st.feedback_age_s * 1e3:.0f} ms old, "
                            f"limit {self.config.max_feedback_age_s * 1e3:.0f} ms)")
             elif not st.enabled:
-                problem = (f"{arm}: motors are not enabled{_why(st)}; run `captain hw enable` or "
-                           "check the arm")
+                off = ", ".join(f"J{j}" for j in st.disabled_motors)
+                which = f" (motor {off} disabled)" if off else ""
+                problem = (f"{arm}: motors are not enabled{which}{_why(st)}; run `captain hw "
+                           "enable` or check the arm")
             if problem:
                 if self._moving:
                     self._trip("guard:link", problem)
@@ -154,6 +158,8 @@ class SafeBackend(Backend):
 
     # --- commanding -----------------------------------------------------------------------------
     def _trip(self, source: str, reason: str) -> None:
+        if not self.latch.tripped:  # the operator's log: one line per latch, with its cause
+            log.warning("e-stop latched by %s: %s", source, reason)
         event = self.latch.trip(source, reason)
         self._halt(event.reason)
         raise EStopError(self.latch.message())
@@ -215,6 +221,8 @@ class SafeBackend(Backend):
             try:
                 rep = self.inner.servo(cmd, duration_s, guard)
             except EStopError as exc:  # the backend's own stop (hardware e-stop, inner latch)
+                if not self.latch.tripped:
+                    log.warning("e-stop latched by hardware: %s", exc)
                 self.latch.trip("hardware", str(exc))
                 self._forget_reference()
                 raise
@@ -243,8 +251,10 @@ class SafeBackend(Backend):
                 effort = np.abs(np.asarray(self.inner.joint_state(arm).effort_nm, dtype=float))
                 if effort.size and float(effort.max()) > cfg.max_effort_nm:
                     j = int(effort.argmax())
+                    faults = _why(self.link.link_status(arm)) if self.link is not None else ""
                     self._trip("guard:current", f"{arm}: joint {j + 1} effort {effort[j]:.2f} N m "
-                               f"over the {cfg.max_effort_nm:.1f} N m limit (motor current)")
+                               f"over the {cfg.max_effort_nm:.1f} N m limit (motor current)"
+                               + (f"; the controller reports{faults}" if faults else ""))
 
     def command_gripper(self, arm: str, opening_m: float) -> float:
         with self._lock:

@@ -21,6 +21,7 @@ class LinkStatus:
         joint_disagreement_rad: Largest difference between two joint measurements (joint
             feedback vs motor encoders) [rad].
         faults: Human-readable device faults (over-current, disabled motor, ...).
+        disabled_motors: Joints (1-based) whose motor reports disabled (a motor that dropped out).
     """
 
     connected: bool
@@ -30,6 +31,7 @@ class LinkStatus:
     twin_error_m: float = 0.0
     joint_disagreement_rad: float = 0.0
     faults: tuple[str, ...] = ()
+    disabled_motors: tuple[int, ...] = ()
 
 
 @runtime_checkable
