@@ -4,7 +4,9 @@
 method of the same name on the service objects it is given (the declared owner first, then the
 others), and executes a call ``(name, kwargs)``: validate the untrusted arguments, dispatch, turn
 any exception into a :class:`~captain_ros.core.result.Result` failure, make sure there is a
-receipt. It never raises. Anything with ``call(name, kwargs) -> Result`` (e.g. a ROS-service
+receipt. It never raises. Each call runs under a deadline derived from its arguments
+(:mod:`captain_ros.api.deadlines`), inside any deadline the caller opened (the episode's wall
+budget). Anything with ``call(name, kwargs) -> Result`` (e.g. a ROS-service
 client) can stand in for it in the harness: see :class:`RobotCaller`.
 """
 
@@ -18,7 +20,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from captain_ros.api import registry
+from captain_ros.api.deadlines import call_deadline_s
 from captain_ros.api.validation import validate_call
+from captain_ros.core import deadline
 from captain_ros.core.failures import failure_from_exception
 from captain_ros.core.result import RECEIPT_MAX_CHARS, FailureCategory, Result
 
@@ -131,7 +135,10 @@ class RobotService:
         if fn is None:
             return Result.fail(FailureCategory.NOT_SUPPORTED,
                                f"{name} is not available on this rig (no {cap.service} service bound)")
-        return fn(**args)
+        limit_s = call_deadline_s(cap, args)
+        with deadline.scope(limit_s, f"{name}'s {limit_s:.0f} s deadline"):
+            deadline.check("waiting to start")
+            return fn(**args)
 
     def image(self, handle: str, camera: str) -> np.ndarray | None:
         """RGB image of an observation from the perception service (None when unavailable)."""

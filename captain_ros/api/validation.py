@@ -1,8 +1,13 @@
 """Validation of untrusted capability arguments against the registry's parameter kinds.
 
-Policy code is untrusted: every value is checked for type, shape and finiteness before a service
-sees it. :func:`validate_call` returns the normalised keyword arguments (defaults filled in) or
-raises :class:`~captain_ros.core.errors.InvalidArgumentError` with a message that says what to fix.
+Policy code is untrusted: every value is checked for type, shape, finiteness and magnitude before a
+service sees it, so that no work proportional to a value starts before the value is known to be
+sane. :func:`validate_call` returns the normalised keyword arguments (defaults filled in) or raises
+:class:`~captain_ros.core.errors.InvalidArgumentError` with a message that says what to fix. A value
+whose conversion itself misbehaves (an object whose ``__float__``, ``__index__``, ``__len__`` or
+``tolist`` raises) is an invalid argument too, never an internal error. Text must be printable:
+lone surrogates (which cannot be encoded as UTF-8, hence cannot be logged, recorded or sent over
+ROS) and control characters other than tab and newline are refused.
 """
 
 from __future__ import annotations
@@ -12,32 +17,56 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from captain_ros.api.registry import Capability, Param
-from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
+from captain_ros.core.errors import CaptainError, InvalidArgumentError, UnknownNameError
 
 _MAX_LIST = 256
 _MAX_STR = 2000
+MAX_POSITION_M = 100.0
+"""Largest coordinate of a position [m]: no rig reaches further; larger values are mistakes."""
+MAX_NUMBER = 1e6
+"""Largest magnitude of any other number (pixels, metres, seconds, newtons)."""
+MAX_INT = 10**9
+_TEXT_OK = frozenset("\t\n")
 
 
-def _float(value: Any, name: str) -> float:
+def _text(value: str, name: str) -> str:
+    """``value`` when it is printable text (no lone surrogates, no control characters)."""
+    if value.isprintable():
+        return value
+    for i, ch in enumerate(value):
+        code = ord(ch)
+        if 0xD800 <= code <= 0xDFFF:
+            raise InvalidArgumentError(f"{name} has a lone surrogate {ch!r} at index {i}; pass valid text")
+        if (code < 0x20 or 0x7F <= code < 0xA0) and ch not in _TEXT_OK:
+            raise InvalidArgumentError(f"{name} has the control character {ch!r} at index {i}; "
+                                       "pass plain text")
+    return value
+
+
+def _float(value: Any, name: str, limit: float = MAX_NUMBER) -> float:
     if isinstance(value, (bool, str, bytes)) or not hasattr(value, "__float__"):
-        raise InvalidArgumentError(f"{name} must be a number, got {type(value).__name__} {value!r:.60}")
+        raise InvalidArgumentError(f"{name} must be a number, got {type(value).__name__}")
     try:
         out = float(value)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InvalidArgumentError(f"{name} must be a number, got {value!r:.60}") from exc
+    except Exception:  # noqa: BLE001 - a misbehaving __float__ is the caller's error
+        raise InvalidArgumentError(f"{name} must be a number (converting a {type(value).__name__} "
+                                   "failed)") from None
     if not math.isfinite(out):
         raise InvalidArgumentError(f"{name} must be finite, got {out}")
+    if abs(out) > limit:
+        raise InvalidArgumentError(f"{name} = {out:.6g} is out of range (|value| <= {limit:g})")
     return out
 
 
-def _vector(value: Any, size: int, name: str) -> list[float]:
+def _vector(value: Any, size: int, name: str, limit: float = MAX_NUMBER) -> list[float]:
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) and not hasattr(value, "tolist"):
-        raise InvalidArgumentError(f"{name} must be a list of {size} numbers, got {value!r:.80}")
+        raise InvalidArgumentError(f"{name} must be a list of {size} numbers, got {type(value).__name__}")
     if hasattr(value, "tolist"):
         value = value.tolist()
     if not isinstance(value, Sequence) or len(value) != size:
-        raise InvalidArgumentError(f"{name} must have exactly {size} numbers, got {value!r:.80}")
-    return [_float(v, f"{name}[{i}]") for i, v in enumerate(value)]
+        got = f"{len(value)} items" if isinstance(value, Sequence) else type(value).__name__
+        raise InvalidArgumentError(f"{name} must have exactly {size} numbers, got {got}")
+    return [_float(v, f"{name}[{i}]", limit) for i, v in enumerate(value)]
 
 
 def _check_param(p: Param, value: Any) -> Any:
@@ -47,7 +76,7 @@ def _check_param(p: Param, value: Any) -> Any:
         raise InvalidArgumentError(f"{p.name} may not be None ({p.doc})")
     kind = p.kind
     if kind == "position":
-        return _vector(value, 3, p.name)
+        return _vector(value, 3, p.name, MAX_POSITION_M)
     if kind == "quat":
         q = _vector(value, 4, p.name)
         norm = math.sqrt(sum(v * v for v in q))
@@ -63,10 +92,11 @@ def _check_param(p: Param, value: Any) -> Any:
             raise InvalidArgumentError(f"{p.name} must be > 0, got {out}")
         return out
     if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise InvalidArgumentError(f"{p.name} must be an integer, got {value!r:.60}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                isinstance(value, float) and not value.is_integer()):
+            raise InvalidArgumentError(f"{p.name} must be an integer, got {type(value).__name__}")
+        if abs(value) > MAX_INT:
+            raise InvalidArgumentError(f"{p.name} is out of range (|value| <= {MAX_INT})")
         return int(value)
     if kind == "bool":
         if not isinstance(value, bool):
@@ -79,7 +109,7 @@ def _check_param(p: Param, value: Any) -> Any:
             raise InvalidArgumentError(f"{p.name} is longer than {_MAX_STR} characters")
         if p.choices and value not in p.choices:
             raise InvalidArgumentError(f"{p.name} must be one of {', '.join(p.choices)}; got {value!r:.60}")
-        return value
+        return _text(value, p.name)
     if kind == "jaw":
         if isinstance(value, str):
             if value not in ("open", "close"):
@@ -98,9 +128,10 @@ def _check_param(p: Param, value: Any) -> Any:
         for v in value:
             if isinstance(v, Mapping) and isinstance(v.get("id"), str):
                 v = v["id"]
-            if not isinstance(v, str):
-                raise InvalidArgumentError(f"{p.name} must contain strings, got {v!r:.60}")
-            items.append(v)
+            if not isinstance(v, str) or len(v) > _MAX_STR:
+                raise InvalidArgumentError(f"{p.name} must contain strings (at most {_MAX_STR} characters), "
+                                           f"got {type(v).__name__}")
+            items.append(_text(v, p.name))
         return items
     if kind == "points":
         if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) or not value:
@@ -113,8 +144,20 @@ def _check_param(p: Param, value: Any) -> Any:
             value = value.get("id", value.get("object_id"))
         if not isinstance(value, str) or not value or len(value) > 200:
             raise InvalidArgumentError(f"{p.name} must be a detection id string like 'det_3' (or a detection dict)")
-        return value
+        return _text(value, p.name)
     raise InvalidArgumentError(f"{p.name}: unsupported kind {kind}")  # pragma: no cover
+
+
+def _checked(p: Param, value: Any) -> Any:
+    """:func:`_check_param`, with any failure of the value's own methods (``__len__``,
+    ``__iter__``, ``tolist``, deep recursion) reported as an invalid argument."""
+    try:
+        return _check_param(p, value)
+    except CaptainError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - hostile objects: the caller's error, not ours
+        raise InvalidArgumentError(f"{p.name} could not be read ({type(exc).__name__} in a "
+                                   f"{type(value).__name__}); pass plain numbers, lists and strings") from None
 
 
 def validate_call(cap: Capability, kwargs: Mapping[str, Any],
@@ -128,10 +171,11 @@ def validate_call(cap: Capability, kwargs: Mapping[str, Any],
     if not isinstance(kwargs, Mapping):
         raise InvalidArgumentError(f"{cap.name}: arguments must be keyword arguments")
     names = {p.name for p in cap.params}
-    unknown = sorted(str(k) for k in kwargs if k not in names)
+    unknown = [k for k in kwargs if k not in names]
     if unknown:
+        shown = ", ".join(f"{k!r:.40}" for k in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         raise InvalidArgumentError(
-            f"{cap.name}() got unexpected argument(s) {', '.join(unknown)}; signature: {cap.signature()}")
+            f"{cap.name}() got unexpected argument(s) {shown}; signature: {cap.signature()}")
     out: dict[str, Any] = {}
     both = cap.name == "move_to" and kwargs.get("arm") == "both"
     for p in cap.params:
@@ -140,9 +184,9 @@ def validate_call(cap: Capability, kwargs: Mapping[str, Any],
             per_arm = kwargs[p.name]
             if len(per_arm) > 4 or not all(isinstance(k, str) for k in per_arm):
                 raise InvalidArgumentError(f"{p.name} with arm='both' must map arm names to values")
-            out[p.name] = {k: _check_param(p, v) for k, v in per_arm.items()}
+            out[p.name] = {k: _checked(p, v) for k, v in per_arm.items()}
         elif p.name in kwargs:
-            out[p.name] = _check_param(p, kwargs[p.name])
+            out[p.name] = _checked(p, kwargs[p.name])
         elif p.required:
             raise InvalidArgumentError(f"{cap.name}() is missing {p.name!r} ({p.doc}); signature: {cap.signature()}")
         else:

@@ -2,8 +2,9 @@
 
 :class:`EpisodeCalls` answers the sandbox's requests (it is the session's
 :class:`~captain_ros.harness.session.CellHandler`): it checks budgets before physical actions,
-routes ``finish`` to the completion gate, forwards everything else to the swappable
-:class:`~captain_ros.api.service.RobotCaller`, counts physical actions, records measurements for
+routes ``finish`` to the completion gate, validates every other call's arguments and forwards it
+to the swappable :class:`~captain_ros.api.service.RobotCaller` under the episode's remaining
+wall-time budget (:mod:`captain_ros.core.deadline`), counts physical actions, records measurements for
 the gate, attaches the budget snapshot and a receipt to every Result, saves attached images,
 and logs each call. It never raises.
 """
@@ -20,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from captain_ros.api import registry
-from captain_ros.api.service import RobotCaller, default_receipt
+from captain_ros.api.service import RobotCaller, default_receipt, exception_to_result
 from captain_ros.api.validation import validate_call
+from captain_ros.core import deadline
 from captain_ros.core.errors import CaptainError
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.harness.budgets import BudgetTracker
@@ -126,9 +128,7 @@ class EpisodeCalls:
                 if result.success:
                     self.finish_accepted = True
             else:
-                t0 = time.perf_counter()
-                result = self.robot.call(name, dict(kwargs))
-                self.backend_s += time.perf_counter() - t0
+                result = self._forward(cap, name, kwargs)
                 if not isinstance(result, Result):
                     result = self._fail(name, FailureCategory.INTERNAL_ERROR, "the robot returned no Result")
                 if cap.physical and result.failure_category not in NOT_COUNTED:
@@ -162,6 +162,20 @@ class EpisodeCalls:
             except Exception:  # noqa: BLE001 - an observer must not break the episode
                 log.exception("call observer failed for %s", name)
         return result
+
+    def _forward(self, cap: registry.Capability, name: str, kwargs: dict[str, Any]) -> Result:
+        """Validate here (so that no robot node, in-process or over ROS, sees arguments that
+        fail validation), then run the call inside the episode's remaining wall time."""
+        try:
+            validate_call(cap, kwargs)
+        except Exception as exc:  # noqa: BLE001 - any bad argument is the policy's, never a crash
+            return exception_to_result(name, exc)
+        t0 = time.perf_counter()
+        try:
+            with deadline.scope(self.tracker.wall_left_s(), "the episode's wall-time budget"):
+                return self.robot.call(name, dict(kwargs))
+        finally:
+            self.backend_s += time.perf_counter() - t0
 
     # --- CellHandler ---------------------------------------------------------------------------
     def on_call(self, name: str, kwargs: dict[str, Any]) -> dict[str, Any]:

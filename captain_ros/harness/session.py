@@ -141,6 +141,18 @@ def _read_roots() -> list[str]:
     return sorted(roots)
 
 
+def printable(text: str | None) -> str:
+    """``text`` with lone surrogates (which no UTF-8 log, bag or model can take) written as
+    ``\\udXXX`` escapes; the child's output is untrusted text."""
+    if not text:
+        return ""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def _safe_call(handler: CellHandler, name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     try:
         return handler.on_call(name, kwargs)
@@ -322,7 +334,7 @@ class PythonSession:
                     for v in violations:
                         log.warning("sandbox violation: %s", v)
                     self.violations.extend(violations)
-                    return CellResult(msg.output, msg.error or None,
+                    return CellResult(printable(msg.output), printable(msg.error) or None,
                                       timed_out=interrupted_at is not None or msg.interrupted,
                                       notice=notice, violations=violations,
                                       duration_s=time.monotonic() - t0, call_s=call_s,

@@ -30,7 +30,8 @@ from captain_ros.harness.history import History, ImageRef, ToolCall, ToolOutput,
 
 def messages_sha256(messages: list[dict[str, Any]]) -> str:
     """Stable hash of rendered chat messages."""
-    return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()  # lone surrogates too
 
 
 class TrajectoryWriter:
@@ -39,7 +40,9 @@ class TrajectoryWriter:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = self.path.open("w", encoding="utf-8")
+        # a lone surrogate (policy text, cell output) is written as its JSON escape: read back, it is
+        # the same string; strict UTF-8 would end the episode on it
+        self._f = self.path.open("w", encoding="utf-8", errors="backslashreplace")
 
     def write(self, record: dict[str, Any]) -> None:
         self._f.write(json.dumps(record, ensure_ascii=False, default=_jsonable) + "\n")

@@ -4,7 +4,8 @@ Each control tick sends joint targets (or none: the arms keep their targets whil
 through ``backend.servo``, which checks the force at every physics substep, then samples the tool
 pose, jaw opening and contact force of the moving arms. The loop ends at the first contact over
 the guard (``contact``), the emergency limit (``force_limit``), a latched e-stop (``estop``), when
-a caller's stop rule says so, or when the targets run out (``reached``).
+a caller's stop rule says so, when the call's deadline (:mod:`captain_ros.core.deadline`) has
+passed (``deadline``: the arms keep their last targets), or when the targets run out (``reached``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from captain_ros.backends.base import Backend
+from captain_ros.core import deadline
 from captain_ros.core.errors import EStopError
 from captain_ros.core.types import ForceGuard
 from captain_ros.motion.trajectory import MotionSample, Outcome
@@ -49,6 +51,9 @@ def run_ticks(backend: Backend, arms: Sequence[str], dt_s: float, guard: ForceGu
     for k, q in enumerate(targets):
         if before is not None and (why := before(k, samples)) is not None:
             stop = why
+            break
+        if deadline.expired():
+            stop = "deadline"
             break
         try:
             rep = backend.servo(q, dt_s, guard)

@@ -11,6 +11,11 @@ from captain_ros.core.geometry import Pose
 CONTROL_DT_S = 0.02
 MAX_SPEED_M_S = 0.5
 ANGULAR_SPEED_RAD_S = 0.8
+MAX_SWEEP_S = 60.0
+"""Longest sweep [s] (as ``move_to(duration_s=...)`` allows): a slower one is refused before any
+per-tick work, which is proportional to its duration."""
+MAX_STRETCHED_SWEEP_S = 2 * MAX_SWEEP_S
+"""Longest sweep [s] after stretching for the joint velocity limits."""
 
 
 def slerp(q0: np.ndarray, q1: np.ndarray, s: float) -> np.ndarray:

@@ -1,5 +1,6 @@
 """Pre-execution checks of a Cartesian sweep: workspace, IK of every control tick, joint limits,
-collisions. Nothing moves here; a failed check raises :class:`PlanError` with its category.
+collisions. Nothing moves here; a failed check raises :class:`PlanError` with its category, and a
+call whose deadline passes while planning raises :class:`~captain_ros.core.deadline.DeadlineExceeded`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from captain_ros.backends.base import Backend
+from captain_ros.core import deadline
 from captain_ros.core.errors import CaptainError
 from captain_ros.core.geometry import Pose
 from captain_ros.core.result import FailureCategory
@@ -82,6 +84,7 @@ def solve_path(backend: Backend, arm: str, poses: list[Pose], q0: np.ndarray) ->
     check_goal(kin, poses[-1], q, lo, hi, spec.joint_names)
     res = ik.IKResult(q, 0.0, 0.0, True, 0)
     for k, pose in enumerate(poses):
+        deadline.check("solving the IK of the sweep")
         # predictor: extrapolate the joint path linearly; the DLS corrector rarely needs a step
         seed = np.clip(2 * q - qs[-2], lo, hi) if len(qs) >= 2 else q
         res = ik.solve(kin, pose, seed, lo, hi, max_iters=60)
@@ -169,6 +172,7 @@ def check_collisions(backend: Backend, plans: Mapping[str, ArmPlan]) -> list[str
     every = max(1, int(COLLISION_CHECK_SPACING_M / step_m))
     ks = sorted(set(range(every - 1, n, every)) | {n - 1})
     for k in ks:
+        deadline.check("checking the sweep for collisions")
         hits = [c for c in kin.collisions({a: plans[a].q[k] for a in arms}) if c not in ignore]
         if hits:
             raise PlanError(FailureCategory.COLLISION,

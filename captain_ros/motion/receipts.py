@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from captain_ros.backends.base import Backend
+from captain_ros.core import deadline
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.motion.limits import CONTACT_FORCE_N, EMERGENCY_FORCE_N
 from captain_ros.motion.planner import ArmPlan
@@ -48,6 +49,10 @@ def motion_result(b: Backend, name: str, plans: dict[str, ArmPlan], out: Outcome
         return Result.fail(FailureCategory.ESTOP, f"the e-stop was latched during the motion{why}; the "
                            "robot halted and an operator must reset it", executed=True, value=value, receipt=receipt,
                            diagnostics=diag)
+    if out.stop_reason == "deadline":
+        return Result.fail(FailureCategory.TIMEOUT,
+                           f"{deadline.what() or 'the deadline'} passed during the motion; the robot holds "
+                           "where it stopped", executed=True, value=value, receipt=receipt, diagnostics=diag)
     if out.stop_reason == "contact":
         return Result.fail(FailureCategory.CONTACT,
                            f"stopped at first contact ({out.peak_force_n:.1f} N > {CONTACT_FORCE_N:.0f} N guard "

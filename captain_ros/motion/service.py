@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from captain_ros.backends.base import Backend
+from captain_ros.core import deadline
 from captain_ros.core.errors import EStopError, InvalidArgumentError
 from captain_ros.core.failures import never_raises
 from captain_ros.core.geometry import Pose
@@ -32,7 +33,13 @@ from captain_ros.core.types import ForceGuard
 from captain_ros.motion import args, path
 from captain_ros.motion.executor import Samples, run_ticks
 from captain_ros.motion.limits import CONTACT_FORCE_N, DEFAULT_FORCE_LIMIT_N, EMERGENCY_FORCE_N
-from captain_ros.motion.planner import ArmPlan, PlanError, check_collisions, plan_sweep
+from captain_ros.motion.planner import (
+    ArmPlan,
+    PlanError,
+    check_collisions,
+    check_workspace,
+    plan_sweep,
+)
 from captain_ros.motion.receipts import motion_result
 from captain_ros.motion.recovery import reverse_path
 from captain_ros.motion.routing import route_arm
@@ -141,12 +148,22 @@ class MotionService:
 
     def _plan(self, goals: dict[str, tuple[Pose, Pose]], speed_m_s: float,
               duration_s: float | None) -> dict[str, ArmPlan]:
+        for a, (_s, g) in goals.items():  # before any work proportional to the distance
+            check_workspace(self.backend, a, g.position_m)
         dur = duration_s or max(path.sweep_duration_s(s, g, speed_m_s) for s, g in goals.values())
+        if dur > path.MAX_SWEEP_S:
+            raise InvalidArgumentError(
+                f"at speed_m_s={speed_m_s:.3g} this sweep would take {dur:.3g} s, more than "
+                f"{path.MAX_SWEEP_S:.0f} s; raise speed_m_s (or give duration_s)")
         plans = {a: plan_sweep(self.backend, a, g, path.sweep(s, g, dur, self.dt_s), s)
                  for a, (s, g) in goals.items()}
         ratio = max(self._velocity_ratio(p) for p in plans.values())
         if ratio > 1.0:  # too fast for the joint velocity limits: stretch the sweep in time
             dur = dur * ratio * 1.05
+            if dur > path.MAX_STRETCHED_SWEEP_S:
+                raise PlanError(FailureCategory.UNREACHABLE,
+                                f"the joint velocity limits would stretch this sweep to {dur:.0f} s; go "
+                                "through an intermediate pose", duration_s=round(dur, 1))
             plans = {a: plan_sweep(self.backend, a, g, path.sweep(s, g, dur, self.dt_s), s)
                      for a, (s, g) in goals.items()}
             for p in plans.values():
@@ -228,6 +245,9 @@ class MotionService:
         if stop == "force_limit":
             return Result.fail(FailureCategory.FORCE_LIMIT, "emergency force limit tripped while moving the jaw",
                                executed=True, value=value_out, receipt=receipt)
+        if stop == "deadline":
+            return Result.fail(FailureCategory.TIMEOUT, f"{deadline.what()} passed while moving the jaw",
+                               executed=True, value=value_out, receipt=receipt)
         msg = "jaw stopped on an object" if stop == "blocked" else "jaw reached its command"
         return Result.ok(msg, value_out, executed=True, receipt=receipt)
 
@@ -243,6 +263,10 @@ class MotionService:
         t0, peak, emergency = b.time_s(), 0.0, False
         n = max(1, int(round(dur / self.dt_s)))
         for _ in range(n):
+            if deadline.expired():
+                value = {"arms": list(names), "duration_s": round(b.time_s() - t0, 3), "peak_force_n": round(peak, 2)}
+                return Result.fail(FailureCategory.TIMEOUT, f"{deadline.what()} passed while holding",
+                                   executed=True, value=value, receipt=f"hold: timeout after {value['duration_s']:.2f} s")
             rep = b.servo({}, self.dt_s, guard)
             peak = max(peak, rep.peak_force_n)
             emergency = emergency or rep.emergency
