@@ -402,3 +402,35 @@ def test_lerobot_reads_the_dataset(
         )
         want = img.reshape(3, 8, m.height // 8, 8, m.width // 8).mean((2, 4))
         assert np.abs(np.array(f["observation.images.head"]) - want).max() < 6.0
+
+
+def test_the_shipped_foxglove_layout_shows_the_recorded_topics(
+    episodes: dict[str, Path], tmp_path: Path
+) -> None:
+    from captain_ros.bags import foxglove
+    from captain_ros.bags.rosbag2 import summarize_bag
+
+    shipped = json.loads(foxglove.shipped_layout().read_text())
+    assert shipped == foxglove.layout(
+        foxglove.DEFAULT_ARMS, foxglove.DEFAULT_CAMERAS
+    )  # the file is what the code builds
+    recorded = set(summarize_bag(episodes["a"] / "bag").msgtypes)
+    assert foxglove.topics_of(shipped) <= recorded, foxglove.topics_of(shipped) - recorded
+    panels = set(shipped["configById"])
+
+    def leaves(node: Any) -> set[str]:
+        return {node} if isinstance(node, str) else leaves(node["first"]) | leaves(node["second"])
+
+    assert leaves(shipped["layout"]) == panels  # every configured panel is placed, once
+    js = next(m for _, _, m in read_messages(episodes["a"] / "bag", ["/joint_states"]))
+    plot = shipped["configById"]["Plot!captain_gripper"]["paths"][0]
+    assert plot["value"] == f"/joint_states.position[{list(js.name).index('arm_jaw_opening_m')}]"
+    out = tmp_path / "fake_rig.json"  # another rig: its own joints in the plots
+    assert main(["bag", "layout", str(episodes["fake"] / "bag"), "--out", str(out)]) == 0
+    labels = [
+        p["label"]
+        for p in json.loads(out.read_text())["configById"]["Plot!captain_joints"]["paths"]
+    ]
+    assert labels == ["x", "y", "z", "roll", "pitch", "yaw"]
+    assert main(["bag", "layout", "--out", str(tmp_path / "default.json")]) == 0
+    assert json.loads((tmp_path / "default.json").read_text()) == shipped

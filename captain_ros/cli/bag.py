@@ -1,4 +1,5 @@
-"""``captain bag info | recover | export``: a recorded rosbag2 bag, read, repaired or exported.
+"""``captain bag info | recover | export | layout``: a recorded rosbag2 bag, read, repaired,
+exported or viewed.
 
 ``info`` prints the topics with message type, count and QoS of a closed bag, then its episodes
 (task, seed, policy, backend, outcome) and each episode's requests with the robot calls they made
@@ -6,7 +7,8 @@
 recover it). ``export --format lerobot --out DIR SOURCES...`` writes one LeRobotDataset v3.0 from
 bags, episode folders and evaluation runs (:mod:`captain_ros.bags.lerobot`). ``recover``
 rewrites an unclosed bag up to its last complete record so rosbags and mcap readers open it
-(what ``ros2 bag reindex`` does for rosbag2); a closed bag is left untouched.
+(what ``ros2 bag reindex`` does for rosbag2); a closed bag is left untouched. ``layout`` writes a
+Foxglove layout for a bag's rig, or the packaged one (:mod:`captain_ros.bags.foxglove`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from captain_ros.core.errors import InvalidArgumentError
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("bag", help="rosbag2 bags: info | recover | export", parents=[common])
+    p = sub.add_parser(
+        "bag", help="rosbag2 bags: info | recover | export | layout", parents=[common]
+    )
     bag = p.add_subparsers(dest="bag_command", required=True)
     i = bag.add_parser("info", help="topics, types, counts and QoS of a bag", parents=[common])
     i.add_argument("dir")
@@ -47,6 +51,15 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--overwrite", action="store_true", help="replace an existing --out once complete"
     )
     e.set_defaults(fn=cmd_export)
+    lay = bag.add_parser("layout", help="a Foxglove layout for a bag's rig", parents=[common])
+    lay.add_argument(
+        "dir",
+        nargs="?",
+        help="bag whose rig (arms, joints, cameras) the layout shows "
+        "(default: the packaged layout of the single-arm rig)",
+    )
+    lay.add_argument("--out", required=True, help="layout JSON file to write")
+    lay.set_defaults(fn=cmd_layout)
     r = bag.add_parser("recover", help="make a crashed recorder's bag readable", parents=[common])
     r.add_argument("dir")
     r.set_defaults(fn=cmd_recover)
@@ -143,6 +156,29 @@ def cmd_export(ns: argparse.Namespace) -> int:
         f"{s.path}: LeRobotDataset v3.0, {s.episodes} episodes, {s.frames} frames at {s.fps} fps, "
         f"cameras: {', '.join(s.cameras) or 'none'} ({dt:.1f} s, {s.frames / dt:.0f} frames/s)"
     )
+    return 0
+
+
+def cmd_layout(ns: argparse.Namespace) -> int:
+    import shutil
+
+    from captain_ros.bags import foxglove
+
+    out = Path(ns.out)
+    if ns.dir is None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(foxglove.shipped_layout(), out)
+    else:
+        d = _bag_dir(ns.dir)
+        if not (d / "metadata.yaml").exists():
+            raise InvalidArgumentError(f"{d} was not closed: run `captain bag recover {d}` first")
+        arms, cameras = foxglove.rig_of_bag(d)
+        if not arms:
+            raise InvalidArgumentError(
+                f"{d}: no /joint_states with <arm>_jaw_opening_m (not a captain_ros bag?)"
+            )
+        foxglove.write(foxglove.layout(arms, cameras), out)
+    print(f"wrote {out} (Foxglove: Layouts > Import from file)")
     return 0
 
 
