@@ -349,19 +349,22 @@ def expand(path: str | Path, max_depth: int = 3) -> list[Path]:
 
 
 def read_source(path: Path) -> list[Episode]:
-    """The episodes of one bag or episode folder (its ``bag/`` holds the streams)."""
+    """The episodes of one bag or episode folder (its ``bag/``, or the recorder's bag that its
+    ``summary.json`` names, holds the streams)."""
     if _is_bag(path):
         return read_bag(path)
-    bag = path / "bag"
-    if not _is_bag(bag):
-        raise ExportError(
-            f"{path}: an episode folder without its bag/ (record with the bag on: "
-            "the joint states and images live there)"
-        )
     summary = None
     if (path / "summary.json").is_file():
         try:
             summary = json.loads((path / "summary.json").read_text())
         except ValueError as exc:
             raise ExportError(f"{path / 'summary.json'}: not JSON ({exc})") from exc
+    bag = path / "bag"
+    if not _is_bag(bag) and summary and summary.get("bag_path"):
+        bag = Path(summary["bag_path"])  # a ROS graph's episode: the recorder's bag, elsewhere
+    if not _is_bag(bag):
+        raise ExportError(
+            f"{path}: an episode folder without its bag (no bag/, no bag_path in summary.json): "
+            "the joint states and images live in the bag"
+        )
     return read_bag(bag, summary)
