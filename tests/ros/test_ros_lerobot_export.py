@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -63,7 +64,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
         cli.stop_all()
 
 
-def _data(ds: Path) -> dict[str, list[object]]:
+def _data(ds: Path) -> dict[str, list[Any]]:
     t = pa.concat_tables([pq.read_table(str(p)) for p in sorted((ds / "data").glob("*/*.parquet"))])
     return {c: t.column(c).to_pylist() for c in t.column_names}
 
