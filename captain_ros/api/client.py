@@ -1,13 +1,17 @@
 """The ``robot`` client that policy code calls, generated from the registry.
 
 :func:`client_source` renders a Python class whose methods have exactly the registry's signatures
-and docstrings; each method forwards ``(name, kwargs)`` to a transport function and wraps the reply
-in :class:`RobotResult` (a dict with attribute access). In the sandbox the transport sends the call
+(``inspect.signature`` and ``help()`` show them) and docstrings; each method forwards ``(name,
+kwargs)`` to a transport function and wraps the reply in :class:`RobotResult` (a dict with
+attribute access). Unknown keywords and surplus positional arguments are forwarded too (the latter
+under ``"*args"``), so that the harness answers them with an ``invalid_argument`` Result like any
+other bad argument instead of a ``TypeError`` in the cell. In the sandbox the transport sends the call
 over the pipe to the harness; the client never holds backend objects.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -43,13 +47,17 @@ def client_source(class_name: str = "Robot") -> str:
              "    def __repr__(self):",
              "        return '<robot client: ' + ', '.join(CAPABILITY_NAMES) + '>'"]
     for cap in registry.CAPABILITIES:
-        params = ", ".join(["self"] + [p.name if p.required else f"{p.name}={p.default!r}" for p in cap.params])
+        params = ", ".join(["self"] + [p.name if p.required else f"{p.name}={p.default!r}" for p in cap.params]
+                           + ["*_surplus", "**_unknown"])
         doc = cap.doc + "\n\n        Args:\n" + "".join(
             f"            {p.name}: {p.doc}\n" for p in cap.params) + f"\n        Returns: Result; value = {cap.returns}\n"
-        kwargs = "{" + ", ".join(f"{p.name!r}: {p.name}" for p in cap.params) + "}"
+        kwargs = "{" + ", ".join([f"{p.name!r}: {p.name}" for p in cap.params] + ["**_unknown"]) + "}"
         lines += [f"    def {cap.name}({params}):",
                   f"        {doc!r}",
-                  f"        return self._send({cap.name!r}, {kwargs})"]
+                  f"        kwargs = {kwargs}",
+                  "        if _surplus:",
+                  "            kwargs['*args'] = list(_surplus)",
+                  f"        return self._send({cap.name!r}, kwargs)"]
     lines.append(f"CAPABILITY_NAMES = {tuple(c.name for c in registry.CAPABILITIES)!r}")
     return "\n".join(lines) + "\n"
 
@@ -64,6 +72,16 @@ def build_client(transport: Callable[[str, dict[str, Any]], Any]) -> Any:
         return reply if isinstance(reply, RobotResult) else RobotResult(reply)
 
     robot = namespace["Robot"](send)
-    for cap in registry.CAPABILITIES:  # real docstrings for help()
-        getattr(type(robot), cap.name).__doc__ = cap.doc
+    for cap in registry.CAPABILITIES:  # real docstrings and signatures for help()
+        fn = getattr(type(robot), cap.name)
+        fn.__doc__ = cap.doc
+        fn.__signature__ = signature(cap)
     return robot
+
+
+def signature(cap: registry.Capability) -> inspect.Signature:
+    """The declared signature of a capability's client method (``self`` first)."""
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return inspect.Signature([inspect.Parameter("self", kind)] + [
+        inspect.Parameter(p.name, kind, default=inspect.Parameter.empty if p.required else p.default)
+        for p in cap.params])

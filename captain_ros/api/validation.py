@@ -171,6 +171,12 @@ def validate_call(cap: Capability, kwargs: Mapping[str, Any],
     if not isinstance(kwargs, Mapping):
         raise InvalidArgumentError(f"{cap.name}: arguments must be keyword arguments")
     names = {p.name for p in cap.params}
+    surplus = kwargs.get("*args")
+    if surplus is not None:
+        n = len(surplus) if isinstance(surplus, list) else 1
+        raise InvalidArgumentError(
+            f"{cap.name}() takes {len(cap.params)} arguments, {len(cap.params) + n} were given; "
+            f"signature: {cap.signature()}")
     unknown = [k for k in kwargs if k not in names]
     if unknown:
         shown = ", ".join(f"{k!r:.40}" for k in unknown[:5]) + (" ..." if len(unknown) > 5 else "")

@@ -13,14 +13,17 @@
 
 Bad input (an unknown task or policy, a negative seed, a missing or malformed file, an output
 folder that cannot be written or already holds an episode) gets one clear line on stderr and exit
-status 2; ``--debug`` shows the traceback instead.
+status 2; ``--debug`` shows the traceback instead. SIGTERM and SIGHUP end a command the way Ctrl-C
+does (its clean-up runs: the sandbox child is killed, the bag closed), with status 143 / 129.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
 from captain_ros.cli.learn import COMMANDS as LEARN_COMMANDS
 from captain_ros.core.errors import CaptainError
@@ -71,15 +74,30 @@ def main(argv: list[str] | None = None) -> int:
             rest = argv[argv.index(command) + 1:]
             return _passthrough(command, rest)
         ns = build_parser().parse_args(argv)
+        _terminate_like_ctrl_c()
         return int(ns.fn(ns))
-    except KeyboardInterrupt:
-        print(f"captain {command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        name = str(exc.args[0]) if exc.args and str(exc.args[0]).startswith("SIG") else ""
+        print(f"captain {command}: {'terminated by ' + name if name else 'interrupted'}", file=sys.stderr)
+        return 128 + signal.Signals[name].value if name else 130
     except (CaptainError, ValueError, OSError, KeyError) as exc:
         if debug:
             raise
         print(f"captain {command}: {_one_line(exc)}", file=sys.stderr)
         return 2
+
+
+def _terminate_like_ctrl_c() -> None:
+    """SIGTERM/SIGHUP raise KeyboardInterrupt, so that every ``finally`` runs (by default they
+    end the process at once and leave the sandbox child running)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -68,7 +68,7 @@ def run_cells(t: int, cells: list[tuple[str, str]], session: PythonSession, call
             out.malformed += 1
             text, cres = error, None
         else:
-            cres = session.run_cell(code, calls)
+            cres = session.run_cell(code, calls, calls.tracker.wall_left_s())
             text = cres.text()
         out.executed += 1
         if error or (cres is not None and (cres.error or cres.timed_out or cres.crashed)):

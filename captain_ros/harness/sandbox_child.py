@@ -7,7 +7,9 @@ and two pipes on fds 0/1 carrying JSON frames. Setup, in order: pre-import the a
 build the ``robot`` client (its calls go over the pipe; the child holds no backend object, gate
 or budget counter), set rlimits (address space, CPU, file size, open files, no core files), drop
 to an unprivileged uid when started as root (then ``RLIMIT_NPROC`` forbids new processes and the
-harness's ``/proc/<pid>/environ`` is unreadable), then install an audit hook
+harness's ``/proc/<pid>/environ`` is unreadable), ask the kernel to kill it when the harness
+thread that started it dies (``PR_SET_PDEATHSIG``, set after the uid change, which clears it),
+then install an audit hook
 (:func:`sys.addaudithook`, which cannot be removed) that denies process creation, signals,
 sockets, ctypes, new imports of dangerous modules, and any file access outside the workspace
 except read-only access to the Python library folders. ``import`` in policy code is further
@@ -229,7 +231,7 @@ def _transport(msg: wire.Frame) -> wire.Frame:
 def _robot_send(name: str, kwargs: dict) -> dict:
     try:
         reply = _transport(wire.Call(str(name), kwargs if isinstance(kwargs, dict) else {}))
-    except (TypeError, ValueError, wire.WireError) as exc:
+    except (TypeError, ValueError, RecursionError, wire.WireError) as exc:
         return {"success": False, "executed": False, "failure_category": "invalid_argument",
                 "message": f"{name}: arguments are not plain data ({exc}); pass numbers, lists, strings",
                 "value": None, "diagnostics": {}, "budget": {}, "receipt": ""}
@@ -300,12 +302,25 @@ def _setup(cfg: dict) -> None:
         os.setgroups([])
         os.setgid(int(cfg.get("drop_to_gid", uid)))
         os.setuid(int(uid))
+    if cfg.get("die_with_parent"):
+        _die_with_parent(int(cfg["parent_pid"]))
     limit(resource.RLIMIT_NPROC, 0)  # no fork, no threads (root is exempt: hence the uid drop)
     read_roots = tuple(os.path.realpath(p) for p in cfg["read_roots"])
     sys.addaudithook(_make_hook(os.path.realpath(cfg["workspace"]), read_roots))
     if cfg.get("prelude"):  # as policy code, under the limits and the hook; its names are base
         exec(compile(str(cfg["prelude"]), "<prelude>", "exec"), _NS)  # noqa: S102 - the sandbox
         _BASE.update(_NS)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this process when the harness thread that started it dies (Linux; elsewhere the
+    closed pipe ends an idle child)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:  # the harness died before the request took effect
+        os._exit(1)
 
 
 def _format_error(exc: BaseException) -> str:
@@ -346,6 +361,8 @@ def _run_cell(code: str, cell_no: int, cap: int) -> wire.Done:
             error = f"{type(exc).__name__}: {exc}"
     finally:
         sys.stdout, sys.stderr = old
+    if error is not None and len(error) > cap:  # an exception's text is as untrusted as output
+        error = error[: cap // 2] + f"\n[... {len(error) - cap} characters of the error truncated ...]\n" + error[-cap // 2:]
     violations = list(_VIOLATIONS)
     _VIOLATIONS.clear()
     try:
@@ -361,10 +378,11 @@ def main() -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
+    parent_pid = os.getppid()
     cfg = wire.receive(_IN_FD)
     if not isinstance(cfg, wire.Config):
         return
-    _setup(dataclasses.asdict(cfg))
+    _setup({**dataclasses.asdict(cfg), "parent_pid": parent_pid})
     wire.send(_OUT_FD, wire.Ready(os.getpid()))
     while True:
         try:

@@ -7,7 +7,13 @@ a :class:`CellHandler` (which owns the backend, the budgets and the gate - the c
 them). A per-cell timeout interrupts runaway code (``KeyboardInterrupt`` inside the cell, variables
 kept); code that ignores the interrupt, or a child that crashes (memory limit, CPU limit, a
 segfault), is killed and restarted, and the next cell's output says that variables were lost.
-The harness never crashes because of the child: every failure becomes cell output.
+The harness never crashes because of the child: every failure becomes cell output. The pipe is
+untrusted too: frames are read with a size cap, a depth cap and a stall limit
+(:mod:`captain_ros.harness.wire`), replies are written without blocking on a child that does not
+read them, and a frame that breaks off or is malformed ends that child like a crash. A cell's time
+is also bounded by the episode's remaining wall time when the caller gives it. The child is
+killed by the kernel when the thread that started it dies (``PR_SET_PDEATHSIG``), so no signal
+to the harness, SIGKILL included, leaves it running.
 """
 
 from __future__ import annotations
@@ -217,6 +223,7 @@ class PythonSession:
                 log_file.close()
         assert popen.stdin is not None and popen.stdout is not None
         proc = _Proc(popen, popen.stdin.fileno(), popen.stdout.fileno())
+        os.set_blocking(proc.to_child, False)  # a child that stops reading cannot block the harness
         self._proc = proc
         cfg = wire.Config(
             str(self.workspace), _read_roots(), self.config.max_output_chars,
@@ -224,11 +231,11 @@ class PythonSession:
             int(self.config.file_size_limit_bytes), NOBODY_UID if self.drop_privileges else None,
             NOBODY_UID if self.drop_privileges else None,
             rng_seed=self.config.rng_seed, clients=dict(self.config.clients),
-            prelude=self.config.prelude)
+            prelude=self.config.prelude, die_with_parent=True)
         try:
-            wire.send(proc.to_child, cfg)
+            wire.send(proc.to_child, cfg, timeout_s=self.config.startup_timeout_s)
             msg = wire.decode(self._recv(proc, time.monotonic() + self.config.startup_timeout_s))
-        except (OSError, wire.WireError, TimeoutError) as exc:
+        except (OSError, wire.WireError, TimeoutError, ValueError) as exc:
             self._kill()
             raise RuntimeError(f"the sandboxed session failed to start: {exc}") from exc
         if not isinstance(msg, wire.Ready):
@@ -258,7 +265,7 @@ class PythonSession:
     def close(self) -> None:
         if self._proc is not None and self._proc.popen.poll() is None:
             try:
-                wire.send(self._proc.to_child, wire.Exit())
+                wire.send(self._proc.to_child, wire.Exit(), timeout_s=1.0)
                 self._proc.popen.wait(timeout=2)
             except (OSError, subprocess.TimeoutExpired, wire.WireError):
                 pass
@@ -278,11 +285,16 @@ class PythonSession:
         ready, _, _ = select.select([proc.from_child], [], [], remaining)
         if not ready:
             raise TimeoutError
-        return wire.read_frame(proc.from_child)
+        return wire.read_frame(proc.from_child, stall_s=wire.FRAME_STALL_S)
 
     # --- cells ---------------------------------------------------------------------------------
-    def run_cell(self, code: str, handler: CellHandler) -> CellResult:
-        """Run one cell, answering its robot calls with ``handler``. Never raises."""
+    def run_cell(self, code: str, handler: CellHandler, time_left_s: float | None = None) -> CellResult:
+        """Run one cell, answering its robot calls with ``handler``. Never raises.
+
+        Args:
+            time_left_s: The episode's remaining wall time [s]; the cell, robot calls included,
+                is interrupted when it is spent (None: only the cell timeout applies).
+        """
         self.cells_run += 1
         t_begin = time.monotonic()
         notice, self._pending_notice = self._pending_notice, ""
@@ -306,10 +318,12 @@ class PythonSession:
         interrupted_at: float | None = None
         images = 0
         try:
-            wire.send(proc.to_child, wire.Exec(code, self.cells_run))
+            wire.send(proc.to_child, wire.Exec(code, self.cells_run), timeout_s=wire.FRAME_STALL_S)
             while True:
                 if interrupted_at is None:
                     deadline = t0 + self.config.cell_timeout_s + call_s
+                    if time_left_s is not None:
+                        deadline = min(deadline, t0 + max(0.0, time_left_s))
                 else:
                     deadline = interrupted_at + self.config.interrupt_grace_s
                 try:
@@ -327,7 +341,7 @@ class PythonSession:
                 except wire.WireError as exc:  # policy code wrote to the pipe itself
                     log.warning("sandbox sent an invalid frame: %s", exc)
                     self.violations.append(f"invalid frame: {str(exc)[:120]}")
-                    wire.send(proc.to_child, wire.ErrorReply("invalid request"))
+                    wire.send(proc.to_child, wire.ErrorReply("invalid request"), timeout_s=wire.FRAME_STALL_S)
                     continue
                 if isinstance(msg, wire.Done):
                     violations = tuple(str(v)[:300] for v in msg.violations[:100])
@@ -355,11 +369,17 @@ class PythonSession:
                     log.warning("sandbox sent an unexpected %r frame", msg.kind)
                     self.violations.append(f"unexpected frame {msg.kind!r:.40}")
                     reply = wire.ErrorReply("unexpected request")
-                wire.send(proc.to_child, reply)
+                wire.send(proc.to_child, reply, timeout_s=wire.FRAME_STALL_S)
                 call_s += time.monotonic() - t_call
         except (OSError, wire.WireError) as exc:
+            if proc.popen.poll() is None:  # alive: it broke the protocol (e.g. policy code wrote raw bytes)
+                self.violations.append(f"pipe: {str(exc)[:120]}")
             return self._crash(t0, call_s, notice, timed_out=interrupted_at is not None,
                                why=self._death_reason(exc))
+        except Exception as exc:  # noqa: BLE001 - whatever the child sent, the harness goes on
+            log.exception("the session's pipe failed")
+            return self._crash(t0, call_s, notice, timed_out=interrupted_at is not None,
+                               why=f"the session's pipe failed ({type(exc).__name__})")
 
     def _death_reason(self, exc: BaseException) -> str:
         proc = self._proc
