@@ -15,7 +15,8 @@ import time
 from typing import Any
 
 from captain_ros.cli.display import Display, print_eval, print_summary
-from captain_ros.core.errors import UnknownNameError
+from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
+from captain_ros.harness.profiles import PROFILES
 
 
 def check_policy_spec(spec: str) -> None:
@@ -30,7 +31,7 @@ def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {}
     for k in ("base_url", "model", "model_folder", "max_tokens", "max_new_tokens", "temperature",
               "timeout_s", "device", "max_requests", "max_wall_s", "max_physical_actions",
-              "profile"):
+              "profile", "engine", "grammar", "threads"):
         v = getattr(ns, k, None)
         if v is not None:
             opts[k] = v
@@ -64,13 +65,23 @@ def _add_policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temperature", type=float)
     p.add_argument("--timeout-s", dest="timeout_s", type=float)
     p.add_argument("--device", help="cpu | cuda (transformers policy)")
+    p.add_argument("--engine", choices=("auto", "llamacpp", "transformers"),
+                   help="inference engine of --policy transformers: llamacpp (a GGUF through "
+                        "llama.cpp), transformers (eager PyTorch) or auto (the default: llamacpp "
+                        "where the model has a GGUF file, see docs/engines.md)")
+    p.add_argument("--grammar", choices=("none", "envelope"),
+                   help="constrain the reply to the tool-call envelope (llamacpp engine)")
+    p.add_argument("--threads", type=int,
+                   help="CPU threads of the engine (default $OMP_NUM_THREADS, else all cores; "
+                        "evaluation workers use 1 each)")
     p.add_argument("--max-requests", dest="max_requests", type=int)
     p.add_argument("--max-wall-s", dest="max_wall_s", type=float)
     p.add_argument("--max-physical-actions", dest="max_physical_actions", type=int)
-    p.add_argument("--profile", choices=("auto", "default", "compact", "helpers"),
+    p.add_argument("--profile", choices=("auto", *PROFILES),
                    help="prompt profile: default (the full harness text), compact (few tokens for "
-                        "a small student) or helpers (compact, the expert's helper library defined "
-                        "in the session); auto (the default): the one the --model-folder student "
+                        "a small student), helpers (compact, the expert's helper library defined "
+                        "in the session) or student (helpers without the API reference, for a "
+                        "trained student); auto (the default): the one the --model-folder student "
                         "was trained with, else default")
     p.add_argument("--no-bag", dest="no_bag", action="store_true", help="do not record a bag")
     p.add_argument("--overwrite", action="store_true",
@@ -89,9 +100,11 @@ def _add_policy_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
+    from captain_ros.cli.hw import check_rig_args
     from captain_ros.evaluation.episode import check_episode_args, run_one
 
     check_episode_args(ns.task, ns.seed, ns.policy)
+    check_rig_args(ns)
     display = None if ns.json else Display(sys.stdout, ns.task, ns.seed, ns.policy)
     summary = run_one(ns.task, ns.seed, ns.policy, ns.backend, ns.out, _policy_options(ns),
                       on_event=display.event if display else None)
@@ -169,8 +182,31 @@ def cmd_compare(ns: argparse.Namespace) -> int:
 def cmd_report(ns: argparse.Namespace) -> int:
     from captain_ros.report.html import write_report
 
+    check_episode_folder(ns.dir)
     print(write_report(ns.dir))
     return 0
+
+
+def check_episode_folder(folder: str) -> None:
+    """Refuse a folder that holds no episode, or whose ``summary.json`` is corrupt (a report of
+    it would be a page of unknowns). An episode that ended without a summary (a crash) still has
+    its trajectory, and is reported from it."""
+    from pathlib import Path
+
+    d = Path(folder)
+    if not d.is_dir():
+        raise FileNotFoundError(2, "No such episode folder", str(d))
+    summary, trajectory = d / "summary.json", d / "trajectory.jsonl"
+    if summary.exists():
+        try:
+            data = json.loads(summary.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InvalidArgumentError(f"{summary} is corrupt ({' '.join(str(exc).split())[:100]}); "
+                                       "it is not an episode summary") from None
+        if not isinstance(data, dict) or not data.get("task"):
+            raise InvalidArgumentError(f"{summary} is not an episode summary (no task)")
+    elif not trajectory.is_file() or trajectory.stat().st_size == 0:
+        raise InvalidArgumentError(f"{d} holds no episode (no summary.json, no trajectory.jsonl)")
 
 
 

@@ -26,6 +26,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--mask-coords", dest="mask_coords", type=float, default=0.0,
                    help="probability of masking each earlier mark_point's pixel coordinates (0.2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the coordinate mask")
+    p.add_argument("--finish-weight", dest="finish_weight", type=float, default=1.0,
+                   help="w_t of a turn that calls finish(), the decision an episode makes once "
+                        "(default 1: like every other kept turn)")
     p.add_argument("--validation-fraction", dest="validation_fraction", type=float, default=0.1)
     p.add_argument("--json", action="store_true", help="print stats.json")
     p.add_argument("--debug", action="store_true")
@@ -35,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         report = build_dataset(ns.inputs, ns.out, ns.outcomes, ns.mask_coords, ns.seed,
                                ns.validation_fraction,
-                               log=lambda m: print(f"captain learn dataset: {m}", file=sys.stderr))
+                               log=lambda m: print(f"captain learn dataset: {m}", file=sys.stderr),
+                               finish_weight=ns.finish_weight)
     except (CaptainError, OSError, ValueError) as exc:
         if ns.debug:
             raise

@@ -7,24 +7,30 @@ sees. Three rules, applied in this order:
    at the tail) with a marker saying how much was removed.
 2. Only the ``max_images`` (12) most recent images stay; older ones become a one-line text note.
 3. When the rendered history exceeds ``compact_at_tokens``, whole turns are removed oldest first
-   (the task context and the ``keep_recent_turns`` most recent turns always stay verbatim); a notice
-   after the task lists the commands the removed turns ran and warns that the scene may have
-   changed. Variables live in the Python session, so they survive compaction.
+   (the task context and the ``keep_recent_turns`` most recent turns stay verbatim, unless even
+   they exceed the hard limit ``context_limit_tokens - reply_reserve_tokens``: then older of them
+   go too, down to the last turn); a notice after the task lists the commands the removed turns ran
+   and warns that the scene may have changed. Variables live in the Python session, so they
+   survive compaction.
 
-Token counts use ``count_tokens`` (default: ``ceil(chars / 4)``, deterministic and tokenizer-free;
-pass a tokenizer's counter for exact budgets) and ``image_tokens`` per image.
+Token counts use the counter named by ``ContextConfig.tokenizer``
+(:mod:`captain_ros.harness.tokens`: ``approx`` = ``ceil(chars / 4)``, or a model's own tokenizer
+such as ``smollm2``) unless a ``count_tokens`` callable is passed, and ``image_tokens`` per image.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from captain_ros.harness.history import History, ImageRef, Turn
+from captain_ros.harness.tokens import approx_tokens, token_counter
+
+__all__ = ["PYTHON_TOOL_SCHEMA", "ContextConfig", "approx_tokens", "context_tokens", "render",
+           "truncate_output", "turn_commands"]
 
 PYTHON_TOOL_SCHEMA: dict[str, Any] = {
     "type": "function",
@@ -44,11 +50,6 @@ _ROBOT_CALL_RE = re.compile(r"\brobot\.(\w+)\s*\(")
 _FINISH_RE = re.compile(r"(?<![\w.])finish\s*\(")
 
 
-def approx_tokens(text: str) -> int:
-    """Deterministic token estimate: one token per 4 characters (rounded up)."""
-    return math.ceil(len(text) / 4)
-
-
 @dataclass(frozen=True)
 class ContextConfig:
     """Context budgets (paper: 12 images, 65,536-token window, compaction beyond 60k).
@@ -60,6 +61,10 @@ class ContextConfig:
         compact_at_tokens: Compaction starts above this many tokens [tokens].
         keep_recent_turns: Turns that are never compacted away.
         image_tokens: Tokens charged per image [tokens].
+        tokenizer: Name of the token counter (:data:`captain_ros.harness.tokens.COUNTERS`);
+            records from before this field counted ``approx``.
+        reply_reserve_tokens: Positions kept free for the reply and the chat template's own
+            tokens: no rendered history exceeds ``context_limit_tokens`` minus this [tokens].
     """
 
     max_tool_output_tokens: int = 2048
@@ -68,8 +73,19 @@ class ContextConfig:
     compact_at_tokens: int = 60000
     keep_recent_turns: int = 2
     image_tokens: int = 256
+    tokenizer: str = "approx"
+    reply_reserve_tokens: int = 0
 
-    def to_dict(self) -> dict[str, int]:
+    @property
+    def hard_limit_tokens(self) -> int:
+        """The most tokens a rendered history may have [tokens]."""
+        return self.context_limit_tokens - self.reply_reserve_tokens
+
+    def counter(self) -> Callable[[str], int]:
+        """The token counter this configuration names."""
+        return token_counter(self.tokenizer)
+
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -155,9 +171,13 @@ def _compaction_notice(removed: tuple[Turn, ...]) -> str:
 
 
 def render(history: History, config: ContextConfig | None = None,
-           count_tokens: Callable[[str], int] = approx_tokens, image_root: str | None = None) -> list[dict[str, Any]]:
-    """Chat messages for ``history`` (deterministic: same history and config -> same messages)."""
+           count_tokens: Callable[[str], int] | None = None,
+           image_root: str | None = None) -> list[dict[str, Any]]:
+    """Chat messages for ``history`` (deterministic: same history and config -> same messages).
+
+    ``count_tokens`` overrides the configuration's counter (``config.tokenizer``)."""
     cfg = config or ContextConfig()
+    count_tokens = count_tokens or cfg.counter()
     turns = history.turns
     n_removed = 0
     while True:
@@ -175,13 +195,16 @@ def render(history: History, config: ContextConfig | None = None,
             msgs.append({"role": "user", "content": _compaction_notice(turns[:n_removed])})
         for t in kept:
             msgs += _render_turn(t, cfg, count_tokens, keep, image_root)
-        if (_tokens(msgs, cfg, count_tokens) <= cfg.compact_at_tokens
-                or len(turns) - n_removed <= cfg.keep_recent_turns):
+        tokens = _tokens(msgs, cfg, count_tokens)
+        left = len(turns) - n_removed
+        if (tokens <= cfg.compact_at_tokens or left <= min(1, cfg.keep_recent_turns)
+                or (left <= cfg.keep_recent_turns and tokens <= cfg.hard_limit_tokens)):
             return msgs
         n_removed += 1
 
 
 def context_tokens(messages: list[dict[str, Any]], config: ContextConfig | None = None,
-                   count_tokens: Callable[[str], int] = approx_tokens) -> int:
-    """Token estimate of rendered messages under the same counting rules."""
-    return _tokens(messages, config or ContextConfig(), count_tokens)
+                   count_tokens: Callable[[str], int] | None = None) -> int:
+    """Token count of rendered messages under the same counting rules."""
+    cfg = config or ContextConfig()
+    return _tokens(messages, cfg, count_tokens or cfg.counter())

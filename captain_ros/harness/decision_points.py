@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.harness.budgets import Budgets
-from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, approx_tokens, render
+from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
 from captain_ros.harness.history import History
 from captain_ros.harness.recorded import EXTRA_KEY, RecordedEpisode, Validity, check_restorable
 from captain_ros.harness.replay import replay_session
@@ -188,7 +188,7 @@ def rehydrate_policy(policy: Policy, rec: RecordedEpisode, t: int) -> None:
     policy.reset(rec.task, rec.seed)
     for req in rec.requests[: t - 1]:
         k = int(req["t"])
-        msgs = render(history.upto(k), ctx, approx_tokens)
+        msgs = render(history.upto(k), ctx)  # counted as recorded (ctx.tokenizer)
         if req.get("context_sha256") and messages_sha256(msgs) != req["context_sha256"]:
             raise RestoreRefused(
                 f"request {k}: the rendered history differs from what the policy saw"

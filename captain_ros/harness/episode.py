@@ -29,7 +29,7 @@ from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.harness.budgets import Budgets, BudgetTracker
 from captain_ros.harness.calls import EpisodeCalls, save_png
 from captain_ros.harness.cells import run_cells
-from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, approx_tokens, render
+from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
 from captain_ros.harness.gate import CompletionGate
 from captain_ros.harness.history import History, ImageRef, Turn
 from captain_ros.harness.observers import EpisodeObserver, EpisodeStart, Observers
@@ -126,7 +126,6 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
                 host_success: Callable[[], bool] | None = None,
                 observers: Sequence[EpisodeObserver] = (),
                 session_config: SessionConfig | None = None, context_config: ContextConfig | None = None,
-                count_tokens: Callable[[str], int] = approx_tokens,
                 clock: Callable[[], float] = time.monotonic,
                 session: PythonSession | None = None,
                 resume: EpisodeResume | None = None) -> EpisodeRecord:
@@ -176,7 +175,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     own_session = session is None or resume is not None
     sess = session or PythonSession(out / "workspace", session_config, log_path=out / "session.log")
     task_md = str(recorded.get("task_md") or "") or render_task_md(
-        task, seed, budgets, profile.compact_api, library_task_md(profile))
+        task, seed, budgets, profile.compact_api, library_task_md(profile), profile.reference)
     (out / "TASK.md").write_text(task_md)
     (sess.workspace / "TASK.md").write_text(task_md)
     writer = TrajectoryWriter(out / "trajectory.jsonl")
@@ -245,7 +244,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
             if recorder is not None:
                 recorder.commit()
             t_request = clock()
-            messages = render(history, ctx, count_tokens)
+            messages = render(history, ctx)  # counted by ctx.tokenizer, as recorded
             t0 = clock()
             reply, failed = _ask(policy, messages)
             if failed:

@@ -8,7 +8,10 @@ failure categories by name, shorter tool outputs and compaction well inside the 
 ``helpers`` is ``compact`` with the expert's session functions already defined in the session
 (:mod:`captain_ros.policy.expert.library`, CaPtain's helper-library rewrite): a student writes
 calls such as ``note(**descend(S, 'red_cube'))`` instead of the helpers' source. Same
-capabilities, same receipts. CaPtain's format alignment applies: collection, training and
+capabilities, same receipts. ``student`` is ``helpers`` without the documentation: a trained
+student learned the API and the helpers from its data, so TASK.md keeps the instruction, the
+success standard, the budgets and the helpers' names, and drops the API reference and the
+helpers' descriptions; context is counted in SmolLM2's own tokens (all three small profiles do). CaPtain's format alignment applies: collection, training and
 deployment must use the same profile; the profile's name is recorded in every episode's
 ``episode_start`` and in every dataset row.
 """
@@ -23,6 +26,11 @@ from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
 from captain_ros.harness.context import ContextConfig
 from captain_ros.harness.taskmd import SYSTEM_PROMPT
 
+REPLY_RESERVE_TOKENS = 1024
+"""Positions a small profile keeps free below the model's window: the reply (the students run
+with 160-300 new tokens) and what the chat template adds around the rendered messages (the tool
+note and the role markers; measured in tests/test_context_tokens.py)."""
+
 COMPACT_SYSTEM = (
     "You control a robot by writing Python for the `python` tool (persistent session; `robot`, np, "
     "math ready; API in TASK.md). Robot calls never raise: check r.success. Verify with fresh "
@@ -31,6 +39,9 @@ COMPACT_SYSTEM = (
 
 HELPERS_SYSTEM = COMPACT_SYSTEM + (" The helpers listed in TASK.md are defined already: call them, "
                                    "do not redefine them.")
+
+STUDENT_SYSTEM = ("You control a robot by writing Python for the `python` tool; `robot` and the "
+                  "helpers are defined. Verify, then call finish().")
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,10 @@ class PromptProfile:
         system_prompt: The system message.
         compact_api: TASK.md lists each capability on one line.
         context: History rendering limits.
-        library: The session starts with the helper library defined and TASK.md lists it.
+        library: The session starts with the helper library defined (and TASK.md lists it when
+            ``reference``).
+        reference: TASK.md carries the API reference (and the helper index); without it only
+            the instruction, the success standard and the budgets.
     """
 
     name: str
@@ -50,16 +64,23 @@ class PromptProfile:
     compact_api: bool
     context: ContextConfig
     library: bool = False
+    reference: bool = True
 
 
-SMALL_CONTEXT = ContextConfig(max_tool_output_tokens=400, max_images=4, context_limit_tokens=8192,
-                              compact_at_tokens=7000, keep_recent_turns=3)
-"""History limits for a small student (SmolLM2-135M has 8,192 positions)."""
+SMALL_CONTEXT = ContextConfig(max_tool_output_tokens=720, max_images=4, context_limit_tokens=8192,
+                              compact_at_tokens=7000, keep_recent_turns=3, tokenizer="smollm2",
+                              reply_reserve_tokens=REPLY_RESERVE_TOKENS)
+"""History limits for a small student (SmolLM2-135M has 8,192 positions), in its own tokens. A tool
+output keeps 720 of them, what its former 400-token estimate allowed (1,600 characters at the
+0.45 SmolLM2 tokens per character of the expert's outputs): the expert's longest outputs (1.8-2.1k
+characters) are cut as before, the rest not."""
 
 PROFILES = {
     "default": PromptProfile("default", SYSTEM_PROMPT, False, ContextConfig()),
     "compact": PromptProfile("compact", COMPACT_SYSTEM, True, SMALL_CONTEXT),
     "helpers": PromptProfile("helpers", HELPERS_SYSTEM, True, SMALL_CONTEXT, library=True),
+    "student": PromptProfile("student", STUDENT_SYSTEM, True, SMALL_CONTEXT, library=True,
+                             reference=False),
 }
 
 
@@ -80,12 +101,15 @@ def library_prelude(profile: PromptProfile) -> str:
 
 
 def library_task_md(profile: PromptProfile) -> str:
-    """TASK.md's helper section under ``profile`` (empty without a library)."""
+    """TASK.md's helper section under ``profile``: empty without a library, the index with one
+    line per helper with the reference, else the heading and the helpers' names only."""
     if not profile.library:
         return ""
-    from captain_ros.policy.expert.library import library_index
+    from captain_ros.policy.expert.library import LIBRARY_HEADING, entry_points, library_index
 
-    return library_index()
+    if profile.reference:
+        return library_index()
+    return LIBRARY_HEADING + "\n\n" + ", ".join(f"`{n}`" for n in entry_points()) + "\n"
 
 
 def trained_profile(model_folder: str | Path | None) -> str | None:

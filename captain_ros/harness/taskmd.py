@@ -22,10 +22,11 @@ def _fmt(v: Any) -> str:
 
 
 def render_task_md(task: Any, seed: int, budgets: Budgets, compact_api: bool = False,
-                   helpers: str = "") -> str:
+                   helpers: str = "", reference: bool = True) -> str:
     """The TASK.md of one episode (deterministic); ``compact_api``: the one-line-per-capability
     API section of the ``compact`` prompt profile; ``helpers``: a section appended after the API
-    (the ``helpers`` profile's library index)."""
+    (the ``helpers`` profile's library index); ``reference=False``: no API section at all, only
+    the budgets (the ``student`` profile)."""
     if hasattr(task, "task_md"):
         head = str(task.task_md(seed))
     else:
@@ -42,6 +43,9 @@ def render_task_md(task: Any, seed: int, budgets: Budgets, compact_api: bool = F
         head = "\n".join(lines)
     budget_line = {"requests": budgets.max_requests, "wall time [s]": budgets.max_wall_s,
                    "physical actions": budgets.max_physical_actions}
+    if not reference:
+        budgets_md = "Budgets: " + ", ".join(f"{k} {v:g}" for k, v in budget_line.items()) + "."
+        return head.rstrip() + "\n\n" + budgets_md + ("\n\n" + helpers if helpers else "")
     api = compact_api_section_md if compact_api else api_section_md
     text = head.rstrip() + "\n\n" + api(budget_line)
     return text.rstrip() + "\n\n" + helpers if helpers else text

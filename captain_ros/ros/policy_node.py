@@ -42,7 +42,7 @@ from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.evaluation.episode import SIM_BACKENDS
 from captain_ros.harness.observers import EpisodeObserver
-from captain_ros.harness.profiles import resolve_profile
+from captain_ros.harness.profiles import PROFILES, resolve_profile
 from captain_ros.harness.setup import EpisodeSetup
 from captain_ros.report.observer import ReportObserver
 from captain_ros.ros.calls import RosRobotCaller, call_sync
@@ -66,9 +66,9 @@ PARAMS = (
           "transformers | replay:FILE)."),
     Param("model_folder", "", "Student folder of the transformers policy (empty: the packaged "
           "SmolLM2)."),
-    Param("profile", "auto", "Prompt profile (default | compact | helpers; auto: the one the student "
-          "in model_folder was trained with, else default).",
-          choices=("auto", "default", "compact", "helpers")),
+    Param("profile", "auto", "Prompt profile (default | compact | helpers | student; auto: the one "
+          "the student in model_folder was trained with, else default).",
+          choices=("auto", *PROFILES)),
     Param("output_root", "runs/ros", "Folder of episode folders when a goal gives no output_dir."),
     Param("overwrite_output", False, "Replace a non-empty episode folder instead of refusing the "
           "goal."),

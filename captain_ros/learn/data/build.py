@@ -11,6 +11,7 @@ dropped silently; no readable episode at all is an error.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import zlib
 from collections import Counter, defaultdict
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.harness.context import approx_tokens
+from captain_ros.harness.profiles import PROFILES, get_profile
 from captain_ros.learn.data.rows import episode_rows, row_key
 from captain_ros.learn.data.sources import DatasetError, EpisodeData, expand, read_source
 from captain_ros.policy.transformers_chat import flatten_content
@@ -27,7 +29,7 @@ from captain_ros.policy.transformers_chat import flatten_content
 OUTCOME_FILTERS = ("strict", "host", "all")
 SCHEMA = {
     "id": "str", "episode_id": "str", "task": "str", "seed": "int", "split": "train|validation",
-    "outcome": "str", "profile": "prompt profile (default|compact), one per dataset", "source": "str",
+    "outcome": "str", "profile": "prompt profile (default|compact|helpers|student), one per dataset", "source": "str",
     "messages": "OpenAI chat messages (system, user, assistant with tool_calls, tool)",
     "tools": "OpenAI tool schemas", "weights": "float per assistant message (0: context only)",
     "requests": "request index t per assistant message (0: earlier context, unlabelled)", "context_sha256": "hash of h_t per assistant message",
@@ -47,6 +49,7 @@ class DatasetReport:
     skipped: list[dict[str, str]] = field(default_factory=list)
     median_physical_actions: dict[str, float] = field(default_factory=dict)
     profile: str = ""
+    finish_weight: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -78,13 +81,20 @@ def row_tokens(row: dict[str, Any], count: Callable[[str], int] = approx_tokens)
 
 def build_dataset(inputs: Sequence[str | Path], out: str | Path, outcomes: str = "strict",
                   mask_coords: float = 0.0, seed: int = 0, validation_fraction: float = 0.1,
-                  count_tokens: Callable[[str], int] = approx_tokens,
-                  log: Callable[[str], None] = lambda _m: None) -> DatasetReport:
-    """Build the dataset folder ``out`` from episode folders, evaluation runs and bags."""
+                  count_tokens: Callable[[str], int] | None = None,
+                  log: Callable[[str], None] = lambda _m: None,
+                  finish_weight: float = 1.0) -> DatasetReport:
+    """Build the dataset folder ``out`` from episode folders, evaluation runs and bags.
+
+    Token figures count with ``count_tokens``, else with the counter of the rows' prompt profile
+    (SmolLM2's tokenizer for the small profiles); ``finish_weight`` is w_t of a turn calling
+    ``finish()`` (see :mod:`captain_ros.learn.data.rows`)."""
     if outcomes not in OUTCOME_FILTERS:
         raise DatasetError(f"--outcomes must be one of {', '.join(OUTCOME_FILTERS)}, got {outcomes!r}")
     if not 0.0 <= mask_coords <= 1.0:
         raise DatasetError(f"--mask-coords must be in [0, 1], got {mask_coords}")
+    if not (math.isfinite(finish_weight) and 0.0 < finish_weight <= 100.0):
+        raise DatasetError(f"--finish-weight must be in (0, 100], got {finish_weight}")
     report = DatasetReport()
     paths: list[Path] = []
     for item in inputs:
@@ -95,7 +105,8 @@ def build_dataset(inputs: Sequence[str | Path], out: str | Path, outcomes: str =
     for path in paths:
         try:
             episodes = read_source(path)
-            built = [(ep, episode_rows(ep, mask_coords, seed)) for ep in episodes if _keep(ep, outcomes)]
+            built = [(ep, episode_rows(ep, mask_coords, seed, finish_weight)) for ep in episodes
+                     if _keep(ep, outcomes)]
             report.filtered_out += sum(not _keep(ep, outcomes) for ep in episodes)
         except (DatasetError, OSError, ValueError, KeyError) as exc:
             report.skipped.append({"source": str(path), "error": str(exc)})
@@ -123,7 +134,10 @@ def build_dataset(inputs: Sequence[str | Path], out: str | Path, outcomes: str =
         raise DatasetError(f"no usable episode in {', '.join(map(str, inputs))} "
                            f"({len(report.skipped)} skipped, {report.filtered_out} filtered out by "
                            f"--outcomes {outcomes}){first}")
-    _write(Path(out), by_split, report, count_tokens, actions)
+    report.finish_weight = finish_weight
+    counter = count_tokens or (get_profile(report.profile).context.counter()
+                               if report.profile in PROFILES else approx_tokens)
+    _write(Path(out), by_split, report, counter, actions)
     return report
 
 

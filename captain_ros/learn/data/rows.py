@@ -11,7 +11,9 @@ turns are unlabelled context (weight 0).
 Per-turn weights (CaPtain section 3.2): w_t = 0 for a turn with repeated execution failures (its
 cells and the previous request's only produced errors), for a recovery loop (the same code as an
 earlier request of the episode), and for every request after a gate-rejected ``finish()``;
-w_t = 1 otherwise. The coordinate mask replaces the pixel coordinates of earlier ``mark_point``
+w_t = 1 otherwise, except that a kept turn calling ``finish()`` gets ``finish_weight``: the finish
+is the one decision an episode makes once, against 7-20 other turns, and a student trained with
+weight 1 wrote ``place(...)`` where it should finish (11 of 13 failures of the first student). The coordinate mask replaces the pixel coordinates of earlier ``mark_point``
 calls in the history with ``<masked>`` (drawn once per call with probability ``mask_coords``),
 so a student must read the current image instead of copying them.
 """
@@ -32,6 +34,7 @@ from captain_ros.harness.trajectory import messages_sha256, turn_from_record
 from captain_ros.learn.data.sources import DatasetError, EpisodeData
 
 MASK = "<masked>"
+_FINISH = re.compile(r"(?<![\w.])finish\s*\(")  # a call of finish(), not robot.finish_x( or note_finish(
 _POSITIONAL = re.compile(r"(mark_point\(\s*[^,()]+,\s*[^,()]+,\s*)(-?\d+(?:\.\d+)?)(\s*,\s*)(-?\d+(?:\.\d+)?)")
 _KEYWORD = re.compile(r"(mark_point\([^)]*?\b[uv]\s*=\s*)(-?\d+(?:\.\d+)?)")
 _RECEIPT = re.compile(r"(mark_point[^\n]*?\()(\d+(?:\.\d+)?)(,\s*)(\d+(?:\.\d+)?)(\))")
@@ -61,14 +64,15 @@ def _errored(rec: dict[str, Any]) -> bool:
     return bool(calls) and all(c.get("error") or c.get("timed_out") or c.get("crashed") for c in calls)
 
 
-def turn_weights(requests: list[dict[str, Any]]) -> list[float]:
+def turn_weights(requests: list[dict[str, Any]], finish_weight: float = 1.0) -> list[float]:
     """w_t of each request (see the module docstring)."""
     weights, seen_code, rejected = [], set(), False
     for k, rec in enumerate(requests):
         code = "\n".join(c.get("code", "") for c in rec.get("calls", []))
         repeated_failure = _errored(rec) and k > 0 and _errored(requests[k - 1])
         loop = bool(code.strip()) and code in seen_code
-        weights.append(0.0 if (repeated_failure or loop or rejected) else 1.0)
+        kept = 0.0 if (repeated_failure or loop or rejected) else 1.0
+        weights.append(kept * finish_weight if kept and _FINISH.search(code) else kept)
         seen_code.add(code)
         rejected = rejected or any(not g.get("accepted", True) for g in rec.get("gate", []))
     return weights
@@ -79,7 +83,8 @@ def _context(start: dict[str, Any]) -> ContextConfig:
     return ContextConfig(**{k: v for k, v in (start.get("context") or {}).items() if k in fields})
 
 
-def episode_rows(ep: EpisodeData, mask_coords: float = 0.0, seed: int = 0) -> list[dict[str, Any]]:
+def episode_rows(ep: EpisodeData, mask_coords: float = 0.0, seed: int = 0,
+                 finish_weight: float = 1.0) -> list[dict[str, Any]]:
     """The rows of ``ep`` (schema in docs/learn_dataset.md); :class:`DatasetError` when a
     re-rendered context does not match the recorded hash."""
     start = ep.start
@@ -90,7 +95,7 @@ def episode_rows(ep: EpisodeData, mask_coords: float = 0.0, seed: int = 0) -> li
     tools = start.get("tools") or [PYTHON_TOOL_SCHEMA]
     rng = np.random.default_rng([int(hashlib.sha256(ep.task.encode()).hexdigest()[:8], 16), ep.seed, seed])
     masked = {k for k, t in enumerate(turns) if has_coordinates(t) and rng.random() < mask_coords}
-    weights = turn_weights(ep.requests)
+    weights = turn_weights(ep.requests, finish_weight)
     episode_id = f"{ep.task}:{ep.seed}:{hashlib.sha256(ep.source.encode()).hexdigest()[:8]}"
     rows: list[dict[str, Any]] = []
     current: list[dict[str, Any]] | None = None
