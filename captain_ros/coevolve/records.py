@@ -19,6 +19,7 @@ from typing import Any
 
 from captain_ros.backends.humanoid.layouts import LAYOUTS
 from captain_ros.coevolve.metrics import RunOutcome
+from captain_ros.core.episode_folder import SUMMARY
 from captain_ros.core.errors import InvalidArgumentError
 
 log = logging.getLogger(__name__)
@@ -158,13 +159,13 @@ class RunSummary:
         return d
 
     def save(self, folder: str | Path) -> Path:
-        p = Path(folder) / "summary.json"
+        p = Path(folder) / SUMMARY
         p.write_text(json.dumps(self.to_dict(), indent=1, default=_jsonable))
         return p
 
     @classmethod
     def load(cls, folder: str | Path) -> RunSummary:
-        d = json.loads((Path(folder) / "summary.json").read_text())
+        d = json.loads((Path(folder) / SUMMARY).read_text())
         o = d["outcome"]
         o["first_attainment"] = tuple(o["first_attainment"])
         return cls(RunConfig(**d["config"]), d["roles"], RunOutcome(**o), tuple(d["milestones"]),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.backends.humanoid.layouts import get_layout
+from captain_ros.core.episode_folder import SUMMARY
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1150px;color:#222}
@@ -83,7 +84,7 @@ def render(folder: str | Path) -> str:
     """The report page of the run in ``folder``."""
     f = Path(folder)
     evs = _events(f)
-    summary = json.loads((f / "summary.json").read_text()) if (f / "summary.json").exists() else {}
+    summary = json.loads((f / SUMMARY).read_text()) if (f / SUMMARY).exists() else {}
     start = next((e for e in evs if e["type"] == "start"), {})
     cfg = summary.get("config") or start.get("config") or {}
     out = summary.get("outcome") or {}

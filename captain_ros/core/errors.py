@@ -43,3 +43,8 @@ class SafetyLimitError(InvalidArgumentError):
 class HardwareError(CaptainError):
     """The hardware link is not usable: bus down, arm not enabled, stale feedback or a device fault.
     The message says what to check; nothing was commanded."""
+
+
+class RecordError(InvalidArgumentError):
+    """An episode folder or one of its files (summary, trajectory, privileged log, rollout record)
+    is missing or malformed; the message names the file and the problem."""

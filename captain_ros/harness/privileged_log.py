@@ -23,11 +23,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from captain_ros.core.errors import CaptainError
+from captain_ros.core.episode_folder import PRIVILEGED, EpisodeFiles
+from captain_ros.core.errors import RecordError
 from captain_ros.core.privileged import PrivilegedState
 from captain_ros.harness.record import EpisodeRecord
 
-PRIVILEGED_FILE = "privileged.jsonl"
+PRIVILEGED_FILE = PRIVILEGED
 
 
 class PrivilegedSource(Protocol):
@@ -234,15 +235,12 @@ class PrivilegedRecorder:
             self.sink(obj)
 
 
-class RecordError(CaptainError):
-    """An episode folder cannot be read as a learning record (says which file and why)."""
-
-
 def load_episode_record(folder: str | Path) -> EpisodeLearningRecord:
     """Read an episode folder's ``summary.json`` + ``privileged.jsonl``; raises
     :class:`RecordError` naming the file and the problem."""
     root = Path(folder)
-    summary_path, priv_path = root / "summary.json", root / PRIVILEGED_FILE
+    files = EpisodeFiles(root)
+    summary_path, priv_path = files.summary, files.privileged
     try:
         rec = EpisodeRecord.from_dict(json.loads(summary_path.read_text()))
     except FileNotFoundError as exc:

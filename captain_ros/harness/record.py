@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from captain_ros.core.episode_folder import EpisodeFiles
+
 OUTCOMES = ("success_with_finish", "missed_finish", "false_finish", "budget_exhausted",
             "other_failure", "error")
 """The paper's five terminal labels, plus ``error`` for an episode whose runner crashed."""
@@ -155,4 +157,4 @@ class EpisodeRecord:
 
 def load_record(folder: str | Path) -> EpisodeRecord:
     """The record of an episode folder (its ``summary.json``)."""
-    return EpisodeRecord.from_dict(json.loads((Path(folder) / "summary.json").read_text()))
+    return EpisodeRecord.from_dict(EpisodeFiles.of(folder).read_summary())

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from captain_ros.core.episode_folder import EpisodeFiles
+from captain_ros.core.errors import RecordError
 from captain_ros.harness.determinism import nondeterminism, seeds_generators
 from captain_ros.harness.history import History, ImageRef
-from captain_ros.harness.privileged_log import PRIVILEGED_FILE, RequestRecord, StateRecord
+from captain_ros.harness.privileged_log import RequestRecord, StateRecord
 from captain_ros.harness.robot_state import RestoreRefused
-from captain_ros.harness.trajectory import read_records, turn_from_record
+from captain_ros.harness.trajectory import turn_from_record
 
 EXTRA_KEY = "decision_points"
 """Key of the record's ``extra`` where :class:`DecisionPointSource` notes the scene model key and
@@ -39,22 +41,19 @@ class RecordedEpisode:
     def load(cls, folder: str | Path) -> RecordedEpisode:
         """Read ``folder``; raises :class:`RestoreRefused` naming the file and the problem."""
         root = Path(folder)
+        files = EpisodeFiles(root)
         try:
-            lines = read_records(root / "trajectory.jsonl")
-            summary = json.loads((root / "summary.json").read_text())
-        except FileNotFoundError as exc:
-            raise RestoreRefused(
-                f"{exc.filename}: missing (not a finished episode folder?)"
-            ) from exc
-        except (OSError, ValueError) as exc:
-            raise RestoreRefused(f"{root}: unreadable episode log ({exc})") from exc
+            lines = files.read_trajectory()
+            summary = files.read_summary()
+        except RecordError as exc:
+            raise RestoreRefused(f"{exc} (not a finished episode folder?)") from exc
         start = next((r for r in lines if r.get("type") == "episode_start"), None)
         if start is None:
-            raise RestoreRefused(f"{root / 'trajectory.jsonl'}: no episode_start line")
+            raise RestoreRefused(f"{files.trajectory}: no episode_start line")
         requests = tuple(r for r in lines if r.get("type") == "request")
         states: list[StateRecord] = []
         priv_requests: list[RequestRecord] = []
-        priv = root / PRIVILEGED_FILE
+        priv = files.privileged
         if priv.exists():
             for n, line in enumerate(priv.read_text().splitlines(), 1):
                 try:

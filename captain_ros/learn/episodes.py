@@ -14,14 +14,14 @@ record, so nothing below parses logs.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
+from captain_ros.core.episode_folder import PRIVILEGED, EpisodeFiles
 from captain_ros.learn.errors import RecordError
 
 OUTCOMES = ("success_with_finish", "missed_finish", "false_finish", "budget_exhausted",
@@ -167,24 +167,12 @@ def episode_arrays(record: EpisodeLike, episode_id: str | None = None) -> Episod
         capabilities=tuple(tuple(str(c) for c in r.capabilities) for r in requests))
 
 
-# Where the torch-free loader lives (records.md: harness/ or core/; on main it is being written as
-# captain_ros.harness.privileged_log, re-exported by captain_ros.harness).
-_LOADER_MODULES = ("captain_ros.harness", "captain_ros.harness.privileged_log",
-                   "captain_ros.harness.records", "captain_ros.core.records")
-
-
 def default_loader() -> Callable[[str], EpisodeLike]:
-    """The project's ``load_episode_record``; raises :class:`RecordError` if it is not there."""
-    for name in _LOADER_MODULES:
-        try:
-            mod = importlib.import_module(name)
-        except ImportError:
-            continue
-        fn = getattr(mod, "load_episode_record", None)
-        if callable(fn):
-            return fn  # type: ignore[no-any-return]
-    raise RecordError("load_episode_record is not available in this checkout (looked in "
-                      + ", ".join(_LOADER_MODULES) + ")")
+    """The project's torch-free reader of an episode folder's learning record."""
+    from captain_ros.harness.privileged_log import load_episode_record
+
+    # its record is a frozen dataclass: read-only fields, where EpisodeLike declares attributes
+    return cast("Callable[[str], EpisodeLike]", load_episode_record)
 
 
 def episode_folders(run_dirs: Iterable[str | Path]) -> list[Path]:
@@ -197,9 +185,9 @@ def episode_folders(run_dirs: Iterable[str | Path]) -> list[Path]:
         p = Path(d)
         if not p.exists():
             raise RecordError(f"no such run dir: {p}")
-        if (p / "privileged.jsonl").is_file():
+        if EpisodeFiles(p).privileged.is_file():
             found.add(p)
-        found.update(q.parent for q in p.rglob("privileged.jsonl"))
+        found.update(q.parent for q in p.rglob(PRIVILEGED))
     return sorted(found)
 
 

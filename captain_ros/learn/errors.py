@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from captain_ros.core.errors import CaptainError, InvalidArgumentError
+from captain_ros.core.errors import CaptainError, InvalidArgumentError, RecordError
+
+__all__ = [
+    "AlphaBudgetError",
+    "CriticFolderError",
+    "DatasetError",
+    "LearnError",
+    "LedgerError",
+    "RecordError",
+    "StaleRolloutError",
+]
 
 
 class LearnError(CaptainError):
     """Root of the learning layer's errors."""
-
-
-class RecordError(LearnError, InvalidArgumentError):
-    """An episode record is malformed (shapes, indices, non-finite values) or cannot be loaded."""
 
 
 class CriticFolderError(LearnError):

@@ -16,6 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.report.overview import render_overview
 from captain_ros.report.plots import episode_has_traces, motion_traces, render_motion_svg
 from captain_ros.report.record import EpisodeFolder
@@ -86,8 +87,9 @@ def _summary_table(ep: EpisodeFolder) -> str:
 
 def _task(ep: EpisodeFolder) -> str:
     md = str(ep.start.get("task_md") or "")
-    if not md and (ep.root / "TASK.md").exists():
-        md = (ep.root / "TASK.md").read_text(errors="replace")
+    task_md = EpisodeFiles(ep.root).task_md
+    if not md and task_md.exists():
+        md = task_md.read_text(errors="replace")
     out = ""
     if md:
         out += (f"<details class='task'><summary>TASK.md ({len(md.splitlines())} lines, as the "
@@ -152,6 +154,6 @@ def render_report(episode_dir: str | Path) -> str:
 
 def write_report(episode_dir: str | Path) -> Path:
     """Write ``report.html`` into the episode folder and return its path."""
-    out = Path(episode_dir) / "report.html"
+    out = EpisodeFiles.of(episode_dir).report
     out.write_text(render_report(episode_dir))
     return out

@@ -8,10 +8,11 @@ spellings; a field that none of the records has is ``None``, shown as "unknown",
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from captain_ros.core.episode_folder import EpisodeFiles, read_jsonl_lenient
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "finished": ("finished", "finish_called"),
@@ -21,31 +22,6 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "end_reason": ("end_reason",),
 }
 """Canonical summary field -> the keys it has been written under, preferred first."""
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file; unparseable lines and non-objects are skipped."""
-    out: list[dict[str, Any]] = []
-    if not path.exists():
-        return out
-    for line in path.read_text(errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(errors="replace"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -67,12 +43,12 @@ class EpisodeFolder:
 
     @classmethod
     def load(cls, root: str | Path) -> EpisodeFolder:
-        root = Path(root)
-        records = read_jsonl(root / "trajectory.jsonl")
+        files = EpisodeFiles.of(root)
+        records = read_jsonl_lenient(files.trajectory)
         start = next((r for r in records if r.get("type") == "episode_start"), {})
         end = next((r for r in records if r.get("type") == "episode_end"), {})
         requests = [r for r in records if r.get("type") == "request"]
-        return cls(root, _read_json(root / "summary.json"), start, end, requests)
+        return cls(files.root, files.read_summary_or_empty(), start, end, requests)
 
     def _sources(self) -> list[dict[str, Any]]:
         end_summary = self.end.get("summary")

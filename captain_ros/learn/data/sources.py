@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.bags.messages import TRAJECTORY_TOPIC
+from captain_ros.core.episode_folder import TRAJECTORY, EpisodeFiles
 from captain_ros.learn.errors import DatasetError
 
 
@@ -64,9 +65,10 @@ def _episode(source: str, records: list[dict[str, Any]], summary: dict[str, Any]
 
 
 def read_folder(folder: Path) -> EpisodeData:
-    traj = folder / "trajectory.jsonl"
+    files = EpisodeFiles(folder)
+    traj = files.trajectory
     if not traj.is_file():
-        raise DatasetError(f"{folder}: no trajectory.jsonl (not an episode folder)")
+        raise DatasetError(f"{folder}: no {TRAJECTORY} (not an episode folder)")
     records = []
     for n, line in enumerate(traj.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
@@ -76,11 +78,11 @@ def read_folder(folder: Path) -> EpisodeData:
         except ValueError as exc:
             raise DatasetError(f"{traj}:{n}: not JSON ({exc})") from exc
     summary = None
-    if (folder / "summary.json").is_file():
+    if files.has_summary():
         try:
-            summary = json.loads((folder / "summary.json").read_text())
+            summary = json.loads(files.summary.read_text())
         except ValueError as exc:
-            raise DatasetError(f"{folder / 'summary.json'}: not JSON ({exc})") from exc
+            raise DatasetError(f"{files.summary}: not JSON ({exc})") from exc
     return _episode(str(folder), records, summary, folder)
 
 
@@ -122,7 +124,7 @@ def is_bag(path: Path) -> bool:
 
 
 def _is_episode(path: Path) -> bool:
-    return is_bag(path) or (path / "trajectory.jsonl").is_file()
+    return is_bag(path) or EpisodeFiles(path).is_episode()
 
 
 def expand(path: str | Path, max_depth: int = 3) -> list[Path]:

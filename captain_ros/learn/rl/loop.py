@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.harness.profiles import resolve_profile
 from captain_ros.learn.credit import RunningStd, round_credit
@@ -96,7 +97,7 @@ def _check_first_round_resume(out: Path, opts: RLOptions) -> None:
 
 def _prune_round(folder: Path) -> None:
     """Remove everything of an interrupted round but its finished episode folders."""
-    keep = {p.parent for p in folder.rglob(ROLLOUT_FILE) if (p.parent / "summary.json").is_file()}
+    keep = {p.parent for p in folder.rglob(ROLLOUT_FILE) if EpisodeFiles(p.parent).has_summary()}
 
     def prune(d: Path) -> bool:  # True: d holds something kept
         if d in keep:

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.evaluation.runner import (
     EpisodeJob,
     submit_local,
@@ -183,7 +184,7 @@ def finished_record(job: EpisodeJob) -> EpisodeRecord | None:
     rl = dict((job.options or {}).get("rl") or {})
     try:
         roll = json.loads((folder / "rollout.json").read_text())
-        rec = EpisodeRecord.from_dict(json.loads((folder / "summary.json").read_text()))
+        rec = EpisodeRecord.from_dict(json.loads(EpisodeFiles(folder).summary.read_text()))
         same = (
             roll.get("episode_key") == rl.get("episode_key")
             and int(roll.get("sample_seed", -1)) == int(rl.get("sample_seed", -2))
