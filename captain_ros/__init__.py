@@ -19,4 +19,4 @@ Layers, top to bottom (imports point down only; ``tests/test_layering.py`` check
     core/ data/   typed data contracts shared by every layer; URDF/MJCF and config files
 """
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
