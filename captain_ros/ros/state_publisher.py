@@ -1,10 +1,16 @@
-"""The robot node's state topics: joint states, TF, wrench estimates and camera streams.
+"""The robot node's state topics: joint states, TF, wrench estimates, camera streams and, on
+hardware, the link health of each arm.
 
 Frames (REP 103/105): ``world`` (fixed, z up) -> ``<arm>_base_link`` (static, ``/tf_static``),
 ``world`` -> ``<arm>_tcp`` (tool centre point) and ``world`` -> ``<camera>_optical_frame``
 (x right, y down, z forward) on ``/tf``. Units: rad, m, N. Gripper openings are appended to
 ``/joint_states`` as ``<arm>_jaw_opening_m`` [m]. The wrench topic carries the magnitude of the
 external contact force [N] along the tool z axis (the backends estimate a magnitude only).
+``/captain/robot/link`` (``std_msgs/String``, JSON, hardware backends only, at the joint-state
+rate) carries each arm's :class:`~captain_ros.backends.safety.link.LinkStatus`: connected,
+enabled, ``feedback_age_s`` (what the stale-feedback guard compares with its limit),
+``disabled_motors`` (1-based joints), the controller's stop and faults. It is for operators and
+measurements, not recorded in episode bags (a hardware bag keeps the simulation's topic set).
 """
 
 from __future__ import annotations
@@ -14,14 +20,17 @@ from typing import Any
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from captain_ros.core.geometry import Pose
+from captain_ros.core.result import compact_json
 from captain_ros.ros import convert
 from captain_ros.ros.estop import LATCHED_QOS
 from captain_ros.ros.publish_log import create_publisher
 
 IMAGE_DEPTH = 30
+LINK_TOPIC = "/captain/robot/link"
 
 
 class CameraPublisher:
@@ -67,6 +76,7 @@ class StatePublisher:
                             for a in arms}
         self.camera_pub = CameraPublisher(node, cameras)
         self.cameras = cameras
+        self.link_pub = node.create_publisher(String, LINK_TOPIC, 10)  # not a recorded topic
 
     def _stamp(self) -> Any:
         return self.node.get_clock().now().to_msg()
@@ -85,6 +95,10 @@ class StatePublisher:
             jaws = {f"{a}_jaw_opening_m": backend.gripper(a).opening_m for a in arms}
             tcps = [convert.transform_msg("world", f"{a}_tcp", backend.ee_pose(a), stamp) for a in arms]
             forces = {a: backend.contact_force_n(a) for a in arms}
+            links = {a: backend.link_status(a) for a in arms} if hasattr(backend, "link_status") else {}
+        if any(st is not None for st in links.values()):
+            self.link_pub.publish(String(data=compact_json({"stamp_s": stamp.sec + stamp.nanosec * 1e-9,
+                                                            "arms": links})))
         self.joint_pub.publish(convert.joint_states_msg(joints, stamp, jaws))
         self.tf_pub.publish(TFMessage(transforms=tcps))
         for a, f in forces.items():

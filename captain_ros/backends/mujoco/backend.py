@@ -162,16 +162,26 @@ class MujocoBackend(Backend):
     def time_s(self) -> float:
         return float(self.data.time)
 
-    def capture(self, cameras: Sequence[str] | None = None) -> dict[str, CameraFrame]:
-        self._fresh()
+    def capture(self, cameras: Sequence[str] | None = None,
+                state: mujoco.MjData | None = None) -> dict[str, CameraFrame]:
+        """Frames of ``cameras`` (all by default) of the live data, or of ``state``, a copy from
+        :meth:`state_copy` (rendered while the live data steps on, e.g. the PiPER emulator's
+        cameras: rendering must not stop its controller loop)."""
+        data = self._fresh() if state is None else state
         names = list(self._spec.cameras if cameras is None else cameras)
         for c in names:
             if c not in self._spec.cameras:
                 raise UnknownNameError("camera", c, list(self._spec.cameras))
-        frames = {c: self._renderer.render(self.data, c, self.time_s(), self.render_segmentation)
+        frames = {c: self._renderer.render(data, c, float(data.time), self.render_segmentation)
                   for c in names}
         noise = self._noise
         return frames if noise is None else {c: noise.perturb(f) for c, f in frames.items()}
+
+    def state_copy(self) -> mujoco.MjData:
+        """A copy of the live data with its derived quantities up to date (see :meth:`capture`)."""
+        out = mujoco.MjData(self.model)
+        mujoco.mj_copyData(out, self.model, self._fresh())
+        return out
 
     def joint_state(self, arm: str) -> JointState:
         a = self._arm(arm)

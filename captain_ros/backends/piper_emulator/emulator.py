@@ -126,10 +126,13 @@ class PiperEmulator:
             return self.sim.privileged_state()
 
     def render(self, camera: str) -> CameraFrame:
-        """One RGB-D frame of ``camera`` from the emulated scene (render thread, under the lock)."""
+        """One RGB-D frame of ``camera`` from the emulated scene, on the render thread. Only the
+        state copy is taken under the lock: the controller loop keeps streaming feedback while the
+        frame renders (a real rig's cameras never pause its CAN stream)."""
         def grab() -> CameraFrame:
             with self.lock:
-                return self.sim.capture([camera])[camera]
+                state = self.sim.state_copy()
+            return self.sim.capture([camera], state=state)[camera]
         return self._render.submit(grab).result()
 
     def flange_pose_m(self, arm: str) -> np.ndarray:

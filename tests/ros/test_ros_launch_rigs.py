@@ -1,0 +1,179 @@
+"""Issue 36: every rig through the real `ros2 launch` + `ros2 action send_goal` (../shared/ros2-tools),
+asserting the episode's outcome, not only topics.
+
+The emulated PiPER (``backend:=piper emulate:=true``): a goal whose seed differs from the launch's
+scene makes the robot node rebuild its backend (the path where the feedback froze), and the episode
+must reach strict success with no failed action. The e-stop through the graph: triggered on
+``/captain/estop/trigger`` while the arm moves, the arm holds within one control tick, the episode
+fails with ``estop``, the next goal is refused while it stays latched, and after
+``/captain/estop/reset`` a goal runs again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from ros_cli import RosCli, cli_env, goal, require_ros2_cli
+from ros_fixtures import STATE_DIR
+
+from captain_ros.data import data_path
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+SEND_GOAL = (
+    "action",
+    "send_goal",
+    "/captain/run_episode",
+    "captain_ros_interfaces/action/RunEpisode",
+)
+CONTROL_TICK_S = 0.02  # the motion layer's control tick
+JOINT_RATE_HZ = 100.0
+
+
+def result_fields(text: str) -> dict[str, str]:
+    """``key: value`` lines of the Result block of `ros2 action send_goal`."""
+    block = text.split("Result:", 1)[1] if "Result:" in text else ""
+    return {
+        m.group(1): m.group(2).strip().strip("'")
+        for line in block.splitlines()
+        if (m := re.match(r"\s*(\w+): (.*)$", line))
+    }
+
+
+def start_graph(tmp: Path, domain: int, *launch_args: str) -> tuple[RosCli, Any]:
+    """`ros2 launch captain_ros captain.launch.py ARGS` with /joint_states at 100 Hz, up to its
+    action server."""
+    params = yaml.safe_load(data_path("config", "captain.yaml").read_text())
+    params["captain_robot"]["ros__parameters"]["joint_state_rate_hz"] = JOINT_RATE_HZ
+    params_file = tmp / "params.yaml"
+    params_file.write_text(yaml.safe_dump(params))
+    cli = RosCli(cli_env(domain), tmp)
+    proc = cli.start(
+        "launch", "captain_ros", "captain.launch.py", *launch_args,
+        f"params_file:={params_file}", f"bag_dir:={tmp / 'bags'}",
+        log=STATE_DIR / "children" / f"launch-rigs-{domain}.log",
+    )  # fmt: skip
+    cli.wait_for("action", "/captain/run_episode", 240.0, proc)
+    return cli, proc
+
+
+@pytest.fixture(scope="module")
+def piper_graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RosCli, Any, Path]]:
+    require_ros2_cli()
+    tmp = tmp_path_factory.mktemp("piper_launch")
+    cli, proc = start_graph(tmp, 80 + os.getpid() % 10, "backend:=piper", "emulate:=true",
+                            "task:=pick_place")  # fmt: skip
+    try:
+        yield cli, proc, tmp
+    finally:
+        cli.stop_all()
+
+
+def test_emulated_piper_pick_place_reaches_strict_success(
+    piper_graph: tuple[RosCli, Any, Path],
+) -> None:
+    cli, proc, tmp = piper_graph
+    res = cli.run(*SEND_GOAL, goal(task="pick_place", seed=3, output_dir=str(tmp / "ep")),
+                  timeout_s=600.0)  # fmt: skip
+    assert "Goal finished with status: SUCCEEDED" in res.stdout, res.stdout[-3000:]
+    fields = result_fields(res.stdout)
+    assert fields["outcome_label"] == "success_with_finish", fields
+    assert fields["strict_success"] == "true" and fields["host_success"] == "true"
+    assert fields["failures"] == "0" and int(fields["physical_actions"]) >= 6
+    log = cli.log_of(proc)
+    assert "stale" not in log and "Traceback" not in log and "internal error" not in log
+
+
+class _GraphProbe:
+    """An rclpy node on the graph's domain: /joint_states samples and the e-stop services."""
+
+    def __init__(self, domain: int) -> None:
+        import rclpy
+        from rclpy.executors import MultiThreadedExecutor
+        from sensor_msgs.msg import JointState
+        from std_srvs.srv import Trigger
+
+        self.ctx = rclpy.Context()
+        rclpy.init(context=self.ctx, domain_id=domain)
+        self.node = rclpy.create_node("estop_probe", context=self.ctx)
+        self.samples: list[tuple[float, np.ndarray, np.ndarray]] = []
+        self.moving = threading.Event()
+        self.node.create_subscription(JointState, "/joint_states", self._on_joints, 200)
+        self.trigger = self.node.create_client(Trigger, "/captain/estop/trigger")
+        self.reset = self.node.create_client(Trigger, "/captain/estop/reset")
+        self.executor = MultiThreadedExecutor(num_threads=2, context=self.ctx)
+        self.executor.add_node(self.node)
+        threading.Thread(target=self.executor.spin, daemon=True).start()
+
+    def _on_joints(self, msg: Any) -> None:
+        n = sum(1 for name in msg.name if name.startswith("joint"))  # the six arm joints
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        q, qd = np.array(msg.position[:n]), np.array(msg.velocity[:n])
+        self.samples.append((stamp, q, qd))
+        if n and float(np.abs(qd).max()) > 0.1:
+            self.moving.set()
+
+    def call(self, client: Any) -> tuple[float, Any]:
+        """Call a Trigger service; returns (wall time of the reply [s], response)."""
+        from std_srvs.srv import Trigger
+
+        assert client.wait_for_service(timeout_sec=30.0)
+        done = threading.Event()
+        future = client.call_async(Trigger.Request())
+        future.add_done_callback(lambda _f: done.set())
+        assert done.wait(30.0), "the e-stop service did not answer"
+        return time.time(), future.result()
+
+    def close(self) -> None:
+        self.executor.shutdown(timeout_sec=2.0)
+        self.ctx.try_shutdown()
+
+
+def test_estop_through_the_graph_latches_within_a_tick_and_holds_across_goals(
+    piper_graph: tuple[RosCli, Any, Path],
+) -> None:
+    cli, _proc, tmp = piper_graph
+    domain = int(cli.env["ROS_DOMAIN_ID"])
+    probe = _GraphProbe(domain)
+    try:
+        out: dict[str, Any] = {}
+        episode = threading.Thread(target=lambda: out.setdefault("res", cli.run(
+            *SEND_GOAL, goal(task="pick_place", seed=4, output_dir=str(tmp / "ep_estop")),
+            timeout_s=600.0)))  # fmt: skip
+        episode.start()
+        assert probe.moving.wait(300.0), "the arm never moved"
+        t_latched, resp = probe.call(probe.trigger)
+        assert resp.success, resp.message
+        episode.join(600.0)
+        # held within one control tick of the latch: every sample stamped later than one tick
+        # (+ one sample period) after the reply is at the held pose until the episode ended
+        late = t_latched + CONTROL_TICK_S + 1 / JOINT_RATE_HZ
+        after = [q for t, q, _ in list(probe.samples) if t > late]
+        assert len(after) > 20, "no /joint_states after the e-stop"
+        drift = max(float(np.abs(q - after[-1]).max()) for q in after)
+        assert drift < 0.01, f"the arm moved {drift:.4f} rad after the e-stop latched"
+        res = out["res"]
+        assert "Goal finished with status: SUCCEEDED" in res.stdout, res.stdout[-3000:]
+        fields = result_fields(res.stdout)
+        assert fields["strict_success"] == "false" and int(fields["failures"]) >= 1, fields
+        # held across a new goal: refused with the reason, until the operator's reset
+        refused = cli.run(*SEND_GOAL, goal(task="pick_place", seed=5, max_requests=2,
+                                           output_dir=str(tmp / "ep_refused")))  # fmt: skip
+        assert "Goal finished with status: ABORTED" in refused.stdout, refused.stdout[-2000:]
+        assert result_fields(refused.stdout)["outcome_label"] == "estop"
+        _t, reset = probe.call(probe.reset)
+        assert reset.success, reset.message
+        again = cli.run(*SEND_GOAL, goal(task="pick_place", seed=5, max_requests=2,
+                                         output_dir=str(tmp / "ep_after_reset")))  # fmt: skip
+        assert "Goal finished with status: SUCCEEDED" in again.stdout, again.stdout[-2000:]
+        assert result_fields(again.stdout)["failures"] == "0"
+    finally:
+        probe.close()
