@@ -197,10 +197,13 @@ def run_once(args: argparse.Namespace, camera_hz: float, domain: int, tmp: Path)
         "load_1min_start": round(load0, 2),
         "load_1min_end": round(os.getloadavg()[0], 2),
         "machine_busy_pct": round(
-            100.0 * (busy1 - busy0) / max(1, total1 - total0) * os.cpu_count(), 1
+            100.0 * (busy1 - busy0) / max(1, total1 - total0) * (os.cpu_count() or 1), 1
         ),
         "others_cpu_pct": round(
-            100.0 * ((busy1 - busy0) - (ours1 - ours0)) / max(1, total1 - total0) * os.cpu_count(),
+            100.0
+            * ((busy1 - busy0) - (ours1 - ours0))
+            / max(1, total1 - total0)
+            * (os.cpu_count() or 1),
             1,
         ),
     }
