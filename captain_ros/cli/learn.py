@@ -7,6 +7,7 @@
   RL with per-request credit.
 - ``captain learn re0 --student DIR|SPEC --teacher scripted|openai --task T --out DIR``: one RE-0
   generation (verified repairs, RE-OPD distillation).
+- ``captain learn export STUDENT``: the student as a checked GGUF file (``--engine llamacpp``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ COMMANDS = {
     "critic": ("captain_ros.cli.learn_critic", "train the privileged simulator critic"),
     "rl": ("captain_ros.cli.learn_rl", "multi-turn RL with per-request credit from the critic"),
     "re0": ("captain_ros.cli.learn_re0", "RE-0: verified repairs and RE-OPD distillation"),
+    "export": ("captain_ros.cli.learn_export", "a student as a GGUF file for --engine llamacpp"),
 }
 
 

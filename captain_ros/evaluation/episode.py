@@ -51,6 +51,21 @@ class ProgressObserver(EpisodeObserver):
                                   "message": res.message, "receipt": res.receipt})
 
 
+class RuntimeObserver(EpisodeObserver):
+    """Writes what ran the policy (its engine, model file, threads, grammar: ``Policy.describe``)
+    into the summary's ``extra`` (``engine`` and ``policy_runtime``)."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    def amend(self, record: EpisodeRecord) -> EpisodeRecord:
+        import dataclasses
+
+        runtime = dict(self.policy.describe())
+        return dataclasses.replace(record, extra={**record.extra, "engine": runtime.get("engine", "none"),
+                                                  "policy_runtime": runtime})
+
+
 def check_episode_args(task: str, seed: int, policy: str) -> None:
     """Refuse an unknown task, a negative seed or a policy spec that cannot be built
     (:class:`~captain_ros.core.errors.CaptainError`) before anything is started (the model
@@ -109,7 +124,7 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
     except BaseException:
         backend.close()
         raise
-    observers: list[EpisodeObserver] = []
+    observers: list[EpisodeObserver] = [RuntimeObserver(pol)]
     if on_event is not None:
         observers.append(ProgressObserver(on_event))
     if opts.get("record_bag", True):

@@ -69,5 +69,9 @@ class Policy(abc.ABC):
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyReply:
         """Reply to the rendered history ``messages`` given the tool schema ``tools``."""
 
+    def describe(self) -> dict[str, Any]:
+        """What runs this policy, for the episode's summary (a model policy names its engine)."""
+        return {"engine": "none"}
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release model resources."""

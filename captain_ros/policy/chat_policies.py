@@ -41,32 +41,51 @@ class OpenAIPolicy(Policy):
 
 
 class TransformersPolicy(Policy):
-    """A local model folder run in-process (GPU when present).
+    """A local model run in-process by an inference engine (:mod:`captain_ros.policy.engines`).
 
-    The model's KV cache is kept across the requests of an episode and dropped at :meth:`reset`.
-    Replies carry their token ids and log-probabilities.
+    The engine keeps the episode's prefix across requests and forgets it at :meth:`reset`.
+    Replies carry their token ids and log-probabilities, and ``info`` records the engine, the
+    grammar and how much of the prompt was reused.
 
     Args:
-        folder: Model folder; ``"smollm2"`` means the packaged SmolLM2-135M-Instruct.
-        **kw: Passed to :class:`~captain_ros.policy.transformers_chat.TransformersChat`.
+        folder: ``"smollm2"`` (the packaged SmolLM2-135M-Instruct), a model folder or a GGUF file.
+        engine: ``auto`` | ``llamacpp`` | ``transformers``.
+        grammar: ``none`` | ``envelope`` (llamacpp only).
+        threads: CPU threads of the engine (default ``$OMP_NUM_THREADS``, else all cores).
+        device: ``cuda`` / ``cpu`` / None (transformers engine).
+        **kw: :class:`~captain_ros.policy.engines.base.EngineSettings` fields (``max_new_tokens``,
+            ``temperature``, ``top_p``, ``seed``).
     """
 
     name = "transformers"
 
-    def __init__(self, folder: str = "smollm2", **kw: Any) -> None:
-        from captain_ros.policy.transformers_chat import TransformersChat, smollm2_folder
+    def __init__(self, folder: str = "smollm2", engine: str = "auto", grammar: str = "none",
+                 threads: int | None = None, device: str | None = None, **kw: Any) -> None:
+        from captain_ros.policy.engines import EngineSettings, make_engine
 
-        if folder == "smollm2":
-            path, gguf = smollm2_folder()
-            kw.setdefault("gguf_file", gguf)
-            folder = str(path)
-        self.chat = TransformersChat(folder, **kw)
+        self.engine = make_engine(engine, folder, EngineSettings(threads=threads, **kw),
+                                  grammar=grammar, device=device)
+        # What samples (``seed`` / ``requests`` / ``render``; RE-0 seats reseed it): the
+        # transformers engine's TransformersChat, or the llama.cpp engine itself.
+        self.chat: Any = getattr(self.engine, "chat", self.engine)
+
+    def describe(self) -> dict[str, Any]:
+        return self.engine.describe()
 
     def reset(self, task_name: str, seed: int) -> None:
-        self.chat.reset()
+        self.engine.reset()
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyReply:
-        gen = self.chat.generate(messages, tools or None)
+        gen = self.engine.generate(messages, tools or None)
+        info = {"engine": self.engine.name, "reused_tokens": gen.cache.reused,
+                "prefilled_tokens": gen.cache.prefilled, "finish_reason": gen.finish_reason}
+        grammar = getattr(self.engine, "grammar_name", "none")
+        if grammar != "none":
+            info["grammar"] = grammar
+            info["grammar_forced_tokens"] = int(getattr(self.engine, "last_forced", 0))
         return PolicyReply(content=gen.text, prompt_tokens=len(gen.prompt_ids),
                            completion_tokens=len(gen.completion_ids), model_s=gen.model_s,
-                           completion_ids=gen.completion_ids, logprobs=gen.logprobs)
+                           completion_ids=gen.completion_ids, logprobs=gen.logprobs, info=info)
+
+    def close(self) -> None:
+        self.engine.close()

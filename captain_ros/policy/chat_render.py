@@ -100,6 +100,22 @@ def _supports_tools(template: str) -> bool:
     return _PROBE_TOOL in text and _PROBE_CODE in text and _PROBE_OUTPUT in text
 
 
+def render_template(template: str, conversation: Sequence[dict[str, Any]],
+                    tools: Sequence[dict[str, Any]] | None = None, *,
+                    add_generation_prompt: bool = True, **special_tokens: str) -> str:
+    """``template`` rendered as a tokenizer's ``apply_chat_template`` renders it (transformers'
+    Jinja environment), for a model that has a chat template but no transformers tokenizer (the
+    llama.cpp engine reads the template from a GGUF file)."""
+    from transformers.utils import chat_template_utils
+
+    render_jinja_template: Any = chat_template_utils.render_jinja_template
+    rendered, _ = render_jinja_template([list(conversation)], tools=list(tools) if tools else None,
+                                        chat_template=template,
+                                        add_generation_prompt=add_generation_prompt,
+                                        **special_tokens)
+    return str(rendered[0])
+
+
 def template_supports_tools(template: str | None) -> bool:
     """True when ``template`` shows the tool schema, the assistant's tool calls and tool outputs."""
     return bool(template) and _supports_tools(str(template))

@@ -20,7 +20,8 @@ def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
     at those rates (no rates: every fault at the default rate; see
     :mod:`captain_ros.policy.expert.faults`). Options: ``base_url`` / ``model`` / ``timeout_s`` / ``max_tokens`` (openai; defaults from
     ``$CAPTAIN_BASE_URL`` / ``$CAPTAIN_MODEL``), ``model_folder`` / ``max_new_tokens`` / ``device``
-    (transformers), ``temperature`` (both).
+    / ``engine`` (``auto|llamacpp|transformers``) / ``grammar`` / ``threads`` (transformers: a local
+    model; :mod:`captain_ros.policy.engines`), ``temperature`` (both).
     """
     opts = dict(options or {})
     if spec == "scripted":
@@ -43,7 +44,8 @@ def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
     if spec == "transformers":
         from captain_ros.policy.chat_policies import TransformersPolicy
 
-        kw = {k: opts[k] for k in ("max_new_tokens", "temperature", "device") if opts.get(k) is not None}
+        kw = {k: opts[k] for k in ("max_new_tokens", "temperature", "device", "engine", "grammar",
+                                   "threads") if opts.get(k) is not None}
         return TransformersPolicy(opts.get("model_folder") or "smollm2", **kw)
     if spec.startswith("replay:"):
         from captain_ros.policy.replay import ReplayPolicy

@@ -1,0 +1,124 @@
+"""Inference engines for a local student (:class:`~captain_ros.policy.engines.base.ChatEngine`).
+
+One option picks the engine wherever a student runs (``--engine`` of ``captain run`` / ``eval``):
+
+- ``llamacpp``: a GGUF file through llama.cpp (:mod:`~captain_ros.policy.engines.llamacpp`);
+- ``transformers``: eager PyTorch (:mod:`~captain_ros.policy.engines.transformers`), the training,
+  reference and GPU path;
+- ``auto``: llamacpp where llama-cpp-python is installed, the model has a GGUF file and the device
+  is not a GPU; transformers otherwise (the choice is measured in docs/engines.md).
+
+The model is named as the transformers policy names it: ``smollm2`` (the packaged
+SmolLM2-135M-Instruct GGUF), a GGUF file, or a model folder; a student folder gets its GGUF from
+``captain learn export`` (recorded in its ``export.json``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.policy.engines.base import ChatEngine, EngineSettings, ModelFileError
+
+ENGINES = ("auto", "llamacpp", "transformers")
+EXPORT_RECORD = "export.json"
+
+__all__ = [
+    "ENGINES",
+    "EXPORT_RECORD",
+    "ChatEngine",
+    "EngineSettings",
+    "ModelFileError",
+    "ModelSource",
+    "make_engine",
+    "model_source",
+    "resolve_engine",
+]
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model's files are: ``folder`` (transformers; None when there is only a GGUF),
+    ``gguf`` (the GGUF file, None when there is none)."""
+
+    folder: Path | None
+    gguf: Path | None
+
+
+def model_source(model: str | Path) -> ModelSource:
+    """The files behind ``model``: ``smollm2``, a ``.gguf`` file or a model folder."""
+    if str(model) == "smollm2":
+        from captain_ros.policy.transformers_chat import smollm2_folder
+
+        folder, name = smollm2_folder()
+        return ModelSource(folder, folder / name)
+    p = Path(model)
+    if p.suffix == ".gguf":
+        return ModelSource(None, p)
+    if not p.is_dir():
+        raise ModelFileError(f"model folder not found: {p}")
+    record = p / EXPORT_RECORD
+    if record.is_file():
+        try:
+            name = json.loads(record.read_text())["gguf"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ModelFileError(f"{record} is not an export record: {exc}") from exc
+        return ModelSource(p, p / str(name))
+    ggufs = sorted(p.glob("*.gguf"))
+    return ModelSource(p, ggufs[0] if ggufs else None)
+
+
+def _llama_cpp_installed() -> bool:
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def resolve_engine(engine: str, source: ModelSource, device: str | None = None) -> str:
+    """The concrete engine ``engine`` means for ``source`` (``auto`` decided here)."""
+    if engine not in ENGINES:
+        raise InvalidArgumentError(f"unknown engine {engine!r}; valid: {', '.join(ENGINES)}")
+    if engine != "auto":
+        return engine
+    if source.gguf is not None and device != "cuda" and _llama_cpp_installed():
+        return "llamacpp"
+    return "transformers"
+
+
+def make_engine(
+    engine: str,
+    model: str | Path,
+    settings: EngineSettings | None = None,
+    *,
+    grammar: str = "none",
+    device: str | None = None,
+    n_ctx: int = 0,
+) -> ChatEngine:
+    """Load ``model`` in ``engine`` (``auto`` resolved by :func:`resolve_engine`)."""
+    source = model_source(model)
+    name = resolve_engine(engine, source, device)
+    if grammar != "none" and name != "llamacpp":
+        raise InvalidArgumentError(f"--grammar {grammar} needs the llamacpp engine (got {name})")
+    if name == "llamacpp":
+        if source.gguf is None:
+            raise ModelFileError(f"{model} has no GGUF file: run `captain learn export {model}`")
+        if device == "cuda":
+            raise InvalidArgumentError(
+                "the llamacpp engine runs on the CPU; use --engine transformers on a GPU"
+            )
+        from captain_ros.policy.engines.llamacpp import LlamaCppChat
+
+        return LlamaCppChat(source.gguf, settings, grammar=grammar, n_ctx=n_ctx)
+    from captain_ros.policy.engines.transformers import TransformersEngine
+
+    if source.folder is not None and (source.folder / "config.json").is_file():
+        return TransformersEngine(source.folder, settings, device=device)
+    if source.gguf is None:
+        raise ModelFileError(f"{model} holds neither a transformers model nor a GGUF file")
+    from captain_ros.policy.engines.llamacpp import check_gguf
+
+    check_gguf(source.gguf)
+    return TransformersEngine(
+        source.gguf.parent, settings, gguf_file=source.gguf.name, device=device
+    )
