@@ -31,7 +31,40 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     ro = d / "ro"
     ro.mkdir()
     ro.chmod(0o500)
-    return {"dir": d, "bad": bad, "full": full, "ro": ro}
+    empty = d / "empty"
+    empty.mkdir()
+    corrupt = d / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "summary.json").write_text('{"task": "pick_place", "seed"')
+    truncated, _ = _truncated_bag(d / "truncated_bag")
+    return {"dir": d, "bad": bad, "full": full, "ro": ro, "empty": empty, "corrupt": corrupt,
+            "truncated": truncated}
+
+
+def _truncated_bag(path: Path) -> tuple[Path, int]:
+    """A closed bag (metadata.yaml written) whose .mcap is then cut inside its second chunk, as
+    an interrupted copy leaves it; returns it and the messages of its first, complete chunk."""
+    from rosbags.typesys import Stores, get_typestore
+
+    from captain_ros.bags.rosbag2 import BagWriter
+
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    w = BagWriter(path, store)
+    w.add_topic("/chatter", "std_msgs/msg/String")
+    msg = store.types["std_msgs/msg/String"]
+    for chunk in range(2):
+        for i in range(10):
+            w.write_msg("/chatter", (chunk * 10 + i + 1) * 1000, msg(data=f"m{chunk}-{i}" * 20),
+                        "std_msgs/msg/String")
+        w.flush()
+        if chunk == 0:
+            (mcap,) = path.glob("*.mcap")
+            first_chunk_end = mcap.stat().st_size
+    w.close()
+    assert (path / "metadata.yaml").exists()
+    with mcap.open("r+b") as f:
+        f.truncate(first_chunk_end + 40)
+    return path, 10
 
 
 CASES = [
@@ -48,6 +81,14 @@ CASES = [
     (["bag", "info", "{dir}/nobag"], "is not a bag folder"),
     (["report", "{dir}/noepisode"], "noepisode"),
     (["up", "--task", "nosuch"], "unknown task 'nosuch'"),
+    # empty or corrupt inputs, and arguments that would be ignored (issue 32)
+    (["compare", "{empty}", "{empty}"], "holds no episodes (no eval.json, no */summary.json)"),
+    (["report", "{empty}"], "holds no episode (no summary.json, no trajectory.jsonl)"),
+    (["report", "{corrupt}"], "summary.json is corrupt"),
+    (["run", "--backend", "fake", "--emulate"], "--emulate does not apply to --backend fake"),
+    (["run", "--backend", "ros_arm", "--can", "can0"], "--can does not apply to --backend ros_arm"),
+    (["eval", "--workers", "0", "--check", "--seeds", "1-2"], "workers must be an integer >= 1"),
+    (["bag", "info", "{truncated}"], "the bag cannot be read"),
 ]
 
 
@@ -66,6 +107,18 @@ def test_bad_input_is_one_line_and_a_nonzero_exit(files: dict[str, Path], args: 
     assert message in err[0] or ("cannot write to" in message and "Not a directory" in err[0])
     assert "Traceback" not in proc.stderr + proc.stdout
     assert sorted(p.name for p in files["dir"].iterdir()) == before  # no folder left behind
+
+
+def test_bag_recover_rewrites_a_truncated_closed_bag(tmp_path: Path) -> None:
+    bag, complete = _truncated_bag(tmp_path / "bag")
+    proc = _run("bag", "recover", str(bag), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert proc.stdout.strip() == f"{bag}: recovered; {complete} messages on 1 topics"
+    proc = _run("bag", "info", str(bag), "--json", "--no-episodes", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert json.loads(proc.stdout)["topics"][0]["count"] == complete
+    proc = _run("bag", "recover", str(bag), cwd=tmp_path)  # now it opens: left as it is
+    assert proc.returncode == 0 and "was already closed" in proc.stdout
 
 
 def test_debug_shows_the_traceback(files: dict[str, Path]) -> None:

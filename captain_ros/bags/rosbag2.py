@@ -8,7 +8,9 @@ registered from their ``.msg`` text so their schemas and RIHS01 hashes match the
 Crash safety: :meth:`BagWriter.flush` closes the pending MCAP chunk and fsyncs the file. A process
 that dies after a flush leaves an ``.mcap`` without footer and no ``metadata.yaml``;
 :func:`recover_bag` stream-reads it up to the last complete record and rewrites a closed bag
-(what ``ros2 bag reindex`` does for rosbag2).
+(what ``ros2 bag reindex`` does for rosbag2). A bag whose ``metadata.yaml`` survived but whose
+``.mcap`` was cut short (a copy interrupted, a full disk) is recovered the same way; reading it
+raises :class:`BagReadError`, which says so.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from rosbags.interfaces import (
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
+
+from captain_ros.core.errors import CaptainError
 
 CUSTOM_PACKAGES = ("captain_ros_interfaces", "tf2_msgs", "control_msgs")
 
@@ -128,17 +132,32 @@ class BagWriter:
             self.closed = True
 
 
+class BagReadError(CaptainError):
+    """A bag that cannot be read (a truncated or damaged ``.mcap``); the message says what to do."""
+
+
+def readable(path: str | os.PathLike[str]) -> bool:
+    """Whether a bag with ``metadata.yaml`` opens (its ``.mcap`` has its summary and footer)."""
+    try:
+        with Reader(Path(path)):
+            return True
+    except Exception:  # noqa: BLE001 - rosbags raises several types for damaged files
+        return False
+
+
 def recover_bag(path: str | os.PathLike[str]) -> Path:
     """Make an unclosed bag (no ``metadata.yaml``, truncated ``.mcap``) readable again.
 
     Reads every complete record of the ``.mcap`` in order and rewrites the bag in place with its
-    summary and ``metadata.yaml``. Returns the bag directory. Closed bags are left untouched.
+    summary and ``metadata.yaml``. Returns the bag directory. Closed bags that open are left
+    untouched; a ``metadata.yaml`` beside a truncated ``.mcap`` is rewritten with the recovered
+    records.
     """
     from mcap.records import Channel, Message, Schema
     from mcap.stream_reader import StreamReader
 
     bag = Path(path)
-    if (bag / "metadata.yaml").exists():
+    if (bag / "metadata.yaml").exists() and readable(bag):
         return bag
     mcaps = sorted(bag.glob("*.mcap"))
     if not mcaps:
@@ -216,7 +235,15 @@ class BagSummary:
 
 
 def summarize_bag(path: str | os.PathLike[str]) -> BagSummary:
-    with Reader(Path(path)) as reader:
+    """Topics, types, counts and QoS of a closed bag (:class:`BagReadError` when it is damaged)."""
+    reader = Reader(Path(path))
+    try:
+        reader.open()
+    except Exception as exc:  # noqa: BLE001 - rosbags raises several types for damaged files
+        raise BagReadError(f"{path}: the bag cannot be read ({' '.join(str(exc).split())[:160]}); "
+                           f"`captain bag recover {path}` rewrites it up to its last complete "
+                           "record") from None
+    try:
         msgtypes = {c.topic: c.msgtype for c in reader.connections}
         counts: Counter[str] = Counter()
         for c in reader.connections:
@@ -224,6 +251,8 @@ def summarize_bag(path: str | os.PathLike[str]) -> BagSummary:
         # a rosbag2 reader's connections carry rosbag2 extensions (the union type covers rosbag1)
         qos_map = {c.topic: list(c.ext.offered_qos_profiles)
                    if isinstance(c.ext, ConnectionExtRosbag2) else [] for c in reader.connections}
+    finally:
+        reader.close()
     return BagSummary(Path(path), msgtypes, dict(counts), qos_map)
 
 

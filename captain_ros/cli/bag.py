@@ -7,7 +7,9 @@ exported or viewed.
 recover it). ``export --format lerobot --out DIR SOURCES...`` writes one LeRobotDataset v3.0 from
 bags, episode folders and evaluation runs (:mod:`captain_ros.bags.lerobot`). ``recover``
 rewrites an unclosed bag up to its last complete record so rosbags and mcap readers open it
-(what ``ros2 bag reindex`` does for rosbag2); a closed bag is left untouched. ``layout`` writes a
+(what ``ros2 bag reindex`` does for rosbag2), and so does it with a closed bag whose ``.mcap`` was
+cut short; a closed bag that opens is left untouched. A bag that cannot be read is one line on
+stderr and exit status 2, never a traceback. ``layout`` writes a
 Foxglove layout for a bag's rig, or the packaged one (:mod:`captain_ros.bags.foxglove`).
 """
 
@@ -183,10 +185,10 @@ def cmd_layout(ns: argparse.Namespace) -> int:
 
 
 def cmd_recover(ns: argparse.Namespace) -> int:
-    from captain_ros.bags.rosbag2 import recover_bag, summarize_bag
+    from captain_ros.bags.rosbag2 import readable, recover_bag, summarize_bag
 
     d = _bag_dir(ns.dir)
-    was_closed = (d / "metadata.yaml").exists()
+    was_closed = (d / "metadata.yaml").exists() and readable(d)
     recover_bag(d)
     s = summarize_bag(d)
     state = "was already closed" if was_closed else "recovered"

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.core.errors import InvalidArgumentError
+
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("hw", help="hardware bring-up: `captain hw check`", parents=[common])
@@ -38,12 +40,29 @@ def add_rig_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rig", default=None, choices=("piper", "piper_dual"))
 
 
+RIG_ARGS = {"piper": ("config", "can", "emulate", "rig"), "ros_arm": ("config",)}
+"""The rig arguments each hardware backend takes (the others take none)."""
+
+
+def check_rig_args(ns: argparse.Namespace) -> None:
+    """Refuse rig arguments that the chosen ``--backend`` would silently ignore."""
+    backend = getattr(ns, "backend", "piper")
+    given = [k for k in ("config", "can", "emulate", "rig") if getattr(ns, k, None)]
+    wrong = [k for k in given if k not in RIG_ARGS.get(backend, ())]
+    if wrong:
+        takes = ", ".join(f"--{k}" for k in RIG_ARGS.get(backend, ())) or "none"
+        raise InvalidArgumentError(f"{', '.join('--' + k for k in wrong)} does not apply to --backend "
+                                   f"{backend} (its rig arguments: {takes}); "
+                                   "--emulate, --can and --rig are for --backend piper")
+
+
 def rig_options(ns: argparse.Namespace) -> dict[str, Any]:
     """``make_backend`` options of ``--backend piper`` (``ros_arm``: only ``--config``)."""
+    arg = {k: getattr(ns, k, None) for k in ("config", "can", "rig", "emulate")}  # eval has none
     if getattr(ns, "backend", "piper") == "ros_arm":
-        return {} if ns.config is None else {"config": ns.config}
-    return {k: v for k, v in (("config", ns.config), ("can", ns.can), ("rig", ns.rig))
-            if v is not None} | ({"emulate": True} if ns.emulate else {})
+        return {} if arg["config"] is None else {"config": arg["config"]}
+    return {k: v for k, v in arg.items() if k != "emulate" and v is not None} | (
+        {"emulate": True} if arg["emulate"] else {})
 
 
 def run_checks(backend: Any) -> list[dict[str, Any]]:

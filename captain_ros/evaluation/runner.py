@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.evaluation.plot import plot_eval
 from captain_ros.evaluation.summary import aggregate, by_task
 from captain_ros.harness.record import EpisodeRecord
@@ -222,7 +223,13 @@ def make_jobs(tasks: Iterable[str], seeds: Iterable[int], policy: str, backend: 
 def evaluate(jobs: Sequence[EpisodeJob], out_dir: str | Path, workers: int = 1,
              ray_address: str | None = None, job_path: str = DEFAULT_JOB,
              on_result: Callable[[EpisodeRecord], None] | None = None) -> dict[str, Any]:
-    """Run ``jobs`` and write ``eval.json`` and ``eval.png`` into ``out_dir``; returns the report."""
+    """Run ``jobs`` and write ``eval.json`` and ``eval.png`` into ``out_dir``; returns the report.
+
+    Raises:
+        InvalidArgumentError: ``workers`` is not a positive integer (nothing is written).
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidArgumentError(f"workers must be an integer >= 1, got {workers!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

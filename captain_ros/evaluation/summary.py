@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.evaluation.stats import describe, mcnemar, wilson_interval
 from captain_ros.harness.record import OUTCOMES, EpisodeRecord
 
@@ -72,13 +73,19 @@ def compare(run_a: Sequence[EpisodeRecord], run_b: Sequence[EpisodeRecord],
 
 
 def load_episodes(path: str | Path) -> list[EpisodeRecord]:
-    """Episodes of an evaluation (its ``eval.json``) or of a folder of episode folders."""
+    """Episodes of an evaluation (its ``eval.json``) or of a folder of episode folders.
+
+    Raises:
+        InvalidArgumentError: a folder with neither ``eval.json`` nor ``*/summary.json``.
+    """
     p = Path(path)
     if p.is_dir():
         if (p / "eval.json").exists():
             p = p / "eval.json"
         else:
-            return [EpisodeRecord.from_dict(json.loads(f.read_text()))
-                    for f in sorted(p.glob("*/summary.json"))]
+            found = sorted(p.glob("*/summary.json"))
+            if not found:
+                raise InvalidArgumentError(f"{p} holds no episodes (no eval.json, no */summary.json)")
+            return [EpisodeRecord.from_dict(json.loads(f.read_text())) for f in found]
     data = json.loads(p.read_text())
     return [EpisodeRecord.from_dict(e) for e in data["episodes"]]
