@@ -177,3 +177,24 @@ def test_estop_through_the_graph_latches_within_a_tick_and_holds_across_goals(
         assert result_fields(again.stdout)["failures"] == "0"
     finally:
         probe.close()
+
+
+def test_emulated_dual_piper_two_arm_lift_reaches_strict_success(tmp_path: Path) -> None:
+    require_ros2_cli()
+    cli, proc = start_graph(tmp_path, 90 + os.getpid() % 10, "backend:=piper", "emulate:=true",
+                            "backend_config:=config/piper_dual.yaml", "task:=two_arm_lift")  # fmt: skip
+    try:
+        res = cli.run(*SEND_GOAL, goal(task="two_arm_lift", seed=3, output_dir=str(tmp_path / "ep")),
+                      timeout_s=600.0)  # fmt: skip
+        assert "Goal finished with status: SUCCEEDED" in res.stdout, res.stdout[-3000:]
+        fields = result_fields(res.stdout)
+        assert fields["outcome_label"] == "success_with_finish", fields
+        assert fields["strict_success"] == "true" and fields["failures"] == "0"
+        assert (
+            "'backend': 'piper'" in fields["summary_json"]
+            or '"backend": "piper"' in fields["summary_json"]
+        )
+        log = cli.log_of(proc)
+        assert "arms ('left', 'right')" in log and "stale" not in log and "Traceback" not in log
+    finally:
+        cli.stop_all()
