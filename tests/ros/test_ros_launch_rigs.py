@@ -190,10 +190,7 @@ def test_emulated_dual_piper_two_arm_lift_reaches_strict_success(tmp_path: Path)
         fields = result_fields(res.stdout)
         assert fields["outcome_label"] == "success_with_finish", fields
         assert fields["strict_success"] == "true" and fields["failures"] == "0"
-        assert (
-            "'backend': 'piper'" in fields["summary_json"]
-            or '"backend": "piper"' in fields["summary_json"]
-        )
+        assert '"backend": "piper"' in fields["summary_json"]
         log = cli.log_of(proc)
         assert "arms ('left', 'right')" in log and "stale" not in log and "Traceback" not in log
     finally:
