@@ -16,6 +16,10 @@ folder ``OUT``:
   evaluation (validation loss); ``OUT/sft_config.json``: options, base, dataset counts and a
   fingerprint of the token sequences; ``OUT/metrics.json``: final figures.
 
+Data-parallel: under ``torchrun`` or ``accelerate launch`` every process trains on its share of
+each step (the loss counts the whole step's tokens, see :mod:`~captain_ros.learn.trainer`) and
+rank 0 alone writes the output folder (docs/learn_sft.md).
+
 Defaults follow CaPtain's SFT (appendix C) where it applies to a small CPU student: gradient
 clipping at 1.0, bf16 where the hardware computes it natively, 1.5 epochs; LoRA (rather than the
 paper's full fine-tuning) because it is what fits this 2-core machine. The learning rate defaults
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -177,8 +182,15 @@ def prepare(opts: SftOptions, out: Path) -> dict[str, Any]:
             raise SftError(f"{out}: the checkpoints were trained on other data or options; "
                            "resume needs the same --data and options")
     out.mkdir(parents=True, exist_ok=True)
-    meta_path.write_text(json.dumps(meta, indent=2))
+    if main_process():
+        meta_path.write_text(json.dumps(meta, indent=2))
     return {"tokenizer": tokenizer, "base": base, "train": train, "val": val, "meta": meta}
+
+
+def main_process() -> bool:
+    """Whether this process writes the run's files: always, except under ``torchrun`` /
+    ``accelerate launch`` (data-parallel), where rank 0 does."""
+    return int(os.environ.get("RANK", "0")) == 0
 
 
 def build_trainer(opts: SftOptions, prep: dict[str, Any], out: Path, device: str, bf16: bool,
@@ -304,8 +316,10 @@ def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
                                "tokens_per_s": tokens_per_s,
                                "resumed_from": str(start) if start else None}
     if prep["val"]:
-        metrics["eval_loss"] = trainer.evaluate()["eval_loss"]
-    save_student(trainer, prep["tokenizer"], out, opts.save_adapter)
-    metrics["wall_s"] = time.perf_counter() - t_start
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
+        metrics["eval_loss"] = trainer.evaluate()["eval_loss"]  # every process takes part
+    metrics["processes"] = int(trainer.args.world_size)
+    if trainer.is_world_process_zero():
+        save_student(trainer, prep["tokenizer"], out, opts.save_adapter)
+        metrics["wall_s"] = time.perf_counter() - t_start
+        (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
     return metrics

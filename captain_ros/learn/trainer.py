@@ -12,7 +12,10 @@ log-probabilities without materialising the vocabulary-sized logits:
 with N the number of supervised tokens (label != -100 and w_t > 0) in the whole
 gradient-accumulation step (:meth:`get_batch_samples` counts them), so a turn with w_t = 0
 contributes exactly nothing, whether or not its tokens carry labels, and accumulation over
-micro-batches equals one large batch. The rest (optimizer, schedule, gradient
+micro-batches equals one large batch. Data-parallel (``torchrun``/``accelerate``, gloo on CPUs,
+NCCL on GPUs): N is summed over the processes and each process's loss is multiplied by their
+number, which DDP's gradient averaging divides out again, so P processes with batch b equal one
+process accumulating P micro-batches of b (what transformers does for its own loss). The rest (optimizer, schedule, gradient
 clipping, bf16 autocast, checkpoints with RNG state, resume, evaluation, peft wrapping) is
 ``transformers.Trainer``/trl.
 """
@@ -46,8 +49,11 @@ class WeightedSFTTrainer(SFTTrainer):
     def get_batch_samples(self, epoch_iterator: Any, num_batches: int, device: Any
                           ) -> tuple[list[Any], Any]:
         batches, _ = super().get_batch_samples(epoch_iterator, num_batches, device)
-        n = sum(int(supervised(b["labels"], b["weights"]).sum()) for b in batches)
-        return batches, torch.tensor(max(n, 1), device=device)
+        n = torch.tensor(sum(int(supervised(b["labels"], b["weights"]).sum()) for b in batches),
+                         device=device)
+        if self.args.world_size > 1:  # every process divides by the whole step's count
+            n = self.accelerator.gather(n.reshape(1)).sum()
+        return batches, n.clamp(min=1)
 
     def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
                      num_items_in_batch: Any = None) -> Any:
@@ -58,6 +64,8 @@ class WeightedSFTTrainer(SFTTrainer):
         w = weights[:, 1:].to(outputs.log_probs.dtype)
         n = mask.sum() if num_items_in_batch is None else num_items_in_batch
         loss = -(outputs.log_probs * w).sum() / torch.as_tensor(n).clamp(min=1)
+        if num_items_in_batch is not None and self.args.world_size > 1:
+            loss = loss * self.accelerator.num_processes  # DDP averages the gradients
         mode = "train" if model.training else "eval"
         valid = int(mask.sum())
         if valid and outputs.is_top1 is not None:
