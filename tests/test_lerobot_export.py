@@ -434,3 +434,19 @@ def test_the_shipped_foxglove_layout_shows_the_recorded_topics(
     assert labels == ["x", "y", "z", "roll", "pitch", "yaw"]
     assert main(["bag", "layout", "--out", str(tmp_path / "default.json")]) == 0
     assert json.loads((tmp_path / "default.json").read_text()) == shipped
+
+
+def test_image_stats_from_histograms_equal_numpys() -> None:
+    """The video stats (from per-channel histograms) are numpy's min/max/mean/std/quantiles."""
+    from captain_ros.bags.lerobot.stats import feature_stats, image_stats
+
+    rng = np.random.default_rng(0)
+    frames = [rng.integers(0, 256, (300, 400, 3), dtype=np.uint8) for _ in range(4)]
+    frames[1][:] = 7  # a flat frame: ties and a skewed histogram
+    got = image_stats(frames)
+    x = np.stack([f[::2, ::2] for f in frames]).astype(np.float64).transpose(0, 3, 1, 2) / 255.0
+    want = feature_stats(x, axis=(0, 2, 3), keepdims=True)
+    for key, value in got.items():
+        if key != "count":
+            assert value.shape == (3, 1, 1) and np.allclose(value, want[key][0], atol=1e-12), key
+    assert got["count"].tolist() == [4]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from captain_ros.bags.messages import TRAJECTORY_TOPIC
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import CaptainError
 
 JOINT_TOPIC = "/joint_states"
@@ -306,21 +307,23 @@ def iter_images(
     bag: Path, cameras: tuple[str, ...], window_ns: tuple[int, int]
 ) -> Iterator[tuple[int, str, Callable[[], Any]]]:
     """``(time [ns], camera, decode)`` of the cameras' images inside a window, in time order;
-    ``decode()`` deserializes the ``sensor_msgs/Image`` (only the images a frame holds are)."""
+    ``decode()`` deserializes the ``sensor_msgs/Image`` (only the images a frame holds are).
+    Read with the ``mcap`` reader straight from the bag's file (its index, no metadata parsing)."""
+    from mcap.reader import make_reader
+
     store = typestore()
     topics = {f"/camera/{c}/image_raw": c for c in cameras}
-    reader = open_bag(bag)
-    try:
-        conns = [c for c in reader.connections if c.topic in topics]
-        for conn, t, raw in reader.messages(connections=conns):
-            if window_ns[0] <= t < window_ns[1]:
+    for path in sorted(bag.glob("*.mcap")):
+        with path.open("rb") as f:
+            for schema, channel, msg in make_reader(f).iter_messages(
+                topics=list(topics), start_time=max(0, window_ns[0]), end_time=window_ns[1]
+            ):
+                name = schema.name if schema is not None else "sensor_msgs/msg/Image"
                 yield (
-                    t,
-                    topics[conn.topic],
-                    functools.partial(store.deserialize_cdr, raw, conn.msgtype),
+                    msg.log_time,
+                    topics[channel.topic],
+                    functools.partial(store.deserialize_cdr, msg.data, name),
                 )
-    finally:
-        reader.close()
 
 
 def _is_bag(path: Path) -> bool:
@@ -333,7 +336,7 @@ def expand(path: str | Path, max_depth: int = 3) -> list[Path]:
     p = Path(path)
     if not p.exists():
         raise ExportError(f"{p}: no such file or folder")
-    if _is_bag(p) or (p / "trajectory.jsonl").is_file():
+    if _is_bag(p) or EpisodeFiles(p).is_episode():
         return [p]
     found: list[Path] = []
     level = [p] if p.is_dir() else []
@@ -341,7 +344,7 @@ def expand(path: str | Path, max_depth: int = 3) -> list[Path]:
         nxt: list[Path] = []
         for d in level:
             for c in sorted(x for x in d.iterdir() if x.is_dir() and not x.name.startswith(".")):
-                (found if _is_bag(c) or (c / "trajectory.jsonl").is_file() else nxt).append(c)
+                (found if _is_bag(c) or EpisodeFiles(c).is_episode() else nxt).append(c)
         level = nxt
     if not found:
         raise ExportError(f"{p}: not a bag, an episode folder or a folder of them")
@@ -354,11 +357,12 @@ def read_source(path: Path) -> list[Episode]:
     if _is_bag(path):
         return read_bag(path)
     summary = None
-    if (path / "summary.json").is_file():
+    files = EpisodeFiles(path)
+    if files.has_summary():
         try:
-            summary = json.loads((path / "summary.json").read_text())
+            summary = json.loads(files.summary.read_text())
         except ValueError as exc:
-            raise ExportError(f"{path / 'summary.json'}: not JSON ({exc})") from exc
+            raise ExportError(f"{files.summary}: not JSON ({exc})") from exc
     bag = path / "bag"
     if not _is_bag(bag) and summary and summary.get("bag_path"):
         bag = Path(summary["bag_path"])  # a ROS graph's episode: the recorder's bag, elsewhere

@@ -45,14 +45,35 @@ def image_sample_indices(n: int) -> np.ndarray:
 
 
 def image_stats(frames: list[np.ndarray]) -> dict[str, np.ndarray]:
-    """Per-channel stats (shape ``3 x 1 x 1``, values in [0, 1]) of sampled ``H x W x 3`` frames."""
+    """Per-channel stats (shape ``3 x 1 x 1``, values in [0, 1]) of sampled ``H x W x 3`` uint8
+    frames, exact, from each channel's 256-bin histogram (numpy's linear-interpolation quantiles)."""
     step = max(1, max(frames[0].shape[:2]) // IMAGE_SIZE)
-    x = np.stack([f[::step, ::step] for f in frames]).astype(np.float64) / 255.0  # N H W C
-    x = x.transpose(0, 3, 1, 2)  # N C H W
-    s = feature_stats(x, axis=(0, 2, 3), keepdims=True)
-    s = {k: (v[0] if k != "count" else v) for k, v in s.items()}  # 1 C 1 1 -> C 1 1
-    s["count"] = np.array([len(frames)])
-    return s
+    x = np.stack([f[::step, ::step] for f in frames]).reshape(-1, 3).astype(np.int32)
+    hist = np.bincount((x + np.array([0, 256, 512], np.int32)).ravel(), minlength=768).reshape(
+        3, 256
+    )
+    levels = np.arange(256, dtype=np.float64)
+    out: dict[str, list[float]] = {k: [] for k in ("min", "max", "mean", "std", *QUANTILES)}
+    for c in range(3):
+        h = hist[c].astype(np.float64)
+        n = h.sum()
+        mean = (levels * h).sum() / n
+        nz = np.nonzero(h)[0]
+        out["min"].append(nz[0])
+        out["max"].append(nz[-1])
+        out["mean"].append(mean)
+        out["std"].append(np.sqrt(max(0.0, (levels**2 * h).sum() / n - mean**2)))
+        cum = np.cumsum(h)
+        for k, q in QUANTILES.items():
+            pos = q * (n - 1)  # the sorted values' (fractional) position, as np.quantile takes it
+            lo, hi = (
+                np.searchsorted(cum, np.floor(pos), side="right"),
+                np.searchsorted(cum, np.ceil(pos), side="right"),
+            )
+            out[k].append(lo + (hi - lo) * (pos - np.floor(pos)))
+    stats = {k: (np.array(v, np.float64) / 255.0).reshape(3, 1, 1) for k, v in out.items()}
+    stats["count"] = np.array([len(frames)])
+    return stats
 
 
 def aggregate(
