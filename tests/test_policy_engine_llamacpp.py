@@ -9,6 +9,8 @@ from engine_models import tiny_llama
 from captain_ros.policy.engines import EngineSettings, ModelFileError, make_engine
 from captain_ros.policy.engines.llamacpp import LlamaCppChat
 
+pytestmark = pytest.mark.learn  # llama.cpp, and torch for the conversion
+
 LOGPROB_TOL = 1e-2  # nats: f32 GGUF (f16 KV cache) vs transformers fp32; measured max 2.2e-3
 
 
