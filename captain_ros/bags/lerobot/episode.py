@@ -316,7 +316,7 @@ def iter_images(
     for path in sorted(bag.glob("*.mcap")):
         with path.open("rb") as f:
             for schema, channel, msg in make_reader(f).iter_messages(
-                topics=list(topics), start_time=max(0, window_ns[0]), end_time=window_ns[1]
+                topics=list(topics), starting_at=max(0, window_ns[0]), ending_before=window_ns[1]
             ):
                 name = schema.name if schema is not None else "sensor_msgs/msg/Image"
                 yield (
