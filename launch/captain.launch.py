@@ -14,6 +14,12 @@ send ``RunEpisode "{task: base, seed: 1000, policy: scripted}"``). A backend tha
 implemented yet stops the launch at once with a message naming the implemented ones. The robot
 and perception nodes share one process (the perception service
 reads the backend's cameras in-process); the policy and recorder nodes run in their own.
+``backend:=ros_arm arm_driver:=sim`` also starts the MuJoCo-backed ros2_control-style driver
+(``captain_arm_driver``) with the launch's task and seed; it writes the cameras' calibration into
+``calibration_dir`` (default build/ros_arm_sim, relative to the working directory, where
+config/ros_arm_piper.yaml - the default ``backend_config`` then - reads it) and the robot process
+starts once the driver is up. ``backend:=xr1`` is refused with the line to use instead (the XR1
+is a ROS 2 arm: ``backend:=ros_arm backend_config:=config/xr1.yaml``).
 Send an episode with ``ros2 action send_goal /captain/run_episode
 captain_ros_interfaces/action/RunEpisode "{task: pick_place, seed: 1000}" --feedback``.
 Without the launch tools, ``captain up`` composes the same nodes from the same YAML.
@@ -22,12 +28,13 @@ Without the launch tools, ``captain up`` composes the same nodes from the same Y
 import os
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler, Shutdown
 from launch.conditions import IfCondition
+from launch.event_handlers import OnProcessIO
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-IMPLEMENTED_BACKENDS = ("mujoco", "fake", "piper", "ros_arm")
+IMPLEMENTED_BACKENDS = ("mujoco", "fake", "piper", "ros_arm")  # xr1: refused with the ros_arm line
 HUMANOID_BACKENDS = ("humanoid",)  # the humanoid pair: its own controller node and CoEvolve node
 KNOWN_BACKENDS = ("mujoco", "fake", "piper", "ros_arm", "xr1", "humanoid")
 PASS_THROUGH = ("backend_config", "can", "segmenter", "sam_folder", "pointer", "vlm_folder",
@@ -66,6 +73,26 @@ def _humanoid_nodes(context):
     ]
 
 
+def _with_sim_driver(context, robot, robot_stack):
+    """The simulated ros2_control-style driver, and the robot process once the driver is up (it
+    has written the calibration files the robot process reads at configure)."""
+    calibration_dir = os.path.abspath(LaunchConfiguration("calibration_dir").perform(context))
+    driver = Node(package="captain_ros", executable="captain_arm_driver", name="captain_arm_driver",
+                  output="screen", parameters=[{"task": robot["task"], "seed": robot["seed"],
+                                                "calibration_dir": calibration_dir}],
+                  on_exit=Shutdown(reason="arm driver exited"))
+    started = []
+
+    def on_output(event):
+        if not started and b"simulated arm driver:" in event.text:
+            started.append(True)
+            return [robot_stack]
+        return None
+
+    return [driver, RegisterEventHandler(OnProcessIO(target_action=driver, on_stdout=on_output,
+                                                     on_stderr=on_output))]
+
+
 def _nodes(context, *args, **kwargs):
     backend = LaunchConfiguration("backend").perform(context)
     seed_text = LaunchConfiguration("seed").perform(context)
@@ -76,6 +103,10 @@ def _nodes(context, *args, **kwargs):
         raise RuntimeError(f"params_file:={params_file} does not exist")
     if backend in HUMANOID_BACKENDS:
         return _humanoid_nodes(context)
+    if backend == "xr1":
+        raise RuntimeError("backend:=xr1 is the XR1 arm through the ROS 2 arm bridge: use "
+                           "backend:=ros_arm backend_config:=config/xr1.yaml (with its driver "
+                           "running)")
     if backend not in IMPLEMENTED_BACKENDS:
         known = "known" if backend in KNOWN_BACKENDS else "unknown"
         raise RuntimeError(
@@ -90,11 +121,20 @@ def _nodes(context, *args, **kwargs):
     robot.update({k: v for k in PASS_THROUGH if (v := LaunchConfiguration(k).perform(context))})
     if LaunchConfiguration("emulate").perform(context).lower() in ("true", "1"):
         robot["emulate"] = True
+    driver = LaunchConfiguration("arm_driver").perform(context)
+    if driver not in ("", "sim"):
+        raise RuntimeError(f"arm_driver:={driver}; valid: sim (the simulated driver) or empty")
+    if driver and backend != "ros_arm":
+        raise RuntimeError(f"arm_driver:={driver} applies to backend:=ros_arm only")
+    if driver:
+        robot.setdefault("backend_config", "config/ros_arm_piper.yaml")
+    # two nodes (captain_robot, captain_perception) in one process: no name= remap here
+    robot_stack = Node(package="captain_ros", executable="captain_robot_stack", output="screen",
+                       parameters=[params_file, robot],
+                       on_exit=Shutdown(reason="robot process exited"))
+    robot_side = [robot_stack] if not driver else _with_sim_driver(context, robot, robot_stack)
     return [
-        # two nodes (captain_robot, captain_perception) in one process: no name= remap here
-        Node(package="captain_ros", executable="captain_robot_stack", output="screen",
-             parameters=[params_file, robot],
-             on_exit=Shutdown(reason="robot process exited")),
+        *robot_side,
         Node(package="captain_ros", executable="captain_policy", name="captain_policy",
              output="screen", parameters=[params_file, {"policy": policy, "expect_recorder": record}]),
         # respawned when it dies: the new recorder recovers the crashed bag and takes the next one
@@ -124,6 +164,10 @@ def generate_launch_description():
         DeclareLaunchArgument("can", default_value="", description="piper: can0 or can0,can1"),
         DeclareLaunchArgument("emulate", default_value="false",
                               description="piper: the CAN emulator instead of hardware"),
+        DeclareLaunchArgument("arm_driver", default_value="",
+                              description="ros_arm: 'sim' starts the simulated arm driver"),
+        DeclareLaunchArgument("calibration_dir", default_value="build/ros_arm_sim",
+                              description="arm_driver:=sim: where it writes the camera calibration"),
         DeclareLaunchArgument("segmenter", default_value="", description="default | sam"),
         DeclareLaunchArgument("sam_folder", default_value="", description="SAM checkpoint folder"),
         DeclareLaunchArgument("pointer", default_value="",

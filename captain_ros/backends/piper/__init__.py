@@ -53,6 +53,10 @@ def make_piper(scene: Any = None, *, config: str | Path | PiperConfig | None = N
         cfg = replace(cfg, **overrides)  # re-validated in __post_init__
     if emulate:
         return _emulated(scene, cfg, enable, image_size_px)
+    from captain_ros.backends.piper.link import require_interface
+
+    for channel in cfg.can.values():  # the bus first: what a rig without power or wiring lacks
+        require_interface(channel, cfg.bustype)
     cameras = _realsense_cameras(cfg)
     backend = PiperBackend(cfg, cameras)
     for cam in cameras.values():

@@ -16,7 +16,7 @@ import yaml
 from captain_ros.backends.rig_config import ContactConfig, check_keys
 from captain_ros.backends.safety import SafetyConfig
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.data import config_file
+from captain_ros.data import config_base, config_file, resolve_path
 
 RIG_ARMS = {"piper": ("arm",), "piper_dual": ("left", "right")}
 BUSTYPES = ("socketcan", "virtual", "slcan", "pcan", "kvaser")
@@ -127,9 +127,9 @@ class PiperConfig:
         if not isinstance(raw, dict):
             raise InvalidArgumentError(f"{p}: expected a mapping")
         section = dict(raw.get("piper", raw))
-        for cam in (section.get("cameras") or {}).values():  # relative to the config file
+        for cam in (section.get("cameras") or {}).values():  # see captain_ros.data.config_base
             if isinstance(cam, dict) and cam.get("calibration"):
-                cam["calibration"] = str((p.parent / cam["calibration"]).resolve())
+                cam["calibration"] = resolve_path(cam["calibration"], config_base(p))
         return cls.from_dict(section)
 
 

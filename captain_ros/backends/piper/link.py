@@ -70,9 +70,7 @@ class PiperArmLink:
 
         self.can_name = can_name
         self.bustype = bustype
-        if bustype == "socketcan" and not _interface_up(can_name):
-            raise HardwareError(f"CAN interface {can_name} is down or missing; bring it up with "
-                                f"`sudo ip link set {can_name} up type can bitrate 1000000`")
+        require_interface(can_name, bustype)
         try:
             self.sdk = _own_sdk(C_PiperInterface_V2, can_name)
             self.sdk.CreateCanBus(can_name, bustype=bustype, judge_flag=False)
@@ -185,6 +183,13 @@ def _own_sdk(cls: Any, can_name: str) -> Any:
         if cls._instances.get(can_name) is sdk:
             del cls._instances[can_name]
     return sdk
+
+
+def require_interface(can_name: str, bustype: str = "socketcan") -> None:
+    """Raise :class:`HardwareError` (what to run) when a socketcan interface is down or missing."""
+    if bustype == "socketcan" and not _interface_up(can_name):
+        raise HardwareError(f"CAN interface {can_name} is down or missing; bring it up with "
+                            f"`sudo ip link set {can_name} up type can bitrate 1000000`")
 
 
 def _interface_up(name: str) -> bool:

@@ -5,7 +5,9 @@ a gripper (``GripperCommand`` action or a ``std_msgs/Float64`` position topic) a
 topics (``sensor_msgs/Image`` colour + aligned depth, ``CameraInfo``). Its kinematics come from
 the arm's URDF or MJCF (``model``), which the user supplies; limits from the model or this file;
 camera extrinsics from calibration files. Every key is validated and an unknown key is refused
-with the list of valid keys; relative paths are relative to the config file.
+with the list of valid keys. Paths: ``package://captain_ros/...`` is a packaged file; a relative
+path is relative to the config file's folder, or to the working directory for a packaged config
+(:func:`captain_ros.data.config_base`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import yaml
 from captain_ros.backends.rig_config import ContactConfig, check_keys
 from captain_ros.backends.safety import SafetyConfig
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.data import config_file
+from captain_ros.data import config_base, config_file, resolve_path
 
 DEPTH_ENCODINGS = ("16UC1", "32FC1")
 
@@ -244,13 +246,12 @@ class RosArmConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], base_dir: Path | None = None) -> RosArmConfig:
-        """Build from the ``ros_arm:`` mapping; relative paths are resolved against ``base_dir``."""
+        """Build from the ``ros_arm:`` mapping; relative paths are resolved against ``base_dir``
+        (default: the working directory)."""
         d = check_keys("ros_arm", data, cls)
 
         def path(p: Any) -> str:
-            s = str(p or "")
-            return str((base_dir / s).resolve()) if s and base_dir and not Path(s).is_absolute() \
-                else s
+            return resolve_path(p, base_dir or Path.cwd())
 
         if "model" not in d or "arms" not in d:
             raise InvalidArgumentError("ros_arm needs model (URDF/MJCF file) and arms")
@@ -289,7 +290,7 @@ class RosArmConfig:
         if not isinstance(raw, dict) or set(raw) != {"ros_arm"}:
             raise InvalidArgumentError(f"{p}: expected one top-level key ros_arm, got "
                                        f"{', '.join(map(str, raw)) if isinstance(raw, dict) else raw}")
-        return cls.from_dict(raw["ros_arm"], p.parent.resolve())
+        return cls.from_dict(raw["ros_arm"], config_base(p))
 
 
 
