@@ -18,10 +18,6 @@ from captain_ros.report.record import EpisodeFolder
 
 PACKAGE = Path(__file__).resolve().parents[1] / "captain_ros"
 
-# Modules still spelling a file name themselves: under other work in this session (remove an
-# entry once its module uses captain_ros.core.episode_folder).
-PENDING = {"harness/episode.py", "ros/policy_node.py", "bags/lerobot/episode.py"}
-
 
 def test_the_file_names_are_spelled_in_one_module() -> None:
     names = [ef.SUMMARY, ef.TRAJECTORY, ef.PRIVILEGED]
@@ -31,7 +27,7 @@ def test_the_file_names_are_spelled_in_one_module() -> None:
         for p in PACKAGE.rglob("*.py")
         if spelled.search(p.read_text(encoding="utf-8"))
     )
-    assert [f for f in found if f not in PENDING] == ["core/episode_folder.py"]
+    assert found == ["core/episode_folder.py"]
 
 
 def test_one_record_error() -> None:

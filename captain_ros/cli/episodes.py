@@ -193,10 +193,12 @@ def check_episode_folder(folder: str) -> None:
     its trajectory, and is reported from it."""
     from pathlib import Path
 
+    from captain_ros.core.episode_folder import EpisodeFiles
+
     d = Path(folder)
     if not d.is_dir():
         raise FileNotFoundError(2, "No such episode folder", str(d))
-    summary, trajectory = d / "summary.json", d / "trajectory.jsonl"
+    summary, trajectory = EpisodeFiles(d).summary, EpisodeFiles(d).trajectory
     if summary.exists():
         try:
             data = json.loads(summary.read_text(encoding="utf-8"))

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.api.service import RobotCaller
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.harness.budgets import Budgets, BudgetTracker
 from captain_ros.harness.calls import EpisodeCalls, save_png
@@ -178,7 +179,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
         task, seed, budgets, profile.compact_api, library_task_md(profile), profile.reference)
     (out / "TASK.md").write_text(task_md)
     (sess.workspace / "TASK.md").write_text(task_md)
-    writer = TrajectoryWriter(out / "trajectory.jsonl")
+    writer = TrajectoryWriter(EpisodeFiles(out).trajectory)
     recorder = (PrivilegedRecorder(out / PRIVILEGED_FILE, task, privileged, log.warning, obs.on_privileged)
                 if privileged is not None else None)
     session_info: dict[str, Any] = {"hash_seed": sess.config.hash_seed, "rng_seed": sess.config.rng_seed}
@@ -307,7 +308,7 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     record = obs.amend(record)
     writer.write({"type": "episode_end", "summary": record.to_dict()})
     writer.close()
-    record.write(out / "summary.json")
+    record.write(EpisodeFiles(out).summary)
     obs.on_end(record)
     return record
 

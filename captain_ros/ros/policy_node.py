@@ -38,6 +38,7 @@ from rclpy.parameter_client import AsyncParameterClient
 from std_msgs.msg import Bool, String
 
 from captain_ros.bags.messages import TRAJECTORY_TOPIC
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.evaluation.episode import SIM_BACKENDS
@@ -230,7 +231,7 @@ class PolicyNode(Node):
         if bag.path:
             record = replace(record, bag_path=bag.path, bag_complete=bag.complete,
                              extra={**record.extra, "bag_status": bag.status})
-            record.write(setup.out_dir / "summary.json")
+            record.write(EpisodeFiles(setup.out_dir).summary)
         res.summary_json = json.dumps(record.to_dict(), default=str)
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
