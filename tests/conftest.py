@@ -1,8 +1,8 @@
 """Test tiers: ``make test`` runs everything, ``make test-fast`` runs ``-m "not ros and not learn
 and not slow"``.
 
-- ``ros`` and ``learn`` are given here from a module's folder and imports (``tiers.py``), on top
-  of any written in the module; ``slow`` is written in the modules (and ``SLOW`` below).
+- ``ros`` and ``learn`` are given here from a module's folder and imports, ``slow`` from the
+  measured list ``tiers.SLOW`` (both on top of any marker written in a module).
 - Without an importable rclpy every ``ros`` module is skipped at collection with its reason,
   instead of failing to import.
 - A test that imports rclpy or a learning framework at run time without its marker is named in
@@ -18,11 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tiers import LEARN_ROOTS, ROS_ROOTS, tiers_of
-
-# Modules (relative to tests/) whose every test is slow on the 2-core machine, measured with
-# `make test-fast --durations=0`; a module with a few slow tests marks them itself.
-SLOW: frozenset[str] = frozenset()
+from tiers import LEARN_ROOTS, ROS_ROOTS, is_slow, tiers_of
 
 _unmarked_imports: list[str] = []
 
@@ -53,12 +49,11 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    tests = Path(__file__).resolve().parent
     for item in items:
         path = Path(str(item.path))
         for tier in sorted(tiers_of(path)):
             item.add_marker(tier)
-        if path.resolve().relative_to(tests).as_posix() in SLOW:
+        if is_slow(item.nodeid):
             item.add_marker("slow")
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tiers import ROOT, TESTS, tiers_of
+from tiers import ROOT, SLOW, TESTS, is_slow, tiers_of
 
 
 def test_modules_get_the_tier_of_what_they_import() -> None:
@@ -62,3 +62,14 @@ def test_ros_modules_skip_at_collection_without_rclpy(tmp_path: Path) -> None:
     assert "SKIPPED [2]" in out and "rclpy is not importable" in out, out
     assert "tests/test_tiers.py::test_ros_modules_skip_at_collection_without_rclpy" in out
     assert "test_ros_bag.py::" not in out
+
+
+def test_every_slow_entry_names_a_test_that_exists() -> None:
+    for entry in SLOW:
+        module, _, function = entry.partition("::")
+        path = TESTS / module
+        assert path.is_file(), f"SLOW names a missing module: {entry}"
+        assert not function or f"def {function}(" in path.read_text(), f"no such test: {entry}"
+    assert is_slow("tests/test_cli_run.py::test_anything")
+    assert is_slow("tests/test_cli_errors.py::test_bad_input_is_one_line_and_a_nonzero_exit[run x]")
+    assert not is_slow("tests/test_cli_errors.py::test_help_lists_every_subcommand")
