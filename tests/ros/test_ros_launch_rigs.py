@@ -241,3 +241,34 @@ def test_a_robot_that_dies_in_configure_stops_the_launch_with_its_reason(tmp_pat
     assert "use backend:=ros_arm backend_config:=config/xr1.yaml" in res.stdout + res.stderr
     res = cli.run("launch", "captain_ros", "captain.launch.py", "arm_driver:=sim", timeout_s=60.0)
     assert "arm_driver:=sim applies to backend:=ros_arm only" in res.stdout + res.stderr
+
+
+def test_humanoid_pair_runs_one_coevolve_loop_to_its_termination_label(tmp_path: Path) -> None:
+    """`backend:=humanoid` (controller node, CoEvolve node) + `ros2 action send_goal`: one whole
+    transaction loop (the default budget) ends with a termination label; the scripted roles on
+    the base corridor certify every milestone (simulated 4x faster than real time)."""
+    import json
+
+    require_ros2_cli()
+    params = yaml.safe_load(data_path("config", "captain.yaml").read_text())
+    params["captain_humanoid"]["ros__parameters"]["real_time_factor"] = 4.0
+    params["captain_coevolve"]["ros__parameters"]["output_root"] = str(tmp_path / "runs")
+    params_file = tmp_path / "humanoid.yaml"
+    params_file.write_text(yaml.safe_dump(params))
+    cli = RosCli(cli_env(95 + os.getpid() % 5), tmp_path)
+    proc = cli.start("launch", "captain_ros", "captain.launch.py", "backend:=humanoid",
+                     "record:=false", f"params_file:={params_file}",
+                     log=tmp_path / "launch.log")  # fmt: skip
+    try:
+        cli.wait_for("action", "/captain/run_episode", 240.0, proc)
+        cli.wait_for("topic", "/captain/humanoid/state", 120.0, proc)
+        res = cli.run(*SEND_GOAL, goal(task="base", seed=1000, policy="scripted"), timeout_s=600.0)
+        assert "Goal finished with status: SUCCEEDED" in res.stdout, res.stdout[-3000:]
+        fields = result_fields(res.stdout)
+        summary = json.loads(fields["summary_json"])
+        assert summary["outcome"]["termination"] == fields["outcome_label"] == "success", fields
+        assert fields["strict_success"] == "true"
+        assert summary["certified"] == summary["milestones"] and summary["outcome"]["accepted"] >= 6
+        assert (Path(summary["out_dir"]) / "run.jsonl").is_file()
+    finally:
+        cli.stop_all()
