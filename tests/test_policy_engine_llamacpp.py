@@ -155,3 +155,18 @@ def test_the_policy_records_its_engine_in_the_summary(model, tmp_path):
     requests = [json.loads(ln) for ln in (out / "trajectory.jsonl").read_text().splitlines()]
     infos = [r["policy_info"] for r in requests if r.get("type") == "request"]
     assert infos and all(i["engine"] == "llamacpp" and i["grammar"] == "envelope" for i in infos)
+
+
+def test_an_re0_model_seat_runs_on_llamacpp_and_reseeds(model):
+    from captain_ros.learn.re0.seats import ModelSeat, seat_options
+
+    _, gguf = model
+    seat = ModelSeat(str(gguf), seat_options(10, 1.0, None, "llamacpp"))
+    seat.reset("pick_place", 3)
+    a = seat.act(chat(1), [])
+    seat.reset("pick_place", 3)
+    b = seat.act(chat(1), [])
+    seat.reseed(4)
+    c = seat.act(chat(1), [])
+    assert a.info["engine"] == "llamacpp" and len(a.logprobs) == len(a.completion_ids)
+    assert a.completion_ids == b.completion_ids != c.completion_ids

@@ -81,6 +81,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--temperature", type=float, default=None, help="a model student's sampling temperature"
     )
     p.add_argument(
+        "--engine",
+        default=None,
+        choices=("auto", "llamacpp", "transformers"),
+        help="a model student's inference engine (docs/engines.md; default: the policy's auto)",
+    )
+    p.add_argument(
         "--profile",
         default="auto",
         choices=("auto", *PROFILES),
@@ -185,7 +191,7 @@ def config(ns: argparse.Namespace) -> tuple[Any, Any]:
         raise InvalidArgumentError(
             "--corpora cold: the cold corpus trains a model student; the testbed has none"
         )
-    options = seat_options(ns.max_new_tokens, ns.temperature, ns.device)
+    options = seat_options(ns.max_new_tokens, ns.temperature, ns.device, ns.engine)
     sft = {
         "method": ns.method_sft,
         "max_steps": ns.max_steps,

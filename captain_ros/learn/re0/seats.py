@@ -111,7 +111,7 @@ class ModelSeat(Policy):
         opts = {
             k: v
             for k, v in dict(options or {}).items()
-            if k in ("max_new_tokens", "temperature", "device")
+            if k in ("max_new_tokens", "temperature", "device", "engine", "threads")
         }
         self.inner = make_policy("transformers", {**opts, "model_folder": folder})
         self.chat = getattr(self.inner, "chat", None)
@@ -224,10 +224,18 @@ def seat_options(
     max_new_tokens: int | None = None,
     temperature: float | None = None,
     device: str | None = None,
+    engine: str | None = None,
 ) -> dict[str, Any]:
     """A model seat's options as jobs carry them: the given ones only (a resumed generation
-    compares jobs, so every caller builds them here)."""
-    given = {"max_new_tokens": max_new_tokens, "temperature": temperature, "device": device}
+    compares jobs, so every caller builds them here). ``engine``: the inference engine of a model
+    seat (:mod:`captain_ros.policy.engines`; ``auto`` runs a folder without an exported GGUF, such
+    as a freshly distilled child, in transformers)."""
+    given = {
+        "max_new_tokens": max_new_tokens,
+        "temperature": temperature,
+        "device": device,
+        "engine": engine,
+    }
     return {k: v for k, v in given.items() if v is not None}
 
 

@@ -20,9 +20,10 @@ A missing, unreadable or non-GGUF file ends in one :class:`ModelFileError` line.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,26 @@ def check_gguf(path: str | Path) -> Path:
             f"model file {p} is not a GGUF file (starts with {magic!r}, expected {GGUF_MAGIC!r})"
         )
     return p
+
+
+@contextlib.contextmanager
+def _without_extra_buffer_types(llama_cpp: Any) -> Iterator[None]:
+    """Load with ``use_extra_bufts = False`` (``llama_cpp.Llama`` has no argument for it): no weight
+    repacking into the CPU's extra buffer types. On this project's Xeon (AMX) machines, 0.3.36's
+    AMX buffer type crashes the first decode of the packaged Q4_1 model (a segmentation fault)."""
+    module = llama_cpp.llama_cpp
+    default = module.llama_model_default_params
+
+    def params() -> Any:
+        p = default()
+        p.use_extra_bufts = False
+        return p
+
+    module.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        module.llama_model_default_params = default
 
 
 class _TemplateTokenizer:
@@ -144,16 +165,17 @@ class LlamaCppChat(ChatEngine):
         self._ll = llama_cpp
         self.llm: Any = None
         try:
-            self.llm = llama_cpp.Llama(
-                str(path),
-                n_ctx=n_ctx,
-                n_batch=n_batch,
-                n_ubatch=n_batch,
-                n_threads=self.threads,
-                n_threads_batch=self.threads,
-                seed=self.settings.seed,
-                verbose=False,
-            )
+            with _without_extra_buffer_types(llama_cpp):
+                self.llm = llama_cpp.Llama(
+                    str(path),
+                    n_ctx=n_ctx,
+                    n_batch=n_batch,
+                    n_ubatch=n_batch,
+                    n_threads=self.threads,
+                    n_threads_batch=self.threads,
+                    seed=self.settings.seed,
+                    verbose=False,
+                )
         except (ValueError, RuntimeError) as exc:
             raise ModelFileError(
                 f"llama.cpp cannot load {path}: a damaged or unsupported GGUF file"
