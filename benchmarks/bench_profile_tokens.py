@@ -5,7 +5,8 @@ renders every request exactly as a student would see it (the harness renderer, t
 chat template with the tool schema). Per task and profile it reports the TASK.md tokens, the first
 and the last prompt of an episode, the tokens an engine with prefix reuse prefills over the
 episode (the first prompt plus each request's growth: an upper bound, since the replies it counts
-are already in the cache) and the replies' tokens (what SFT supervises).
+are already in the cache) and the replies' reasoning and code tokens (what SFT supervises,
+without the tool-call envelope).
 
     .venv/bin/python benchmarks/bench_profile_tokens.py --seeds 0-2 --out runs/profile_tokens
 
@@ -109,12 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     (out / "profile_tokens.json").write_text(json.dumps(report, indent=2) + "\n")
     profiles = ns.profiles.split(",")
     print("| task | " + " | ".join(f"{p} TASK.md / last prompt / prefilled / generated" for p in profiles)
-          + " | last prompt saved |")
+          + " | prefilled saved |")
     print("|---|" + "---|" * (len(profiles) + 1))
     for task, by in rows.items():
         cells = [f"{by[p]['task_md']:.0f} / {by[p]['last_prompt']:.0f} / {by[p]['prefilled']:.0f} / "
                  f"{by[p]['generated']:.0f}" for p in profiles]
-        saved = 1 - by[profiles[-1]]["last_prompt"] / by[profiles[0]]["last_prompt"]
+        saved = 1 - by[profiles[-1]]["prefilled"] / by[profiles[0]]["prefilled"]
         print(f"| {task} | " + " | ".join(cells) + f" | {saved:.0%} |")
     return 0
 
