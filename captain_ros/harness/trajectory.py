@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from captain_ros.core.episode_folder import read_jsonl
 from captain_ros.core.result import _jsonable
 from captain_ros.harness.history import History, ImageRef, ToolCall, ToolOutput, Turn
 
@@ -54,7 +55,9 @@ class TrajectoryWriter:
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    """The records of a ``trajectory.jsonl`` (:func:`captain_ros.core.episode_folder.read_jsonl`:
+    a missing file or a line that is not a JSON object is a ``RecordError`` naming it)."""
+    return read_jsonl(Path(path))
 
 
 def turn_from_record(rec: dict[str, Any]) -> Turn:
