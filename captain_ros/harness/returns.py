@@ -40,7 +40,7 @@ SFT_MEDIAN_ACTIONS: Mapping[str, float] = {
     "pick_place": 11.5, "stack": 26.0, "restack": 23.0, "open_drawer": 15.0,
     "two_arm_lift": 20.0, "insertion": 13.0}
 """Median physical actions per episode of the scripted expert (the SFT teacher) on train seeds
-0-39 per task (benchmarks/RESULTS.md, "Action medians"); ``captain learn dataset`` writes the
+0-39 per task (benchmarks/results/sft.md, "Action medians"); ``captain learn dataset`` writes the
 medians of the actual SFT data into ``stats.json``, which the RL configuration uses instead."""
 
 
