@@ -9,8 +9,8 @@ and the policy version increments. The loop then synchronises weights to the rol
 
 Memory: ``gradient_checkpointing`` recomputes each decoder layer in the backward pass instead of
 keeping its activations (transformers' layer checkpointing, non-reentrant). The gradients are
-the same (tested). Measured on the first full CPU round (benchmarks/results/rl.md): without it the trainer was
-OOM-killed at 16.2 GB RSS on ~9k-token SmolLM2-135M segments; with it the rerun peaked at
+the same (tested). Measured on the first full CPU round (benchmarks/results/rl.md): without it
+the trainer was OOM-killed at 16.2 GB RSS on ~9k-token SmolLM2-135M segments; with it the rerun peaked at
 10.9 GB. transformers only
 checkpoints a layer in training mode, so the layers alone are put in training mode while every
 other module stays in eval mode (no dropout: the distribution the rollout sampled from).
