@@ -16,6 +16,7 @@ from typing import Any
 
 from captain_ros.bags.messages import TRAJECTORY_TOPIC
 from captain_ros.core.episode_folder import TRAJECTORY, EpisodeFiles
+from captain_ros.core.errors import RecordError
 from captain_ros.learn.errors import DatasetError
 
 
@@ -69,14 +70,10 @@ def read_folder(folder: Path) -> EpisodeData:
     traj = files.trajectory
     if not traj.is_file():
         raise DatasetError(f"{folder}: no {TRAJECTORY} (not an episode folder)")
-    records = []
-    for n, line in enumerate(traj.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except ValueError as exc:
-            raise DatasetError(f"{traj}:{n}: not JSON ({exc})") from exc
+    try:
+        records = files.read_trajectory()
+    except RecordError as exc:
+        raise DatasetError(str(exc)) from exc
     summary = None
     if files.has_summary():
         try:
