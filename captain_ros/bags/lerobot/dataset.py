@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.bags.lerobot import tables
 from captain_ros.bags.lerobot.episode import Episode, ExportError, iter_images
 from captain_ros.bags.lerobot.frames import Frames, feature_names, resample
 from captain_ros.bags.lerobot.stats import (
@@ -35,35 +36,16 @@ from captain_ros.bags.lerobot.stats import (
     image_stats,
     to_json,
 )
-from captain_ros.bags.lerobot.video import VideoFile, held_images, video_info
-
-CODEBASE_VERSION = "v3.0"
-CHUNKS_SIZE = 1000
-DATA_MB = 100
-VIDEO_MB = 200
-DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
-VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
-DTYPES = {
-    "observation.state": "float32",
-    "observation.velocity": "float32",
-    "observation.effort": "float32",
-    "observation.gripper": "float32",
-    "observation.ee_pose": "float32",
-    "observation.wrench": "float32",
-    "action": "float32",
-    "next.reward": "float32",
-    "next.done": "bool",
-    "next.success": "bool",
-    "captain.sample_age_s": "float32",
-    "captain.request_index": "int64",
-    "captain.code": "string",
-    "captain.receipts": "string",
-    "timestamp": "float32",
-    "frame_index": "int64",
-    "episode_index": "int64",
-    "index": "int64",
-    "task_index": "int64",
-}
+from captain_ros.bags.lerobot.tables import (
+    CHUNKS_SIZE,
+    CODEBASE_VERSION,
+    DATA_MB,
+    DATA_PATH,
+    DTYPES,
+    VIDEO_MB,
+    VIDEO_PATH,
+)
+from captain_ros.bags.lerobot.video import VideoFile, held_images
 
 
 @dataclass(frozen=True)
@@ -89,19 +71,6 @@ def _robot_check(episodes: list[Episode]) -> None:
                 f"mixed robots: {first.source} has joints {list(first.joint_names)}, "
                 f"{ep.source} has {list(ep.joint_names)} (export each robot on its own)"
             )
-
-
-def _arrow(col: np.ndarray, dtype: str) -> Any:
-    import pyarrow as pa
-
-    if dtype == "string":
-        return pa.array(list(col), pa.string())
-    typ = {"float32": pa.float32(), "int64": pa.int64(), "bool": pa.bool_()}[dtype]
-    if col.ndim == 2 and col.shape[1] == 1:  # shape [1] is a scalar column in LeRobot's schema
-        col = col[:, 0]
-    if col.ndim == 2:
-        return pa.FixedSizeListArray.from_arrays(pa.array(col.reshape(-1), typ), col.shape[1])
-    return pa.array(col, typ)
 
 
 class _Files:
@@ -196,7 +165,7 @@ def _write(
         n = len(fr.t_ns)
         cols = dict(fr.columns)
         cols["index"] = np.arange(total, total + n, dtype=np.int64)
-        table = pa.table({key: _arrow(cols[key], DTYPES[key]) for key in DTYPES})
+        table = pa.table({key: tables.arrow(cols[key], DTYPES[key]) for key in DTYPES})
         if data.handle is None:
             path = root / DATA_PATH.format(chunk_index=data.chunk, file_index=data.file)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -217,11 +186,11 @@ def _write(
             row.update(_encode(ep, fr, cams, videos, shapes, stats, root, fps))
         data.roll_if_full(data.offset)
         row.update({"meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0})
-        row.update(_captain_columns(ep, fr))
+        row.update(tables.captain_columns(ep, fr))
         row.update(flat_columns(stats))
         rows.append(row)
         ep_stats.append(stats)
-        requests += _requests(ep, fr, k)
+        requests += tables.requests(ep, fr, k)
         receipts += [
             {
                 "episode_index": k,
@@ -245,15 +214,17 @@ def _write(
     pq.write_table(
         pa.Table.from_pylist(rows), str(meta / "episodes" / "chunk-000" / "file-000.parquet")
     )
-    _write_tasks(tasks, meta / "tasks.parquet")
+    tables.write_tasks(tasks, meta / "tasks.parquet")
     (meta / "stats.json").write_text(json.dumps(to_json(aggregate(ep_stats)), indent=4) + "\n")
     own = meta / "captain_ros"
     own.mkdir()
     pq.write_table(pa.Table.from_pylist(requests), str(own / "requests.parquet"))
     if receipts:
         pq.write_table(pa.Table.from_pylist(receipts), str(own / "receipts.parquet"))
-    features = _features(names, cams, shapes, root)
-    (own / "export.json").write_text(json.dumps(_provenance(episodes, fps, cams), indent=2) + "\n")
+    features = tables.features(names, cams, shapes, root)
+    (own / "export.json").write_text(
+        json.dumps(tables.provenance(episodes, fps, cams), indent=2) + "\n"
+    )
     backends = sorted({ep.backend for ep in episodes})
     return {
         "info": {
@@ -323,83 +294,3 @@ def _encode(
         )
         v.roll_if_full(v.handle.path.stat().st_size)
     return row
-
-
-def _write_tasks(tasks: dict[str, int], path: Path) -> None:
-    import pandas as pd
-
-    df = pd.DataFrame(
-        {"task_index": list(tasks.values())}, index=pd.Index(list(tasks), name="task")
-    )
-    df.to_parquet(path)
-
-
-def _features(
-    names: dict[str, Any], cams: tuple[str, ...], shapes: dict[str, list[int]], root: Path
-) -> dict[str, Any]:
-    feats: dict[str, Any] = {}
-    for key, dtype in DTYPES.items():
-        if key == "timestamp":  # the cameras come before the defaults, as in LeRobot's own files
-            for cam in cams:
-                vkey = f"observation.images.{cam}"
-                info = video_info(
-                    root / VIDEO_PATH.format(video_key=vkey, chunk_index=0, file_index=0)
-                )
-                feats[vkey] = {
-                    "dtype": "video",
-                    "shape": shapes[vkey],
-                    "names": ["height", "width", "channels"],
-                    "info": info,
-                }
-        shape = [len(names[key])] if key in names else [1]
-        feats[key] = {"dtype": dtype, "shape": shape, "names": names.get(key)}
-    return feats
-
-
-def _captain_columns(ep: Episode, fr: Frames) -> dict[str, Any]:
-    s = ep.summary
-    return {
-        "captain/source": ep.source,
-        "captain/task": str(s.get("task", "")),
-        "captain/seed": int(s.get("seed", 0)),
-        "captain/backend": ep.backend,
-        "captain/policy": str(s.get("policy", "")),
-        "captain/outcome": str(s.get("outcome", "")),
-        "captain/host_success": bool(s.get("host_success")),
-        "captain/strict_success": bool(s.get("strict_success")),
-        "captain/requests": len(ep.requests),
-        "captain/lead_s": fr.lead_s,
-        "captain/start_time_ns": int(fr.t_ns[0]),
-        "captain/summary_json": json.dumps(s, default=str),
-    }
-
-
-def _requests(ep: Episode, fr: Frames, k: int) -> list[dict[str, Any]]:
-    t0 = int(fr.t_ns[0])
-    out = []
-    for r, end in zip(ep.requests, ep.request_end_ns, strict=True):
-        cells = [c for c in r.get("calls") or [] if isinstance(c, dict)]
-        out.append(
-            {
-                "episode_index": k,
-                "request_index": int(r.get("t", 0)),
-                "end_timestamp": (end - t0) / 1e9,
-                "reasoning": str(r.get("reasoning") or ""),
-                "code": "\n\n".join(str(c.get("code", "")) for c in cells),
-                "record_json": json.dumps(r, default=str),
-            }
-        )
-    return out
-
-
-def _provenance(episodes: list[Episode], fps: int, cams: tuple[str, ...]) -> dict[str, Any]:
-    return {
-        "exporter": "captain_ros.bags.lerobot",
-        "fps": fps,
-        "resampling": "sample-and-hold (zero-order), "
-        "never interpolated; captain.sample_age_s is the held sample's age",
-        "action": "the next frame's measured joint positions and jaw openings (no joint command "
-        "stream is recorded; the commands are the robot calls in captain.code / receipts)",
-        "cameras": list(cams),
-        "sources": [ep.source for ep in episodes],
-    }

@@ -1,11 +1,10 @@
 """One recorded episode read from a rosbag2 bag: the state streams and the code-as-policy record.
 
-Sources are bags (one per episode from the recorder or the in-process ``bag/`` of ``captain run``;
-a bag holding several episodes is split at its ``episode_start`` trajectory lines), episode
-folders (their ``bag/`` for the streams, their ``summary.json`` as the final record) and folders
-of those (a ``captain eval`` run). Times are the bag's message times [ns] (the stamps the nodes
-gave their messages). Images are not read here: :func:`iter_images` streams them one camera at a
-time when the video is encoded, so memory does not grow with the episode.
+A bag holds one episode (the recorder's, the in-process ``bag/`` of ``captain run``) or several
+(split at its ``episode_start`` trajectory lines). Times are the bag's message times [ns] (the
+stamps the nodes gave their messages). Images are not decoded here: only their times are kept,
+and :func:`iter_images` streams them when the video is encoded, so memory does not grow with the
+episode. :mod:`.sources` says which bags and folders a command line names.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from captain_ros.bags.messages import TRAJECTORY_TOPIC
-from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import CaptainError
 
 JOINT_TOPIC = "/joint_states"
@@ -324,51 +322,3 @@ def iter_images(
                     topics[channel.topic],
                     functools.partial(store.deserialize_cdr, msg.data, name),
                 )
-
-
-def _is_bag(path: Path) -> bool:
-    return path.is_dir() and ((path / "metadata.yaml").exists() or any(path.glob("*.mcap")))
-
-
-def expand(path: str | Path, max_depth: int = 3) -> list[Path]:
-    """The bags and episode folders ``path`` names: itself, or those below it (an evaluation run),
-    at most ``max_depth`` levels down; an episode folder's own ``bag/`` is not another episode."""
-    p = Path(path)
-    if not p.exists():
-        raise ExportError(f"{p}: no such file or folder")
-    if _is_bag(p) or EpisodeFiles(p).is_episode():
-        return [p]
-    found: list[Path] = []
-    level = [p] if p.is_dir() else []
-    for _ in range(max_depth):
-        nxt: list[Path] = []
-        for d in level:
-            for c in sorted(x for x in d.iterdir() if x.is_dir() and not x.name.startswith(".")):
-                (found if _is_bag(c) or EpisodeFiles(c).is_episode() else nxt).append(c)
-        level = nxt
-    if not found:
-        raise ExportError(f"{p}: not a bag, an episode folder or a folder of them")
-    return sorted(found)
-
-
-def read_source(path: Path) -> list[Episode]:
-    """The episodes of one bag or episode folder (its ``bag/``, or the recorder's bag that its
-    ``summary.json`` names, holds the streams)."""
-    if _is_bag(path):
-        return read_bag(path)
-    summary = None
-    files = EpisodeFiles(path)
-    if files.has_summary():
-        try:
-            summary = json.loads(files.summary.read_text())
-        except ValueError as exc:
-            raise ExportError(f"{files.summary}: not JSON ({exc})") from exc
-    bag = path / "bag"
-    if not _is_bag(bag) and summary and summary.get("bag_path"):
-        bag = Path(summary["bag_path"])  # a ROS graph's episode: the recorder's bag, elsewhere
-    if not _is_bag(bag):
-        raise ExportError(
-            f"{path}: an episode folder without its bag (no bag/, no bag_path in summary.json): "
-            "the joint states and images live in the bag"
-        )
-    return read_bag(bag, summary)

@@ -11,8 +11,8 @@ calls (receipts, code), not a joint command stream, so the commanded motion at t
 the motion that followed.
 
 Code-as-policy columns: ``captain.request_index`` (the request whose code was running: request
-``t`` runs from the end of request ``t-1``, or the episode start, to its own end; 0 before the
-first), ``captain.code`` (that request's code cells) and ``captain.receipts`` (the receipts of
+``t`` runs from the end of request ``t-1``, or the episode start, to its own end, its record's
+time in the bag), ``captain.code`` (that request's code cells) and ``captain.receipts`` (the receipts of
 the robot calls that ended in ``(previous frame, this frame]``, one ``capability: receipt`` line
 each; those before the first frame go to the first, those after the last to the last, so every
 receipt appears exactly once).
@@ -120,13 +120,13 @@ def resample(
 
 
 def _request_index(ep: Episode, t: np.ndarray) -> np.ndarray:
-    """Request running at each frame: 1 + how many requests had ended by then (0 before the first
-    started, i.e. before the episode_start line; the last index after the last ended)."""
+    """Request running at each frame: 1 + how many requests had ended before it (the last one
+    after the last ended; 0 throughout an episode without a request)."""
     ends = np.array(ep.request_end_ns, np.int64)
+    if not len(ends):
+        return np.zeros(len(t), np.int64)
     idx = np.searchsorted(ends, t, side="left") + 1
-    if len(ends):
-        idx = np.minimum(idx, int(ep.requests[-1].get("t", len(ends))))
-    return idx.astype(np.int64)
+    return np.minimum(idx, int(ep.requests[-1].get("t", len(ends)))).astype(np.int64)
 
 
 def _codes(ep: Episode) -> dict[int, str]:
@@ -148,7 +148,7 @@ def _receipts(ep: Episode, t: np.ndarray) -> np.ndarray:
 def feature_names(ep: Episode, cameras: tuple[str, ...]) -> dict[str, Any]:
     """``names`` of each vector feature (what each coordinate is)."""
     pose = [f"{a}.{k}" for a in ep.arms for k in ("x", "y", "z", "qw", "qx", "qy", "qz")]
-    grip = [f"{a}{'_jaw_opening_m'}" for a in ep.arms]
+    grip = [f"{a}_jaw_opening_m" for a in ep.arms]
     return {
         "observation.state": list(ep.joint_names),
         "observation.velocity": list(ep.joint_names),
