@@ -4,7 +4,7 @@
 - ``captain eval``: many episodes (spawned workers or Ray), Wilson intervals, eval.json/png;
 - ``captain compare``: paired comparison of two evaluations (exact McNemar);
 - ``captain report``: (re)render an episode folder's report.html;
-- ``captain bag info|recover``: read or repair a recorded rosbag2 bag;
+- ``captain bag info|recover|export|layout``: read, repair, export (LeRobot v3) or view a bag;
 - ``captain up``: the ROS graph in one process (``captain_ros.ros.up``);
 - ``captain hw check``: hardware bring-up checks without motion;
 - ``captain coevolve run|eval|report``: two humanoids carrying one payload;
