@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.backends.humanoid.layouts import get_layout
-from captain_ros.core.episode_folder import SUMMARY
+from captain_ros.core.episode_folder import REPORT, SUMMARY
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1150px;color:#222}
@@ -162,6 +162,6 @@ def _row(e: dict[str, Any]) -> str:
 
 def write_report(folder: str | Path) -> Path:
     """Write ``report.html`` into ``folder`` and return its path."""
-    p = Path(folder) / "report.html"
+    p = Path(folder) / REPORT
     p.write_text(render(folder))
     return p

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.api.service import RobotCaller
-from captain_ros.core.episode_folder import EpisodeFiles
+from captain_ros.core.episode_folder import TASK_MD, EpisodeFiles
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.harness.budgets import Budgets, BudgetTracker
 from captain_ros.harness.calls import EpisodeCalls, save_png
@@ -177,8 +177,8 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     sess = session or PythonSession(out / "workspace", session_config, log_path=out / "session.log")
     task_md = str(recorded.get("task_md") or "") or render_task_md(
         task, seed, budgets, profile.compact_api, library_task_md(profile), profile.reference)
-    (out / "TASK.md").write_text(task_md)
-    (sess.workspace / "TASK.md").write_text(task_md)
+    EpisodeFiles(out).task_md.write_text(task_md)
+    (sess.workspace / TASK_MD).write_text(task_md)  # the session's copy: the policy reads it
     writer = TrajectoryWriter(EpisodeFiles(out).trajectory)
     recorder = (PrivilegedRecorder(out / PRIVILEGED_FILE, task, privileged, log.warning, obs.on_privileged)
                 if privileged is not None else None)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.core.episode_folder import TASK_MD
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.harness.budgets import Budgets, BudgetTracker
 from captain_ros.harness.calls import EpisodeCalls
@@ -224,7 +225,7 @@ def replay_session(
     scratch = Path(tempfile.mkdtemp(prefix="replay_"))
     calls = ReplayCalls(by_t, tracker, gate, clock, scratch)
     session = PythonSession(workspace, session_config, log_path=log_path)
-    (session.workspace / "TASK.md").write_text(task_md)
+    (session.workspace / TASK_MD).write_text(task_md)
     malformed = 0
     tallies: list[tuple[int, int]] = []
     try:
