@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "captain_ros"
 
 
 def test_the_file_names_are_spelled_in_one_module() -> None:
-    names = [ef.SUMMARY, ef.TRAJECTORY, ef.PRIVILEGED]
+    names = [ef.SUMMARY, ef.TRAJECTORY, ef.PRIVILEGED, ef.TASK_MD, ef.REPORT]
     spelled = re.compile("|".join(re.escape(json.dumps(n)) for n in names))
     found = sorted(
         str(p.relative_to(PACKAGE))
