@@ -5,7 +5,10 @@
 :class:`~captain_ros.api.service.RobotService`. :class:`RosRobotCaller` is the policy side: it
 implements the harness's ``RobotCaller`` protocol (``call(name, kwargs) -> Result`` and
 ``image(handle, camera)``) by routing each capability to the node that owns it. Neither raises:
-transport problems become ``Result`` failures that say what to do.
+transport problems become ``Result`` failures that say what to do. A call made inside a deadline
+(:mod:`captain_ros.core.deadline`: the harness opens the episode's remaining wall time around each
+call) waits at most that long plus 5 s; the serving node bounds the call itself by the deadline
+derived from its arguments (:mod:`captain_ros.api.deadlines`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from rclpy.client import Client
 from rclpy.node import Node
 
 from captain_ros.api.registry import CAPABILITY_BY_NAME
+from captain_ros.core import deadline
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.ros import convert
 
@@ -121,9 +125,13 @@ class RosRobotCaller:
         except (TypeError, ValueError) as exc:
             return Result.fail(FailureCategory.INVALID_ARGUMENT,
                                f"{name}: arguments must be JSON-serialisable ({exc}); nothing moved")
-        resp = call_sync(client, req, self.timeout_s)
+        wait_s = self.timeout_s
+        left = deadline.remaining_s()  # the episode's wall budget, opened by the harness
+        if left is not None:  # the node bounds the call itself; this bounds the wait for it
+            wait_s = max(1.0, min(wait_s, left + 5.0))
+        resp = call_sync(client, req, wait_s)
         if resp is None:
-            return Result.fail(FailureCategory.TIMEOUT, f"{name}: no reply within {self.timeout_s:.0f} s "
+            return Result.fail(FailureCategory.TIMEOUT, f"{name}: no reply within {wait_s:.0f} s "
                                "from the robot graph; check the robot node before retrying")
         return convert.call_response_to_result(resp)
 

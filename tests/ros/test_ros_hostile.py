@@ -69,3 +69,23 @@ def test_hostile_calls_are_refused_and_the_nodes_keep_serving(graph):
     p = backend.ee_pose("arm").position_m
     moved = caller.call("move_to", {"position": [float(p[0]), float(p[1]) + 0.03, float(p[2])]})
     assert moved.success and moved.executed, moved.message
+
+
+def test_the_wall_budget_bounds_the_wait_for_a_node(graph):
+    """The harness opens the episode's remaining wall time around each call; the ROS caller waits
+    no longer than that plus 5 s."""
+    from captain_ros.core import deadline
+
+    backend, caller = graph
+    servo = backend.servo
+
+    def slow_servo(*args, **kwargs):  # 3 ms per 20 ms tick: the 59 s sweep takes > 9 s
+        time.sleep(0.003)
+        return servo(*args, **kwargs)
+
+    backend.servo = slow_servo
+    t0 = time.monotonic()
+    with deadline.scope(0.5, "the episode's wall-time budget"):
+        res = caller.call("move_to", {"position": [0.3, 0.15, 0.2], "duration_s": 59.0})
+    assert res.failure_category is FailureCategory.TIMEOUT and "no reply within" in res.message
+    assert time.monotonic() - t0 < 8.0
