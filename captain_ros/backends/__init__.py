@@ -11,7 +11,7 @@ from captain_ros.core.scene import SceneSpec
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede `import mujoco`
 
-BACKENDS = ("mujoco", "fake", "piper", "ros_arm")
+BACKENDS = ("mujoco", "fake", "piper", "ros_arm", "robosuite")
 
 
 def make_backend(name: str, scene: SceneSpec | None = None, **kw: Any) -> Backend:
@@ -34,6 +34,10 @@ def make_backend(name: str, scene: SceneSpec | None = None, **kw: Any) -> Backen
         from captain_ros.backends.fake import FakeBackend
 
         return SafeBackend(FakeBackend(scene=scene, **kw), SIM_DEFAULTS)
+    if name == "robosuite":  # robosuite's own tasks (optional extra; docs/robosuite.md)
+        from captain_ros.backends.robosuite.backend import RobosuiteBackend
+
+        return SafeBackend(RobosuiteBackend(scene, **kw), SIM_DEFAULTS)  # type: ignore[arg-type]
     if name == "piper":  # PiPER over CAN (piper_sdk); `emulate=True` starts the CAN emulator
         from captain_ros.backends.piper import make_piper
 

@@ -52,7 +52,7 @@ def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def _add_policy_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="mujoco", choices=("mujoco", "fake", "piper", "ros_arm"))
+    p.add_argument("--backend", default="mujoco", choices=("mujoco", "fake", "piper", "ros_arm", "robosuite"))
     p.add_argument("--policy", default="scripted",
                    help="scripted (default, no model) | openai | transformers | replay:FILE")
     p.add_argument("--base-url", dest="base_url", help="OpenAI-compatible endpoint, e.g. "
@@ -103,7 +103,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
     from captain_ros.cli.hw import check_rig_args
     from captain_ros.evaluation.episode import check_episode_args, run_one
 
-    check_episode_args(ns.task, ns.seed, ns.policy)
+    check_episode_args(ns.task, ns.seed, ns.policy, ns.backend)
     check_rig_args(ns)
     display = None if ns.json else Display(sys.stdout, ns.task, ns.seed, ns.policy)
     summary = run_one(ns.task, ns.seed, ns.policy, ns.backend, ns.out, _policy_options(ns),
@@ -115,29 +115,34 @@ def cmd_run(ns: argparse.Namespace) -> int:
     return 0 if summary.outcome != "error" else 1
 
 
-def _tasks(text: str) -> list[str]:
-    from captain_ros.tasks import TASKS
+def _tasks(text: str, backend: str | None = None) -> list[str]:
+    from captain_ros.tasks import get_task, task_names
 
+    known = task_names(backend)
     if text == "all":
-        return list(TASKS)
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    unknown = [t for t in names if t not in TASKS]
+        return known
+    names, unknown = [], []
+    for t in (t.strip() for t in text.split(",") if t.strip()):
+        try:
+            names.append(get_task(t, backend).name)  # robosuite: `lift` is robosuite_lift
+        except UnknownNameError:
+            unknown.append(t)
     if unknown:
-        raise UnknownNameError("task", ", ".join(unknown), [*TASKS, "all"])
+        raise UnknownNameError("task", ", ".join(unknown), [*known, "all"])
     return names
 
 
 def cmd_eval(ns: argparse.Namespace) -> int:
     from captain_ros.evaluation.runner import evaluate, make_jobs, parse_seeds
 
-    tasks = _tasks(ns.task)
+    tasks = _tasks(ns.task, ns.backend)
     check_policy_spec(ns.policy)
     if ns.seeds == "heldout":
         from captain_ros.tasks import get_task
 
         jobs = []
         for t in tasks:
-            seeds = list(get_task(t).heldout_seeds)[: ns.n]
+            seeds = list(get_task(t, ns.backend).heldout_seeds)[: ns.n]
             jobs += make_jobs([t], seeds, ns.policy, ns.backend, ns.out, _policy_options(ns))
     else:
         jobs = make_jobs(tasks, parse_seeds(ns.seeds), ns.policy, ns.backend, ns.out,

@@ -197,6 +197,9 @@ class PrivilegedState:
         arms: Arms by name.
         joints: Articulated scene joints (drawer slides, hinges) [m or rad].
         bodies: Other named scene bodies (fixtures).
+        checks: The simulator's own success checks by name, where the scene comes with them
+            (robosuite's ``_check_success()`` as ``robosuite_success``); in the dict form only
+            when there are any.
     """
 
     time_s: float = 0.0
@@ -204,10 +207,12 @@ class PrivilegedState:
     arms: Mapping[str, ArmTruth] = field(default_factory=dict)
     joints: Mapping[str, float] = field(default_factory=dict)
     bodies: Mapping[str, BodyPose] = field(default_factory=dict)
+    checks: Mapping[str, bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "time_s", float(self.time_s))
         object.__setattr__(self, "joints", {str(k): float(v) for k, v in dict(self.joints).items()})
+        object.__setattr__(self, "checks", {str(k): bool(v) for k, v in dict(self.checks).items()})
 
     def __eq__(self, other: object) -> bool:
         """Exact (bit-for-bit) equality of every field: what determinism tests need."""
@@ -251,7 +256,8 @@ class PrivilegedState:
                 "objects": {k: v.to_dict() for k, v in self.objects.items()},
                 "arms": {k: v.to_dict() for k, v in self.arms.items()},
                 "joints": dict(self.joints),
-                "bodies": {k: v.to_dict() for k, v in self.bodies.items()}}
+                "bodies": {k: v.to_dict() for k, v in self.bodies.items()},
+                **({"checks": dict(self.checks)} if self.checks else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PrivilegedState:
@@ -270,7 +276,8 @@ class PrivilegedState:
                        joints={str(k): float(np.asarray(v).reshape(-1)[0])
                                for k, v in dict(data.get("joints") or {}).items()},
                        bodies={str(k): BodyPose(v["position_m"], v.get("quat_wxyz", _IDENTITY))
-                               for k, v in dict(data.get("bodies") or {}).items()})
+                               for k, v in dict(data.get("bodies") or {}).items()},
+                       checks={str(k): bool(v) for k, v in dict(data.get("checks") or {}).items()})
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"malformed privileged state: {type(exc).__name__}: {exc}") from exc
 

@@ -25,7 +25,7 @@ from captain_ros.report.observer import ReportObserver
 log = logging.getLogger(__name__)
 
 Event = Callable[[str, dict[str, Any]], None]
-SIM_BACKENDS = ("mujoco", "fake")
+SIM_BACKENDS = ("mujoco", "fake", "robosuite")
 """Backends with ground truth (privileged state, snapshots); hardware has none."""
 
 
@@ -66,14 +66,14 @@ class RuntimeObserver(EpisodeObserver):
                                                   "policy_runtime": runtime})
 
 
-def check_episode_args(task: str, seed: int, policy: str) -> None:
+def check_episode_args(task: str, seed: int, policy: str, backend: str | None = None) -> None:
     """Refuse an unknown task, a negative seed or a policy spec that cannot be built
     (:class:`~captain_ros.core.errors.CaptainError`) before anything is started (the model
     itself is loaded later); ``captain run | eval`` and ``captain up`` call it first."""
     from captain_ros.policy.factory import check_spec
     from captain_ros.tasks import get_task
 
-    get_task(task).rng(seed)  # unknown task / negative seed: InvalidArgumentError, UnknownNameError
+    get_task(task, backend).rng(seed)  # unknown task / negative seed: InvalidArgumentError, UnknownNameError
     check_spec(policy)
 
 
@@ -89,7 +89,7 @@ def build_robot(task_name: str, seed: int, backend_name: str = "mujoco",
     from captain_ros.perception.models import PerceptionModels
     from captain_ros.tasks import get_task
 
-    task = get_task(task_name)
+    task = get_task(task_name, backend_name)
     models = PerceptionModels(**(perception or {}))  # checked before the rig is started
     backend = make_backend(backend_name, task.sample(seed), **(backend_options or {}))
     service = RobotService(backend, MotionService(backend), models.service(backend))

@@ -1,7 +1,10 @@
 """Task suite: seeded scenes, instructions, success predicates, milestones, critic features, gates.
 
 ``TASKS`` maps each task name to an instance; ``get_task(name)`` raises
-:class:`~captain_ros.core.errors.UnknownNameError` listing the valid names.
+:class:`~captain_ros.core.errors.UnknownNameError` listing the valid names. robosuite's tasks
+(:mod:`captain_ros.tasks.robosuite_tasks`, names ``robosuite_*``) are not in ``TASKS`` (they run
+on ``--backend robosuite`` only); ``get_task(name, "robosuite")`` also takes their short names
+(``lift``) and :func:`task_names` lists a backend's tasks.
 """
 
 from __future__ import annotations
@@ -21,11 +24,24 @@ TASKS: dict[str, Task] = {t.name: t for t in (
     PickPlace(), Stack(), Restack(), OpenDrawer(), TwoArmLift(), Insertion())}
 
 
-def get_task(name: str) -> Task:
-    """The registered task ``name``."""
+def get_task(name: str, backend: str | None = None) -> Task:
+    """The registered task ``name`` (of ``backend``'s tasks where that has its own)."""
+    if backend == "robosuite" or (backend is None and name.startswith("robosuite_")):
+        from captain_ros.tasks.robosuite_tasks import robosuite_task
+
+        return robosuite_task(name)
     if name not in TASKS:
         raise UnknownNameError("task", name, sorted(TASKS))
     return TASKS[name]
 
 
-__all__ = ["FEATURE_NAMES", "N_FEATURES", "TASKS", "EpisodeTracker", "Task", "get_task"]
+def task_names(backend: str | None = None) -> list[str]:
+    """The tasks ``--task all`` means on ``backend``."""
+    if backend == "robosuite":
+        from captain_ros.tasks.robosuite_tasks import ROBOSUITE_TASKS
+
+        return list(ROBOSUITE_TASKS)
+    return list(TASKS)
+
+
+__all__ = ["FEATURE_NAMES", "N_FEATURES", "TASKS", "EpisodeTracker", "Task", "get_task", "task_names"]

@@ -17,6 +17,7 @@ from captain_ros.policy.expert.plans import (
     open_drawer,
     pick_place,
     restack,
+    robosuite,
     stack,
     two_arm_lift,
 )
@@ -24,12 +25,14 @@ from captain_ros.policy.expert.plans import (
 PLANS: dict[str, Callable[[str], Plan]] = {
     "pick_place": pick_place.plan, "stack": stack.plan, "restack": restack.plan,
     "open_drawer": open_drawer.plan, "two_arm_lift": two_arm_lift.plan, "insertion": insertion.plan,
+    "robosuite_lift": robosuite.lift, "robosuite_stack": robosuite.stack,
 }
 """Task name -> plan(instruction): the whole task from its start."""
 
 RESUME: dict[str, Callable[[str], Plan]] = {
     "pick_place": pick_place.resume, "stack": stack.resume, "restack": restack.resume,
     "open_drawer": open_drawer.resume, "two_arm_lift": two_arm_lift.resume, "insertion": insertion.resume,
+    "robosuite_lift": robosuite.lift_resume, "robosuite_stack": robosuite.stack_resume,
 }
 """Task name -> resume(instruction): from wherever the task stands, told by fresh measurements
 (after a lost session, or taking over from another policy)."""
