@@ -150,6 +150,7 @@ class RobotNode(LifecycleNode):
                                 ("motion",), self.call_group)
         self.estop = EStopInterface(self, backend.estop, backend.reset_estop,
                                     lambda: self._backend().estopped)
+        self._watch_latch()
         self.sim = SimServices(self, self.call_group, privileged=self._injected is not None
                                or self.p["backend"] not in HARDWARE_BACKENDS
                                or has_ground_truth(backend))
@@ -159,6 +160,20 @@ class RobotNode(LifecycleNode):
         self.get_logger().info(f"configured {self.p['backend']} backend, arms {spec.arm_names}, "
                                f"cameras {self.state_pub.cameras}")
         return TransitionCallbackReturn.SUCCESS
+
+    def _watch_latch(self) -> None:
+        """A latch tripped below the node (a safety guard, the hardware's own stop) is the robot's
+        e-stop: kept across scene loads and published on ``/captain/estop/state`` (the policy
+        node refuses new goals), exactly like the operator's."""
+        latch = getattr(self._backend().inner, "latch", None)
+        if latch is not None:
+            latch.listeners.append(self._on_latched)
+
+    def _on_latched(self, event: Any) -> None:
+        backend = self.backend
+        if backend is not None and backend.latched_reason is None:
+            backend.latched_reason = f"{event.source}: {event.reason}"
+        self.estop.publish_state()
 
     def _entities(self) -> list[Any]:
         return [*self.publishers, *self.subscriptions, *self.services]
@@ -250,6 +265,7 @@ class RobotNode(LifecycleNode):
             with backend.lock:
                 backend.swap(new)
                 self._set_scene(task, seed)
+            self._watch_latch()
             message = f"loaded {task} seed {seed}"
         for listener in self.scene_listeners:
             listener()

@@ -125,8 +125,8 @@ class SafeBackend(Backend):
             elif not st.enabled:
                 off = ", ".join(f"J{j}" for j in st.disabled_motors)
                 which = f" (motor {off} disabled)" if off else ""
-                problem = (f"{arm}: motors are not enabled{which}{_why(st)}; run `captain hw "
-                           "enable` or check the arm")
+                problem = (f"{arm}: motors are not enabled{which}{_why(st)}; check the arm, then "
+                           "reset the e-stop to re-enable its motors")
             if problem:
                 if self._moving:
                     self._trip("guard:link", problem)
