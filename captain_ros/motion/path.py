@@ -11,9 +11,10 @@ from captain_ros.core.geometry import Pose
 CONTROL_DT_S = 0.02
 MAX_SPEED_M_S = 0.5
 ANGULAR_SPEED_RAD_S = 0.8
-MAX_SWEEP_S = 60.0
-"""Longest sweep [s] (as ``move_to(duration_s=...)`` allows): a slower one is refused before any
-per-tick work, which is proportional to its duration."""
+MAX_SWEEP_S = 120.0
+"""Longest sweep [s] that a speed may ask for (twice the longest ``move_to(duration_s=...)``; a
+10 cm approach at 1 mm/s fits): a slower one is refused before any per-tick work, which is
+proportional to its duration."""
 MAX_STRETCHED_SWEEP_S = 2 * MAX_SWEEP_S
 """Longest sweep [s] after stretching for the joint velocity limits."""
 
