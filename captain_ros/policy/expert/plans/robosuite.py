@@ -3,23 +3,33 @@
 Where the Panda differs from the PiPER, nothing here changes: the helpers read the rig from the
 robot API (reach, jaw, cameras) and measure the scene afresh. Lift: grasp the red cube top-down,
 lift 10 cm, measure it while held and finish when its centre is clear of the gate's 5 cm with a
-centimetre to spare. Stack: the red cube onto the green one with the shared transfer routine.
+centimetre to spare. Stack: the red cube onto the green one; robosuite places the two cubes a few
+centimetres apart, closer than the Panda's open jaw (8 cm), so before the grasp I choose the pair
+of faces whose closing axis points away from the other cube (:func:`clear_axis`).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
 from captain_ros.policy.expert import kit, skills
 from captain_ros.policy.expert.cells import Call, Notes, Plan
+from captain_ros.policy.expert.kit import State
 from captain_ros.policy.expert.resume import put_down, take_stock
 from captain_ros.policy.expert.routines import (
     all_found,
     finish_with_retries,
     grasp_top_down,
     perceive,
-    transfer,
+    place_on,
     verified,
     verify_on,
 )
+from captain_ros.policy.expert.source import in_session
 
 TABLE_TOP_Z_M = 0.0  # the robosuite backend puts the table top at z = 0, as on our rigs
 LIFT_NEED_M = 0.06  # the gate's 5 cm for the cube's centre, plus 1 cm
@@ -88,6 +98,68 @@ def lift_resume(instruction: str = "") -> Plan:
     yield from lift(instruction)
 
 
+@in_session
+def clear_axis(S: State, name: str, others: Sequence[str]) -> dict[str, Any]:
+    """Grasp ``name`` across the pair of faces whose closing axis points most nearly across the
+    direction to the other objects (the open jaw must not land on them): sets its face yaw."""
+    g = S.G[name]
+    c = np.array(g["center_m"][:2], dtype=float)
+    dirs = [np.array(S.G[o]["center_m"][:2], dtype=float) - c for o in others if S.G.get(o)]
+    dirs = [d / np.linalg.norm(d) for d in dirs if np.linalg.norm(d) > 1e-6]
+    if not dirs:
+        return {"axis": None}
+    yaw = float(g["yaw_rad"])
+
+    def along(a: float) -> float:  # how much the closing axis points at a neighbour (0..1)
+        return max(abs(math.cos(a) * d[0] + math.sin(a) * d[1]) for d in dirs)
+
+    best = min((yaw, yaw + math.pi / 2), key=along)
+    g["yaw_rad"] = best
+    return {"axis": round(best, 3), "along": round(along(best), 3)}
+
+
+def transfer_clear(obj: str, obj_prompt: str, dest: str, dest_prompt: str, tol_m: float) -> Plan:
+    """Pick ``obj`` (jaw axis clear of ``dest``) and place it on ``dest``; verify; one retry."""
+    both = {obj: obj_prompt, dest: dest_prompt}
+    notes = yield from perceive(both, dest=(obj, dest))
+    for attempt in range(2):
+        if not all_found(notes):
+            yield Call(
+                "Not everything is in view: move the arm out of the head camera's way, then "
+                "look again.",
+                kit.aside,
+                key="aside",
+            )
+            notes = yield from perceive(both, dest=(obj, dest))
+            if not all_found(notes):
+                return notes
+        yield Call(
+            f"The {dest.replace('_', ' ')} stands close to the {obj.replace('_', ' ')}: close "
+            "the jaw across the faces that keep the open fingers off it.",
+            clear_axis,
+            (obj, [dest]),
+        )
+        held = yield from grasp_top_down(obj, obj_prompt, faces=2)
+        if not held:
+            return notes
+        yield from perceive({dest: dest_prompt}, keep=True)
+        placed = yield from place_on(obj, dest)
+        if not placed.get("placed"):
+            yield Call(
+                "I could not lower the object onto the support from here: set it back down "
+                "where I am and re-plan.",
+                skills.set_down,
+                (obj,),
+            )
+            notes = yield from perceive(both, dest=(obj, dest))
+            continue
+        notes = yield from verify_on(obj, obj_prompt, dest, dest_prompt)
+        if verified(notes, 0.85 * tol_m) or attempt:
+            return notes
+        notes = yield from perceive(both, dest=(obj, dest))
+    return notes
+
+
 def _stack_finish(notes: Notes) -> Plan:
     if not verified(notes, STACK_TOL_M):
         return
@@ -99,7 +171,9 @@ def _stack_finish(notes: Notes) -> Plan:
 
 
 def stack(instruction: str = "") -> Plan:
-    notes = yield from transfer("red_cube", "red cube", "green_cube", "green cube", STACK_TOL_M)
+    notes = yield from transfer_clear(
+        "red_cube", "red cube", "green_cube", "green cube", STACK_TOL_M
+    )
     yield from _stack_finish(notes)
 
 
