@@ -450,3 +450,33 @@ def test_image_stats_from_histograms_equal_numpys() -> None:
         if key != "count":
             assert value.shape == (3, 1, 1) and np.allclose(value, want[key][0], atol=1e-12), key
     assert got["count"].tolist() == [4]
+
+
+def test_an_emulated_piper_episode_joins_the_simulated_ones(
+    episodes: dict[str, Path], tmp_path: Path
+) -> None:
+    """The PiPER through its CAN emulator is the same robot as the MuJoCo PiPER: one dataset holds
+    both (the hardware path's bag, sim-to-real data side by side), each episode naming its backend."""
+    from captain_ros.evaluation.episode import run_one
+
+    folder = tmp_path / "piper"
+    run_one(
+        "pick_place",
+        1,
+        "scripted",
+        "piper",
+        folder,
+        {"report": False, "backend_options": {"emulate": True}},
+    )
+    out = tmp_path / "ds"
+    assert main(["bag", "export", "--out", str(out), str(episodes["a"]), str(folder)]) == 0
+    info = json.loads((out / "meta" / "info.json").read_text())
+    assert info["robot_type"] == "mujoco+piper" and info["total_episodes"] == 2
+    eps = _table(out / "meta" / "episodes" / "chunk-000" / "file-000.parquet").to_pylist()
+    assert [e["captain/backend"] for e in eps] == ["mujoco", "piper"]
+    data = _data(out)
+    rows = data["episode_index"] == 1
+    js = [m for _, _, m in read_messages(folder / "bag", ["/joint_states"])]
+    assert np.allclose(
+        np.stack(list(data["observation.state"][rows]))[-1], js[-1].position[:6], atol=1e-6
+    )
