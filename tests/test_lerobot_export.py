@@ -480,3 +480,33 @@ def test_an_emulated_piper_episode_joins_the_simulated_ones(
     assert np.allclose(
         np.stack(list(data["observation.state"][rows]))[-1], js[-1].position[:6], atol=1e-6
     )
+
+
+def test_a_bag_of_two_episodes_splits_like_their_own_bags(
+    episodes: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One continuous recording over two episodes (both bags' messages in one bag, as a manual
+    `ros2 bag record` would hold them) exports as the two episodes of their own bags."""
+    from rosbags.rosbag2 import Reader
+
+    from captain_ros.bags.rosbag2 import BagWriter
+
+    both = tmp_path / "both"
+    writer = BagWriter(both)
+    for name in ("a", "b"):
+        with Reader(episodes[name] / "bag") as r:
+            for conn, t, raw in r.messages():
+                if not writer.has_topic(conn.topic):
+                    writer.add_topic(conn.topic, conn.msgtype)
+                writer.write(conn.topic, t, raw)
+    writer.close()
+    one, two = tmp_path / "one", tmp_path / "two"
+    bags = [str(episodes[n] / "bag") for n in ("a", "b")]
+    assert main(["bag", "export", "--out", str(one), "--cameras", "none", str(both)]) == 0
+    assert main(["bag", "export", "--out", str(two), "--cameras", "none", *bags]) == 0
+    d1, d2 = _data(one), _data(two)
+    for key in d1:
+        assert [repr(x) for x in d1[key]] == [repr(x) for x in d2[key]], key
+    capsys.readouterr()
+    assert main(["bag", "info", "--json", str(both)]) == 0
+    assert [e["seed"] for e in json.loads(capsys.readouterr().out)["episodes"]] == [1, 2]
