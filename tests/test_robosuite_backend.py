@@ -150,3 +150,27 @@ def test_guarded_descent_stops_on_the_cube(lift) -> None:
     assert np.linalg.norm(after[:2] - cube[:2]) < 0.01
     lift.restore(snap)
     assert mujoco.mj_stateSize(lift.model, mujoco.mjtState.mjSTATE_INTEGRATION) == snap.physics.size
+
+
+def test_clear_axis_keeps_the_open_jaw_off_the_neighbour() -> None:
+    """The Stack plan's face choice: the closing axis points across the direction to the other
+    cube (robosuite places the cubes closer than the Panda's open jaw)."""
+    from types import SimpleNamespace
+
+    from captain_ros.policy.expert.plans.robosuite import clear_axis
+
+    def state(yaw: float, other_xy: tuple[float, float]) -> SimpleNamespace:
+        return SimpleNamespace(
+            G={
+                "red_cube": {"center_m": [0.0, 0.0, 0.02], "yaw_rad": yaw},
+                "green_cube": {"center_m": [*other_xy, 0.025], "yaw_rad": 0.0},
+            }
+        )
+
+    s = state(0.0, (-0.065, -0.01))  # neighbour behind along x: close along y
+    note = clear_axis(s, "red_cube", ["green_cube"])
+    assert abs(abs(np.sin(s.G["red_cube"]["yaw_rad"])) - 1.0) < 1e-9 and note["along"] < 0.2
+    s = state(0.0, (0.0, 0.06))  # neighbour to the side: keep closing along x
+    clear_axis(s, "red_cube", ["green_cube"])
+    assert s.G["red_cube"]["yaw_rad"] == 0.0
+    assert clear_axis(state(0.3, (0.0, 0.0)), "red_cube", [])["axis"] is None

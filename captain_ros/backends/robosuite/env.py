@@ -59,9 +59,9 @@ def controller_config(robosuite: Any, robot: str = "Panda") -> dict[str, Any]:
     from robosuite.controllers import load_composite_controller_config
 
     cfg = load_composite_controller_config(controller="BASIC", robot=robot)
-    for part, arm in cfg["body_parts"].items():
-        if part not in ("right", "left"):
-            continue
+    # a Panda has one arm, "right"; the other parts of the BASIC config only raise warnings
+    cfg["body_parts"] = {k: v for k, v in cfg["body_parts"].items() if k == "right"}
+    for arm in cfg["body_parts"].values():
         gripper = arm.get("gripper", {"type": "GRIP"})
         arm.clear()
         arm.update(
