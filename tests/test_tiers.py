@@ -73,3 +73,40 @@ def test_every_slow_entry_names_a_test_that_exists() -> None:
     assert is_slow("tests/test_cli_run.py::test_anything")
     assert is_slow("tests/test_cli_errors.py::test_bad_input_is_one_line_and_a_nonzero_exit[run x]")
     assert not is_slow("tests/test_cli_errors.py::test_help_lists_every_subcommand")
+
+
+def test_an_unmarked_test_importing_a_framework_is_named(tmp_path: Path) -> None:
+    (tmp_path / "test_probe.py").write_text(
+        "import sys, types\n\n"
+        "def test_imports_torch():\n"
+        "    sys.modules['torch'] = types.ModuleType('torch')\n\n"
+        "def test_imports_nothing():\n"
+        "    pass\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}  # tests/conftest.py as the plugin `conftest`
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "conftest",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            os.devnull,
+            "--rootdir",
+            str(tmp_path),
+            "test_probe.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "test_probe.py::test_imports_torch imported torch without the learn marker" in out
+    assert "test_imports_nothing imported" not in out
