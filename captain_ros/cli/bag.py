@@ -26,7 +26,7 @@ from captain_ros.core.errors import InvalidArgumentError
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
-        "bag", help="rosbag2 bags: info | recover | export | layout", parents=[common]
+        "bag", help="rosbag2 bags: info | recover | export | replay | layout", parents=[common]
     )
     bag = p.add_subparsers(dest="bag_command", required=True)
     i = bag.add_parser("info", help="topics, types, counts and QoS of a bag", parents=[common])
@@ -53,6 +53,15 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--overwrite", action="store_true", help="replace an existing --out once complete"
     )
     e.set_defaults(fn=cmd_export)
+    rp = bag.add_parser(
+        "replay",
+        help="re-run a bag's robot calls in simulation: sim-to-real report",
+        parents=[common],
+    )
+    rp.add_argument("dir", help="bag or episode folder (one episode)")
+    rp.add_argument("--backend", choices=["mujoco"], default="mujoco")
+    rp.add_argument("--out", required=True, help="folder for replay.json and replay.png")
+    rp.set_defaults(fn=cmd_replay)
     lay = bag.add_parser("layout", help="a Foxglove layout for a bag's rig", parents=[common])
     lay.add_argument(
         "dir",
@@ -158,6 +167,39 @@ def cmd_export(ns: argparse.Namespace) -> int:
         f"{s.path}: LeRobotDataset v3.0, {s.episodes} episodes, {s.frames} frames at {s.fps} fps, "
         f"cameras: {', '.join(s.cameras) or 'none'} ({dt:.1f} s, {s.frames / dt:.0f} frames/s)"
     )
+    return 0
+
+
+def cmd_replay(ns: argparse.Namespace) -> int:
+    from captain_ros.bags.lerobot import read_source
+    from captain_ros.bags.lerobot.sources import expand
+    from captain_ros.evaluation.bag_replay import replay_bag, write_report
+
+    (path,) = expand(ns.dir)[:1]
+    episodes = read_source(path)
+    if len(episodes) != 1:
+        raise InvalidArgumentError(
+            f"{path} holds {len(episodes)} episodes: replay one bag of one episode"
+        )
+    r = replay_bag(episodes[0], ns.backend)
+    js, png = write_report(r, Path(ns.out))
+    rms = ", ".join(
+        f"{n} {v * 1e3:.2f}" for n, v in zip(r.joint_names, r.joint_rms_rad, strict=True)
+    )
+    print(f"{r.source} ({r.recorded_backend}) replayed in {ns.backend}: {len(r.calls)} calls")
+    print(f"  joint tracking error RMS [mrad]: {rms}; largest {max(r.joint_max_rad) * 1e3:.2f}")
+    print(
+        f"  jaw opening differs by at most {r.jaw_max_m * 1e3:.2f} mm, contact force by {r.force_max_n:.2f} N"
+    )
+    print(
+        f"  calls whose success differs: {len(r.success_mismatches)}; gripper changes at the same calls: "
+        f"{r.gripper['same_calls']}"
+    )
+    o = r.outcome
+    print(
+        f"  outcome: recorded host success {o['recorded_host_success']}, simulated {o['replayed_success']}"
+    )
+    print(f"wrote {js} and {png}")
     return 0
 
 

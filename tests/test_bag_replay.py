@@ -1,0 +1,104 @@
+"""`captain bag replay BAG --backend mujoco`: a recorded episode's robot calls re-run in MuJoCo.
+
+The identity check: a MuJoCo bag replayed in MuJoCo departs by nothing at all (the same scene
+seed, the same calls, deterministic physics and rendering). A bag of the PiPER through its CAN
+emulator (the hardware path: the SDK, the bus, the emulated arm's own dynamics) departs by a few
+milliradians, with the same gripper timing and the same outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from captain_ros.cli.main import main
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from captain_ros.evaluation.episode import run_one
+
+    root = tmp_path_factory.mktemp("replay_eps")
+    run_one("pick_place", 1, "scripted", "mujoco", root / "mujoco", {"report": False})
+    run_one(
+        "pick_place",
+        1,
+        "scripted",
+        "piper",
+        root / "piper",
+        {"report": False, "backend_options": {"emulate": True}},
+    )
+    return {"mujoco": root / "mujoco", "piper": root / "piper"}
+
+
+def _replay(folder: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict, str]:
+    capsys.readouterr()
+    assert (
+        main(["bag", "replay", str(folder / "bag"), "--backend", "mujoco", "--out", str(out)]) == 0
+    )
+    text = capsys.readouterr().out
+    assert (out / "replay.png").stat().st_size > 10_000
+    return json.loads((out / "replay.json").read_text()), text
+
+
+def test_a_mujoco_bag_replays_in_mujoco_exactly(
+    recorded: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report, text = _replay(recorded["mujoco"], tmp_path, capsys)
+    summary = json.loads((recorded["mujoco"] / "summary.json").read_text())
+    assert report["recorded_backend"] == "mujoco" and report["task"] == "pick_place"
+    assert len(report["calls"]) == summary["robot_calls"] - 1  # all but finish(), the harness's
+    assert (
+        max(report["joint_max_rad"]) < 1e-9
+        and report["jaw_max_m"] < 1e-9
+        and report["force_max_n"] < 1e-9
+    )
+    assert report["success_mismatches"] == [] and report["gripper"]["same_calls"]
+    assert [c["holding"] for c in report["gripper"]["recorded"]["changes"]] == [
+        True,
+        False,
+    ]  # grasp, release
+    assert report["outcome"] == {
+        "recorded_host_success": True,
+        "replayed_success": True,
+        "recorded_outcome": "success_with_finish",
+    }
+    assert "starts at the recorded joint state" in report["initial_restore"]
+    assert "largest 0.00" in text
+
+
+def test_an_emulated_piper_bag_departs_by_milliradians(
+    recorded: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report, _ = _replay(recorded["piper"], tmp_path, capsys)
+    assert report["recorded_backend"] == "piper"
+    assert 1e-5 < max(report["joint_max_rad"]) < 0.05  # not the identity, and close
+    assert report["jaw_max_m"] < 0.002
+    assert report["gripper"]["same_calls"] and report["success_mismatches"] == []
+    assert report["outcome"]["recorded_host_success"] == report["outcome"]["replayed_success"]
+    times = [c["t_s"] for c in report["calls"]]
+    assert times == sorted(times) and times[-1] > 5.0  # the recorded time of each call
+
+
+def test_a_bag_of_two_episodes_is_refused_in_one_line(
+    recorded: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rosbags.rosbag2 import Reader
+
+    from captain_ros.bags.rosbag2 import BagWriter
+
+    both = tmp_path / "both"
+    writer = BagWriter(both)
+    for name in ("mujoco", "piper"):
+        with Reader(recorded[name] / "bag") as r:
+            for conn, t, raw in r.messages():
+                if not writer.has_topic(conn.topic):
+                    writer.add_topic(conn.topic, conn.msgtype)
+                writer.write(conn.topic, t, raw)
+    writer.close()
+    capsys.readouterr()
+    assert main(["bag", "replay", str(both), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds 2 episodes" in err[0]
