@@ -79,7 +79,7 @@ def test_encoding_refuses_what_the_reader_would() -> None:
             out = [out]
         return out
 
-    for bad, why in ((EvilTolist(), "not plain JSON data"), (nested(5000), "nested too deep"),
+    for bad, why in ((EvilTolist(), "converting it failed"), (nested(5000), "nested too deep"),
                      (nested(wire.MAX_FRAME_DEPTH), "nested deeper")):
         with pytest.raises(wire.WireError, match=why):
             wire.encode_frame(wire.Call("move_to", {"position": bad}))

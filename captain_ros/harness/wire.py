@@ -84,7 +84,7 @@ def encode(obj: Any) -> bytes:
     except (RecursionError, MemoryError):
         raise WireError(f"the data is nested too deep (at most {MAX_FRAME_DEPTH} levels)") from None
     except Exception as exc:  # noqa: BLE001 - tolist/item/__iter__ of untrusted objects
-        raise WireError(f"the data is not plain JSON data ({type(exc).__name__}: {str(exc)[:120]})") from None
+        raise WireError(f"converting it failed ({type(exc).__name__}: {str(exc)[:120]})") from None
     data = text.encode("utf-8", "surrogatepass")
     if len(data) > MAX_FRAME_BYTES:
         raise WireError(f"frame of {len(data)} bytes exceeds {MAX_FRAME_BYTES}")
