@@ -13,8 +13,10 @@
 
 Bad input (an unknown task or policy, a negative seed, a missing or malformed file, an output
 folder that cannot be written or already holds an episode) gets one clear line on stderr and exit
-status 2; ``--debug`` shows the traceback instead. SIGTERM and SIGHUP end a command the way Ctrl-C
-does (its clean-up runs: the sandbox child is killed, the bag closed), with status 143 / 129.
+status 2; ``--debug`` shows the traceback instead. SIGTERM and SIGHUP end ``captain run`` the way
+Ctrl-C does (its clean-up runs: the sandbox child is killed, the bag closed), with status 143 / 129;
+other commands keep the default (``captain eval``'s workers and their sandbox children end with the
+process that started them).
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             rest = argv[argv.index(command) + 1:]
             return _passthrough(command, rest)
         ns = build_parser().parse_args(argv)
-        _terminate_like_ctrl_c()
+        if command == "run":
+            _terminate_like_ctrl_c()
         return int(ns.fn(ns))
     except KeyboardInterrupt as exc:
         name = str(exc.args[0]) if exc.args and str(exc.args[0]).startswith("SIG") else ""
