@@ -198,3 +198,64 @@ def test_a_stuck_child_ends_the_episode_with_a_summary(tmp_path: Path):
     assert proc.returncode == 0, err[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["session_restarts"] >= 1 and summary["sandbox_violations"] >= 1
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        kids = _children(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+def test_sigterm_to_captain_eval_leaves_no_worker_or_child(tmp_path: Path):
+    """eval keeps SIGTERM's default: its workers watch their parent, and their sandbox children
+    die with them (PR_SET_PDEATHSIG)."""
+    replay = tmp_path / "cells.jsonl"
+    replay.write_text(json.dumps({"code": "import time\ntime.sleep(55)"}) + "\n")
+    cmd = [
+        *CAPTAIN,
+        "eval",
+        "--backend",
+        "fake",
+        "--policy",
+        f"replay:{replay}",
+        "--no-bag",
+        "--seeds",
+        "1-2",
+        "--workers",
+        "2",
+        "--out",
+        str(tmp_path / "ev"),
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        env={**os.environ, "MUJOCO_GL": "egl"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    end = time.monotonic() + 180
+    tree: list[int] = []
+    while time.monotonic() < end:
+        tree = _descendants(proc.pid)
+        sandboxes = (
+            [p for p in tree if "sandbox_child" in Path(f"/proc/{p}/cmdline").read_text()]
+            if tree
+            else []
+        )
+        if len(sandboxes) >= 2:
+            break
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.5)
+    else:
+        raise AssertionError("the workers' sandbox children did not start")
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 10.0
+    while any(_alive(p) for p in tree) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in tree if _alive(p)], "a worker or sandbox child outlived captain eval"
