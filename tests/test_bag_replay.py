@@ -66,6 +66,8 @@ def test_a_mujoco_bag_replays_in_mujoco_exactly(
         "recorded_outcome": "success_with_finish",
     }
     assert "starts at the recorded joint state" in report["initial_restore"]
+    timing = report["timing"]
+    assert timing["physical_calls"] >= 10 and timing["replayed_s"] == timing["recorded_s"] > 0
     assert "largest 0.00" in text
 
 
@@ -78,6 +80,7 @@ def test_an_emulated_piper_bag_departs_by_milliradians(
     assert report["jaw_max_m"] < 0.002
     assert report["gripper"]["same_calls"] and report["success_mismatches"] == []
     assert report["outcome"]["recorded_host_success"] == report["outcome"]["replayed_success"]
+    assert 0.5 < report["timing"]["replayed_over_recorded"] < 1.5
     times = [c["t_s"] for c in report["calls"]]
     assert times == sorted(times) and times[-1] > 5.0  # the recorded time of each call
 

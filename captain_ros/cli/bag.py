@@ -195,6 +195,11 @@ def cmd_replay(ns: argparse.Namespace) -> int:
         f"  calls whose success differs: {len(r.success_mismatches)}; gripper changes at the same calls: "
         f"{r.gripper['same_calls']}"
     )
+    tm = r.timing
+    print(
+        f"  physical calls took {tm['recorded_s']:.2f} s recorded, {tm['replayed_s']:.2f} s replayed "
+        f"({tm['physical_calls']} calls)"
+    )
     o = r.outcome
     print(
         f"  outcome: recorded host success {o['recorded_host_success']}, simulated {o['replayed_success']}"

@@ -16,8 +16,9 @@ the first ``/joint_states`` (and wrench) sample at or after that call's receipt,
 right after the call (the in-process bag samples there; the ROS graph at 10 Hz, so within
 ~0.1 s). The report (:class:`ReplayReport`): per joint the tracking error (RMS and largest, over
 the calls), the jaw opening and contact force differences, the calls whose success
-differs, gripper timing (the calls at which each side starts and stops holding, and the recorded
-times of those calls) and the task outcome (the recorded host success against the simulated
+differs, gripper timing (the calls at which each side starts and stops holding, the recorded
+times and both durations of those calls), how long the physical calls took on each side, and the
+task outcome (the recorded host success against the simulated
 predicate on the final state). Replaying a MuJoCo bag in MuJoCo is the identity check.
 """
 
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from captain_ros.api.registry import CAPABILITY_BY_NAME
+from captain_ros.api.registry import CAPABILITY_BY_NAME, PHYSICAL
 from captain_ros.bags.lerobot.episode import Episode, ExportError, Samples
 
 HARNESS_CALLS = frozenset({"finish"})
@@ -70,6 +71,7 @@ class ReplayReport:
     force_max_n: float
     success_mismatches: list[dict[str, Any]]
     gripper: dict[str, Any]
+    timing: dict[str, Any]
     outcome: dict[str, Any]
     notes: list[str] = field(default_factory=list)
 
@@ -261,6 +263,7 @@ def _report(
             if r.success[0] != r.success[1]
         ],
         {"recorded": rec, "replayed": sim, "same_calls": same},
+        _timing(rows),
         {
             "recorded_host_success": bool(ep.summary.get("host_success")),
             "replayed_success": sim_success,
@@ -268,6 +271,19 @@ def _report(
         },
         notes,
     )
+
+
+def _timing(rows: list[CallRow]) -> dict[str, Any]:
+    """How long the physical calls took, recorded against replayed (their own ``duration_s``)."""
+    both = [r.duration_s for r in rows if r.name in PHYSICAL and None not in r.duration_s]
+    rec = sum(float(d[0] or 0.0) for d in both)
+    sim = sum(float(d[1] or 0.0) for d in both)
+    return {
+        "physical_calls": len(both),
+        "recorded_s": round(rec, 3),
+        "replayed_s": round(sim, 3),
+        "replayed_over_recorded": round(sim / rec, 4) if rec > 0 else None,
+    }
 
 
 def write_report(report: ReplayReport, out: Path) -> tuple[Path, Path]:
