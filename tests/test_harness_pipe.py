@@ -200,6 +200,13 @@ def test_a_stuck_child_ends_the_episode_with_a_summary(tmp_path: Path):
     assert summary["session_restarts"] >= 1 and summary["sandbox_violations"] >= 1
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:  # gone meanwhile
+        return ""
+
+
 def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
@@ -241,11 +248,7 @@ def test_sigterm_to_captain_eval_leaves_no_worker_or_child(tmp_path: Path):
     tree: list[int] = []
     while time.monotonic() < end:
         tree = _descendants(proc.pid)
-        sandboxes = (
-            [p for p in tree if "sandbox_child" in Path(f"/proc/{p}/cmdline").read_text()]
-            if tree
-            else []
-        )
+        sandboxes = [p for p in tree if "sandbox_child" in _cmdline(p)]
         if len(sandboxes) >= 2:
             break
         assert proc.poll() is None, proc.communicate()
