@@ -4,6 +4,7 @@
 - ``config/``: the nodes' ROS 2 parameter files (``captain.yaml``) and the rig configurations
   (``piper.yaml``, ``piper_dual.yaml``, ``ros_arm_piper.yaml``, ``xr1.yaml``); a ROS install also
   has them under ``share/captain_ros/config`` (what ``ros2 launch`` users pass as ``params_file``).
+- ``foxglove/``: the Foxglove layout of the recorded topics (``captain bag layout``, docs/data.md).
 
 Paths inside a rig configuration (models, camera calibrations): ``package://captain_ros/<path>``
 names a packaged file; a relative path resolves against the folder of the config file the user
