@@ -172,9 +172,12 @@ class SimulatedArmDriver:
             return self.sim.privileged_state()
 
     def render(self, camera: str) -> CameraFrame:
+        """One frame of ``camera``; only the state copy is taken under the loop's lock, so
+        ``/joint_states`` and the controllers keep their rates while it renders."""
         def grab() -> CameraFrame:
             with self.lock:
-                return self.sim.capture([camera])[camera]
+                state = self.sim.state_copy()
+            return self.sim.capture([camera], state=state)[camera]
         return self._render.submit(grab).result()
 
     def tcp_pose(self, arm: str) -> Pose:
