@@ -115,6 +115,9 @@ def _nodes(context, *args, **kwargs):
     task = LaunchConfiguration("task").perform(context)
     seed = int(seed_text)
     policy = LaunchConfiguration("policy").perform(context)
+    engine = LaunchConfiguration("engine").perform(context)
+    if engine not in ("auto", "llamacpp", "transformers"):
+        raise RuntimeError(f"engine:={engine}; valid: auto, llamacpp, transformers")
     bag_dir = LaunchConfiguration("bag_dir").perform(context)
     record = LaunchConfiguration("record").perform(context).lower() in ("true", "1")
     robot = {"backend": backend, "task": task, "seed": seed}
@@ -136,7 +139,8 @@ def _nodes(context, *args, **kwargs):
     return [
         *robot_side,
         Node(package="captain_ros", executable="captain_policy", name="captain_policy",
-             output="screen", parameters=[params_file, {"policy": policy, "expect_recorder": record}]),
+             output="screen", parameters=[params_file, {"policy": policy, "expect_recorder": record,
+                                                        "engine": engine}]),
         # respawned when it dies: the new recorder recovers the crashed bag and takes the next one
         Node(package="captain_ros", executable="captain_recorder", name="captain_recorder",
              output="screen", parameters=[params_file, {"output_dir": bag_dir}],
@@ -153,6 +157,9 @@ def generate_launch_description():
         DeclareLaunchArgument("seed", default_value="1000", description="scene seed"),
         DeclareLaunchArgument("policy", default_value="scripted",
                               description="scripted | openai | transformers | replay:FILE"),
+        DeclareLaunchArgument("engine", default_value="auto",
+                              description="inference engine of policy:=transformers (auto | "
+                                          "llamacpp | transformers)"),
         DeclareLaunchArgument("layout", default_value="base",
                               description="humanoid backend: corridor layout base | l2 | l3 | l4"),
         DeclareLaunchArgument("params_file", default_value=_default_params_file(),

@@ -67,6 +67,8 @@ PARAMS = (
           "transformers | replay:FILE)."),
     Param("model_folder", "", "Student folder of the transformers policy (empty: the packaged "
           "SmolLM2)."),
+    Param("engine", "auto", "Inference engine of the transformers policy (auto | llamacpp | "
+          "transformers; docs/engines.md).", choices=("auto", "llamacpp", "transformers")),
     Param("profile", "auto", "Prompt profile (default | compact | helpers | student; auto: the one "
           "the student in model_folder was trained with, else default).",
           choices=("auto", *PROFILES)),
@@ -153,7 +155,8 @@ class PolicyNode(Node):
                           max_physical_actions=g.max_physical_actions or defaults.max_physical_actions)
         policy_name = g.policy or self.p["policy"]
         folder = self.p["model_folder"]
-        policy = make_policy(policy_name, {"model_folder": folder} if folder else {})
+        opts = {"model_folder": folder} if folder else {}
+        policy = make_policy(policy_name, {**opts, "engine": self.p["engine"]})
         out_dir = Path(g.output_dir or Path(self.p["output_root"]) / episode_id)
         watcher = GoalObserver(goal_handle, self.receipt_pub, self.privileged_pub, episode_id,
                                budgets.max_requests, self.trajectory_pub)

@@ -161,5 +161,7 @@ def test_launch_failures_say_why(tmp_path: Path) -> None:
     assert "Traceback" not in res.stdout + res.stderr
     res = cli.run("launch", "captain_ros", "captain.launch.py", "seed:=abc", timeout_s=60.0)
     assert "seed:=abc must be a non-negative integer" in res.stdout + res.stderr
+    res = cli.run("launch", "captain_ros", "captain.launch.py", "engine:=onnx", timeout_s=60.0)
+    assert "engine:=onnx; valid: auto, llamacpp, transformers" in res.stdout + res.stderr
     res = cli.run("launch", "captain_ros", "captain.launch.py", "backend:=gazebo", timeout_s=60.0)
     assert "backend:=gazebo (unknown) is not implemented yet; implemented backends:" in res.stdout + res.stderr
