@@ -241,6 +241,13 @@ def test_magnitudes_that_drive_planning_work_are_bounded(stack, x, speed):
 
 def test_a_call_stops_at_its_deadline_and_inside_the_wall_budget():
     backend, svc = make_stack(image_size=(48, 64))
+    servo = backend.servo
+
+    def slow_servo(*args: Any, **kwargs: Any) -> Any:  # 2 ms per 20 ms tick, whatever the load:
+        time.sleep(0.002)  # a 20 s hold takes > 2 s of wall time, past the deadlines below
+        return servo(*args, **kwargs)
+
+    backend.servo = slow_servo  # type: ignore[method-assign]
     cap = registry.get("move_to")
     assert call_deadline_s(cap, {"position": [0.3, 0.0, 0.2], "duration_s": 10.0}) == 60.0 + 30.0
     assert call_deadline_s(registry.get("hold"), {"duration_s": 30.0}) == 60.0 + 90.0

@@ -344,7 +344,7 @@ class PythonSession:
                     wire.send(proc.to_child, wire.ErrorReply("invalid request"), timeout_s=wire.FRAME_STALL_S)
                     continue
                 if isinstance(msg, wire.Done):
-                    violations = tuple(str(v)[:300] for v in msg.violations[:100])
+                    violations = tuple(printable(str(v))[:300] for v in msg.violations[:100])
                     for v in violations:
                         log.warning("sandbox violation: %s", v)
                     self.violations.extend(violations)
