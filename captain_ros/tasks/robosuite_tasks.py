@@ -189,7 +189,81 @@ class RobosuiteStack(RobosuiteTask):
         ]
 
 
-ROBOSUITE_TASKS: dict[str, RobosuiteTask] = {t.name: t for t in (RobosuiteLift(), RobosuiteStack())}
+class RobosuiteTwoArmLift(RobosuiteTask):
+    """robosuite TwoArmLift: two Pandas facing each other lift the red pot by its two handles
+    (robosuite: the pot's bottom more than 10 cm above the table)."""
+
+    name = "robosuite_two_arm_lift"
+    env_name = "TwoArmLift"
+    robots = ("Panda", "Panda")
+    objects = {"pot": "pot_root"}
+    templates = (
+        "lift the red pot with both arms, one hand on each handle",
+        "pick up the pot by its green and blue handles, using both arms",
+    )
+    tolerances = {"lift_m": 0.10, "gate_lift_m": 0.11}
+    milestone_names = ("one_grasped", "both_grasped", "lifted_half", "lifted")
+    persistent_milestones = frozenset({"lifted"})
+    POT_HALF_HEIGHT_M = 0.07
+
+    @property
+    def workspace(self) -> Workspace:
+        return Workspace(
+            rig="robosuite",
+            table_top_z_m=TABLE_TOP_Z_M,
+            arm_bases={"right": (0.0, -0.56, np.pi / 2), "left": (0.0, 0.56, -np.pi / 2)},
+            reach_min_m=0.30,
+            reach_max_m=0.80,
+            bearing_rad=float(np.deg2rad(60.0)),
+        )
+
+    @property
+    def goals(self) -> tuple[Goal, ...]:
+        return (
+            LiftedBy(
+                "pot_lifted",
+                "pot",
+                None,
+                table_top_z_m=TABLE_TOP_Z_M,
+                target_half_height_m=self.POT_HALF_HEIGHT_M,
+                lift_m=self.tolerances["lift_m"],
+                max_tilt_rad=float(np.pi),
+                n_arms=2,
+            ),
+        )
+
+    def milestones(self, state: PrivilegedState) -> list[bool]:
+        pot = state.object("pot")
+        touching = [a for a in state.arm_names if pot.pad_contacts.get(a, 0) >= 1]
+        rise = float(pot.position_m[2] - self.POT_HALF_HEIGHT_M - TABLE_TOP_Z_M)
+        both = len(touching) >= 2
+        return [bool(touching), both, both and rise >= 0.05, self.success(state)]
+
+    def gate_check(self, measurements: Sequence[Mapping[str, Any]]) -> tuple[bool, str]:
+        rec = gate.latest(measurements, (("pot", "box", "container"),))
+        if rec is None:
+            return False, "measure the pot with measure_object_geometry while both arms hold it up"
+        bottom = gate.bottom_z_m(rec) - TABLE_TOP_Z_M
+        need = self.tolerances["gate_lift_m"]
+        if bottom < need:
+            return False, (
+                f"your latest measurement puts the pot's bottom {bottom * 100:.1f} cm above "
+                f"the table; lift it to at least {cm(need)}"
+            )
+        return True, f"the pot's bottom is {bottom * 100:.1f} cm above the table"
+
+    def standard(self) -> list[str]:
+        return [
+            f"robosuite's own check: the pot's bottom is more than {cm(self.tolerances['lift_m'])} "
+            "above the table top.",
+            f"`finish()` needs your latest measurement of the pot to put its bottom at least "
+            f"{cm(self.tolerances['gate_lift_m'])} above the table. Keep holding it.",
+        ]
+
+
+ROBOSUITE_TASKS: dict[str, RobosuiteTask] = {
+    t.name: t for t in (RobosuiteLift(), RobosuiteStack(), RobosuiteTwoArmLift())
+}
 SHORT_NAMES = {name.removeprefix("robosuite_"): name for name in ROBOSUITE_TASKS}
 
 

@@ -138,6 +138,7 @@ class RobosuiteBackend(Backend):
             self.data,
             self.origin_m,
             tuple(self._cams),
+            rsenv.table_box(self.env),
         )
 
     # --- setup ---------------------------------------------------------------------------------

@@ -164,14 +164,32 @@ def index_robot(model: mujoco.MjModel, robot: Any, arm_name: str, k: int) -> Pan
     return PandaArm(index, robot, robot.composite_controller.part_controllers[part], base, sign)
 
 
+def table_box(env: Any, margin_m: float = 0.1) -> tuple[float, float, float, float]:
+    """(x_min, y_min, x_max, y_max) of the table top plus ``margin_m`` [m]: the workspace box
+    targets must lie in (robosuite's tables are centred at ``table_offset``)."""
+    size = np.asarray(getattr(env, "table_full_size", (0.8, 0.8, 0.05)), dtype=float)
+    centre = np.asarray(getattr(env, "table_offset", (0.0, 0.0, 0.8)), dtype=float)
+    half = size[:2] / 2 + margin_m
+    return (
+        float(centre[0] - half[0]),
+        float(centre[1] - half[1]),
+        float(centre[0] + half[0]),
+        float(centre[1] + half[1]),
+    )
+
+
 def robot_spec(
     name: str,
     arms: dict[str, PandaArm],
     data: mujoco.MjData,
     origin_m: np.ndarray,
     cameras: tuple[str, ...],
+    table_xy: tuple[float, float, float, float],
 ) -> RobotSpec:
-    """The :class:`RobotSpec` of the robots (bases in the backend's table-top frame)."""
+    """The :class:`RobotSpec` of the robots (bases in the backend's table-top frame). The
+    workspace box spans from 10 cm behind the rearmost base to 1 m in front of the foremost,
+    +-0.9 m sideways, and at least the table (``table_xy`` from :func:`table_box`: two-arm
+    tasks put the bases beside the table)."""
     specs = []
     for arm, p in arms.items():
         a = p.index
@@ -191,8 +209,8 @@ def robot_spec(
             )
         )
     bases = np.array([s.base_pose.position_m for s in specs])
-    lo = np.array([bases[:, 0].min() - 0.1, -0.9, -0.02])
-    hi = np.array([bases[:, 0].max() + 1.0, 0.9, 0.9])
+    lo = np.array([min(table_xy[0], bases[:, 0].min() - 0.1), min(table_xy[1], -0.9), -0.02])
+    hi = np.array([max(table_xy[2], bases[:, 0].max() + 1.0), max(table_xy[3], 0.9), 0.9])
     return RobotSpec(
         name=name,
         arms=tuple(specs),
