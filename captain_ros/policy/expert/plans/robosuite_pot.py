@@ -28,7 +28,7 @@ from captain_ros.policy.expert.kit import (
 )
 from captain_ros.policy.expert.look import measure
 from captain_ros.policy.expert.plans.two_arm_lift import let_go_both
-from captain_ros.policy.expert.routines import all_found, finish_with_retries, perceive
+from captain_ros.policy.expert.routines import finish_with_retries, perceive
 from captain_ros.policy.expert.source import in_session
 
 POT = {"pot": "red box"}
@@ -38,15 +38,20 @@ LIFTED_M = 0.12
 @in_session
 def grab_handles(S: State, handle_m: float = 0.09) -> dict[str, Any]:
     """Each arm grasps the outer bar of the handle on the pot's side facing its base, the jaw
-    closing across the bar; descend guarded, then close both jaws. The handles are open loops
+    closing across the bar; descend guarded, then close both jaws. The green handle's
+    measurement, where there is one, says which pair of side faces carries the handles. The handles are open loops
     reaching ``handle_m`` beyond the pot's side faces at its rim (robosuite's PotWithHandles), so
     their bars are placed from the pot's measurement: the segmenter fits a loop badly (the
     azure one as a disc), the pot's box well."""
     g = S.G["pot"]
     c = np.array(g["center_m"], dtype=float)
+    green = S.G.get("green_handle")  # tells which pair of faces carries the handles
+    axis = None if not green else np.array(green["center_m"][:2], dtype=float) - c[:2]
     res: dict[str, Any] = {}
     for arm in ("left", "right"):
         to_base = base_xy(S, arm) - c[:2]
+        if axis is not None and np.linalg.norm(axis) > 0.05:  # the handle axis, toward my base
+            to_base = axis if float(axis @ to_base) > 0 else -axis
         a = max(
             (g["yaw_rad"] + k * math.pi / 2 for k in range(4)),
             key=lambda t: math.cos(t) * to_base[0] + math.sin(t) * to_base[1],
@@ -109,8 +114,8 @@ def _remeasure() -> Plan:
 
 
 def plan(instruction: str = "") -> Plan:
-    notes = yield from perceive(POT)
-    if not all_found(notes):
+    notes = yield from perceive({**POT, "green_handle": "green handle"})
+    if not (notes.get("found") or {}).get("pot"):
         return
     notes = yield Call(
         "Grasp the pot's handles, one arm each (the handle facing its base), by the "
