@@ -27,9 +27,8 @@ import os
 import signal
 import sys
 import traceback
-from typing import Any
 
-from captain_ros.harness import wire
+from captain_ros.harness import isolation, sandbox_hook, wire
 from captain_ros.harness.ns_digest import ns_digest
 
 ALLOWED_IMPORTS = frozenset({
@@ -71,7 +70,6 @@ SAFE_PICKLE_MODULES = ("numpy", "collections", "datetime", "decimal", "fractions
 
 _NS: dict = {}
 _BASE: dict = {}
-_VIOLATIONS: list[str] = []
 _SIG = {"in_cell": False, "pending": False}
 _OUT_FD = 1
 _IN_FD = 0
@@ -117,79 +115,8 @@ class _Capped:
         return "".join(self.head) + mid + tail
 
 
-def _deny(what: str, detail: str = "") -> None:
-    msg = f"sandbox: {what} is not allowed in the policy session" + (f" ({detail})" if detail else "")
-    if len(_VIOLATIONS) < 100:
-        _VIOLATIONS.append(msg[:300])
-    raise PermissionError(msg)
-
-
-def _make_hook(workspace: str, read_roots: tuple[str, ...]):  # noqa: C901 - one flat policy
-    realpath, isinstance_, str_, bytes_, int_ = os.path.realpath, isinstance, str, bytes, int
-    abspath = os.path.abspath
-    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-    ws = workspace.rstrip("/")
-    deny_prefixes, path_events, deny_imports = DENY_EVENT_PREFIXES, PATH_EVENTS, DENY_NEW_IMPORTS
-    blocked_attr, safe_pickle, read_only_events = BLOCKED_ATTR_SET, SAFE_PICKLE_MODULES, READ_ONLY_PATH_EVENTS
-
-    def under(path: str, root: str) -> bool:
-        return path == root or path.startswith(root + "/")
-
-    def resolve(p: Any) -> str:
-        if isinstance_(p, bytes_):
-            p = p.decode("utf-8", "replace")
-        if hasattr(p, "__fspath__"):
-            p = p.__fspath__()
-        if not isinstance_(p, str_):
-            return ""
-        return realpath(abspath(p))
-
-    def hook(event: str, args: tuple) -> None:
-        if event.startswith(deny_prefixes):
-            _deny(event, "process, network, ctypes and system calls are blocked")
-        if event == "open":
-            path, mode, flags = (tuple(args) + (None, None, None))[:3]
-            if isinstance_(path, int_):
-                _deny("opening a raw file descriptor", str(path))
-            rp = resolve(path)
-            if not rp:
-                _deny("open", repr(path)[:80])
-            if under(rp, ws):
-                return
-            writing = (isinstance_(mode, str_) and any(c in mode for c in "wax+")) or (
-                isinstance_(flags, int_) and flags & write_flags)
-            if not writing and any(under(rp, r) for r in read_roots):
-                return
-            _deny("file access outside the workspace", f"{path!s:.120}; use the current folder")
-        elif event in path_events:
-            for p in args[:2] if event == "os.rename" else args[:1]:
-                if p is None or p == "" or p == ".":
-                    continue
-                rp = resolve(p)
-                if rp and (under(rp, ws) or (event in read_only_events
-                                                         and any(under(rp, r) for r in read_roots))):
-                    continue
-                _deny(event + " outside the workspace", f"{p!s:.120}")
-        elif event == "import":
-            name = str_(args[0]) if args else ""
-            top = name.split(".")[0]
-            if top in deny_imports or name in deny_imports:
-                _deny(f"importing {name!r}")
-        elif event == "object.__setattr__":
-            if len(args) > 1 and args[1] in blocked_attr:
-                _deny(f"setting {args[1]}")
-        elif event == "pickle.find_class":
-            mod = str_(args[0]) if args else ""
-            if not mod.startswith(safe_pickle):
-                _deny(f"unpickling {mod}.{args[1] if len(args) > 1 else ''}")
-        elif event == "mmap.__new__" and args and args[0] != -1:
-            _deny("mapping a file into memory")
-
-    return hook
-
-
 def _guarded_import_factory(real_import):
-    getframe = sys._getframe
+    getframe, audit, deny_event = sys._getframe, sys.audit, sandbox_hook.DENY_EVENT
     modules = sys.modules
     allowed = ALLOWED_IMPORTS
 
@@ -197,11 +124,13 @@ def _guarded_import_factory(real_import):
         caller_globals = getframe(1).f_globals
         owner = modules.get(caller_globals.get("__name__", "")) if isinstance(caller_globals, dict) else None
         if getattr(owner, "__dict__", None) is not caller_globals:  # policy code (cells, exec, ...)
-            if level:
-                _deny("relative import")
+            what, detail = ("relative import", "") if level else ("", "")
             top = str(name).split(".")[0]
-            if top not in allowed:
-                _deny(f"import {name}", "allowed: " + ", ".join(sorted(allowed)))
+            if not what and top not in allowed:
+                what, detail = f"import {name}", "allowed: " + ", ".join(sorted(allowed))
+            if what:  # the audit hook reports and raises (it holds the record, not this closure)
+                audit(deny_event, what, detail)
+                raise PermissionError(f"sandbox: {what} is not allowed in the policy session")
         return real_import(name, globals, locals, fromlist, level)
 
     return guarded_import
@@ -248,11 +177,24 @@ def _image(handle, camera="head"):
     return reply.message if isinstance(reply, (wire.ImageReply, wire.ErrorReply)) else ""
 
 
-def _setup(cfg: dict) -> None:
+def _os_layers(cfg: dict) -> dict[str, str]:
+    """The kernel layers that need no later set-up step (single-threaded, before pre-imports;
+    the uid drop and the rlimits come later)."""
+    if not cfg.get("os_isolation", True):
+        return {k: "off: disabled by the session config" for k in ("netns", "no_new_privs", "landlock", "seccomp")}
+    as_root = os.getuid() == 0
+    layers = {"netns": isolation.enter_netns(as_root), "no_new_privs": isolation.no_new_privs(),
+              "landlock": isolation.landlock(cfg["workspace"])}
+    layers["seccomp"] = isolation.seccomp()  # last: it denies unshare, which the netns needs
+    return layers
+
+
+def _setup(cfg: dict) -> dict[str, str]:
     import importlib
     import resource
 
     os.chdir(cfg["workspace"])
+    layers = _os_layers(cfg)
     for mod in PRELOAD:
         with contextlib.suppress(Exception):  # an optional module may be missing
             importlib.import_module(mod)
@@ -283,33 +225,43 @@ def _setup(cfg: dict) -> None:
         numpy.random.seed(int(cfg["rng_seed"]))
     _BASE.update(_NS)
 
-    def limit(res: int, value: int) -> None:
-        with contextlib.suppress(ValueError, OSError):
+    def limit(res: int, value: int) -> bool:
+        try:
             resource.setrlimit(res, (value, value))
+        except (ValueError, OSError):
+            return False
+        return True
 
     limit(resource.RLIMIT_CORE, 0)
-    limit(resource.RLIMIT_AS, int(cfg["memory_limit_bytes"]))
+    limited = {"AS": limit(resource.RLIMIT_AS, int(cfg["memory_limit_bytes"]))}
     used = resource.getrusage(resource.RUSAGE_SELF)
     cpu_s = int(used.ru_utime + used.ru_stime) + int(cfg["cpu_limit_s"])  # start-up does not count
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))  # SIGXCPU, then SIGKILL
-    limit(resource.RLIMIT_FSIZE, int(cfg["file_size_limit_bytes"]))
+    limited["FSIZE"] = limit(resource.RLIMIT_FSIZE, int(cfg["file_size_limit_bytes"]))
     limit(resource.RLIMIT_NOFILE, 64)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.signal(signal.SIGINT, _on_sigint)
     uid = cfg.get("drop_to_uid")
+    layers["uid_drop"] = "off: the harness is not root"
     if uid is not None and os.getuid() == 0:
         os.setgroups([])
         os.setgid(int(cfg.get("drop_to_gid", uid)))
         os.setuid(int(uid))
+        layers["uid_drop"] = f"on (uid {int(uid)})"
     if cfg.get("die_with_parent"):
         _die_with_parent(int(cfg["parent_pid"]))
-    limit(resource.RLIMIT_NPROC, 0)  # no fork, no threads (root is exempt: hence the uid drop)
-    read_roots = tuple(os.path.realpath(p) for p in cfg["read_roots"])
-    sys.addaudithook(_make_hook(os.path.realpath(cfg["workspace"]), read_roots))
+    limited["NPROC"] = limit(resource.RLIMIT_NPROC, 0) and os.getuid() != 0  # root is exempt
+    failed = [k for k, ok in limited.items() if not ok]
+    layers["rlimits"] = "on (AS, FSIZE, NPROC)" if not failed else (
+        "unavailable: RLIMIT_" + ", RLIMIT_".join(failed) + " not enforced (NPROC does not bind root)")
+    sandbox_hook.install(cfg["workspace"], tuple(cfg["read_roots"]), _OUT_FD, {
+        "deny_prefixes": DENY_EVENT_PREFIXES, "path_events": PATH_EVENTS, "read_only_events": READ_ONLY_PATH_EVENTS,
+        "deny_imports": DENY_NEW_IMPORTS, "blocked_attr": BLOCKED_ATTR_SET, "safe_pickle": SAFE_PICKLE_MODULES})
     if cfg.get("prelude"):  # as policy code, under the limits and the hook; its names are base
         exec(compile(str(cfg["prelude"]), "<prelude>", "exec"), _NS)  # noqa: S102 - the sandbox
         _BASE.update(_NS)
+    return layers
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -363,13 +315,11 @@ def _run_cell(code: str, cell_no: int, cap: int) -> wire.Done:
         sys.stdout, sys.stderr = old
     if error is not None and len(error) > cap:  # an exception's text is as untrusted as output
         error = error[: cap // 2] + f"\n[... {len(error) - cap} characters of the error truncated ...]\n" + error[-cap // 2:]
-    violations = list(_VIOLATIONS)
-    _VIOLATIONS.clear()
     try:
         digest = ns_digest(_NS, _BASE)
     except BaseException:  # noqa: BLE001 - a digest is optional; never lose the cell's result
         digest = ""
-    return wire.Done(out.getvalue(), error, interrupted, violations, digest)
+    return wire.Done(out.getvalue(), error, interrupted, [], digest)  # violations: sent by the hook
 
 
 def main() -> None:
@@ -382,8 +332,8 @@ def main() -> None:
     cfg = wire.receive(_IN_FD)
     if not isinstance(cfg, wire.Config):
         return
-    _setup({**dataclasses.asdict(cfg), "parent_pid": parent_pid})
-    wire.send(_OUT_FD, wire.Ready(os.getpid()))
+    layers = _setup({**dataclasses.asdict(cfg), "parent_pid": parent_pid})
+    wire.send(_OUT_FD, wire.Ready(os.getpid(), layers))
     while True:
         try:
             msg = wire.receive(_IN_FD)

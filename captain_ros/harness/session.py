@@ -32,12 +32,19 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import captain_ros
+from captain_ros.core.errors import CaptainError
 from captain_ros.core.failures import failure_from_exception
-from captain_ros.harness import wire
+from captain_ros.harness import isolation, wire
 
 log = logging.getLogger(__name__)
 
 NOBODY_UID = 65534
+_ENV_FIXED = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+              "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+class SandboxUnavailableError(CaptainError):
+    """``strict_sandbox`` is set and an isolation layer is not available here."""
 
 
 class CellHandler(Protocol):
@@ -75,6 +82,10 @@ class SessionConfig:
         prelude: Python run in the session's globals at every start-up (restarts included),
             before the first cell, as policy code (the ``helpers`` profile's library); a prelude
             that fails makes the start fail.
+        os_isolation: Apply the kernel layers of :mod:`captain_ros.harness.isolation` (network
+            namespace, no_new_privs, Landlock, seccomp) where available.
+        strict_sandbox: Refuse to start (:class:`SandboxUnavailableError`) unless every layer
+            of :data:`captain_ros.harness.isolation.REQUIRED` is on.
     """
 
     cell_timeout_s: float = 60.0
@@ -89,6 +100,8 @@ class SessionConfig:
     rng_seed: int | None = None
     clients: tuple[tuple[str, str], ...] = ()
     prelude: str = ""
+    os_isolation: bool = True
+    strict_sandbox: bool = False
 
     def __post_init__(self) -> None:
         for name in ("hash_seed", "rng_seed"):
@@ -188,6 +201,9 @@ class PythonSession:
         self.cells_run = 0
         self.restarts = 0
         self.violations: list[str] = []
+        self.layers: dict[str, str] = {}
+        """State of each isolation layer of the running child (``"on ..."``, ``"off: ..."``,
+        ``"unavailable: ..."``), as the child reported it at start-up."""
 
     # --- process management --------------------------------------------------------------------
     @property
@@ -202,9 +218,7 @@ class PythonSession:
             return
         if self.drop_privileges:
             os.chown(self.workspace, NOBODY_UID, NOBODY_UID)
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.workspace), "LANG": "C.UTF-8",
-               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-               "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {**_ENV_FIXED, "HOME": str(self.workspace)}  # nothing of the harness's environment
         # -I (isolated) would ignore PYTHONHASHSEED; -s -P keep the rest of its isolation (no
         # user site, no script folder on sys.path) and the environment is this fixed dict anyway
         flags = ["-I"]
@@ -231,16 +245,32 @@ class PythonSession:
             int(self.config.file_size_limit_bytes), NOBODY_UID if self.drop_privileges else None,
             NOBODY_UID if self.drop_privileges else None,
             rng_seed=self.config.rng_seed, clients=dict(self.config.clients),
-            prelude=self.config.prelude, die_with_parent=True)
+            prelude=self.config.prelude, die_with_parent=True, os_isolation=self.config.os_isolation)
+        deadline = time.monotonic() + self.config.startup_timeout_s
         try:
             wire.send(proc.to_child, cfg, timeout_s=self.config.startup_timeout_s)
-            msg = wire.decode(self._recv(proc, time.monotonic() + self.config.startup_timeout_s))
+            msg = wire.decode(self._recv(proc, deadline))
+            while isinstance(msg, wire.Violation):  # denials of the prelude
+                self._violation(msg.text)
+                msg = wire.decode(self._recv(proc, deadline))
         except (OSError, wire.WireError, TimeoutError, ValueError) as exc:
             self._kill()
             raise RuntimeError(f"the sandboxed session failed to start: {exc}") from exc
         if not isinstance(msg, wire.Ready):
             self._kill()
             raise RuntimeError(f"the sandboxed session sent {msg!r:.100} instead of ready")
+        self.layers = {"clean_env": f"on ({len(env)} fixed variables)",
+                       **{str(k): printable(str(v))[:200] for k, v in msg.layers.items()}}
+        missing = isolation.missing(self.layers)
+        if self.config.strict_sandbox and missing:
+            self._kill()
+            raise SandboxUnavailableError("strict sandbox: refusing to start the policy session: "
+                                          + "; ".join(missing))
+
+    def _violation(self, text: str) -> None:
+        v = printable(str(text))[:300]
+        log.warning("sandbox violation: %s", v)
+        self.violations.append(v)
 
     @property
     def pid(self) -> int | None:
@@ -307,7 +337,7 @@ class PythonSession:
                 "and `image` are available again.]")
         try:
             self.start()
-        except RuntimeError as exc:
+        except (RuntimeError, SandboxUnavailableError) as exc:
             self._pending_notice = ""
             return CellResult("", f"SessionError: {exc}", crashed=True, notice=notice,
                               duration_s=time.monotonic() - t_begin)
@@ -317,6 +347,7 @@ class PythonSession:
         call_s = 0.0
         interrupted_at: float | None = None
         images = 0
+        cell_violations: list[str] = []
         try:
             wire.send(proc.to_child, wire.Exec(code, self.cells_run), timeout_s=wire.FRAME_STALL_S)
             while True:
@@ -343,11 +374,13 @@ class PythonSession:
                     self.violations.append(f"invalid frame: {str(exc)[:120]}")
                     wire.send(proc.to_child, wire.ErrorReply("invalid request"), timeout_s=wire.FRAME_STALL_S)
                     continue
+                if isinstance(msg, wire.Violation):  # sent by the audit hook as it denies
+                    if len(cell_violations) < 100:
+                        self._violation(msg.text)
+                        cell_violations.append(self.violations[-1])
+                    continue
                 if isinstance(msg, wire.Done):
-                    violations = tuple(printable(str(v))[:300] for v in msg.violations[:100])
-                    for v in violations:
-                        log.warning("sandbox violation: %s", v)
-                    self.violations.extend(violations)
+                    violations = tuple(cell_violations)
                     return CellResult(printable(msg.output), printable(msg.error) or None,
                                       timed_out=interrupted_at is not None or msg.interrupted,
                                       notice=notice, violations=violations,

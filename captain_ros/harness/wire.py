@@ -11,7 +11,7 @@ type or a missing/mistyped field is a :class:`WireError`, never a crash).
 
 Harness -> child: :class:`Config` (once), :class:`Exec`, :class:`Exit`, :class:`CallReply`,
 :class:`ImageReply`, :class:`ErrorReply`. Child -> harness: :class:`Ready`, :class:`Call`,
-:class:`ImageRequest`, :class:`Done`.
+:class:`ImageRequest`, :class:`Violation`, :class:`Done`.
 """
 
 from __future__ import annotations
@@ -181,12 +181,26 @@ class Config(Frame):
     of the ``helpers`` prompt profile)."""
     die_with_parent: bool = False
     """Ask the kernel to SIGKILL the child when the harness thread that started it dies."""
+    os_isolation: bool = True
+    """Apply the kernel layers of :mod:`captain_ros.harness.isolation` where available."""
 
 
 @dataclass(frozen=True)
 class Ready(Frame):
+    """The child is set up: its pid and the state of each isolation layer (``"on ..."``,
+    ``"off: ..."`` or ``"unavailable: ..."``)."""
+
     kind: ClassVar[str] = "ready"
     pid: int = 0
+    layers: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Violation(Frame):
+    """A sandbox denial, sent by the child's audit hook the moment it denies (no reply)."""
+
+    kind: ClassVar[str] = "violation"
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -251,7 +265,8 @@ class Done(Frame):
 
 
 FRAMES: dict[str, type[Frame]] = {c.kind: c for c in (Config, Ready, Exec, Exit, Call, CallReply,
-                                                      ImageRequest, ImageReply, ErrorReply, Done)}
+                                                      ImageRequest, ImageReply, ErrorReply, Done,
+                                                      Violation)}
 _TYPES: dict[str, Any] = {"str": str, "int": int, "bool": bool, "dict[str, Any]": dict,
                           "list[str]": list, "str | None": (str, type(None)),
                           "int | None": (int, type(None))}
