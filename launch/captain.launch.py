@@ -23,12 +23,24 @@ is a ROS 2 arm: ``backend:=ros_arm backend_config:=config/xr1.yaml``).
 Send an episode with ``ros2 action send_goal /captain/run_episode
 captain_ros_interfaces/action/RunEpisode "{task: pick_place, seed: 1000}" --feedback``.
 Without the launch tools, ``captain up`` composes the same nodes from the same YAML.
+Graph access (docs/ros.md, "Who can command the robot"): every node gets
+``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` (unless the environment sets a range) and
+``ROS_DOMAIN_ID`` from ``domain_id`` (default: the environment's, else 42, not the shared 0);
+``allowed_root`` confines goals' output folders and ``replay:`` files (default: the params file's
+``output_root``). ``secure:=true`` (SROS2) is refused: the Fast DDS wheel has no security plugins.
 """
 
 import os
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler, Shutdown
+from launch.actions import (
+    DeclareLaunchArgument,
+    LogInfo,
+    OpaqueFunction,
+    RegisterEventHandler,
+    SetEnvironmentVariable,
+    Shutdown,
+)
 from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessIO
 from launch.substitutions import LaunchConfiguration
@@ -93,7 +105,33 @@ def _with_sim_driver(context, robot, robot_stack):
                                                      on_stderr=on_output))]
 
 
+NO_SROS2 = ("the ROS 2 wheels in the lock ship Fast DDS without its security plugins (a node "
+            "with ROS_SECURITY_ENABLE=true fails: \"This Fast DDS version doesn't have the security "
+            "libraries\"); SROS2 is unavailable. The graph is limited to this host and its own "
+            "domain instead (docs/ros.md)")
+
+
+def _graph_access(context):
+    """Localhost discovery and the graph's domain for every node (a limit on discovery, not
+    access control), or a refusal of a secured mode the middleware cannot provide."""
+    from captain_ros.ros.access import graph_environment
+
+    secure = LaunchConfiguration("secure").perform(context).lower() in ("true", "1")
+    if secure or os.environ.get("ROS_SECURITY_ENABLE", "").lower() == "true":
+        raise RuntimeError(f"secure mode refused: {NO_SROS2}")
+    env = graph_environment(os.environ, LaunchConfiguration("domain_id").perform(context))
+    return [*(SetEnvironmentVariable(k, v) for k, v in env.items()),
+            LogInfo(msg=f"captain graph on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, discovery "
+                        f"{env['ROS_AUTOMATIC_DISCOVERY_RANGE']} (limits who finds the graph; it "
+                        "is not access control: docs/ros.md)")]
+
+
 def _nodes(context, *args, **kwargs):
+    access = _graph_access(context)
+    return [*access, *_graph_nodes(context)]
+
+
+def _graph_nodes(context):
     backend = LaunchConfiguration("backend").perform(context)
     seed_text = LaunchConfiguration("seed").perform(context)
     if not seed_text.isdigit():
@@ -119,6 +157,8 @@ def _nodes(context, *args, **kwargs):
     if engine not in ("auto", "llamacpp", "transformers"):
         raise RuntimeError(f"engine:={engine}; valid: auto, llamacpp, transformers")
     bag_dir = LaunchConfiguration("bag_dir").perform(context)
+    allowed_root = LaunchConfiguration("allowed_root").perform(context)
+    policy_extra = {"allowed_root": os.path.abspath(allowed_root)} if allowed_root else {}
     record = LaunchConfiguration("record").perform(context).lower() in ("true", "1")
     robot = {"backend": backend, "task": task, "seed": seed}
     robot.update({k: v for k in PASS_THROUGH if (v := LaunchConfiguration(k).perform(context))})
@@ -140,7 +180,7 @@ def _nodes(context, *args, **kwargs):
         *robot_side,
         Node(package="captain_ros", executable="captain_policy", name="captain_policy",
              output="screen", parameters=[params_file, {"policy": policy, "expect_recorder": record,
-                                                        "engine": engine}]),
+                                                        "engine": engine, **policy_extra}]),
         # respawned when it dies: the new recorder recovers the crashed bag and takes the next one
         Node(package="captain_ros", executable="captain_recorder", name="captain_recorder",
              output="screen", parameters=[params_file, {"output_dir": bag_dir}],
@@ -175,6 +215,15 @@ def generate_launch_description():
                               description="ros_arm: 'sim' starts the simulated arm driver"),
         DeclareLaunchArgument("calibration_dir", default_value="build/ros_arm_sim",
                               description="arm_driver:=sim: where it writes the camera calibration"),
+        DeclareLaunchArgument("allowed_root", default_value="",
+                              description="folder that goals' output_dir and replay: files must "
+                                          "lie under ('' = the policy node's output_root)"),
+        DeclareLaunchArgument("domain_id", default_value="",
+                              description="ROS_DOMAIN_ID of every node ('' = the environment's, "
+                                          "else 42)"),
+        DeclareLaunchArgument("secure", default_value="false",
+                              description="SROS2 enclaves: refused (the Fast DDS wheel has no "
+                                          "security plugins; docs/ros.md)"),
         DeclareLaunchArgument("segmenter", default_value="", description="default | sam"),
         DeclareLaunchArgument("sam_folder", default_value="", description="SAM checkpoint folder"),
         DeclareLaunchArgument("pointer", default_value="",

@@ -44,11 +44,15 @@ class CallServer:
         groups: Registry service groups served here, e.g. ``("motion",)``.
         callback_group: Callback group of the service (calls are served one at a time when it is
             mutually exclusive).
+        gate: ``gate(episode_id, capability) -> Result | None``: a refusal before anything is
+            parsed or executed (the robot node's episode gate); None serves the call.
     """
 
     def __init__(self, node: Node, name: str, dispatch: Callable[[str, dict[str, Any]], Result],
-                 groups: Iterable[str], callback_group: CallbackGroup | None = None) -> None:
+                 groups: Iterable[str], callback_group: CallbackGroup | None = None,
+                 gate: Callable[[str, str], Result | None] | None = None) -> None:
         self._dispatch = dispatch
+        self._gate = gate
         self.groups = tuple(groups)
         self.served = tuple(n for n, c in CAPABILITY_BY_NAME.items() if c.service in self.groups)
         self.calls = 0
@@ -56,6 +60,9 @@ class CallServer:
 
     def _on_call(self, req: RobotCall.Request, resp: RobotCall.Response) -> RobotCall.Response:
         self.calls += 1
+        refused = self._gate(str(req.episode_id), str(req.capability)) if self._gate else None
+        if refused is not None:
+            return convert.fill_call_response(resp, refused)
         try:
             name, kwargs = convert.parse_call_request(req)
         except ValueError as exc:

@@ -34,6 +34,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from std_msgs.msg import Bool, String
 
@@ -46,6 +47,7 @@ from captain_ros.harness.observers import EpisodeObserver
 from captain_ros.harness.profiles import PROFILES, resolve_profile
 from captain_ros.harness.setup import EpisodeSetup
 from captain_ros.report.observer import ReportObserver
+from captain_ros.ros.access import confine
 from captain_ros.ros.calls import RosRobotCaller, call_sync
 from captain_ros.ros.episode_glue import CancelObserver, GoalObserver, ServicePrivileged
 from captain_ros.ros.estop import ESTOP_RESET_SRV, ESTOP_STATE_TOPIC, LATCHED_QOS
@@ -53,6 +55,7 @@ from captain_ros.ros.params import Param, declare
 from captain_ros.ros.publish_log import PublishLog
 from captain_ros.ros.qos import FEEDBACK_QOS
 from captain_ros.ros.recorder_watch import RecorderWatch
+from captain_ros.ros.robot_node import HARDWARE_BACKENDS
 
 COUNTS_SETTLE_S = 0.2
 """Between the end stamp and asking the nodes what they published in the window [s]: a message
@@ -73,6 +76,8 @@ PARAMS = (
           "the student in model_folder was trained with, else default).",
           choices=("auto", *PROFILES)),
     Param("output_root", "runs/ros", "Folder of episode folders when a goal gives no output_dir."),
+    Param("allowed_root", "", "Folder that a goal's output_dir and a goal's replay:FILE must lie "
+          "under (symlinks resolved; a relative output_dir is taken under it); '' = output_root."),
     Param("overwrite_output", False, "Replace a non-empty episode folder instead of refusing the "
           "goal."),
     Param("call_timeout_s", 120.0, "Longest wait for one robot call [s].", 1.0, 3600.0),
@@ -111,6 +116,7 @@ class PolicyNode(Node):
                                  callback_group=group)
         self._busy = threading.Lock()
         self._goal: Any = None
+        self._backend_name = "unknown"
         self.server = ActionServer(self, RunEpisode, "/captain/run_episode", self._execute,
                                    goal_callback=self._on_goal, cancel_callback=lambda _g: CancelResponse.ACCEPT,
                                    callback_group=group, feedback_pub_qos_profile=FEEDBACK_QOS)
@@ -154,15 +160,19 @@ class PolicyNode(Node):
                           max_wall_s=g.max_wall_time_s or defaults.max_wall_s,
                           max_physical_actions=g.max_physical_actions or defaults.max_physical_actions)
         policy_name = g.policy or self.p["policy"]
+        root = self.p["allowed_root"] or self.p["output_root"]
+        if g.policy.startswith("replay:"):  # a goal's file; the node's own parameter is the operator's
+            policy_name = "replay:" + str(confine(g.policy.split(":", 1)[1], root, "replay file"))
         folder = self.p["model_folder"]
         opts = {"model_folder": folder} if folder else {}
         policy = make_policy(policy_name, {**opts, "engine": self.p["engine"]})
-        out_dir = Path(g.output_dir or Path(self.p["output_root"]) / episode_id)
+        out_dir = (confine(g.output_dir, root, "output_dir") if g.output_dir
+                   else Path(self.p["output_root"]) / episode_id)
         watcher = GoalObserver(goal_handle, self.receipt_pub, self.privileged_pub, episode_id,
                                budgets.max_requests, self.trajectory_pub)
         observers: list[EpisodeObserver] = [CancelObserver(lambda: goal_handle.is_cancel_requested),
                                             watcher, ReportObserver(out_dir)]
-        backend = self._robot_backend()
+        backend = self._backend_name = self._robot_backend()
         # a simulation's ground truth is mandatory: wait for its services (discovery after a
         # fresh launch can lag the action server); hardware has none
         sim = backend in SIM_BACKENDS and self.privileged.wait_for_service(timeout_sec=10.0)
@@ -204,6 +214,10 @@ class PolicyNode(Node):
         if loaded is not None:
             setup.policy.close()
             return self._abort(goal_handle, res, "scene_not_loaded", loaded)
+        if not self._set_active_episode(episode_id):
+            setup.policy.close()
+            return self._abort(goal_handle, res, "robot_not_ready", "the robot node did not accept "
+                               "the episode (its active_episode parameter); nothing was executed")
         self._goal = goal_handle
         self.caller.episode_id, self.caller.refuse = episode_id, self._refuse_when_canceled
         self.caller.request_index_fn = lambda: watcher.request
@@ -223,6 +237,7 @@ class PolicyNode(Node):
             self._event(episode_id, "counts", {"calls": watcher.calls,
                                                "published": self._published(start_ns, end_ns)}, end_ns)
             self._goal, self.caller.refuse = None, None
+            self._set_active_episode("")  # the robot refuses calls until the next goal
             setup.policy.close()
         res.outcome_label = "canceled" if goal_handle.is_cancel_requested else record.outcome
         res.host_success, res.strict_success = record.host_success, record.strict_success
@@ -241,6 +256,16 @@ class PolicyNode(Node):
         else:
             goal_handle.succeed()
         return res
+
+    def _set_active_episode(self, episode_id: str) -> bool:
+        """Open (or with ``""`` close) the robot node's episode gate; True once it is applied."""
+        if not self.robot_params.wait_for_services(timeout_sec=10.0):
+            return False
+        done = threading.Event()
+        future = self.robot_params.set_parameters([Parameter("active_episode", value=episode_id)])
+        future.add_done_callback(lambda _f: done.set())
+        reply = future.result() if done.wait(5.0) else None
+        return reply is not None and all(r.successful for r in reply.results)
 
     def _robot_backend(self) -> str:
         """The robot node's ``backend`` parameter (what the record names as backend)."""
@@ -285,6 +310,9 @@ class PolicyNode(Node):
         return counts
 
     def _load_scene(self, task: str, seed: int) -> str | None:
+        if self._backend_name in HARDWARE_BACKENDS and not self.load_scene.wait_for_service(
+                timeout_sec=HARDWARE_TRUTH_WAIT_S):
+            return None  # a real rig serves no load_scene (debug_services): its scene is the table's
         if not self.load_scene.wait_for_service(timeout_sec=10.0):
             return "the robot node is not running (no /captain/robot/load_scene)"
         resp = call_sync(self.load_scene, LoadScene.Request(task=task, seed=seed), 120.0)

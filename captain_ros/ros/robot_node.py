@@ -19,6 +19,7 @@ from typing import Any
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 
+from captain_ros.ros.access import debug_services, episode_refusal
 from captain_ros.ros.calls import ROBOT_CALL_SRV, CallServer
 from captain_ros.ros.estop import EStopInterface
 from captain_ros.ros.locked_backend import LockedBackend
@@ -45,6 +46,12 @@ PARAMS = (
           "for ros_arm)."),
     Param("can", "", "piper: CAN interface(s), can0 or can0,can1 ('' = from the config)."),
     Param("emulate", False, "piper: the CAN emulator with the task's scene instead of hardware."),
+    Param("require_episode", True, "Serve robot calls only for the active episode (its "
+          "episode_id); false: any caller (in-process tests, a bench without a policy node)."),
+    Param("active_episode", "", "The episode whose robot calls are served; the policy node sets "
+          "it for a goal's duration ('' = none).", read_only=False),
+    Param("debug_services", False, "Also serve snapshot/restore/load_scene on a real rig (never "
+          "privileged_state); simulations and emulated rigs always serve them."),
 )
 
 
@@ -147,19 +154,26 @@ class RobotNode(LifecycleNode):
         spec = backend.spec
         names = [c.strip() for c in self.p["cameras"].split(",") if c.strip()]
         self.calls = CallServer(self, ROBOT_CALL_SRV, lambda n, kw: self.service.call(n, kw),
-                                ("motion",), self.call_group)
+                                ("motion",), self.call_group, gate=self._episode_gate)
         self.estop = EStopInterface(self, backend.estop, backend.reset_estop,
                                     lambda: self._backend().estopped)
         self._watch_latch()
-        self.sim = SimServices(self, self.call_group, privileged=self._injected is not None
-                               or self.p["backend"] not in HARDWARE_BACKENDS
-                               or has_ground_truth(backend))
+        self.sim = SimServices(self, self.call_group, served=debug_services(
+            self.p["backend"] in HARDWARE_BACKENDS, has_ground_truth(backend),
+            bool(self.p["debug_services"])))
         self.state_pub = StatePublisher(self, spec.arm_names, tuple(names or spec.cameras))
         self.state_pub.publish_static(spec)
         self._configured = [e for e in self._entities() if e not in before]
         self.get_logger().info(f"configured {self.p['backend']} backend, arms {spec.arm_names}, "
                                f"cameras {self.state_pub.cameras}")
         return TransitionCallbackReturn.SUCCESS
+
+    def _episode_gate(self, episode_id: str, capability: str) -> Any:
+        """A refusal (a ``Result``) of a call outside the active episode; None: serve it."""
+        if not self.p["require_episode"]:
+            return None
+        active = str(self.get_parameter("active_episode").value)
+        return episode_refusal(active, episode_id, capability)
 
     def _watch_latch(self) -> None:
         """A latch tripped below the node (a safety guard, the hardware's own stop) is the robot's

@@ -10,8 +10,10 @@ another executor thread would be cut in half. ``/captain/robot/privileged_state`
 simulator's ground truth as JSON (for the harness's host-success predicate; never for policies),
 ``/captain/robot/load_scene`` builds a task's scene for a seed, or resets the current scene from
 the snapshot taken when it was built. On hardware the backend raises ``NotSupportedError`` and
-the services answer ``success: false`` with its message. ``privileged=False`` (a hardware backend
-without ground truth) does not offer ``privileged_state`` at all. An emulated rig (the PiPER
+the services answer ``success: false`` with its message. ``served`` (from
+:func:`captain_ros.ros.access.debug_services`) leaves services out: a real rig offers no
+``privileged_state`` at all, and snapshot/restore/load_scene only when its robot node's
+``debug_services`` parameter asks for them. An emulated rig (the PiPER
 emulator, the simulated ROS arm driver) offers it for the episode's final host-success judgement
 only: the policy node records per-request privileged state (``/captain/privileged``) for the
 simulation backends alone, so an emulated rig's bags keep the topic set of real hardware.
@@ -38,7 +40,7 @@ grew the robot process by 80% when 512 whole-robot snapshots were kept)."""
 class SimServices:
     """Attach the services to ``robot`` (a :class:`~captain_ros.ros.robot_node.RobotNode`)."""
 
-    def __init__(self, robot: Any, group: Any, privileged: bool = True) -> None:
+    def __init__(self, robot: Any, group: Any, served: dict[str, bool] | None = None) -> None:
         self.robot = robot
         self.perception_of: Callable[[], Any] | None = None
         """Returns the perception service whose store belongs to the robot side (set by the
@@ -48,11 +50,12 @@ class SimServices:
         self._scene = 0
         services = [(Snapshot, "snapshot", self._on_snapshot),
                     (Restore, "restore", self._on_restore),
-                    (LoadScene, "load_scene", self._on_load_scene)]
-        if privileged:
-            services.append((PrivilegedState, "privileged_state", self._on_privileged))
+                    (LoadScene, "load_scene", self._on_load_scene),
+                    (PrivilegedState, "privileged_state", self._on_privileged)]
+        self.served = tuple(name for _s, name, _c in services if (served or {}).get(name, True))
         for srv, name, cb in services:
-            robot.create_service(srv, f"/captain/robot/{name}", cb, callback_group=group)
+            if name in self.served:
+                robot.create_service(srv, f"/captain/robot/{name}", cb, callback_group=group)
 
     def _on_snapshot(self, _req: Snapshot.Request, resp: Snapshot.Response) -> Snapshot.Response:
         try:

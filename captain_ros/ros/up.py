@@ -42,10 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def compose(params_file: str, backend: str = "", record_dir: str | None = None,
             context: Any = None, backend_obj: Any = None,
-            robot_params: dict[str, Any] | None = None, overwrite: bool = False) -> list[Any]:
+            robot_params: dict[str, Any] | None = None, overwrite: bool = False,
+            allowed_root: str = "") -> list[Any]:
     """The graph's nodes (robot node configured and active) with parameters from ``params_file``.
 
-    ``robot_params`` override robot-node parameters (e.g. ``{"camera_rate_hz": 0.0}``).
+    ``robot_params`` override robot-node parameters (e.g. ``{"camera_rate_hz": 0.0}``);
+    ``allowed_root`` is the policy node's (the operator's ``--out``: goals are confined to it).
     """
     from rclpy.parameter import Parameter
 
@@ -58,7 +60,8 @@ def compose(params_file: str, backend: str = "", record_dir: str | None = None,
     robot_over = [Parameter("backend", value=backend)] if backend else []
     robot_over += [Parameter(k, value=v) for k, v in (robot_params or {}).items()]
     nodes = make_robot_stack(backend_obj, robot_overrides=robot_over, **kw)
-    nodes.append(PolicyNode(parameter_overrides=[Parameter("overwrite_output", value=overwrite),
+    confined = [Parameter("allowed_root", value=allowed_root)] if allowed_root else []
+    nodes.append(PolicyNode(parameter_overrides=[*confined, Parameter("overwrite_output", value=overwrite),
                                                  Parameter("expect_recorder", value=record_dir is not None)],
                             **kw))
     if record_dir is not None:
@@ -66,7 +69,7 @@ def compose(params_file: str, backend: str = "", record_dir: str | None = None,
     return nodes
 
 
-REFUSED = ("invalid_goal", "scene_not_loaded", "estop", "internal_error")
+REFUSED = ("invalid_goal", "scene_not_loaded", "estop", "internal_error", "robot_not_ready")
 """Outcome labels of a goal the graph refused or could not run (one line, exit status 2)."""
 
 
@@ -103,7 +106,7 @@ def _run_graph(args: argparse.Namespace) -> int:
         try:
             nodes = compose(args.params_file, args.backend,
                             None if args.no_record else str(out / "bags"), context,
-                            overwrite=args.overwrite)
+                            overwrite=args.overwrite, allowed_root=str(out))
         except ParameterError as exc:
             print(f"captain up: {exc}", file=sys.stderr)
             return 2

@@ -100,7 +100,7 @@ def test_colcon_install_launches_and_completes_an_episode(workspace: Path, tmp_p
     env["LD_LIBRARY_PATH"] = f"{ifaces / 'lib'}:{env.get('LD_LIBRARY_PATH', '')}"
     cli = RosCli(env, tmp_path)
     proc = cli.start("launch", "captain_ros", "captain.launch.py", "backend:=fake", "record:=false",
-                     log=tmp_path / "launch.log")
+                     f"allowed_root:={tmp_path}", log=tmp_path / "launch.log")
     try:
         cli.wait_for("action", "/captain/run_episode", 180.0, proc)
         res = cli.run("action", "send_goal", "--feedback", "/captain/run_episode",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 from captain_ros.backends import make_backend
 from captain_ros.ros.calls import RosRobotCaller, call_sync
@@ -19,7 +20,11 @@ def stack(ros_context, spinner):
     from captain_ros.tasks import get_task
 
     backend = make_backend("fake", get_task("pick_place").sample(5))  # with the safety layer
-    robot, perception = make_robot_stack(backend=backend, context=ros_context)
+    robot, perception = make_robot_stack(
+        backend=backend,
+        context=ros_context,
+        robot_overrides=[Parameter("require_episode", value=False)],
+    )
     client = Node("dp_client", context=ros_context)
     caller = RosRobotCaller(client)
     spinner.add(robot, perception, client)

@@ -37,7 +37,8 @@ def graph(tmp_path_factory):
     cfg = str(data_path("config", "captain.yaml"))
     procs = [
         ChildProcess(["-m", "captain_ros.ros.robot_stack", "--ros-args", "--params-file", cfg,
-                      "-p", "backend:=mujoco", "-p", "camera_rate_hz:=1.0"], domain, "robot_stack"),
+                      "-p", "backend:=mujoco", "-p", "camera_rate_hz:=1.0",
+                      "-p", "require_episode:=false"], domain, "robot_stack"),  # direct calls too
         ChildProcess(["-m", "captain_ros.ros.policy_node", "--ros-args", "--params-file", cfg,
                       "-p", f"output_root:={tmp_path_factory.mktemp('episodes')}",
                       "-p", "expect_recorder:=true"], domain, "policy"),

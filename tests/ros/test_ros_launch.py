@@ -46,7 +46,7 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RosCli, Pa
     domain = 50 + os.getpid() % 10
     cli = RosCli(cli_env(domain), tmp)
     proc = cli.start("launch", "captain_ros", "captain.launch.py", "backend:=mujoco",
-                     f"bag_dir:={tmp / 'bags'}", log=STATE_DIR / "children" / f"launch-{domain}.log")
+                     f"bag_dir:={tmp / 'bags'}", f"allowed_root:={tmp}", log=STATE_DIR / "children" / f"launch-{domain}.log")
     try:
         cli.wait_for("action", "/captain/run_episode", 180.0, proc)
         yield cli, tmp
@@ -139,7 +139,7 @@ def test_non_editable_pip_install_launches(tmp_path: Path) -> None:
     assert where.stdout.strip().startswith(str(site))
     cli = RosCli(env, tmp_path)
     proc = cli.start("launch", "captain_ros", "captain.launch.py", "backend:=fake", "record:=false",
-                     log=tmp_path / "launch.log")
+                     f"allowed_root:={tmp_path}", log=tmp_path / "launch.log")
     try:
         cli.wait_for("action", "/captain/run_episode", 180.0, proc)
         res = cli.run("action", "send_goal", "/captain/run_episode", "captain_ros_interfaces/action/RunEpisode",

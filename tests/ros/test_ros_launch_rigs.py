@@ -58,7 +58,7 @@ def start_graph(tmp: Path, domain: int, *launch_args: str) -> tuple[RosCli, Any]
     cli = RosCli(cli_env(domain), tmp)
     proc = cli.start(
         "launch", "captain_ros", "captain.launch.py", *launch_args,
-        f"params_file:={params_file}", f"bag_dir:={tmp / 'bags'}",
+        f"params_file:={params_file}", f"bag_dir:={tmp / 'bags'}", f"allowed_root:={tmp}",
         log=STATE_DIR / "children" / f"launch-rigs-{domain}.log",
     )  # fmt: skip
     cli.wait_for("action", "/captain/run_episode", 240.0, proc)

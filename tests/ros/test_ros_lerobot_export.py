@@ -39,6 +39,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
         "captain.launch.py",
         "backend:=mujoco",
         f"bag_dir:={tmp / 'bags'}",
+        f"allowed_root:={tmp}",
         log=STATE_DIR / "children" / f"launch-export-{domain}.log",
     )
     try:

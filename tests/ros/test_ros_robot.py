@@ -48,7 +48,8 @@ def graph(ros_context, spinner):
     from captain_ros.ros.runner import bring_up
 
     robot = RobotNode(backend=backend, context=ros_context, parameter_overrides=[
-        Parameter("joint_state_rate_hz", value=200.0), Parameter("camera_rate_hz", value=20.0)])
+        Parameter("joint_state_rate_hz", value=200.0), Parameter("camera_rate_hz", value=20.0),
+        Parameter("require_episode", value=False)])
     bring_up(robot)
     perception = PerceptionNode(robot.backend, context=ros_context)
     client = Node("test_client", context=ros_context)
@@ -189,7 +190,8 @@ def test_lifecycle_transitions_build_publish_and_release(ros_context, spinner):
     from captain_ros.ros.robot_node import RobotNode
 
     robot = RobotNode(context=ros_context, parameter_overrides=[
-        Parameter("backend", value="fake"), Parameter("joint_state_rate_hz", value=100.0)])
+        Parameter("backend", value="fake"), Parameter("joint_state_rate_hz", value=100.0),
+        Parameter("require_episode", value=False)])
     client = Node("lc_client", context=ros_context)
     joints, ev = _subscribe(client, JointState, "/joint_states")
     spinner.add(robot, client)

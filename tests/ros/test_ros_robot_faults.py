@@ -33,7 +33,7 @@ def piper_robot(ros_context: Any, spinner: Any, domain_id: int) -> Any:
 
     robot = RobotNode(context=ros_context, parameter_overrides=[
         Parameter("backend", value="piper"), Parameter("emulate", value=True),
-        Parameter("joint_state_rate_hz", value=50.0)])  # fmt: skip
+        Parameter("joint_state_rate_hz", value=50.0), Parameter("require_episode", value=False)])  # fmt: skip
     bring_up(robot)
     spinner.add(robot)
     yield robot

@@ -79,7 +79,8 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Graph]:
     domain = 80 + os.getpid() % 10
     cli = RosCli(cli_env(domain), tmp)
     proc = cli.start("launch", "captain_ros", "captain.launch.py", "backend:=fake",
-                     f"bag_dir:={tmp / 'bags'}", log=STATE_DIR / "children" / f"trust-{domain}.log")
+                     f"bag_dir:={tmp / 'bags'}", f"allowed_root:={tmp}",
+                     log=STATE_DIR / "children" / f"trust-{domain}.log")
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
     node = Node("operator", context=ctx)
