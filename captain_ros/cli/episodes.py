@@ -37,6 +37,8 @@ def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
             opts[k] = v
     if getattr(ns, "no_bag", False):
         opts["record_bag"] = False
+    if getattr(ns, "strict_sandbox", False):
+        opts["strict_sandbox"] = True
     if getattr(ns, "overwrite", False):
         opts["overwrite"] = True
     perception = {k: getattr(ns, k) for k in ("segmenter", "sam_folder", "pointer", "vlm_folder",
@@ -84,6 +86,9 @@ def _add_policy_args(p: argparse.ArgumentParser) -> None:
                         "trained student); auto (the default): the one the --model-folder student "
                         "was trained with, else default")
     p.add_argument("--no-bag", dest="no_bag", action="store_true", help="do not record a bag")
+    p.add_argument("--strict-sandbox", dest="strict_sandbox", action="store_true",
+                   help="refuse to start when an OS isolation layer of the policy sandbox is unavailable "
+                        "(default: run with the layers available and record them)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace a non-empty --out folder (refused otherwise)")
     p.add_argument("--segmenter", choices=("default", "sam"),

@@ -202,14 +202,24 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
         prefix_lines = tuple(resume.prefix_lines)
         if recorder is not None and resume.privileged_states is not None:
             recorder.resume_from(resume.privileged_states, resume.privileged_requests, resume.task_tracker)
-    writer.write(start_line)
-    for line in prefix_lines:
-        writer.write(line)
-    obs.on_start(EpisodeStart(task_name, int(seed), opts.policy_name, opts.backend_name, str(out),
-                              budgets.to_dict()))
-    obs.on_trajectory(start_line)
-    for line in prefix_lines:
-        obs.on_trajectory(line)
+    try:  # start-up (pre-imports) is paid once, not inside request 1; the record says its layers
+        sess.start()  # (a strict session that lacks one raises SandboxUnavailableError here)
+    except RuntimeError:
+        log.exception("session start failed; the first cell will retry")
+    session_info["layers"] = dict(sess.layers)
+    try:
+        writer.write(start_line)
+        for line in prefix_lines:
+            writer.write(line)
+        obs.on_start(EpisodeStart(task_name, int(seed), opts.policy_name, opts.backend_name, str(out),
+                                  budgets.to_dict()))
+        obs.on_trajectory(start_line)
+        for line in prefix_lines:
+            obs.on_trajectory(line)
+    except BaseException:  # the loop's own cleanup below is not reached: close the child here
+        if own_session:
+            sess.close()
+        raise
     model_s = resume.model_s if resume is not None else 0.0
     prompt_tokens = resume.prompt_tokens if resume is not None else 0
     completion_tokens = resume.completion_tokens if resume is not None else 0
@@ -217,10 +227,6 @@ def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budget
     end_reason, settle_budget = "", None
     counts: list[RequestCounts] = list(resume.counts) if resume is not None else []
     try:
-        try:
-            sess.start()  # start-up (pre-imports) is paid once, not inside request 1
-        except RuntimeError:
-            log.exception("session start failed; the first cell will retry")
         while True:
             spent = tracker.exhausted()  # requests or wall time; physical: only once a call is refused
             spent = (spent if spent != "physical_actions" else None) or calls.exhausted
