@@ -60,8 +60,9 @@ def grab_handles(S: State, handle_m: float = 0.09) -> dict[str, Any]:
         u = np.array([math.cos(a), math.sin(a)])
         e = c[:2] + u * (g["extents_m"][k] / 2 + handle_m - 0.01)
         jaw(S, "open", arm=arm)
-        gz = g["top_z_m"] - 0.012
-        q, gz = approach(S, e, g["top_z_m"], gz, a, arm, 2, 0.08)
+        top = green["top_z_m"] if green else g["top_z_m"]  # the rim; the pot's region may merge
+        gz = top - 0.012  # with a gripper above it, the thin handle's does not
+        q, gz = approach(S, e, top, gz, a, arm, 2, 0.08)
         down = go(S, [e[0], e[1], gz], None, speed=0.03, arm=arm) if q is not None else None
         res[arm] = {
             "at": [round(float(x), 3) for x in e],
@@ -74,13 +75,19 @@ def grab_handles(S: State, handle_m: float = 0.09) -> dict[str, Any]:
 
 @in_session
 def lift_pot(S: State, steps: int = 8) -> dict[str, Any]:
-    """Lift both hands together in 2 cm steps (one two-arm move each), manipulation mode."""
-    for _ in range(steps):
-        up = {arm: (tcp(S, arm) + [0, 0, 0.02]).tolist() for arm in ("left", "right")}
+    """Lift both hands together in 2 cm steps (one two-arm move each), manipulation mode; near a
+    joint limit, in 1 cm steps as far as they go."""
+    dz, done = 0.02, 0.0
+    while done < 0.02 * steps - 1e-6:
+        up = {arm: (tcp(S, arm) + [0, 0, dz]).tolist() for arm in ("left", "right")}
         r = S.robot.move_to(
             position=up, arm="both", speed_m_s=0.03, mode="manipulation", force_limit_n=60
         )
-        if not r.get("success"):
+        if r.get("success"):
+            done += dz
+        elif dz > 0.01:
+            dz = 0.01
+        else:
             break
     return {
         "held": {arm: holding(S, arm) for arm in ("left", "right")},
