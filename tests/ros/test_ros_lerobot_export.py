@@ -85,7 +85,7 @@ def test_a_launched_graphs_bag_exports_to_lerobot(
     da, db = _data(a), _data(b)
     assert da == db  # one episode, one dataset, whichever way it is named
     n = info["total_frames"]
-    assert n == len(da["index"]) >= 50  # a full episode at 10 frames per second
+    assert n == len(da["index"]) >= 20  # a whole episode (several seconds) at 10 frames per second
     # the robot node publishes /joint_states at 10 Hz: a held sample is rarely older than that
     # (the publishing timer may lag a few hundred ms while the arm is busy: held, not hidden)
     ages = np.array(da["captain.sample_age_s"])[:, 0]
