@@ -64,8 +64,9 @@ def check_gguf(path: str | Path) -> Path:
 @contextlib.contextmanager
 def _without_extra_buffer_types(llama_cpp: Any) -> Iterator[None]:
     """Load with ``use_extra_bufts = False`` (``llama_cpp.Llama`` has no argument for it): no weight
-    repacking into the CPU's extra buffer types. On this project's Xeon (AMX) machines, 0.3.36's
-    AMX buffer type crashes the first decode of the packaged Q4_1 model (a segmentation fault)."""
+    repacking into the CPU's extra buffer types (repack, AMX). With them, llama-cpp-python 0.3.36
+    crashes (a segmentation fault) on the first decode of Q4_1 and Q8_0 files on this project's
+    Xeon machines (AMX present); without them it runs, at a slower prefill (docs/engines.md)."""
     module = llama_cpp.llama_cpp
     default = module.llama_model_default_params
 
