@@ -47,8 +47,16 @@ def _episode(task_name: str, seed: int, profile: str, out: Path) -> dict[str, fl
 
     task, backend, service = build_robot(task_name, seed)
     try:
-        hs = run_episode(task, seed, service, make_policy("scripted", {}), None, out,
-                         options=EpisodeOptions(profile=profile), privileged=BackendPrivileged(backend))
+        hs = run_episode(
+            task,
+            seed,
+            service,
+            make_policy("scripted", {}),
+            None,
+            out,
+            options=EpisodeOptions(profile=profile),
+            privileged=BackendPrivileged(backend),
+        )
     finally:
         backend.close()
     rec = RecordedEpisode.load(out)
@@ -59,15 +67,26 @@ def _episode(task_name: str, seed: int, profile: str, out: Path) -> dict[str, fl
     prompts, replies = [], []
     for t in range(1, rec.n_requests + 1):
         msgs = render(history.upto(t), cfg)
-        prompts.append(len(tok(render_chat(tok, msgs, [PYTHON_TOOL_SCHEMA]),
-                               add_special_tokens=False)["input_ids"]))
+        prompts.append(
+            len(
+                tok(render_chat(tok, msgs, [PYTHON_TOOL_SCHEMA]), add_special_tokens=False)[
+                    "input_ids"
+                ]
+            )
+        )
         turn = history.turns[t - 1]
         replies.append(count(turn.reasoning) + sum(count(c.code) for c in turn.calls))
     prefilled = prompts[0] + sum(max(0, b - a) for a, b in zip(prompts, prompts[1:], strict=False))
-    return {"seed": float(seed), "strict": float(hs.strict_success), "requests": float(rec.n_requests),
-            "task_md": float(count(rec.start["task_md"])), "first_prompt": float(prompts[0]),
-            "last_prompt": float(prompts[-1]), "prefilled": float(prefilled),
-            "generated": float(sum(replies))}
+    return {
+        "seed": float(seed),
+        "strict": float(hs.strict_success),
+        "requests": float(rec.n_requests),
+        "task_md": float(count(rec.start["task_md"])),
+        "first_prompt": float(prompts[0]),
+        "last_prompt": float(prompts[-1]),
+        "prefilled": float(prefilled),
+        "generated": float(sum(replies)),
+    }
 
 
 _TOK = None
@@ -99,22 +118,36 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     for task in ns.tasks.split(","):
         for profile in ns.profiles.split(","):
-            eps = [_episode(task, s, profile, out / f"{task}_{profile}_{s}") for s in _seeds(ns.seeds)]
+            eps = [
+                _episode(task, s, profile, out / f"{task}_{profile}_{s}") for s in _seeds(ns.seeds)
+            ]
             episodes += [{"task": task, "profile": profile, **e} for e in eps]
-            rows.setdefault(task, {})[profile] = {k: statistics.fmean(e[k] for e in eps)
-                                                  for k in eps[0] if k != "seed"}
+            rows.setdefault(task, {})[profile] = {
+                k: statistics.fmean(e[k] for e in eps) for k in eps[0] if k != "seed"
+            }
             print(f"{task} {profile}: {rows[task][profile]}", file=sys.stderr)
-    report = {"seeds": ns.seeds, "machine": f"{os.cpu_count()} cores", "wall_s": time.monotonic() - t0,
-              "tokenizer": "SmolLM2-135M-Instruct (packaged GGUF), chat template with the tool schema",
-              "per_task": rows, "episodes": episodes}
+    report = {
+        "seeds": ns.seeds,
+        "machine": f"{os.cpu_count()} cores",
+        "wall_s": time.monotonic() - t0,
+        "tokenizer": "SmolLM2-135M-Instruct (packaged GGUF), chat template with the tool schema",
+        "per_task": rows,
+        "episodes": episodes,
+    }
     (out / "profile_tokens.json").write_text(json.dumps(report, indent=2) + "\n")
     profiles = ns.profiles.split(",")
-    print("| task | " + " | ".join(f"{p} TASK.md / last prompt / prefilled / generated" for p in profiles)
-          + " | prefilled saved |")
+    print(
+        "| task | "
+        + " | ".join(f"{p} TASK.md / last prompt / prefilled / generated" for p in profiles)
+        + " | prefilled saved |"
+    )
     print("|---|" + "---|" * (len(profiles) + 1))
     for task, by in rows.items():
-        cells = [f"{by[p]['task_md']:.0f} / {by[p]['last_prompt']:.0f} / {by[p]['prefilled']:.0f} / "
-                 f"{by[p]['generated']:.0f}" for p in profiles]
+        cells = [
+            f"{by[p]['task_md']:.0f} / {by[p]['last_prompt']:.0f} / {by[p]['prefilled']:.0f} / "
+            f"{by[p]['generated']:.0f}"
+            for p in profiles
+        ]
         saved = 1 - by[profiles[-1]]["prefilled"] / by[profiles[0]]["prefilled"]
         print(f"| {task} | " + " | ".join(cells) + f" | {saved:.0%} |")
     return 0

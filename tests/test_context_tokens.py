@@ -51,11 +51,19 @@ def test_unknown_counter_is_refused_by_name():
 
 
 def test_records_without_a_tokenizer_field_render_as_they_were_counted():
-    old = {"max_tool_output_tokens": 400, "max_images": 4, "context_limit_tokens": 8192,
-           "compact_at_tokens": 7000, "keep_recent_turns": 3, "image_tokens": 256}
+    old = {
+        "max_tool_output_tokens": 400,
+        "max_images": 4,
+        "context_limit_tokens": 8192,
+        "compact_at_tokens": 7000,
+        "keep_recent_turns": 3,
+        "image_tokens": 256,
+    }
     assert ContextConfig(**old).tokenizer == "approx"
     assert get_profile("helpers").context.tokenizer == "smollm2"
-    assert ContextConfig(**get_profile("student").context.to_dict()) == get_profile("student").context
+    assert (
+        ContextConfig(**get_profile("student").context.to_dict()) == get_profile("student").context
+    )
 
 
 @pytest.mark.learn
@@ -80,7 +88,9 @@ def test_student_task_md_keeps_the_task_and_drops_the_reference():
     short = render_task_md(task, 3, Budgets(), True, library_task_md(get_profile("student")), False)
     assert "## Robot API" in full and "## Robot API" not in short
     assert task.instruction(3) in short and "Budgets: requests" in short
-    assert LIBRARY_HEADING in short and "`descend`" in short  # names only: the expert still sees them
+    assert (
+        LIBRARY_HEADING in short and "`descend`" in short
+    )  # names only: the expert still sees them
     count = token_counter("smollm2")
     assert count(short) < count(full) / 2
 
@@ -89,11 +99,19 @@ def test_the_hard_limit_drops_recent_turns_before_the_window_overflows(tmp_path)
     from captain_ros.harness.history import ToolCall, ToolOutput, Turn
 
     big = " ".join(f"{i * 0.0137:.4f}" for i in range(200))  # 1,399 smollm2 tokens (350 approx)
-    turns = tuple(Turn(i, f"step {i}", (ToolCall(f"c{i}", "print(1)"),), (ToolOutput(f"c{i}", big),), "")
-                  for i in range(1, 7))
+    turns = tuple(
+        Turn(i, f"step {i}", (ToolCall(f"c{i}", "print(1)"),), (ToolOutput(f"c{i}", big),), "")
+        for i in range(1, 7)
+    )
     history = History("sys", "task", (), turns)
-    cfg = ContextConfig(max_tool_output_tokens=2048, context_limit_tokens=4000, compact_at_tokens=3000,
-                        keep_recent_turns=3, tokenizer="smollm2", reply_reserve_tokens=1000)
+    cfg = ContextConfig(
+        max_tool_output_tokens=2048,
+        context_limit_tokens=4000,
+        compact_at_tokens=3000,
+        keep_recent_turns=3,
+        tokenizer="smollm2",
+        reply_reserve_tokens=1000,
+    )
     msgs = render(history, cfg)
     kept = [m for m in msgs if m["role"] == "tool"]
     assert len(kept) == 2  # three recent turns need ~4.2k > 3,000 = 4,000 - 1,000
@@ -104,7 +122,10 @@ def test_the_hard_limit_drops_recent_turns_before_the_window_overflows(tmp_path)
     roomy = replace(cfg, context_limit_tokens=6000)
     assert len([m for m in render(history, roomy) if m["role"] == "tool"]) == 3
     # counted with the 4-characters estimate the same turns look small: nothing is dropped
-    assert len([m for m in render(history, replace(cfg, tokenizer="approx")) if m["role"] == "tool"]) == 6
+    assert (
+        len([m for m in render(history, replace(cfg, tokenizer="approx")) if m["role"] == "tool"])
+        == 6
+    )
 
 
 def _expert_episode(task_name: str, seed: int, profile: str, out: Path) -> RecordedEpisode:
@@ -115,8 +136,16 @@ def _expert_episode(task_name: str, seed: int, profile: str, out: Path) -> Recor
 
     task, backend, service = build_robot(task_name, seed)
     try:
-        hs = run_episode(task, seed, service, make_policy("scripted", {}), None, out,
-                         options=EpisodeOptions(profile=profile), privileged=BackendPrivileged(backend))
+        hs = run_episode(
+            task,
+            seed,
+            service,
+            make_policy("scripted", {}),
+            None,
+            out,
+            options=EpisodeOptions(profile=profile),
+            privileged=BackendPrivileged(backend),
+        )
     finally:
         backend.close()
     assert hs.strict_success, f"{task_name} {seed}: the expert failed ({hs.outcome})"
@@ -164,16 +193,25 @@ def test_finish_turn_weight_reaches_the_dataset_rows(tmp_path):
     from captain_ros.learn.data.sources import DatasetError
 
     rec = _expert_episode("pick_place", 4, "student", tmp_path / "ep")
-    finishing = [int(r["t"]) for r in rec.requests
-                 if any("finish(" in c.get("code", "") for c in r.get("calls", []))]
+    finishing = [
+        int(r["t"])
+        for r in rec.requests
+        if any("finish(" in c.get("code", "") for c in r.get("calls", []))
+    ]
     assert finishing == [rec.n_requests]
     weights = {}
     for w in (1.0, 4.0):
-        report = build_dataset([tmp_path / "ep"], tmp_path / f"ds{w}", validation_fraction=0.0,
-                               finish_weight=w)
+        report = build_dataset(
+            [tmp_path / "ep"], tmp_path / f"ds{w}", validation_fraction=0.0, finish_weight=w
+        )
         assert report.profile == "student" and report.finish_weight == w
-        rows = [json.loads(line) for line in (tmp_path / f"ds{w}" / "train.jsonl").read_text().splitlines()]
-        weights[w] = {t: x for r in rows for t, x in zip(r["requests"], r["weights"], strict=True) if t}
+        rows = [
+            json.loads(line)
+            for line in (tmp_path / f"ds{w}" / "train.jsonl").read_text().splitlines()
+        ]
+        weights[w] = {
+            t: x for r in rows for t, x in zip(r["requests"], r["weights"], strict=True) if t
+        }
     assert weights[1.0][rec.n_requests] == 1.0 and weights[4.0][rec.n_requests] == 4.0
     others = [t for t in weights[1.0] if t != rec.n_requests]
     assert others and all(weights[4.0][t] == weights[1.0][t] == 1.0 for t in others)

@@ -38,23 +38,67 @@ def _curve(out: Path) -> list[dict[str, float]]:
 def test_two_gloo_processes_train_like_one_accumulating_process(tmp_path):
     torch.set_num_threads(1)
     base = save_tiny(tmp_path / "base", "qwen2", "smol")
-    write_rows(tmp_path / "data", [make_row(episode_history(2), seed=1),
-                                   make_row(episode_history(4), seed=2)])
-    common = dict(data=str(tmp_path / "data"), base=str(base), progress=False, bf16="off",
-                  val_fraction=0.0, lora_dropout=0.0, learning_rate=5e-3,
-                  epochs=float(STEPS), save_steps=1000, gradient_checkpointing="off")
+    write_rows(
+        tmp_path / "data",
+        [make_row(episode_history(2), seed=1), make_row(episode_history(4), seed=2)],
+    )
+    common = dict(
+        data=str(tmp_path / "data"),
+        base=str(base),
+        progress=False,
+        bf16="off",
+        val_fraction=0.0,
+        lora_dropout=0.0,
+        learning_rate=5e-3,
+        epochs=float(STEPS),
+        save_steps=1000,
+        gradient_checkpointing="off",
+    )
     one = run_sft(SftOptions(out=str(tmp_path / "one"), grad_accum=2, **common))
     assert one["processes"] == 1 and one["steps"] == STEPS
 
     captain = Path(sys.executable).with_name("captain")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo",
-           "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           str(captain), "learn", "sft", "--data", str(tmp_path / "data"), "--base", str(base),
-           "--out", str(tmp_path / "two"), "--grad-accum", "1", "--epochs", str(STEPS),
-           "--lr", "5e-3", "--lora-dropout", "0", "--bf16", "off", "--val-fraction", "0",
-           "--save-steps", "1000", "--gradient-checkpointing", "off", "--device", "cpu",
-           "--no-progress"]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "GLOO_SOCKET_IFNAME": "lo",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(captain),
+        "learn",
+        "sft",
+        "--data",
+        str(tmp_path / "data"),
+        "--base",
+        str(base),
+        "--out",
+        str(tmp_path / "two"),
+        "--grad-accum",
+        "1",
+        "--epochs",
+        str(STEPS),
+        "--lr",
+        "5e-3",
+        "--lora-dropout",
+        "0",
+        "--bf16",
+        "off",
+        "--val-fraction",
+        "0",
+        "--save-steps",
+        "1000",
+        "--gradient-checkpointing",
+        "off",
+        "--device",
+        "cpu",
+        "--no-progress",
+    ]
     # warm-up: both runs keep the default (the CLI has no flag for it)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
