@@ -299,3 +299,19 @@ def test_cli_strict_sandbox(tmp_path, capsys, session):
         assert rc == 0, captured.err
         start = json.loads((tmp_path / "ep" / "trajectory.jsonl").read_text().splitlines()[0])
         assert not isolation.missing(start["session"]["layers"])
+
+
+def test_a_system_without_the_syscalls_degrades_to_unavailable(monkeypatch):
+    """On an architecture without a syscall table each kernel layer says why it is not on (and
+    ``--strict-sandbox`` would name it); nothing raises."""
+    monkeypatch.setattr(isolation.platform, "machine", lambda: "riscv64")
+    assert isolation.seccomp().startswith("unavailable: no seccomp syscall table for riscv64")
+    assert isolation.landlock("/tmp").startswith("unavailable: no Landlock syscall numbers")
+    layers = {
+        "clean_env": "on",
+        "rlimits": "on",
+        "no_new_privs": "on",
+        "landlock": isolation.landlock("/tmp"),
+        "seccomp": isolation.seccomp(),
+    }
+    assert [m.split(":")[0] for m in isolation.missing(layers)] == ["landlock", "seccomp"]

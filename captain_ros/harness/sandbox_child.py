@@ -183,9 +183,15 @@ def _os_layers(cfg: dict) -> dict[str, str]:
     if not cfg.get("os_isolation", True):
         return {k: "off: disabled by the session config" for k in ("netns", "no_new_privs", "landlock", "seccomp")}
     as_root = os.getuid() == 0
-    layers = {"netns": isolation.enter_netns(as_root), "no_new_privs": isolation.no_new_privs(),
-              "landlock": isolation.landlock(cfg["workspace"])}
-    layers["seccomp"] = isolation.seccomp()  # last: it denies unshare, which the netns needs
+    steps = (("netns", lambda: isolation.enter_netns(as_root)), ("no_new_privs", isolation.no_new_privs),
+             ("landlock", lambda: isolation.landlock(cfg["workspace"])),
+             ("seccomp", isolation.seccomp))  # last: it denies unshare, which the netns needs
+    layers = {}
+    for name, apply in steps:
+        try:
+            layers[name] = apply()
+        except Exception as exc:  # noqa: BLE001 - a layer this system lacks degrades, never fails
+            layers[name] = f"unavailable: {type(exc).__name__}: {exc}"[:200]
     return layers
 
 
