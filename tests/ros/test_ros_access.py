@@ -260,3 +260,35 @@ def test_a_real_rig_serves_no_debug_services_unless_asked(ros_context: Any, spin
 def test_a_real_rig_serves_debug_services_when_asked(ros_context: Any, spinner: Any) -> None:
     names = _robot_services(ros_context, spinner, debug=True)
     assert {"snapshot", "restore", "load_scene"} <= names and "privileged_state" not in names
+
+
+def test_a_goal_on_a_real_rig_runs_without_the_debug_services(
+    ros_context: Any, spinner: Any, tmp_path: Path
+) -> None:
+    """The policy node skips the scene load a real rig does not serve, and the gate opens for it."""
+    from captain_ros.backends.fake import FakeBackend
+    from captain_ros.ros.policy_node import PolicyNode
+    from captain_ros.ros.robot_stack import make_robot_stack
+    from captain_ros.tasks import get_task
+
+    class RealRig(FakeBackend):
+        def privileged_state(self) -> Any:
+            raise NotSupportedError("a real rig has no ground truth")
+
+    rig = RealRig(scene=get_task("pick_place").sample(3))
+    nodes = make_robot_stack(
+        rig, robot_overrides=[Parameter("backend", value="piper")], context=ros_context
+    )
+    policy = PolicyNode(
+        context=ros_context, parameter_overrides=[Parameter("output_root", value=str(tmp_path))]
+    )
+    probe = Node("rig_goal", context=ros_context)
+    spinner.add(*nodes, policy, probe)
+    graph = Graph(None, None, probe, tmp_path, 0)  # type: ignore[arg-type]
+    assert graph.client.wait_for_server(timeout_sec=20.0)
+    r = graph.run(task="pick_place", seed=3, max_requests=2, output_dir="rig_ep")
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.summary_json
+    assert r.result.calls > 0 and (tmp_path / "rig_ep" / "summary.json").is_file()
+    assert not r.result.host_success  # no ground truth judged it
+    assert "load_scene" not in nodes[0].sim.served
+    assert str(nodes[0].get_parameter("active_episode").value) == ""  # closed after the goal
