@@ -46,7 +46,7 @@ def _load(sim: SimServices, seed: int) -> bool:
 def test_a_scene_load_keeps_the_last_episode_and_drops_older_ones() -> None:
     robot = StubRobot()
     try:
-        sim = SimServices(robot, None, privileged=False)
+        sim = SimServices(robot, None, served={"privileged_state": False})
         first = [_snap(sim) for _ in range(3)]  # episode 1
         assert _load(sim, 4)
         second = [_snap(sim) for _ in range(2)]  # episode 2
