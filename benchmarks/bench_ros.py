@@ -150,7 +150,8 @@ def episode_ros(task_name: str, seed: int, out_dir: Path, domain: int,
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
     t0, c0 = time.perf_counter(), _cpu_s()
-    nodes = compose(str(CONFIG), "mujoco", str(out_dir / "bags"), ctx, robot_params=robot_params)
+    nodes = compose(str(CONFIG), "mujoco", str(out_dir / "bags"), ctx, robot_params=robot_params,
+                    allowed_root=str(out_dir))
     op = Node("bench_operator", context=ctx)
     client = ActionClient(op, RunEpisode, "/captain/run_episode")
     executors = Executors([*nodes, op]).start()

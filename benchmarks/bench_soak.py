@@ -163,6 +163,7 @@ def main() -> int:
             "captain.launch.py",
             f"backend:={a.backend}",
             f"bag_dir:={out / 'bags'}",
+            f"allowed_root:={out}",
         ],
         env=env,
         stdout=log.open("w"),

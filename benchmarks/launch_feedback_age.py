@@ -100,6 +100,7 @@ def run_once(args: argparse.Namespace, camera_hz: float, domain: int, tmp: Path)
             f"task:={args.task}",
             f"params_file:={params_file}",
             f"bag_dir:={tmp / 'bags'}",
+            f"allowed_root:={tmp}",
         ],
         env=env,
         cwd=tmp,
