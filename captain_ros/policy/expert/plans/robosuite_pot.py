@@ -60,8 +60,9 @@ def grab_handles(S: State, handle_m: float = 0.09) -> dict[str, Any]:
         u = np.array([math.cos(a), math.sin(a)])
         e = c[:2] + u * (g["extents_m"][k] / 2 + handle_m - 0.01)
         jaw(S, "open", arm=arm)
-        top = green["top_z_m"] if green else g["top_z_m"]  # the rim; the pot's region may merge
-        gz = top - 0.012  # with a gripper above it, the thin handle's does not
+        # the rim: either region can merge with a gripper above it and read too high
+        top = min(green["top_z_m"], g["top_z_m"]) if green else g["top_z_m"]
+        gz = top - 0.012
         q, gz = approach(S, e, top, gz, a, arm, 2, 0.08)
         down = go(S, [e[0], e[1], gz], None, speed=0.03, arm=arm) if q is not None else None
         res[arm] = {
