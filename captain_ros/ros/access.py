@@ -70,15 +70,15 @@ def episode_refusal(active_episode: str, episode_id: str, capability: str) -> Re
 
 
 def confine(path: str | os.PathLike[str], root: str | os.PathLike[str], what: str) -> Path:
-    """``path`` resolved (symlinks followed; relative to ``root``) when it lies under ``root``.
+    """``path`` resolved (symlinks followed; a relative path from the working directory, as every
+    other path the node is given) when it lies under ``root``.
 
     Raises:
         InvalidArgumentError: It lies outside ``root``. The message is the same whether or not the
             path exists or can be read (it tells nothing about files outside the root).
     """
     base = Path(root).expanduser().resolve()
-    candidate = Path(path).expanduser()
-    resolved = (candidate if candidate.is_absolute() else base / candidate).resolve()
+    resolved = Path(path).expanduser().resolve()
     if resolved != base and base not in resolved.parents:
         raise InvalidArgumentError(
             f"{what} {str(path)[:200]!r} is outside the allowed root "

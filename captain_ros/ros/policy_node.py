@@ -77,7 +77,7 @@ PARAMS = (
           choices=("auto", *PROFILES)),
     Param("output_root", "runs/ros", "Folder of episode folders when a goal gives no output_dir."),
     Param("allowed_root", "", "Folder that a goal's output_dir and a goal's replay:FILE must lie "
-          "under (symlinks resolved; a relative output_dir is taken under it); '' = output_root."),
+          "under (symlinks resolved); '' = output_root."),
     Param("overwrite_output", False, "Replace a non-empty episode folder instead of refusing the "
           "goal."),
     Param("call_timeout_s", 120.0, "Longest wait for one robot call [s].", 1.0, 3600.0),

@@ -114,9 +114,9 @@ def test_robot_calls_outside_an_episode_are_refused(graph: Graph) -> None:
     wait_until(lambda: len(joints) > n + 2, 20.0, ev, "more joint states")
     assert list(joints[-1].position) == pytest.approx(before, abs=1e-9)  # the arm did not move
     # inside a goal, the policy's calls are served (the gate opens for that episode only)
-    r = graph.run(task="pick_place", seed=3, max_requests=3, output_dir="inside")
+    r = graph.run(task="pick_place", seed=3, max_requests=3, output_dir=str(graph.root / "inside"))
     assert r.status == GoalStatus.STATUS_SUCCEEDED and r.result.calls > 0, r.result.summary_json
-    assert (graph.root / "inside" / "summary.json").is_file()  # relative: under the root
+    assert (graph.root / "inside" / "summary.json").is_file()
     caller.episode_id = r.result.episode_id  # an episode that has ended opens nothing
     assert caller.call("move_to", {"position": [0.3, 0.1, 0.3]}).failure_category == "precondition"
 
@@ -143,13 +143,23 @@ def test_output_folders_and_replay_files_are_confined(graph: Graph, tmp_path: Pa
         ("missing", tmp_path / "missing.jsonl"),
         ("passwd", Path("/etc/passwd")),
     ):
-        r = graph.run(task="pick_place", seed=3, policy=f"replay:{path}", output_dir="replayed")
+        r = graph.run(
+            task="pick_place",
+            seed=3,
+            policy=f"replay:{path}",
+            output_dir=str(graph.root / "replayed"),
+        )
         assert r.status == GoalStatus.STATUS_ABORTED and r.result.outcome_label == "invalid_goal"
         errors[name] = r.result.summary_json.replace(str(path), "FILE")
     assert len(set(errors.values())) == 1, errors  # nothing tells one file outside from another
     inside = graph.root / "replay.jsonl"
     inside.write_text('{"code": "s = robot.get_robot_state()"}\n')
-    r = graph.run(task="pick_place", seed=3, policy=f"replay:{inside}", output_dir="replayed")
+    r = graph.run(
+        task="pick_place",
+        seed=3,
+        policy=f"replay:{inside}",
+        output_dir=str(graph.root / "replayed"),
+    )
     assert r.status == GoalStatus.STATUS_SUCCEEDED and r.result.calls == 1, r.result.summary_json
 
 
@@ -214,8 +224,11 @@ def test_access_rules() -> None:
     assert all(debug_services(hardware=True, ground_truth=True, allow_on_hardware=False).values())
     assert all(debug_services(hardware=False, ground_truth=True, allow_on_hardware=False).values())
     with pytest.raises(InvalidArgumentError, match="outside"):
-        confine("../x", "/tmp/root", "output_dir")
-    assert confine("a/b", "/tmp/root", "output_dir") == Path("/tmp/root/a/b").resolve()
+        confine("/tmp/root/../x", "/tmp/root", "output_dir")
+    assert confine("/tmp/root/a/b", "/tmp/root", "output_dir") == Path("/tmp/root/a/b").resolve()
+    assert confine("/tmp/root", "/tmp/root", "output_dir") == Path("/tmp/root").resolve()
+    with pytest.raises(InvalidArgumentError, match="outside"):
+        confine("/tmp/rootless", "/tmp/root", "output_dir")  # a prefix is not a parent
 
 
 def _robot_services(ros_context: Any, spinner: Any, debug: bool) -> set[str]:
@@ -286,7 +299,7 @@ def test_a_goal_on_a_real_rig_runs_without_the_debug_services(
     spinner.add(*nodes, policy, probe)
     graph = Graph(None, None, probe, tmp_path, 0)  # type: ignore[arg-type]
     assert graph.client.wait_for_server(timeout_sec=20.0)
-    r = graph.run(task="pick_place", seed=3, max_requests=2, output_dir="rig_ep")
+    r = graph.run(task="pick_place", seed=3, max_requests=2, output_dir=str(tmp_path / "rig_ep"))
     assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.summary_json
     assert r.result.calls > 0 and (tmp_path / "rig_ep" / "summary.json").is_file()
     assert not r.result.host_success  # no ground truth judged it
