@@ -175,6 +175,7 @@ if not drop:  # an unprivileged harness: the parent runs under the child's own u
 root = os.getuid() == 0
 layers = {"netns": I.enter_netns(root), "no_new_privs": I.no_new_privs(), "landlock": I.landlock(ws),
           "seccomp": I.seccomp()}
+layers["landlock_reads"] = I.landlock_reads((ws, *I.SYSTEM_READ_ROOTS))
 if drop and root:
     os.setgroups([]); os.setgid(65534); os.setuid(65534)
 resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
@@ -188,6 +189,8 @@ probe("socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
 probe("unix_socket", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
 probe("parent_environ", lambda: open("/proc/%d/environ" % os.getppid(), "rb").read(10))
 probe("write_outside", lambda: open(os.path.join(outside, "x.txt"), "w").write("x"))
+probe("read_outside", lambda: open(os.path.join(outside, "secret.txt")).read())
+probe("read_workspace", lambda: open(os.path.join(ws, "mine.txt")).read())
 probe("write_workspace", lambda: open(os.path.join(ws, "ok.txt"), "w").write("x"))
 probe("mkfifo_outside", lambda: os.mkfifo(os.path.join(outside, "fifo")))
 probe("execv", lambda: os.execv("/bin/true", ["true"]))
@@ -213,6 +216,9 @@ def test_kernel_layers_hold_without_the_audit_hook(mode):
     outside.mkdir()
     for d in (top, ws, outside):
         d.chmod(0o777)  # writable by anyone: only the sandbox may refuse
+    for f in (outside / "secret.txt", ws / "mine.txt"):
+        f.write_text("x")
+        f.chmod(0o644)
     try:
         _probe(ws, outside, mode)
     finally:
@@ -239,6 +245,9 @@ def _probe(ws: Path, outside: Path, mode: str) -> None:
     if "landlock" in on:
         for k in ("write_outside", "mkfifo_outside", "parent_environ"):
             assert out[k].startswith("denied"), (k, out)
+    assert out["read_workspace"].startswith("allowed"), out
+    if "landlock_reads" in on:
+        assert out["read_outside"].startswith("denied"), out
     if "fork" in out:
         assert out["fork"].startswith("denied"), out
     assert not (outside / "x.txt").exists() or "landlock" not in on

@@ -16,6 +16,10 @@ calls are made through :mod:`ctypes` on the C library.
   connect (ABI >= 4) and abstract unix sockets and signals outside the sandbox (ABI >= 6).
   A Landlock domain also cannot ptrace, hence cannot read ``/proc/<pid>/environ``, ``mem`` or
   ``maps`` of a process outside it - the harness included, whatever the uid.
+- ``landlock_reads``: a second Landlock layer, once the child has imported what it needs: files
+  are read and folders listed only beneath the workspace, the Python library folders and the
+  system folders (:data:`SYSTEM_READ_ROOTS`); the episode folder around the workspace (its hidden
+  ``privileged.jsonl``), home folders, ``/tmp`` and the repository are out of sight.
 - ``seccomp``: a BPF filter (x86-64 and aarch64) that fails socket creation, ``execve``,
   ``mknod``, ``ptrace``, mounts, namespaces, ``bpf``, ``io_uring`` and kernel keyrings with
   ``EPERM`` and kills the process on any other syscall ABI.
@@ -28,11 +32,32 @@ import os
 import platform
 import struct
 
-LAYERS = ("clean_env", "rlimits", "uid_drop", "netns", "no_new_privs", "landlock", "seccomp")
+LAYERS = (
+    "clean_env",
+    "rlimits",
+    "uid_drop",
+    "netns",
+    "no_new_privs",
+    "landlock",
+    "landlock_reads",
+    "seccomp",
+)
 REQUIRED = ("clean_env", "rlimits", "no_new_privs", "landlock", "seccomp")
 """Layers ``--strict-sandbox`` needs (``netns`` is extra: seccomp already denies sockets, and
 ``uid_drop`` applies only to a harness running as root)."""
 
+SYSTEM_READ_ROOTS = (
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/etc",
+    "/dev",
+    "/proc/self",
+    "/sys/devices/system/cpu",
+)
+"""Readable beside the workspace and the Python library folders (shared libraries, time zone,
+locale and TLS data, ``/dev/urandom``, the CPU count)."""
 CLONE_NEWNET, CLONE_NEWUSER = 0x40000000, 0x10000000
 PR_SET_NO_NEW_PRIVS = 38
 _SYSCALLS = {  # machine: (audit arch, seccomp(2), landlock_create_ruleset, denied syscalls)
@@ -123,6 +148,8 @@ _SYSCALLS = {  # machine: (audit arch, seccomp(2), landlock_create_ruleset, deni
 _FS_RIGHTS = {1: 0x1FF2, 2: 0x3FF2, 3: 0x7FF2, 5: 0xFFF2}  # write-like rights known per ABI
 """LANDLOCK_ACCESS_FS_* minus EXECUTE/READ_FILE/READ_DIR: WRITE_FILE, REMOVE_*, MAKE_*,
 REFER (ABI 2), TRUNCATE (ABI 3), IOCTL_DEV (ABI 5)."""
+_READ_RIGHTS = 0x4 | 0x8  # READ_FILE | READ_DIR
+_FILE_RIGHTS = 0x2 | 0x4 | 0x4000 | 0x8000  # the rights that apply to a file (not a folder)
 
 
 def _libc() -> ctypes.CDLL:
@@ -142,6 +169,7 @@ def enter_netns(as_root: bool) -> str:
     if as_root:
         return "on" if libc.unshare(CLONE_NEWNET) == 0 else _err("unshare(CLONE_NEWNET)")
     uid, gid = os.getuid(), os.getgid()
+    libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: a process that changed uid may not own its maps
     if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
         return _err("unshare(CLONE_NEWUSER|CLONE_NEWNET) (unprivileged user namespaces are off)")
     try:
@@ -172,42 +200,68 @@ def _threads() -> int:
         return 1
 
 
-def landlock(workspace: str) -> str:
-    """Restrict filesystem writes to ``workspace``, TCP and out-of-sandbox scopes (Landlock)."""
+def _landlock_abi() -> tuple[int, str]:
+    """The kernel's Landlock ABI version (0 and why when there is none usable here)."""
     table = _SYSCALLS.get(platform.machine())
     if table is None:
-        return f"unavailable: no Landlock syscall numbers for {platform.machine()}"
+        return 0, f"unavailable: no Landlock syscall numbers for {platform.machine()}"
     if _threads() != 1:
-        return f"unavailable: the child has {_threads()} threads (Landlock binds one)"
-    libc = _libc()
-    nr_create, nr_add, nr_restrict = table[2], table[2] + 1, table[2] + 2
-    abi = libc.syscall(nr_create, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # _VERSION
+        return 0, f"unavailable: the child has {_threads()} threads (Landlock binds one)"
+    abi = _libc().syscall(table[2], None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # _VERSION
     if abi < 1:
-        return _err("landlock_create_ruleset (not in this kernel or disabled)")
-    fs = _FS_RIGHTS[max(k for k in _FS_RIGHTS if k <= abi)]
-    net = 0x3 if abi >= 4 else 0  # BIND_TCP | CONNECT_TCP, no rule allows any port
-    scoped = 0x3 if abi >= 6 else 0  # ABSTRACT_UNIX_SOCKET | SIGNAL
+        return 0, _err("landlock_create_ruleset (not in this kernel or disabled)")
+    return int(abi), ""
+
+
+def _restrict(abi: int, fs: int, net: int, scoped: int, paths: tuple[str, ...]) -> str:
+    """Create a ruleset handling ``fs``/``net``/``scoped``, allow ``fs`` beneath ``paths`` (those
+    that exist), and enforce it on this process ("" when done)."""
+    libc, nr_create = _libc(), 444
     attr = struct.pack("=QQQ", fs, net, scoped)[: 8 if abi < 4 else 16 if abi < 6 else 24]
     buf = ctypes.create_string_buffer(attr, len(attr))
     rs = libc.syscall(nr_create, buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
     if rs < 0:
         return _err("landlock_create_ruleset")
     try:
-        dir_fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            rule = ctypes.create_string_buffer(struct.pack("=Qi", fs, dir_fd), 12)  # path_beneath
-            if (
-                libc.syscall(nr_add, ctypes.c_int(rs), ctypes.c_int(1), rule, ctypes.c_uint32(0))
-                != 0
-            ):
-                return _err("landlock_add_rule(workspace)")
-        finally:
-            os.close(dir_fd)
-        if libc.syscall(nr_restrict, ctypes.c_int(rs), ctypes.c_uint32(0)) != 0:
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # a folder this system does not have
+            try:
+                rights = fs if os.path.isdir(path) else fs & _FILE_RIGHTS
+                rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)
+                if libc.syscall(
+                    nr_create + 1, ctypes.c_int(rs), ctypes.c_int(1), rule, ctypes.c_uint32(0)
+                ):
+                    return _err(f"landlock_add_rule({path})")
+            finally:
+                os.close(fd)
+        if libc.syscall(nr_create + 2, ctypes.c_int(rs), ctypes.c_uint32(0)) != 0:
             return _err("landlock_restrict_self")
     finally:
         os.close(rs)
-    return f"on (ABI {abi})"
+    return ""
+
+
+def landlock(workspace: str) -> str:
+    """Restrict filesystem writes to ``workspace``, TCP and out-of-sandbox scopes (Landlock)."""
+    abi, why = _landlock_abi()
+    if not abi:
+        return why
+    fs = _FS_RIGHTS[max(k for k in _FS_RIGHTS if k <= abi)]
+    net = 0x3 if abi >= 4 else 0  # BIND_TCP | CONNECT_TCP, no rule allows any port
+    scoped = 0x3 if abi >= 6 else 0  # ABSTRACT_UNIX_SOCKET | SIGNAL
+    return _restrict(abi, fs, net, scoped, (workspace,)) or f"on (ABI {abi})"
+
+
+def landlock_reads(readable: tuple[str, ...]) -> str:
+    """A second Landlock layer: reading files and listing folders only beneath ``readable``
+    (applied once the child has imported what it needs)."""
+    abi, why = _landlock_abi()
+    if not abi:
+        return why
+    return _restrict(abi, _READ_RIGHTS, 0, 0, readable) or f"on ({len(readable)} roots)"
 
 
 def seccomp() -> str:

@@ -248,6 +248,14 @@ def _setup(cfg: dict) -> dict[str, str]:
     limit(resource.RLIMIT_NOFILE, 64)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.signal(signal.SIGINT, _on_sigint)
+    layers["landlock_reads"] = "off: disabled by the session config"
+    if cfg.get("os_isolation", True):
+        # before the uid drop: nobody may not be able to search the parents of these folders
+        roots = (".", *cfg["read_roots"], *isolation.SYSTEM_READ_ROOTS)
+        try:
+            layers["landlock_reads"] = isolation.landlock_reads(roots)
+        except Exception as exc:  # noqa: BLE001 - degrade, never fail
+            layers["landlock_reads"] = f"unavailable: {type(exc).__name__}: {exc}"[:200]
     uid = cfg.get("drop_to_uid")
     layers["uid_drop"] = "off: the harness is not root"
     if uid is not None and os.getuid() == 0:
