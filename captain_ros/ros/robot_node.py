@@ -4,7 +4,9 @@ Serves the motion capabilities on ``/captain/robot/call`` (``RobotCall``), the e
 (:mod:`captain_ros.ros.estop`: ``/captain/estop`` topic, trigger/reset services, latched state),
 the simulation-only services of :mod:`captain_ros.ros.sim_services`, and publishes the state
 topics of :mod:`captain_ros.ros.state_publisher` (``/joint_states``, ``/tf``, ``/tf_static``,
-``/camera/<c>/...``, ``/captain/wrench/<arm>``).
+``/camera/<c>/...``, ``/captain/wrench/<arm>``). Robot calls are served only for the episode
+named by the ``active_episode`` parameter (the policy node sets it per goal;
+:mod:`captain_ros.ros.access`).
 
 Lifecycle: ``configure`` builds the backend and the interfaces, ``activate`` starts publishing,
 ``deactivate`` stops publishing (calls and the e-stop stay served), ``cleanup``/``shutdown``
