@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import pickle
 import sys
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -34,7 +35,10 @@ def test_task_names_are_per_backend() -> None:
         get_task("lift", "mujoco")
     with pytest.raises(UnknownNameError):
         get_task("robosuite_lift", "mujoco")
+    from captain_ros.backends.robosuite.scene import RobosuiteScene
+
     scene = get_task("lift", "robosuite").sample(1003)
+    assert isinstance(scene, RobosuiteScene)
     assert (scene.rig, scene.env_name, scene.seed) == ("robosuite", "Lift", 1003)
     assert scene.object_bodies == ("red_cube",)
 
@@ -144,7 +148,11 @@ def test_guarded_descent_stops_on_the_cube(lift) -> None:
     ok = motion.move_to(position=[cube[0], cube[1], cube[2] + 0.10], orientation=tool_down)
     assert ok.success, ok.message
     res = motion.move_to(position=[cube[0], cube[1], cube[2]], speed_m_s=0.03)
-    assert not res.success and res.failure_category.value == "contact", res.receipt
+    assert (
+        not res.success
+        and res.failure_category is not None
+        and res.failure_category.value == "contact"
+    ), res.receipt
     assert lift.ee_pose("arm").position_m[2] > cube[2] + 0.01  # on top, not through it
     after = lift.privileged_state().object("red_cube").position_m
     assert np.linalg.norm(after[:2] - cube[:2]) < 0.01
@@ -159,7 +167,7 @@ def test_clear_axis_keeps_the_open_jaw_off_the_neighbour() -> None:
 
     from captain_ros.policy.expert.plans.robosuite import clear_axis
 
-    def state(yaw: float, other_xy: tuple[float, float]) -> SimpleNamespace:
+    def state(yaw: float, other_xy: tuple[float, float]) -> Any:
         return SimpleNamespace(
             G={
                 "red_cube": {"center_m": [0.0, 0.0, 0.02], "yaw_rad": yaw},
