@@ -48,7 +48,8 @@ from launch_ros.actions import Node
 
 IMPLEMENTED_BACKENDS = ("mujoco", "fake", "piper", "ros_arm")  # xr1: refused with the ros_arm line
 HUMANOID_BACKENDS = ("humanoid",)  # the humanoid pair: its own controller node and CoEvolve node
-KNOWN_BACKENDS = ("mujoco", "fake", "piper", "ros_arm", "xr1", "humanoid")
+KNOWN_BACKENDS = ("mujoco", "fake", "piper", "ros_arm", "xr1", "humanoid", "robosuite")
+NOT_LAUNCHED_BACKENDS = ("robosuite",)  # in-process only so far: refused with the captain run line
 PASS_THROUGH = ("backend_config", "can", "segmenter", "sam_folder", "pointer", "vlm_folder",
                 "vlm_url", "vlm_model")
 """Launch arguments passed to the robot process's nodes when not empty."""
@@ -145,6 +146,9 @@ def _graph_nodes(context):
         raise RuntimeError("backend:=xr1 is the XR1 arm through the ROS 2 arm bridge: use "
                            "backend:=ros_arm backend_config:=config/xr1.yaml (with its driver "
                            "running)")
+    if backend in NOT_LAUNCHED_BACKENDS:
+        raise RuntimeError(f"backend:={backend} runs in one process only so far: use captain run "
+                           f"--backend {backend} --task lift|stack|two_arm_lift (docs/robosuite.md)")
     if backend not in IMPLEMENTED_BACKENDS:
         known = "known" if backend in KNOWN_BACKENDS else "unknown"
         raise RuntimeError(

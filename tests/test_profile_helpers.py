@@ -56,7 +56,9 @@ def test_the_index_lists_every_entry_point_and_nothing_else() -> None:
     ]
     assert listed == list(entry_points())
     assert {"descend", "place", "verify", "finish", "State", "start"} <= set(listed)
-    assert len(index) < 4000  # what a small student pays for it, once per episode
+    # what a small student pays for it, once per episode (the robosuite plans' helpers took it
+    # from ~3.9k to 4.2k characters: every task lists every plan's entry points)
+    assert len(index) < 4400
 
 
 def test_helpers_task_md_and_profile() -> None:
