@@ -56,8 +56,10 @@ def test_a_student_trained_on_an_episode_acts_in_the_harness(tmp_path, capsys):
     model.save_pretrained(tmp_path / "base")
     tok.save_pretrained(tmp_path / "base")
 
+    # 200 steps: at 120 the tiny model memorised the episode only for some prompts (one more
+    # failure category in TASK.md's API section was enough to make its first reply prose)
     code = main(["learn", "sft", "--data", str(tmp_path / "data"), "--base", str(tmp_path / "base"),
-                 "--out", str(tmp_path / "student"), "--method", "full", "--max-steps", "120",
+                 "--out", str(tmp_path / "student"), "--method", "full", "--max-steps", "200",
                  "--lr", "1e-2", "--grad-accum", "1", "--bf16", "off", "--val-fraction", "0",
                  "--no-progress", "--save-steps", "1000"])
     assert code == 0 and "student in" in capsys.readouterr().out
