@@ -34,7 +34,8 @@ def generate_test_description():
     return launch.LaunchDescription([
         launch.actions.IncludeLaunchDescription(
             PythonLaunchDescriptionSource(launch_file),
-            launch_arguments={"backend": "fake", "bag_dir": os.path.join(OUT, "bags")}.items()),
+            launch_arguments={"backend": "fake", "bag_dir": os.path.join(OUT, "bags"),
+                              "allowed_root": OUT}.items()),  # goals write under OUT
         launch_testing.actions.ReadyToTest(),
     ])
 

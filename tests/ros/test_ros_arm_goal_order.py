@@ -113,7 +113,9 @@ def test_a_fast_stream_of_goals_is_never_aborted(driver: InProcessDriver, bridge
     seen = []
     for i in range(60):
         q = q0 + 0.0005 * i
-        assert bridge.send_trajectory("arm", joints, [(q, 0.05)], 5.0).status == "accepted"
+        # 15 s: a clean-clone CI run once saw no answer within 5 s (not reproduced in 4 reruns);
+        # what this test guards is that the newest goal is never aborted, not the answer's latency
+        assert bridge.send_trajectory("arm", joints, [(q, 0.05)], 15.0).status == "accepted"
         for _ in range(2):
             time.sleep(0.005)
             seen.append(bridge.goal_state("arm"))
