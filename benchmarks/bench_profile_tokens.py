@@ -16,6 +16,7 @@ Writes ``OUT/profile_tokens.json`` and prints a markdown table.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -89,19 +90,14 @@ def _episode(task_name: str, seed: int, profile: str, out: Path) -> dict[str, fl
     }
 
 
-_TOK = None
+@functools.cache
+def _tokenizer():  # noqa: ANN202 - a transformers tokenizer, loaded once per process
+    from transformers import AutoTokenizer
 
+    from captain_ros.policy.transformers_chat import smollm2_folder
 
-def _tokenizer():  # noqa: ANN202 - a transformers tokenizer
-    global _TOK  # noqa: PLW0603 - one load per process
-    if _TOK is None:
-        from transformers import AutoTokenizer
-
-        from captain_ros.policy.transformers_chat import smollm2_folder
-
-        folder, gguf = smollm2_folder()
-        _TOK = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
-    return _TOK
+    folder, gguf = smollm2_folder()
+    return AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
 
 
 def main(argv: list[str] | None = None) -> int:
