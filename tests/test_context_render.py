@@ -12,6 +12,7 @@ from captain_ros.harness.context import (
     render,
     truncate_output,
     turn_commands,
+    without_receipts,
 )
 from captain_ros.harness.history import History, ImageRef, ToolCall, ToolOutput, Turn
 
@@ -113,3 +114,24 @@ def test_turn_commands_and_notices():
     msgs = render(History("S", "T", (), (malformed,)))
     assert msgs[-1] == {"role": "user", "content": "[harness] Malformed tool call: empty code"}
     assert "tool_calls" not in msgs[-2]
+
+
+def test_without_receipts_keeps_what_the_code_printed_and_counts_the_receipts():
+    text = ('NOTE {"held": true}\n[receipt] jaw arm: blocked\n[receipt] move_to arm: reached\n'
+            "[... 3 more receipts not shown]")
+    assert without_receipts(text) == 'NOTE {"held": true}\n[5 receipts in the episode record]'
+    assert without_receipts("Traceback (most recent call last):\nValueError: x") == (
+        "Traceback (most recent call last):\nValueError: x")
+    assert without_receipts("[receipt] finish: ACCEPTED") == "[1 receipt in the episode record]"
+    lean = render(make_history(2), ContextConfig(receipts=False))
+    full = render(make_history(2))
+    assert "[receipt]" in full[3]["content"] and "[receipt]" not in lean[3]["content"]
+    assert lean[3]["content"].endswith("[1 receipt in the episode record]")
+    assert [m["role"] for m in lean] == [m["role"] for m in full]
+
+
+def test_the_student_profile_leaves_receipts_out_and_the_others_keep_them():
+    from captain_ros.harness.profiles import PROFILES
+
+    assert not PROFILES["student"].context.receipts
+    assert all(p.context.receipts for n, p in PROFILES.items() if n != "student")

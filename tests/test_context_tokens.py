@@ -154,8 +154,8 @@ def _expert_episode(task_name: str, seed: int, profile: str, out: Path) -> Recor
 
 @pytest.mark.slow
 @pytest.mark.learn
-@pytest.mark.parametrize("profile", ["student"])
-def test_long_episode_of_each_task_stays_inside_smollm2_positions(tmp_path, profile):
+@pytest.mark.parametrize(("profile", "stretch"), [("helpers", 5), ("student", 15)])
+def test_long_episode_of_each_task_stays_inside_smollm2_positions(tmp_path, profile, stretch):
     from captain_ros.harness.context import PYTHON_TOOL_SCHEMA
     from captain_ros.policy.chat_render import render_chat
 
@@ -166,9 +166,10 @@ def test_long_episode_of_each_task_stays_inside_smollm2_positions(tmp_path, prof
         rec = _expert_episode(task_name, 2, profile, tmp_path / task_name)
         assert rec.start["context"]["tokenizer"] == "smollm2"
         base = rec.history()
-        # five times the expert's own turns, renumbered: an off-plan episode's length with real
-        # receipts (the expert needs 8-20 requests; the budget allows 30)
-        turns = tuple(replace(t, index=i + 1) for i, t in enumerate(base.turns * 5))
+        # the expert's own turns repeated and renumbered until compaction must happen: an off-plan
+        # episode's length with real outputs (the expert needs 8-20 requests; the budget allows
+        # 60; the student's outputs leave the receipts out, so it needs more turns to compact)
+        turns = tuple(replace(t, index=i + 1) for i, t in enumerate(base.turns * stretch))
         history = replace(base, turns=turns)
         longest, compacted = 0, False
         for t in range(1, len(turns) + 2):

@@ -4,7 +4,10 @@ Used for live requests and for training data alike, so the policy is trained on 
 sees. Three rules, applied in this order:
 
 1. Tool outputs longer than ``max_tool_output_tokens`` are cut (head and tail kept, receipts sit
-   at the tail) with a marker saying how much was removed.
+   at the tail) with a marker saying how much was removed. With ``receipts=False`` (the ``student``
+   profile) the ``[receipt]`` lines are left out first and one line counts them: the policy reads
+   what its code printed (the helpers' ``NOTE`` results, errors), the episode record keeps every
+   receipt.
 2. Only the ``max_images`` (12) most recent images stay; older ones become a one-line text note.
 3. When the rendered history exceeds ``compact_at_tokens``, whole turns are removed oldest first
    (the task context and the ``keep_recent_turns`` most recent turns stay verbatim, unless even
@@ -30,7 +33,7 @@ from captain_ros.harness.history import History, ImageRef, Turn
 from captain_ros.harness.tokens import approx_tokens, token_counter
 
 __all__ = ["PYTHON_TOOL_SCHEMA", "ContextConfig", "approx_tokens", "context_tokens", "render",
-           "truncate_output", "turn_commands"]
+           "truncate_output", "turn_commands", "without_receipts"]
 
 PYTHON_TOOL_SCHEMA: dict[str, Any] = {
     "type": "function",
@@ -65,6 +68,8 @@ class ContextConfig:
             records from before this field counted ``approx``.
         reply_reserve_tokens: Positions kept free for the reply and the chat template's own
             tokens: no rendered history exceeds ``context_limit_tokens`` minus this [tokens].
+        receipts: Tool outputs show the robot's ``[receipt]`` lines; without them one line
+            counts the receipts left out (they stay in the trajectory and the bag).
     """
 
     max_tool_output_tokens: int = 2048
@@ -75,6 +80,7 @@ class ContextConfig:
     image_tokens: int = 256
     tokenizer: str = "approx"
     reply_reserve_tokens: int = 0
+    receipts: bool = True
 
     @property
     def hard_limit_tokens(self) -> int:
@@ -87,6 +93,31 @@ class ContextConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+RECEIPT_PREFIX = "[receipt] "
+_MORE_RECEIPTS_RE = re.compile(r"^\[\.\.\. (\d+) more receipts not shown\]$")
+
+
+def without_receipts(text: str) -> str:
+    """``text`` without its ``[receipt]`` lines, which one closing line counts (unchanged when it
+    has none)."""
+    kept: list[str] = []
+    n = 0
+    for line in text.split("\n"):
+        more = _MORE_RECEIPTS_RE.match(line)
+        if line.startswith(RECEIPT_PREFIX):
+            n += 1
+        elif more:
+            n += int(more.group(1))
+        else:
+            kept.append(line)
+    if not n:
+        return text
+    while kept and not kept[-1].strip():
+        kept.pop()
+    kept.append(f"[{n} receipt{'s' if n != 1 else ''} in the episode record]")
+    return "\n".join(kept)
 
 
 def truncate_output(text: str, max_tokens: int, count_tokens: Callable[[str], int] = approx_tokens) -> str:
@@ -136,7 +167,8 @@ def _render_turn(turn: Turn, cfg: ContextConfig, count: Callable[[str], int], ke
     msgs.append(assistant)
     for out in turn.outputs:
         msgs.append({"role": "tool", "tool_call_id": out.call_id,
-                     "content": truncate_output(out.text, cfg.max_tool_output_tokens, count)})
+                     "content": truncate_output(out.text if cfg.receipts else without_receipts(out.text),
+                                                cfg.max_tool_output_tokens, count)})
         if out.images:
             parts: list[dict[str, Any]] = [{"type": "text", "text": f"Images attached by {out.call_id}:"}]
             parts += [_image_part(r, image_root) if r.path in keep else _omitted(r) for r in out.images]

@@ -11,7 +11,8 @@ calls such as ``note(**descend(S, 'red_cube'))`` instead of the helpers' source.
 capabilities, same receipts. ``student`` is ``helpers`` without the documentation: a trained
 student learned the API and the helpers from its data, so TASK.md keeps the instruction, the
 success standard, the budgets and the helpers' names, and drops the API reference and the
-helpers' descriptions; context is counted in SmolLM2's own tokens (all three small profiles do). CaPtain's format alignment applies: collection, training and
+helpers' descriptions, and its tool outputs leave the receipt lines out (the helpers' ``NOTE``
+results stay; the record keeps every receipt); context is counted in SmolLM2's own tokens (all three small profiles do). CaPtain's format alignment applies: collection, training and
 deployment must use the same profile; the profile's name is recorded in every episode's
 ``episode_start`` and in every dataset row.
 """
@@ -19,7 +20,7 @@ deployment must use the same profile; the profile's name is recorded in every ep
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
@@ -75,11 +76,17 @@ output keeps 720 of them, what its former 400-token estimate allowed (1,600 char
 0.45 SmolLM2 tokens per character of the expert's outputs): the expert's longest outputs (1.8-2.1k
 characters) are cut as before, the rest not."""
 
+STUDENT_CONTEXT = replace(SMALL_CONTEXT, receipts=False)
+"""The ``student`` profile's history: :data:`SMALL_CONTEXT` without the receipt lines. The expert
+decides every step from what its helpers print (one ``NOTE {json}`` line a request) and never from
+a receipt, so a student imitating it needs no more; on the expert's path the receipts are most of
+an episode's tokens (measured in benchmarks/results/student-profile.md)."""
+
 PROFILES = {
     "default": PromptProfile("default", SYSTEM_PROMPT, False, ContextConfig()),
     "compact": PromptProfile("compact", COMPACT_SYSTEM, True, SMALL_CONTEXT),
     "helpers": PromptProfile("helpers", HELPERS_SYSTEM, True, SMALL_CONTEXT, library=True),
-    "student": PromptProfile("student", STUDENT_SYSTEM, True, SMALL_CONTEXT, library=True,
+    "student": PromptProfile("student", STUDENT_SYSTEM, True, STUDENT_CONTEXT, library=True,
                              reference=False),
 }
 
