@@ -2,7 +2,7 @@
 
 ``TASKS`` maps each task name to an instance; ``get_task(name)`` raises
 :class:`~captain_ros.core.errors.UnknownNameError` listing the valid names. robosuite's tasks
-(:mod:`captain_ros.tasks.robosuite_tasks`, names ``robosuite_*``) are not in ``TASKS`` (they run
+(:mod:`captain_ros.tasks.robosuite_suite`, names ``robosuite_*``) are not in ``TASKS`` (they run
 on ``--backend robosuite`` only); ``get_task(name, "robosuite")`` also takes their short names
 (``lift``) and :func:`task_names` lists a backend's tasks.
 """
@@ -27,7 +27,7 @@ TASKS: dict[str, Task] = {t.name: t for t in (
 def get_task(name: str, backend: str | None = None) -> Task:
     """The registered task ``name`` (of ``backend``'s tasks where that has its own)."""
     if backend == "robosuite" or (backend is None and name.startswith("robosuite_")):
-        from captain_ros.tasks.robosuite_tasks import robosuite_task
+        from captain_ros.tasks.robosuite_suite import robosuite_task
 
         return robosuite_task(name)
     if name not in TASKS:
@@ -38,7 +38,7 @@ def get_task(name: str, backend: str | None = None) -> Task:
 def task_names(backend: str | None = None) -> list[str]:
     """The tasks ``--task all`` means on ``backend``."""
     if backend == "robosuite":
-        from captain_ros.tasks.robosuite_tasks import ROBOSUITE_TASKS
+        from captain_ros.tasks.robosuite_suite import ROBOSUITE_TASKS
 
         return list(ROBOSUITE_TASKS)
     return list(TASKS)

@@ -11,7 +11,7 @@ World frame: the robosuite backend's (robosuite's world lowered by the table hei
 top is z = 0 as on our rigs; the Panda's base at (-0.56, 0, 0.112) m facing +x).
 
 Task names are unique (``robosuite_lift``); under ``--backend robosuite`` the short names
-(``lift``) resolve to them (:func:`robosuite_task`).
+(``lift``) resolve to them (:func:`captain_ros.tasks.robosuite_suite.robosuite_task`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from captain_ros.backends.robosuite.scene import RobosuiteScene
-from captain_ros.core.errors import UnknownNameError
 from captain_ros.core.privileged import PrivilegedState
 from captain_ros.tasks import gate
 from captain_ros.tasks.base import Task, cm
@@ -259,17 +258,3 @@ class RobosuiteTwoArmLift(RobosuiteTask):
             f"`finish()` needs your latest measurement of the pot to put its bottom at least "
             f"{cm(self.tolerances['gate_lift_m'])} above the table. Keep holding it.",
         ]
-
-
-ROBOSUITE_TASKS: dict[str, RobosuiteTask] = {
-    t.name: t for t in (RobosuiteLift(), RobosuiteStack(), RobosuiteTwoArmLift())
-}
-SHORT_NAMES = {name.removeprefix("robosuite_"): name for name in ROBOSUITE_TASKS}
-
-
-def robosuite_task(name: str) -> RobosuiteTask:
-    """The robosuite task ``name`` (``lift`` or ``robosuite_lift``)."""
-    full = SHORT_NAMES.get(name, name)
-    if full not in ROBOSUITE_TASKS:
-        raise UnknownNameError("robosuite task", name, sorted(SHORT_NAMES))
-    return ROBOSUITE_TASKS[full]
