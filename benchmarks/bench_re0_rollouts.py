@@ -43,7 +43,7 @@ def physical_limits(task_name: str, seed: int) -> dict[str, float]:
     import mujoco
 
     from captain_ros.backends.mujoco import MujocoBackend
-    from captain_ros.harness.session import PythonSession
+    from captain_ros.harness.sandbox.session import PythonSession
     from captain_ros.tasks import get_task
 
     b = MujocoBackend(get_task(task_name).sample(seed))

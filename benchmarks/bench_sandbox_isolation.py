@@ -23,7 +23,7 @@ import tempfile
 import time
 from typing import Any
 
-from captain_ros.harness.session import PythonSession, SessionConfig
+from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 
 _RESULT: dict[str, Any] = {
     "success": True,

@@ -29,7 +29,7 @@ from harness_helpers import make_stack  # noqa: E402
 
 from captain_ros.api import registry  # noqa: E402
 from captain_ros.api.validation import validate_call  # noqa: E402
-from captain_ros.harness import wire  # noqa: E402
+from captain_ros.harness.sandbox import wire  # noqa: E402
 
 
 def median_ms(fn: Any, n: int) -> float:
@@ -161,7 +161,7 @@ def _round_trip() -> str:
     from captain_ros.harness.budgets import Budgets, BudgetTracker
     from captain_ros.harness.calls import EpisodeCalls
     from captain_ros.harness.gate import CompletionGate
-    from captain_ros.harness.session import PythonSession, SessionConfig
+    from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 
     root = Path(tempfile.mkdtemp(prefix="bench_trust_"))
     _, svc = make_stack(image_size=(48, 64))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.harness.session import PythonSession
+from captain_ros.harness.sandbox.session import PythonSession
 from captain_ros.policy.expert import kit, look, parse_notes, source
 from captain_ros.policy.expert.plans import PLANS  # registers every plan's session functions
 

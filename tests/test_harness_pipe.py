@@ -23,8 +23,8 @@ from harness_helpers import make_stack
 from captain_ros.harness.budgets import Budgets, BudgetTracker
 from captain_ros.harness.calls import EpisodeCalls
 from captain_ros.harness.gate import CompletionGate
-from captain_ros.harness.session import PythonSession, SessionConfig
-from captain_ros.harness.wire import FRAME_STALL_S
+from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
+from captain_ros.harness.sandbox.wire import FRAME_STALL_S
 
 WRITE_RAW = (
     "import pathlib\n"
@@ -248,7 +248,7 @@ def test_sigterm_to_captain_eval_leaves_no_worker_or_child(tmp_path: Path):
     tree: list[int] = []
     while time.monotonic() < end:
         tree = _descendants(proc.pid)
-        sandboxes = [p for p in tree if "sandbox_child" in _cmdline(p)]
+        sandboxes = [p for p in tree if "captain_ros.harness.sandbox.child" in _cmdline(p)]
         if len(sandboxes) >= 2:
             break
         assert proc.poll() is None, proc.communicate()

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from captain_ros.harness import wire
+from captain_ros.harness.sandbox import wire
 
 FRAMES = [wire.Config("/tmp/ws", ["/usr/lib"], 100, 1 << 30, 60, 1 << 20, 65534, 65534),
           wire.Ready(12), wire.Exec("print(1)", 3), wire.Exit(), wire.Call("move_to", {"jaw": 0.01}),

@@ -26,7 +26,7 @@ from captain_ros.harness.decision_points import (  # noqa: E402
 )
 from captain_ros.harness.episode import EpisodeOptions, run_episode  # noqa: E402
 from captain_ros.harness.profiles import get_profile, library_prelude  # noqa: E402
-from captain_ros.harness.session import PythonSession, SessionConfig  # noqa: E402
+from captain_ros.harness.sandbox.session import PythonSession, SessionConfig  # noqa: E402
 from captain_ros.harness.taskmd import render_task_md  # noqa: E402
 from captain_ros.policy.expert import ScriptedExpert  # noqa: E402
 from captain_ros.policy.expert.library import (  # noqa: E402

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from captain_ros.harness.session import PythonSession, SessionConfig
+from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 
 SUBCLASS = "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == {!r}][0]"
 OS_GLOBALS = SUBCLASS.format("_wrap_close") + ".__init__.__globals__"
@@ -193,7 +193,7 @@ def test_the_harness_survives_a_crash_loop(tmp_path):
 
 
 def test_violations_are_logged_by_the_harness(sess, caplog):
-    with caplog.at_level("WARNING", logger="captain_ros.harness.session"):
+    with caplog.at_level("WARNING", logger="captain_ros.harness.sandbox.session"):
         sess.run_cell("import socket", Handler())
     assert "sandbox violation" in caplog.text and "socket" in caplog.text
 

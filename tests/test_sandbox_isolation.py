@@ -13,8 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from captain_ros.harness import isolation
-from captain_ros.harness.session import PythonSession, SandboxUnavailableError, SessionConfig
+from captain_ros.harness.sandbox import isolation
+from captain_ros.harness.sandbox.session import (
+    PythonSession,
+    SandboxUnavailableError,
+    SessionConfig,
+)
 
 linux_only = pytest.mark.skipif(
     sys.platform != "linux", reason="the OS layers are Linux system calls"
@@ -164,7 +168,7 @@ def test_python_layer_cells_for_os_cases(session):
 
 _PROBE = r"""
 import ctypes, json, os, resource, socket, sys
-from captain_ros.harness import isolation as I
+from captain_ros.harness.sandbox import isolation as I
 ws, outside, drop = sys.argv[1], sys.argv[2], sys.argv[3] == "drop"
 if not drop:  # an unprivileged harness: the parent runs under the child's own uid
     if os.getuid() == 0:

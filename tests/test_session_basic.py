@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from captain_ros.harness.session import PythonSession, SessionConfig
+from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 
 
 class Recorder:
@@ -80,7 +80,7 @@ def test_output_is_captured_and_truncated(session):
     assert r.output.startswith("start") and r.output.rstrip().endswith("end")
     assert "characters of output truncated" in r.output and len(r.output) < 2200
     r = session.run_cell("1/0", Recorder())
-    assert "ZeroDivisionError" in r.error and 'File "<cell' in r.error and "sandbox_child" not in r.error
+    assert "ZeroDivisionError" in r.error and 'File "<cell' in r.error and "sandbox/child.py" not in r.error
 
 
 def test_timeout_interrupts_and_keeps_variables(session):

@@ -1,6 +1,6 @@
 """Run generated robot policies in the project's sandboxed session and record their calls.
 
-Each robot's program runs as one cell of a :class:`~captain_ros.harness.session.PythonSession`
+Each robot's program runs as one cell of a :class:`~captain_ros.harness.sandbox.session.PythonSession`
 whose globals hold two robot handles, ``robot_a`` and ``robot_b``
 (:func:`captain_ros.coevolve.skills.build_client`). A handle call only crosses the pipe to this
 host, which *records* it and answers "queued"; nothing moves while the programs run. The host then
@@ -19,7 +19,7 @@ from typing import Any
 from captain_ros.coevolve.skills import SKILLS, STOP
 from captain_ros.coevolve.strategy import ROBOTS
 from captain_ros.coevolve.validation import Call
-from captain_ros.harness.session import PythonSession, SessionConfig
+from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 
 CLIENT_FACTORY = "captain_ros.coevolve.skills:build_client"
 

@@ -112,7 +112,7 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
     """The in-process :class:`EpisodeSetup` of one episode and its backend (close it after)."""
     from captain_ros.harness.episode import EpisodeOptions
     from captain_ros.harness.profiles import resolve_profile
-    from captain_ros.harness.session import SessionConfig
+    from captain_ros.harness.sandbox.session import SessionConfig
     from captain_ros.policy.factory import make_policy
 
     opts = dict(options or {})

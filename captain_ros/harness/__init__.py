@@ -19,7 +19,7 @@ from captain_ros.harness.privileged_log import (
     load_episode_record,
 )
 from captain_ros.harness.record import OUTCOMES, EpisodeRecord, load_record, outcome_label
-from captain_ros.harness.session import CellResult, PythonSession, SessionConfig
+from captain_ros.harness.sandbox.session import CellResult, PythonSession, SessionConfig
 from captain_ros.harness.setup import EpisodeSetup
 from captain_ros.harness.trajectory import load_history, messages_sha256, read_records
 

@@ -1,7 +1,7 @@
 """The harness side of robot calls during one episode.
 
 :class:`EpisodeCalls` answers the sandbox's requests (it is the session's
-:class:`~captain_ros.harness.session.CellHandler`): it checks budgets before physical actions,
+:class:`~captain_ros.harness.sandbox.session.CellHandler`): it checks budgets before physical actions,
 routes ``finish`` to the completion gate, validates every other call's arguments and forwards it
 to the swappable :class:`~captain_ros.api.service.RobotCaller` under the episode's remaining
 wall-time budget (:mod:`captain_ros.core.deadline`), counts physical actions, records measurements for

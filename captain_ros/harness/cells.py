@@ -13,7 +13,7 @@ from typing import Any
 
 from captain_ros.harness.calls import EpisodeCalls
 from captain_ros.harness.history import ToolCall, ToolOutput
-from captain_ros.harness.session import PythonSession
+from captain_ros.harness.sandbox.session import PythonSession
 
 MAX_CODE_CHARS = 100_000
 

@@ -49,7 +49,7 @@ from captain_ros.harness.robot_points import (
     via_handles,
 )
 from captain_ros.harness.robot_state import RestoreRefused, restore_robot_side
-from captain_ros.harness.session import SessionConfig
+from captain_ros.harness.sandbox.session import SessionConfig
 from captain_ros.harness.trajectory import messages_sha256
 from captain_ros.policy.base import Policy
 from captain_ros.policy.toolcalls import parse_reply

@@ -44,7 +44,7 @@ from captain_ros.harness.profiles import get_profile, library_prelude, library_t
 from captain_ros.harness.record import OUTCOMES, EpisodeRecord, outcome_label
 from captain_ros.harness.resume import EpisodeResume, apply_counters
 from captain_ros.harness.returns import CostConfig, RequestCounts, request_costs, terminal_return
-from captain_ros.harness.session import PythonSession, SessionConfig
+from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 from captain_ros.harness.taskmd import render_task_md
 from captain_ros.harness.trajectory import TrajectoryWriter, messages_sha256
 from captain_ros.policy.base import Policy, PolicyReply

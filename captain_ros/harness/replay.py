@@ -11,7 +11,7 @@ by-products, exactly as the loop built them.
 Identity is checked, not assumed: each replayed robot call must have the recorded name and
 arguments, and each replayed cell must reproduce the recorded output, receipts, images, error,
 sandbox violations and the digest of the session's variables
-(:mod:`captain_ros.harness.ns_digest`). The first difference stops the replay with a
+(:mod:`captain_ros.harness.sandbox.ns_digest`). The first difference stops the replay with a
 :class:`~captain_ros.harness.robot_state.RestoreRefused` that names the request, the cell and
 what differed.
 """
@@ -35,7 +35,7 @@ from captain_ros.harness.calls import EpisodeCalls
 from captain_ros.harness.cells import run_cells
 from captain_ros.harness.gate import CompletionGate, GateCheck
 from captain_ros.harness.robot_state import RestoreRefused
-from captain_ros.harness.session import PythonSession, SessionConfig
+from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 
 TIMING_KEYS = frozenset({"duration_s", "call_s"})
 BUDGET_WALL_KEYS = frozenset({"wall_s_used", "wall_s_left"})

@@ -15,7 +15,7 @@ from captain_ros.harness.gate import CompletionGate
 from captain_ros.harness.history import History
 from captain_ros.harness.privileged_log import RequestRecord, StateRecord
 from captain_ros.harness.returns import RequestCounts
-from captain_ros.harness.session import PythonSession
+from captain_ros.harness.sandbox.session import PythonSession
 
 
 @dataclass

@@ -25,7 +25,7 @@ from captain_ros.harness.episode import EpisodeOptions, run_episode
 from captain_ros.harness.observers import EpisodeObserver
 from captain_ros.harness.privileged_log import PrivilegedSource
 from captain_ros.harness.record import EpisodeRecord
-from captain_ros.harness.session import SessionConfig
+from captain_ros.harness.sandbox.session import SessionConfig
 from captain_ros.policy.base import Policy
 
 

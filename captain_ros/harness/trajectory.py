@@ -10,7 +10,7 @@ Lines (JSON objects, in order):
   call_s, ns_digest}], malformed, notice, budget, gate, model_s, backend_s, harness_s, prompt_tokens,
   completion_tokens, context_sha256}`` per request (``context_sha256`` hashes the messages the
   policy saw, so a rebuild can be verified; ``ns_digest`` digests the session's variables after
-  the cell, :mod:`captain_ros.harness.ns_digest`);
+  the cell, :mod:`captain_ros.harness.sandbox.ns_digest`);
 - ``{"type": "episode_end", "summary": {...}}``.
 
 :func:`load_history` rebuilds the :class:`~captain_ros.harness.history.History`;

@@ -24,7 +24,7 @@ from captain_ros.harness.decision_points import (
 from captain_ros.harness.episode import run_episode
 from captain_ros.harness.privileged_log import load_episode_record
 from captain_ros.harness.robot_state import RestoreRefused
-from captain_ros.harness.session import SessionConfig
+from captain_ros.harness.sandbox.session import SessionConfig
 from captain_ros.harness.trajectory import load_history
 from captain_ros.policy.replay import ReplayPolicy
 from captain_ros.policy.scripted import ScriptedPolicy

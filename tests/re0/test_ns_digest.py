@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from captain_ros.harness.ns_digest import MAX_ITEMS, ns_digest
+from captain_ros.harness.sandbox.ns_digest import MAX_ITEMS, ns_digest
 
 BASE = {"np": np, "robot": object()}
 
@@ -66,7 +66,7 @@ def test_huge_values_are_cut_deterministically():
 
 def test_equal_across_processes_with_a_fixed_hash_seed():
     code = (
-        "from captain_ros.harness.ns_digest import ns_digest\n"
+        "from captain_ros.harness.sandbox.ns_digest import ns_digest\n"
         "print(ns_digest({'s': {'red', 'green', 'blue'}, 'd': {'a': (1.5, 'x')}}, {}))"
     )
     out = {

@@ -77,7 +77,7 @@ def test_an_episode_run_over_ros_restores_at_t_and_continues_identically(stack, 
         restore_decision_point,
     )
     from captain_ros.harness.episode import run_episode
-    from captain_ros.harness.session import SessionConfig
+    from captain_ros.harness.sandbox.session import SessionConfig
     from captain_ros.policy.scripted import ScriptedPolicy
     from captain_ros.ros.decision_points import ServiceRestorer
     from captain_ros.ros.episode_glue import ServicePrivileged

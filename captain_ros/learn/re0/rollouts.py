@@ -239,7 +239,7 @@ def student_job(job: dict[str, Any]) -> dict[str, Any]:
     ``budgets`` (a Budgets dict; default: the harness's) and ``profile`` (default: a model
     seat's trained profile, else ``default``; :func:`~captain_ros.learn.re0.seats.seat_profile`)."""
     from captain_ros.evaluation.episode import build_robot
-    from captain_ros.harness.session import SessionConfig
+    from captain_ros.harness.sandbox.session import SessionConfig
 
     worker_environment()
     opts = dict(job.get("options") or {})

@@ -1,7 +1,7 @@
 """The persistent, sandboxed Python session (harness side).
 
 :class:`PythonSession` runs policy cells in a separate child process
-(:mod:`captain_ros.harness.sandbox_child`) whose globals persist across cells. While a cell runs,
+(:mod:`captain_ros.harness.sandbox.child`) whose globals persist across cells. While a cell runs,
 the child sends robot calls and image requests over the pipe; the harness answers them through
 a :class:`CellHandler` (which owns the backend, the budgets and the gate - the child holds none of
 them). A per-cell timeout interrupts runaway code (``KeyboardInterrupt`` inside the cell, variables
@@ -9,7 +9,7 @@ kept); code that ignores the interrupt, or a child that crashes (memory limit, C
 segfault), is killed and restarted, and the next cell's output says that variables were lost.
 The harness never crashes because of the child: every failure becomes cell output. The pipe is
 untrusted too: frames are read with a size cap, a depth cap and a stall limit
-(:mod:`captain_ros.harness.wire`), replies are written without blocking on a child that does not
+(:mod:`captain_ros.harness.sandbox.wire`), replies are written without blocking on a child that does not
 read them, and a frame that breaks off or is malformed ends that child like a crash. A cell's time
 is also bounded by the episode's remaining wall time when the caller gives it. The child is
 killed by the kernel when the thread that started it dies (``PR_SET_PDEATHSIG``), so no signal
@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import captain_ros
 from captain_ros.core.errors import CaptainError
 from captain_ros.core.failures import failure_from_exception
-from captain_ros.harness import isolation, wire
+from captain_ros.harness.sandbox import isolation, wire
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +82,10 @@ class SessionConfig:
         prelude: Python run in the session's globals at every start-up (restarts included),
             before the first cell, as policy code (the ``helpers`` profile's library); a prelude
             that fails makes the start fail.
-        os_isolation: Apply the kernel layers of :mod:`captain_ros.harness.isolation` (network
+        os_isolation: Apply the kernel layers of :mod:`captain_ros.harness.sandbox.isolation` (network
             namespace, no_new_privs, Landlock, seccomp) where available.
         strict_sandbox: Refuse to start (:class:`SandboxUnavailableError`) unless every layer
-            of :data:`captain_ros.harness.isolation.REQUIRED` is on.
+            of :data:`captain_ros.harness.sandbox.isolation.REQUIRED` is on.
     """
 
     cell_timeout_s: float = 60.0
@@ -228,7 +228,7 @@ class PythonSession:
         log_file = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115
         try:
             popen = subprocess.Popen(
-                [sys.executable, *flags, "-m", "captain_ros.harness.sandbox_child"],
+                [sys.executable, *flags, "-m", "captain_ros.harness.sandbox.child"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=log_file if log_file is not None else subprocess.DEVNULL, cwd=self.workspace,
                 env=env, close_fds=True, start_new_session=True)

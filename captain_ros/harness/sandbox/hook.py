@@ -17,7 +17,7 @@ module global or closure that a cell can reach leads to its tables or its verdic
   that a cell can clear. Other Python code denies through the ``sandbox.deny`` audit event.
 
 ``os.mknod`` and ``os.mkfifo`` raise no audit event; :func:`install` removes them from ``os``
-and ``posix``, and the OS layers (:mod:`captain_ros.harness.isolation`) deny them anyway.
+and ``posix``, and the OS layers (:mod:`captain_ros.harness.sandbox.isolation`) deny them anyway.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def _path_text(getcwd: Any) -> Any:
 
 
 def _reporter(out_fd: int) -> Any:
-    """Write one ``violation`` frame (see :mod:`captain_ros.harness.wire`) with captured calls."""
+    """Write one ``violation`` frame (see :mod:`captain_ros.harness.sandbox.wire`) with captured calls."""
     write, pack, join, suppress, len_ = os.write, struct.pack, "".join, contextlib.suppress, len
 
     def report(msg: str) -> None:

@@ -182,7 +182,7 @@ class Config(Frame):
     die_with_parent: bool = False
     """Ask the kernel to SIGKILL the child when the harness thread that started it dies."""
     os_isolation: bool = True
-    """Apply the kernel layers of :mod:`captain_ros.harness.isolation` where available."""
+    """Apply the kernel layers of :mod:`captain_ros.harness.sandbox.isolation` where available."""
 
 
 @dataclass(frozen=True)

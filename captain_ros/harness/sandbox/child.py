@@ -1,7 +1,7 @@
 """The sandboxed policy Python session (child process side).
 
-Started by :class:`captain_ros.harness.session.PythonSession` as ``python -I -m
-captain_ros.harness.sandbox_child`` (``-s -P`` instead of ``-I`` when the session fixes the hash
+Started by :class:`captain_ros.harness.sandbox.session.PythonSession` as ``python -I -m
+captain_ros.harness.sandbox.child`` (``-s -P`` instead of ``-I`` when the session fixes the hash
 seed) with a fixed minimal environment, its cwd in the episode workspace
 and two pipes on fds 0/1 carrying JSON frames. Setup, in order: pre-import the allowed modules,
 build the ``robot`` client (its calls go over the pipe; the child holds no backend object, gate
@@ -28,8 +28,8 @@ import signal
 import sys
 import traceback
 
-from captain_ros.harness import isolation, sandbox_hook, wire
-from captain_ros.harness.ns_digest import ns_digest
+from captain_ros.harness.sandbox import hook, isolation, wire
+from captain_ros.harness.sandbox.ns_digest import ns_digest
 
 ALLOWED_IMPORTS = frozenset({
     "numpy", "scipy", "math", "cmath", "json", "random", "itertools", "collections", "functools",
@@ -116,7 +116,7 @@ class _Capped:
 
 
 def _guarded_import_factory(real_import):
-    getframe, audit, deny_event = sys._getframe, sys.audit, sandbox_hook.DENY_EVENT
+    getframe, audit, deny_event = sys._getframe, sys.audit, hook.DENY_EVENT
     modules = sys.modules
     allowed = ALLOWED_IMPORTS
 
@@ -269,7 +269,7 @@ def _setup(cfg: dict) -> dict[str, str]:
     failed = [k for k, ok in limited.items() if not ok]
     layers["rlimits"] = "on (AS, FSIZE, NPROC)" if not failed else (
         "unavailable: RLIMIT_" + ", RLIMIT_".join(failed) + " not enforced (NPROC does not bind root)")
-    sandbox_hook.install(cfg["workspace"], tuple(cfg["read_roots"]), _OUT_FD, {
+    hook.install(cfg["workspace"], tuple(cfg["read_roots"]), _OUT_FD, {
         "deny_prefixes": DENY_EVENT_PREFIXES, "path_events": PATH_EVENTS, "read_only_events": READ_ONLY_PATH_EVENTS,
         "deny_imports": DENY_NEW_IMPORTS, "blocked_attr": BLOCKED_ATTR_SET, "safe_pickle": SAFE_PICKLE_MODULES})
     if cfg.get("prelude"):  # as policy code, under the limits and the hook; its names are base
