@@ -26,11 +26,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=20)
     ns = ap.parse_args()
-    from captain_ros.backends.piper import make_piper
+    from captain_ros.backends import make_backend
     from captain_ros.core.errors import EStopError
     from captain_ros.core.types import ForceGuard
 
-    b = make_piper(None, emulate=True, can="bench-estop", image_size_px=64)
+    b = make_backend("piper", emulate=True, can="bench-estop", image_size_px=64)
     dev = b.emulator.devices["arm"]
     zero_ms, rest_ms = [], []
     rng = np.random.default_rng(0)

@@ -46,10 +46,13 @@ from launch.event_handlers import OnProcessIO
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-IMPLEMENTED_BACKENDS = ("mujoco", "fake", "piper", "ros_arm")  # xr1: refused with the ros_arm line
-HUMANOID_BACKENDS = ("humanoid",)  # the humanoid pair: its own controller node and CoEvolve node
-KNOWN_BACKENDS = ("mujoco", "fake", "piper", "ros_arm", "xr1", "humanoid", "robosuite")
-NOT_LAUNCHED_BACKENDS = ("robosuite",)  # in-process only so far: refused with the captain run line
+from captain_ros.backends.registry import BACKENDS, GRAPH_ONLY, REGISTRY, names
+
+# every name from the backend registry (captain_ros/backends/registry.py), none listed here
+IMPLEMENTED_BACKENDS = names(launched=True)  # xr1: refused with the ros_arm line
+HUMANOID_BACKENDS = ("humanoid",)  # the humanoid pair (GRAPH_ONLY): its own controller node and CoEvolve node
+KNOWN_BACKENDS = (*BACKENDS, *GRAPH_ONLY)
+NOT_LAUNCHED_BACKENDS = names(launched=False)  # refused with the registry's line (captain run)
 PASS_THROUGH = ("backend_config", "can", "segmenter", "sam_folder", "pointer", "vlm_folder",
                 "vlm_url", "vlm_model")
 """Launch arguments passed to the robot process's nodes when not empty."""
@@ -143,12 +146,9 @@ def _graph_nodes(context):
     if backend in HUMANOID_BACKENDS:
         return _humanoid_nodes(context)
     if backend == "xr1":
-        raise RuntimeError("backend:=xr1 is the XR1 arm through the ROS 2 arm bridge: use "
-                           "backend:=ros_arm backend_config:=config/xr1.yaml (with its driver "
-                           "running)")
+        raise RuntimeError(f"backend:=xr1 is {GRAPH_ONLY['xr1']}")
     if backend in NOT_LAUNCHED_BACKENDS:
-        raise RuntimeError(f"backend:={backend} runs in one process only so far: use captain run "
-                           f"--backend {backend} --task lift|stack|two_arm_lift (docs/robosuite.md)")
+        raise RuntimeError(f"backend:={backend} {REGISTRY[backend].refusal}")
     if backend not in IMPLEMENTED_BACKENDS:
         known = "known" if backend in KNOWN_BACKENDS else "unknown"
         raise RuntimeError(

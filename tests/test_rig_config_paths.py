@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from captain_ros.backends.piper.config_piper import PiperConfig
+from captain_ros.backends.piper.config import PiperConfig
 from captain_ros.backends.ros_arm.config import RosArmConfig
 from captain_ros.data import DATA_DIR, config_base, data_path, resolve_path
 

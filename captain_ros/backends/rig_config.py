@@ -1,17 +1,21 @@
-"""What every hardware rig's configuration shares: strict keys and the contact-detection settings.
+"""What every backend's configuration shares: strict keys and the contact-detection settings.
 
-Used by the PiPER (``backends/piper/config_piper.py``) and ROS 2 arm (``backends/ros_arm/config.py``)
+Used by the PiPER (``backends/piper/config.py``) and ROS 2 arm (``backends/ros_arm/config.py``)
 configurations, so a typo is refused the same way everywhere and contact detection is tuned by
-the same three numbers whichever signal the backend estimates the tool force from.
+the same three numbers whichever signal the backend estimates the tool force from; the
+simulators' options (``mujoco/config.py``, ``fake/config.py``, ``robosuite/config.py``) are read
+through :func:`from_options` with the same strict keys.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from captain_ros.core.errors import InvalidArgumentError
+
+T = TypeVar("T")
 
 
 def check_keys(section: str, data: Any, cls: type) -> dict[str, Any]:
@@ -27,6 +31,12 @@ def check_keys(section: str, data: Any, cls: type) -> dict[str, Any]:
             f"unknown {section} key(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
         )
     return dict(data)
+
+
+def from_options(cls: type[T], backend: str, options: Mapping[str, Any]) -> T:
+    """``cls(**options)`` for a backend's ``make(scene, **options)``: an unknown option is refused
+    with the valid ones (``unknown mujoco option key(s) x; valid: ...``), not a ``TypeError``."""
+    return cls(**check_keys(f"{backend} option", options, cls))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Any
 
+from captain_ros.backends.registry import BACKENDS, names
 from captain_ros.cli.display import Display, print_eval, print_summary
 from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
 from captain_ros.harness.profiles import PROFILES
@@ -46,7 +47,7 @@ def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
                   if getattr(ns, k, None)}
     if perception:
         opts["perception"] = perception
-    if getattr(ns, "backend", None) in ("piper", "ros_arm"):
+    if getattr(ns, "backend", None) in names(hardware=True):
         from captain_ros.cli.hw import rig_options
 
         opts["backend_options"] = rig_options(ns)
@@ -54,7 +55,7 @@ def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def _add_policy_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="mujoco", choices=("mujoco", "fake", "piper", "ros_arm", "robosuite"))
+    p.add_argument("--backend", default="mujoco", choices=BACKENDS)
     p.add_argument("--policy", default="scripted",
                    help="scripted (default, no model) | openai | transformers | replay:FILE")
     p.add_argument("--base-url", dest="base_url", help="OpenAI-compatible endpoint, e.g. "

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.backends.registry import info, names
 from captain_ros.core.errors import InvalidArgumentError
 
 
@@ -25,7 +26,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     c = hw.add_parser("check", help="verify links, enable state, limits, cameras, e-stop (no motion)",
                       parents=[common])
     add_rig_args(c)
-    c.add_argument("--backend", default="piper", choices=("piper", "ros_arm"),
+    c.add_argument("--backend", default="piper", choices=names(hardware=True),
                    help="piper (CAN, default) or ros_arm (a ROS 2 arm driver; --config xr1.yaml)")
     c.add_argument("--json", action="store_true", help="print the checks as JSON")
     c.set_defaults(fn=cmd_check)
@@ -40,8 +41,8 @@ def add_rig_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rig", default=None, choices=("piper", "piper_dual"))
 
 
-RIG_ARGS = {"piper": ("config", "can", "emulate", "rig"), "ros_arm": ("config",)}
-"""The rig arguments each hardware backend takes (the others take none)."""
+RIG_ARGS = {name: info(name).rig_args for name in names(hardware=True)}
+"""The rig arguments each hardware backend takes (the others take none): the registry's."""
 
 
 def check_rig_args(ns: argparse.Namespace) -> None:

@@ -27,6 +27,7 @@ import signal
 import sys
 import threading
 
+import captain_ros.ros.arm_bridge  # noqa: F401 - registers the ROS 2 transport of --backend ros_arm
 from captain_ros.cli.learn import COMMANDS as LEARN_COMMANDS
 from captain_ros.core.errors import CaptainError
 

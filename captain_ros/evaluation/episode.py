@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from captain_ros.backends.registry import names
 from captain_ros.evaluation.runner import worker_environment
 from captain_ros.harness.observers import CallEvent, EpisodeObserver
 from captain_ros.harness.record import EpisodeRecord
@@ -25,8 +26,8 @@ from captain_ros.report.observer import ReportObserver
 log = logging.getLogger(__name__)
 
 Event = Callable[[str, dict[str, Any]], None]
-SIM_BACKENDS = ("mujoco", "fake", "robosuite")
-"""Backends with ground truth (privileged state, snapshots); hardware has none."""
+SIM_BACKENDS = names(ground_truth=True)
+"""Backends with ground truth (privileged state, snapshots); hardware has none (the registry's)."""
 
 
 class ProgressObserver(EpisodeObserver):

@@ -21,6 +21,8 @@ from typing import Any
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 
+import captain_ros.ros.arm_bridge  # noqa: F401 - registers the ROS 2 transport of backend ros_arm
+from captain_ros.backends.registry import GRAPH_ONLY, info, names
 from captain_ros.ros.access import debug_services, episode_refusal
 from captain_ros.ros.calls import ROBOT_CALL_SRV, CallServer
 from captain_ros.ros.estop import EStopInterface
@@ -30,8 +32,8 @@ from captain_ros.ros.publish_log import PublishLog
 from captain_ros.ros.sim_services import SimServices
 from captain_ros.ros.state_publisher import StatePublisher
 
-KNOWN_BACKENDS = ("mujoco", "fake", "piper", "ros_arm", "xr1", "humanoid")
-HARDWARE_BACKENDS = ("piper", "ros_arm")
+KNOWN_BACKENDS = (*names(launched=True), *GRAPH_ONLY)
+HARDWARE_BACKENDS = names(hardware=True)
 """No per-request ground truth through the graph (also when emulated): bags as on the real rig."""
 PARAMS = (
     Param("backend", "mujoco", "Robot backend.", choices=KNOWN_BACKENDS),
@@ -65,17 +67,15 @@ def scene_of(task: str, seed: int) -> Any:
 
 
 def implemented_backends() -> tuple[str, ...]:
-    from captain_ros.backends import BACKENDS
-
-    return tuple(BACKENDS)
+    return names(launched=True)
 
 
 def backend_options(values: dict[str, Any]) -> dict[str, Any]:
     """``make_backend`` keyword options of the hardware backends from the node parameters."""
     opts: dict[str, Any] = {}
-    if values["backend"] in ("piper", "ros_arm") and values["backend_config"]:
+    if values["backend"] in HARDWARE_BACKENDS and values["backend_config"]:
         opts["config"] = values["backend_config"]
-    if values["backend"] == "piper":
+    if "can" in info(values["backend"]).rig_args:
         if values["can"]:
             opts["can"] = values["can"]
         if values["emulate"]:

@@ -21,10 +21,10 @@ def fresh_can() -> str:
 @pytest.fixture
 def piper() -> Iterator[Any]:
     """The guarded PiPER backend against the emulator (pick_place seed 3, 96 px cameras)."""
-    from captain_ros.backends.piper import make_piper
+    from captain_ros.backends import make_backend
     from captain_ros.tasks import get_task
 
-    b = make_piper(get_task("pick_place").sample(3), emulate=True, can=fresh_can(),
+    b = make_backend("piper", get_task("pick_place").sample(3), emulate=True, can=fresh_can(),
                    image_size_px=96)
     yield b
     b.close()

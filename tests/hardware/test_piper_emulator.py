@@ -7,7 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from captain_ros.backends.piper import PiperConfig, make_piper
+from captain_ros.backends import make_backend
+from captain_ros.backends.piper import PiperConfig
 from captain_ros.backends.piper_emulator import frames
 from captain_ros.core.errors import (
     EStopError,
@@ -187,7 +188,7 @@ def test_watchdog_holds_when_commands_stop(piper) -> None:  # type: ignore[no-un
 
 
 def test_enable_refused_when_twin_and_joints_disagree() -> None:
-    b = make_piper(get_task("pick_place").sample(3), emulate=True, can=fresh_can(),
+    b = make_backend("piper", get_task("pick_place").sample(3), emulate=True, can=fresh_can(),
                    image_size_px=64, enable=False)
     try:
         b.emulator.offset_joint_feedback("arm", 2, 0.1)
@@ -201,11 +202,11 @@ def test_enable_refused_when_twin_and_joints_disagree() -> None:
 
 def test_bus_down_and_bad_config_are_clear() -> None:
     with pytest.raises(HardwareError, match="can9 is down or missing"):
-        make_piper(None, config=PiperConfig(can={"arm": "can9"}))
+        make_backend("piper", config=PiperConfig(can={"arm": "can9"}))
     with pytest.raises(InvalidArgumentError, match="unknown piper key.*speed_rate.*valid"):
         PiperConfig.from_dict({"speed_rate": 50})
     with pytest.raises(HardwareError, match="no feedback"):  # virtual bus, nobody answers
-        make_piper(None, config=PiperConfig(can={"arm": fresh_can()}, bustype="virtual",
+        make_backend("piper", config=PiperConfig(can={"arm": fresh_can()}, bustype="virtual",
                                             feedback_timeout_s=0.2))
 
 

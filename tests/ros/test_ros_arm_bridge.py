@@ -24,6 +24,7 @@ from arm_bridge_helpers import (
 )
 from ros_fixtures import wait_until
 
+import captain_ros.ros.arm_bridge  # noqa: F401 - registers the ROS 2 transport of ros_arm
 from captain_ros.core.errors import (
     EStopError,
     HardwareError,
@@ -43,9 +44,9 @@ def identity_calibration(folder: Path) -> None:
 
 @pytest.fixture
 def arm(driver: InProcessDriver, domain_id: int, tmp_path: Path):
-    from captain_ros.backends.ros_arm import make_ros_arm
+    from captain_ros.backends import make_backend
 
-    b = make_ros_arm(config=arm_config(tmp_path / "calib", domain_id))
+    b = make_backend("ros_arm", config=arm_config(tmp_path / "calib", domain_id))
     yield b
     b.close()
 
@@ -91,13 +92,13 @@ def test_contact_from_efforts_stops_a_guarded_descent(driver: InProcessDriver, a
 
 
 def test_guard_driver_down_is_one_clear_error(domain_id: int, tmp_path: Path) -> None:
-    from captain_ros.backends.ros_arm import make_ros_arm
+    from captain_ros.backends import make_backend
 
     identity_calibration(tmp_path / "calib")
     cfg = arm_config(tmp_path / "calib", domain_id, feedback_timeout_s=0.5)
     t0 = time.monotonic()
     with pytest.raises(HardwareError, match="no /joint_states within 0.5 s.*driver running"):
-        make_ros_arm(config=cfg)
+        make_backend("ros_arm", config=cfg)
     assert time.monotonic() - t0 < 10
 
 
@@ -107,7 +108,7 @@ def test_guard_action_server_missing_refuses_to_enable(domain_id: int, tmp_path:
     from rclpy.node import Node
     from sensor_msgs.msg import JointState
 
-    from captain_ros.backends.ros_arm import make_ros_arm
+    from captain_ros.backends import make_backend
     from captain_ros.backends.ros_arm.simulated import SimulatedArmDriver
 
     sim = SimulatedArmDriver(image_size_px=32)
@@ -123,7 +124,7 @@ def test_guard_action_server_missing_refuses_to_enable(domain_id: int, tmp_path:
     cfg = arm_config(tmp_path / "calib", domain_id, server_timeout_s=0.5)
     cfg = replace(cfg, safety=replace(cfg.safety, max_feedback_age_s=5.0))  # this guard only
     with pytest.raises(HardwareError, match="follow_joint_trajectory not available.*nothing was"):
-        make_ros_arm(config=cfg)
+        make_backend("ros_arm", config=cfg)
 
 
 def test_guard_stale_joint_states_refuses_then_latches_mid_move(driver: InProcessDriver,
@@ -181,7 +182,7 @@ def test_guard_limit_exceeded_refused_before_motion_and_latched_mid_move(driver:
 
 def test_guard_measured_joints_outside_limits_refuse_enable(driver: InProcessDriver,
                                                             domain_id: int, tmp_path: Path) -> None:
-    from captain_ros.backends.ros_arm import make_ros_arm
+    from captain_ros.backends import make_backend
 
     q = driver.driver._q("arm")
     cfg = arm_config(tmp_path / "calib", domain_id)
@@ -192,7 +193,7 @@ def test_guard_measured_joints_outside_limits_refuse_enable(driver: InProcessDri
     arms["arm"] = replace(a, upper_rad=tuple(upper))
     bad = replace(cfg, arms=arms)
     with pytest.raises(HardwareError, match="joint2 = .* outside.*refusing to enable"):
-        make_ros_arm(config=bad)
+        make_backend("ros_arm", config=bad)
 
 
 def test_guard_unknown_config_key_is_named(tmp_path: Path) -> None:

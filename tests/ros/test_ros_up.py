@@ -52,21 +52,32 @@ def test_up_parser_and_unimplemented_backend(tmp_path, domain_id):
 
 
 def test_launch_file_declares_arguments_and_backends():
-    """The launch file (runs under `ros2 launch`, not importable here) is checked statically."""
+    """The launch file's arguments (read statically) and its backend names (the module, loaded as
+    `ros2 launch` loads it): every name comes from the backend registry, none is listed there."""
     import ast
+    import importlib.util
 
-    from captain_ros.backends import BACKENDS
+    from captain_ros.backends.registry import BACKENDS, GRAPH_ONLY, REGISTRY
 
-    tree = ast.parse((ROOT / "launch" / "captain.launch.py").read_text())
+    path = ROOT / "launch" / "captain.launch.py"
+    tree = ast.parse(path.read_text())
     declared = {c.args[0].value for c in ast.walk(tree) if isinstance(c, ast.Call)
                 and getattr(c.func, "id", "") == "DeclareLaunchArgument"}
     assert {"backend", "task", "seed", "policy", "params_file", "record"} <= declared
-    consts = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-              for t in n.targets if isinstance(t, ast.Name) and t.id.endswith("BACKENDS")}
+    listed = {e.value for n in tree.body if isinstance(n, ast.Assign)
+              for t in n.targets if isinstance(t, ast.Name) and t.id.endswith("BACKENDS")
+              for e in ast.walk(n.value) if isinstance(e, ast.Constant) and e.value in REGISTRY}
+    assert not listed, f"the launch file's *_BACKENDS list registry names itself: {sorted(listed)}"
+    spec = importlib.util.spec_from_file_location("captain_launch", path)
+    assert spec is not None and spec.loader is not None
+    launch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launch)
     # every backend is launched, or refused at launch with the line to use instead
-    assert set(consts["IMPLEMENTED_BACKENDS"]) | set(consts["NOT_LAUNCHED_BACKENDS"]) == set(BACKENDS)
-    assert not set(consts["IMPLEMENTED_BACKENDS"]) & set(consts["NOT_LAUNCHED_BACKENDS"])
-    assert {"mujoco", "piper", "xr1", "humanoid"} <= set(consts["KNOWN_BACKENDS"])
+    assert set(launch.IMPLEMENTED_BACKENDS) | set(launch.NOT_LAUNCHED_BACKENDS) == set(BACKENDS)
+    assert not set(launch.IMPLEMENTED_BACKENDS) & set(launch.NOT_LAUNCHED_BACKENDS)
+    assert all(REGISTRY[b].refusal for b in launch.NOT_LAUNCHED_BACKENDS)
+    assert {"mujoco", "piper", "xr1", "humanoid"} <= set(launch.KNOWN_BACKENDS)
+    assert set(launch.KNOWN_BACKENDS) == set(BACKENDS) | set(GRAPH_ONLY)
     executables = {kw.value.value for c in ast.walk(tree) if isinstance(c, ast.Call)
                    for kw in c.keywords if kw.arg == "executable"}
     cmake = (ROOT / "CMakeLists.txt").read_text()

@@ -1,8 +1,10 @@
 """PiPER over CAN (``piper_sdk``): backend, configuration, unit conversions, kinematic twin.
 
-:func:`make_piper` builds the guarded backend (wrapped in the safety layer) from a config file;
-``emulate=True`` starts the CAN emulator (:mod:`captain_ros.backends.piper_emulator`) with the
-task scene on python-can's virtual bus and uses its rendered cameras.
+:func:`make` builds the backend from a config file (``piper.yaml``; ``rig="piper_dual"`` or a dual
+scene: ``piper_dual.yaml``); ``emulate=True`` starts the CAN emulator
+(:mod:`captain_ros.backends.piper_emulator`) with the task scene on python-can's virtual bus and
+uses its rendered cameras. The safety layer and enabling are the registry's
+(:func:`captain_ros.backends.registry.make_backend`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.backends.piper.backend import PiperBackend
-from captain_ros.backends.piper.config_piper import CameraConfig, PiperConfig
+from captain_ros.backends.piper.config import CameraConfig, PiperConfig
+from captain_ros.core.scene import SceneSpec
 from captain_ros.data import data_path
 
 CONFIG_DIR = data_path("config")
@@ -23,20 +26,19 @@ def default_config_path(rig: str) -> Path:
     return CONFIG_DIR / ("piper_dual.yaml" if rig == "piper_dual" else "piper.yaml")
 
 
-def make_piper(scene: Any = None, *, config: str | Path | PiperConfig | None = None,
-               can: str | None = None, emulate: bool = False, enable: bool = True,
-               image_size_px: int = 512, rig: str | None = None) -> Any:
-    """The PiPER rig as a guarded backend (:class:`SafeBackend` around :class:`PiperBackend`).
+def make(scene: SceneSpec | None = None, *, config: str | Path | PiperConfig | None = None,
+         can: str | None = None, emulate: bool = False, image_size_px: int = 512,
+         rig: str | None = None) -> PiperBackend:
+    """The PiPER rig (unguarded: :func:`~captain_ros.backends.registry.make_backend` wraps it).
 
     Args:
         scene: Task scene; used only by the emulator (hardware sees the real table).
         config: Config file or object (default ``config/piper.yaml`` / ``piper_dual.yaml``).
         can: Override the CAN interface(s): ``can0`` or ``can0,can1`` (dual rig).
         emulate: Start the CAN emulator with ``scene`` (virtual bus, emulated cameras).
-        enable: Enable the motors after the safety layer's checks (``captain hw check``: False).
+        image_size_px: Emulator only: square camera resolution [px].
+        rig: ``piper`` or ``piper_dual`` without a scene (selects the default config file).
     """
-    from captain_ros.backends.safety import SafeBackend
-
     the_rig = rig or (scene.rig if scene is not None else "piper")
     cfg = config if isinstance(config, PiperConfig) else PiperConfig.load(
         config or default_config_path(the_rig))
@@ -52,7 +54,7 @@ def make_piper(scene: Any = None, *, config: str | Path | PiperConfig | None = N
 
         cfg = replace(cfg, **overrides)  # re-validated in __post_init__
     if emulate:
-        return _emulated(scene, cfg, enable, image_size_px)
+        return _emulated(scene, cfg, image_size_px)
     from captain_ros.backends.piper.link import require_interface
 
     for channel in cfg.can.values():  # the bus first: what a rig without power or wiring lacks
@@ -61,18 +63,7 @@ def make_piper(scene: Any = None, *, config: str | Path | PiperConfig | None = N
     backend = PiperBackend(cfg, cameras)
     for cam in cameras.values():
         cam.twin = backend.twin
-    return _guard(backend, cfg, enable, SafeBackend)
-
-
-def _guard(backend: PiperBackend, cfg: PiperConfig, enable: bool, safe_cls: Any) -> Any:
-    safe = safe_cls(backend, cfg.safety)
-    if enable:
-        try:
-            safe.enable()
-        except Exception:
-            safe.close()
-            raise
-    return safe
+    return backend
 
 
 def _realsense_cameras(cfg: PiperConfig) -> dict[str, Any]:
@@ -103,7 +94,7 @@ class _LazyMount:
         return MountedCamera(self.name, self.grab, self.mount, self.ext, self.twin)()
 
 
-def _emulated(scene: Any, cfg: PiperConfig, enable: bool, image_size_px: int) -> Any:
+def _emulated(scene: SceneSpec | None, cfg: PiperConfig, image_size_px: int) -> PiperBackend:
     """The backend against a new emulator on virtual channels of its own (``can0#3``): python-can's
     virtual channels are process-wide, and a backend rebuilt for another scene starts its emulator
     before the previous one is closed; on a shared channel the new link would read both."""
@@ -111,7 +102,6 @@ def _emulated(scene: Any, cfg: PiperConfig, enable: bool, image_size_px: int) ->
 
     from captain_ros.backends.piper_emulator import PiperEmulator
     from captain_ros.backends.piper_emulator.camera import EmulatedCamera
-    from captain_ros.backends.safety import SafeBackend
 
     n = next(_EMULATORS)
     cfg = replace(cfg, can={arm: f"{ch}#{n}" for arm, ch in cfg.can.items()})
@@ -137,7 +127,7 @@ def _emulated(scene: Any, cfg: PiperConfig, enable: bool, image_size_px: int) ->
     except Exception:
         emu.close()
         raise
-    return _guard(backend, cfg, enable, SafeBackend)
+    return backend
 
 
-__all__ = ["CameraConfig", "PiperBackend", "PiperConfig", "default_config_path", "make_piper"]
+__all__ = ["CameraConfig", "PiperBackend", "PiperConfig", "default_config_path", "make"]

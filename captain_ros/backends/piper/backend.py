@@ -20,37 +20,22 @@ from typing import Any
 
 import numpy as np
 
-from captain_ros.backends.base import Backend, Kinematics
-from captain_ros.backends.piper.config_piper import PiperConfig
+from captain_ros.backends.base import Kinematics
+from captain_ros.backends.hardware import HardwareBackend
+from captain_ros.backends.piper.config import PiperConfig
 from captain_ros.backends.piper.link import ArmFeedback, PiperArmLink
 from captain_ros.backends.piper.twin import KinematicTwin
 from captain_ros.backends.piper.units import euler_zyx_to_matrix
 from captain_ros.backends.safety.link import LinkStatus
-from captain_ros.core.errors import (
-    EStopError,
-    HardwareError,
-    InvalidArgumentError,
-    NotSupportedError,
-    UnknownNameError,
-)
-from captain_ros.core.geometry import Pose, as_vector
+from captain_ros.core.errors import HardwareError, NotSupportedError, UnknownNameError
+from captain_ros.core.geometry import Pose
 from captain_ros.core.privileged import PrivilegedState
-from captain_ros.core.types import (
-    CameraFrame,
-    ForceGuard,
-    GripperState,
-    JointState,
-    RobotSpec,
-    TickReport,
-)
-
-POLL_S = 0.005
-"""Feedback polling period inside a control tick [s] (the arm's 200 Hz stream)."""
+from captain_ros.core.types import CameraFrame, GripperState, JointState, RobotSpec
 
 CameraGrab = Callable[[], CameraFrame]
 
 
-class PiperBackend(Backend):
+class PiperBackend(HardwareBackend):
     """PiPER arm(s) on CAN.
 
     Args:
@@ -59,6 +44,9 @@ class PiperBackend(Backend):
             emulated, see :mod:`captain_ros.backends.cameras`).
         ground_truth: Emulator only: the emulated world's simulator state (host success).
     """
+
+    config: PiperConfig
+    twin: KinematicTwin
 
     def __init__(self, config: PiperConfig, cameras: Mapping[str, CameraGrab] | None = None,
                  ground_truth: Callable[[], Any] | None = None) -> None:
@@ -69,11 +57,7 @@ class PiperBackend(Backend):
         self._spec = RobotSpec(spec.name, spec.arms, tuple(self._cameras), spec.head_camera,
                                spec.workspace_min_m, spec.workspace_max_m)
         self._ground_truth = ground_truth
-        self._t0 = time.monotonic()
-        self._estop_reason = ""
-        self._grip_cmd: dict[str, float] = {}
-        self._force: dict[str, float] = dict.fromkeys(spec.arm_names, 0.0)
-        self._last_target: dict[str, np.ndarray] = {}
+        self._start()
         self.links: dict[str, PiperArmLink] = {}
         try:
             for arm in spec.arm_names:
@@ -89,10 +73,6 @@ class PiperBackend(Backend):
             raise
 
     # --- description ----------------------------------------------------------------------------
-    @property
-    def spec(self) -> RobotSpec:
-        return self._spec
-
     def _link(self, arm: str) -> PiperArmLink:
         if arm not in self.links:
             raise UnknownNameError("arm", arm, list(self.links))
@@ -111,9 +91,6 @@ class PiperBackend(Backend):
         return self.twin.kin[arm]
 
     # --- sensing --------------------------------------------------------------------------------
-    def time_s(self) -> float:
-        return time.monotonic() - self._t0
-
     def capture(self, cameras: Sequence[str] | None = None) -> dict[str, CameraFrame]:
         names = list(self._cameras if cameras is None else cameras)
         for c in names:
@@ -134,22 +111,13 @@ class PiperBackend(Backend):
 
     def gripper(self, arm: str) -> GripperState:
         fb = self._fb(arm)
-        force = abs(fb.gripper_effort_nm) * self.config.gripper_n_per_nm
-        cmd = self._grip_cmd.get(arm, fb.gripper_m)
-        holding = (abs(fb.gripper_effort_nm) > self.config.holding_effort_nm
-                   and fb.gripper_m > 0.002 and cmd < fb.gripper_m - 0.001)
-        return GripperState(fb.gripper_m, cmd, force, holding, self.time_s())
-
-    def _estimate_force(self, arm: str, fb: ArmFeedback) -> float:
-        tau_ext = fb.effort_nm - self.twin.gravity_torque_nm(arm, fb.q_rad)
-        f = float(np.linalg.norm(self.twin.tool_force_n(arm, fb.q_rad, tau_ext)))
-        f = max(0.0, f - self.config.contact.force_noise_n)
-        a = self.config.contact.filter_alpha
-        self._force[arm] = a * f + (1 - a) * self._force[arm]
-        return self._force[arm]
+        effort = abs(fb.gripper_effort_nm)
+        return self._grip_state(arm, fb.gripper_m, effort, effort * self.config.gripper_n_per_nm,
+                                self.config.holding_effort_nm)
 
     def contact_force_n(self, arm: str) -> float:
-        return self._estimate_force(arm, self._fb(arm))
+        fb = self._fb(arm)
+        return self._filter_force(arm, fb.q_rad, fb.effort_nm)
 
     # --- hardware link (read by the safety layer) -----------------------------------------------
     def link_status(self, arm: str) -> LinkStatus:
@@ -179,59 +147,20 @@ class PiperBackend(Backend):
             link.joint_ctrl(q)
             self._last_target[arm] = q
 
-    # --- commanding -----------------------------------------------------------------------------
-    def servo(self, q_targets: Mapping[str, np.ndarray], duration_s: float,
-              guard: ForceGuard) -> TickReport:
-        if self._estop_reason:
-            raise EStopError(f"e-stop latched ({self._estop_reason}); reset it before moving")
-        if not (np.isfinite(duration_s) and duration_s > 0):
-            raise InvalidArgumentError(f"duration_s must be positive, got {duration_s!r}")
-        cmd: dict[str, np.ndarray] = {}
-        for arm, q in q_targets.items():
-            a = self._spec.arm(arm)
-            cmd[arm] = np.clip(as_vector(q, 6, f"q_targets[{arm}]"), a.lower_rad, a.upper_rad)
-        t_start = time.monotonic()
+    # --- commanding (the tick loop: HardwareBackend.servo) --------------------------------------
+    def _send_targets(self, cmd: Mapping[str, np.ndarray], duration_s: float) -> None:
         for arm, q in cmd.items():
             self._link(arm).joint_ctrl(q)
-        watched = list(cmd) or list(self.links)
-        prev = {a: self._last_target.get(a) for a in cmd}
-        self._last_target.update({a: q.copy() for a, q in cmd.items()})
-        peak, stopped, emergency, polls = 0.0, False, False, 0
-        stop_at = guard.baseline_n + guard.stop_force_n
-        while True:
-            time.sleep(max(0.0, min(POLL_S, t_start + duration_s - time.monotonic())))
-            polls += 1
-            if self._estop_reason:
-                raise EStopError(f"e-stop latched ({self._estop_reason}) during the tick")
-            for arm in watched:
-                fb = self._fb(arm)
-                f = self._estimate_force(arm, fb)
-                peak = max(peak, f)
-                lag = 0.0
-                last = prev.get(arm)
-                if arm in cmd and last is not None and np.allclose(last, cmd[arm]):
-                    lag = float(np.max(np.abs(cmd[arm] - fb.q_rad)))
-                if f > guard.emergency_force_n:
-                    stopped = emergency = True
-                elif f > stop_at or lag > self.config.contact.tracking_error_rad:
-                    stopped = True
-            if stopped:
-                self.hold()
-                break
-            if time.monotonic() - t_start >= duration_s:
-                break
-        applied = {a: self._last_target[a].copy() for a in cmd}
-        return TickReport(elapsed_s=time.monotonic() - t_start, substeps=polls, peak_force_n=peak,
-                          stopped=stopped, emergency=emergency, q_applied=applied)
 
-    def command_gripper(self, arm: str, opening_m: float) -> float:
-        if self._estop_reason:
-            raise EStopError(f"e-stop latched ({self._estop_reason}); reset it before moving")
-        v = float(as_vector(opening_m, 1, "opening_m")[0])
-        v = float(np.clip(v, 0.0, self._spec.arm(arm).jaw_max_opening_m))
-        self._link(arm).gripper_ctrl(v, self.config.gripper_effort_nm)
-        self._grip_cmd[arm] = v
-        return v
+    def _measure(self, arms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        out = {}
+        for arm in arms:
+            fb = self._fb(arm)
+            out[arm] = (fb.q_rad, fb.effort_nm)
+        return out
+
+    def _send_gripper(self, arm: str, opening_m: float) -> None:
+        self._link(arm).gripper_ctrl(opening_m, self.config.gripper_effort_nm)
 
     # --- safety ---------------------------------------------------------------------------------
     def estop(self, reason: str = "") -> None:
@@ -250,10 +179,6 @@ class PiperBackend(Backend):
             self._grip_cmd[arm] = link.feedback().gripper_m
         self.hold()
         self._estop_reason = ""
-
-    @property
-    def estopped(self) -> bool:
-        return bool(self._estop_reason)
 
     def privileged_state(self) -> PrivilegedState:
         if self._ground_truth is None:

@@ -36,12 +36,14 @@ from captain_ros.backends.mujoco import render as _render
 from captain_ros.backends.mujoco.contacts import ContactReader
 from captain_ros.backends.mujoco.snapshot import MujocoSnapshot
 from captain_ros.backends.robosuite import env as rsenv
+from captain_ros.backends.robosuite.config import IMAGE_SIZE_PX
 from captain_ros.backends.robosuite.kinematics import RobosuiteKinematics, tool_pose
 from captain_ros.backends.robosuite.scene import RobosuiteScene
 from captain_ros.backends.robosuite.truth import in_table_frame
 from captain_ros.core.errors import EStopError, InvalidArgumentError, UnknownNameError
 from captain_ros.core.geometry import Pose, as_vector
 from captain_ros.core.privileged import PrivilegedState
+from captain_ros.core.scene import SceneSpec
 from captain_ros.core.types import (
     CameraFrame,
     ForceGuard,
@@ -52,7 +54,6 @@ from captain_ros.core.types import (
 )
 
 _STATE = mujoco.mjtState.mjSTATE_INTEGRATION
-IMAGE_SIZE_PX = 256
 HOST_CHECK = "robosuite_success"
 
 
@@ -67,7 +68,7 @@ class RobosuiteBackend(Backend):
 
     def __init__(
         self,
-        scene: RobosuiteScene | None = None,
+        scene: SceneSpec | None = None,
         *,
         image_size_px: int = IMAGE_SIZE_PX,
         render_segmentation: bool = False,

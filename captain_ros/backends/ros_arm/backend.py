@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from captain_ros.backends.base import Backend, Kinematics
+from captain_ros.backends.base import Kinematics
 from captain_ros.backends.cameras.frames import (
     Intrinsics,
     RawRGBD,
@@ -34,45 +34,33 @@ from captain_ros.backends.cameras.frames import (
     load_extrinsics,
     to_camera_frame,
 )
+from captain_ros.backends.hardware import HardwareBackend
 from captain_ros.backends.ros_arm.config import RosArmConfig
 from captain_ros.backends.ros_arm.transport import ArmTransport, JointSample
 from captain_ros.backends.ros_arm.twin import ModelTwin
 from captain_ros.backends.safety.link import LinkStatus
-from captain_ros.core.errors import (
-    EStopError,
-    HardwareError,
-    InvalidArgumentError,
-    NotSupportedError,
-    UnknownNameError,
-)
-from captain_ros.core.geometry import Pose, as_vector
+from captain_ros.core.errors import EStopError, HardwareError, NotSupportedError, UnknownNameError
+from captain_ros.core.geometry import Pose
 from captain_ros.core.privileged import PrivilegedState
-from captain_ros.core.types import (
-    CameraFrame,
-    ForceGuard,
-    GripperState,
-    JointState,
-    RobotSpec,
-    TickReport,
-)
+from captain_ros.core.types import CameraFrame, GripperState, JointState, RobotSpec
 
 log = logging.getLogger(__name__)
-
-POLL_S = 0.005
-"""Joint-state polling period inside a control tick [s]."""
 STREAMING_GAP_S = 0.2
 """A goal sent within this long after the previous one continues a motion under way [s]."""
 LIMIT_TOLERANCE_RAD = 0.02
 """Measured joints may lie this far outside the limits before enabling is refused [rad]."""
 
 
-class RosArmBackend(Backend):
+class RosArmBackend(HardwareBackend):
     """A ROS 2 arm rig.
 
     Args:
         config: The rig's configuration.
         transport: The ROS side (:class:`~captain_ros.ros.arm_bridge.RclpyArmTransport`).
     """
+
+    config: RosArmConfig
+    twin: ModelTwin
 
     def __init__(self, config: RosArmConfig, transport: ArmTransport) -> None:
         self.config = config
@@ -83,11 +71,7 @@ class RosArmBackend(Backend):
             name: load_extrinsics(c.calibration, "world_from_optical" if c.mount == "world"
                                   else "flange_from_optical")
             for name, c in config.cameras.items()}
-        self._t0 = time.monotonic()
-        self._estop_reason = ""
-        self._grip_cmd: dict[str, float] = {}
-        self._force = dict.fromkeys(self._spec.arm_names, 0.0)
-        self._last_target: dict[str, np.ndarray] = {}
+        self._start()
         self._sent_s: dict[str, float] = {}
         first = transport.wait_joint_sample(-1.0, config.feedback_timeout_s)
         if first is None:
@@ -100,10 +84,6 @@ class RosArmBackend(Backend):
             self._grip_cmd[arm] = self._opening(arm, first)
 
     # --- description ----------------------------------------------------------------------------
-    @property
-    def spec(self) -> RobotSpec:
-        return self._spec
-
     def _arm(self, arm: str) -> Any:
         if arm not in self.config.arms:
             raise UnknownNameError("arm", arm, list(self.config.arms))
@@ -144,9 +124,6 @@ class RosArmBackend(Backend):
         return self.twin.kin[arm]
 
     # --- sensing --------------------------------------------------------------------------------
-    def time_s(self) -> float:
-        return time.monotonic() - self._t0
-
     def capture(self, cameras: Sequence[str] | None = None) -> dict[str, CameraFrame]:
         names = list(self.config.cameras if cameras is None else cameras)
         for c in names:
@@ -190,23 +167,12 @@ class RosArmBackend(Backend):
         s = self._sample()
         opening = self._opening(arm, s)
         effort = float(np.abs(s.vector("effort", g.joints)).sum())
-        cmd = self._grip_cmd.get(arm, opening)
-        holding = effort > g.holding_effort and opening > 0.002 and cmd < opening - 0.001
-        return GripperState(opening, cmd, effort, holding, self.time_s())
-
-    def _estimate_force(self, arm: str, s: JointSample) -> float:
-        a = self._arm(arm)
-        q = s.vector("position", a.joints)
-        tau_ext = s.vector("effort", a.joints) - self.twin.gravity_torque_nm(arm, q)
-        f = float(np.linalg.norm(self.twin.tool_force_n(arm, q, tau_ext)))
-        f = max(0.0, f - self.config.contact.force_noise_n)
-        k = self.config.contact.filter_alpha
-        self._force[arm] = k * f + (1 - k) * self._force[arm]
-        return self._force[arm]
+        return self._grip_state(arm, opening, effort, effort, g.holding_effort)
 
     def contact_force_n(self, arm: str) -> float:
-        self._arm(arm)
-        return self._estimate_force(arm, self._sample())
+        a = self._arm(arm)
+        s = self._sample()
+        return self._filter_force(arm, s.vector("position", a.joints), s.vector("effort", a.joints))
 
     # --- link (read by the safety layer) --------------------------------------------------------
     def link_status(self, arm: str) -> LinkStatus:
@@ -253,58 +219,24 @@ class RosArmBackend(Backend):
             self._last_target.pop(arm, None)
             self._sent_s.pop(arm, None)
 
-    # --- commanding -----------------------------------------------------------------------------
-    def servo(self, q_targets: Mapping[str, np.ndarray], duration_s: float,
-              guard: ForceGuard) -> TickReport:
-        if self._estop_reason:
-            raise EStopError(f"e-stop latched ({self._estop_reason}); reset it before moving")
-        if not (np.isfinite(duration_s) and duration_s > 0):
-            raise InvalidArgumentError(f"duration_s must be positive, got {duration_s!r}")
-        cmd: dict[str, np.ndarray] = {}
-        for arm, q in q_targets.items():
-            a = self._spec.arm(arm)
-            cmd[arm] = np.clip(as_vector(q, len(a.joint_names), f"q_targets[{arm}]"),
-                               a.lower_rad, a.upper_rad)
+    # --- commanding (the tick loop: HardwareBackend.servo) --------------------------------------
+    def _send_targets(self, cmd: Mapping[str, np.ndarray], duration_s: float) -> None:
         t_start = time.monotonic()
-        prev = {a: self._last_target.get(a) for a in cmd}
         for arm, q in cmd.items():  # streaming if the previous goal went out just before
             streaming = t_start - self._sent_s.get(arm, -1e9) < STREAMING_GAP_S
             self._send(arm, q, duration_s, moving=streaming)
             self._sent_s[arm] = time.monotonic()
-        self._last_target.update({a: q.copy() for a, q in cmd.items()})
-        watched = list(cmd) or list(self._spec.arm_names)
-        peak, stopped, emergency, polls = 0.0, False, False, 0
-        stop_at = guard.baseline_n + guard.stop_force_n
-        while True:
-            time.sleep(max(0.0, min(POLL_S, t_start + duration_s - time.monotonic())))
-            polls += 1
-            if self._estop_reason:
-                raise EStopError(f"e-stop latched ({self._estop_reason}) during the tick")
-            s = self._fresh()
-            for arm in watched:
-                f = self._estimate_force(arm, s)
-                peak = max(peak, f)
-                last = prev.get(arm)
-                lag = 0.0
-                if arm in cmd and last is not None and np.allclose(last, cmd[arm]):
-                    lag = float(np.max(np.abs(cmd[arm] - s.vector("position",
-                                                                  self._arm(arm).joints))))
-                if f > guard.emergency_force_n:
-                    stopped = emergency = True
-                elif f > stop_at or lag > self.config.contact.tracking_error_rad:
-                    stopped = True
-                goal = self.transport.goal_state(arm)
-                if goal.status == "aborted":
-                    self.estop(f"{arm}: the driver aborted the trajectory ({goal.error})")
-                    raise EStopError(f"e-stop latched: {self._estop_reason}")
-            if stopped:
-                self.hold()
-                break
-            if time.monotonic() - t_start >= duration_s:
-                break
-        return TickReport(elapsed_s=time.monotonic() - t_start, substeps=polls, peak_force_n=peak,
-                          stopped=stopped, emergency=emergency,
-                          q_applied={a: q.copy() for a, q in cmd.items()})
+
+    def _measure(self, arms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        s = self._fresh()
+        return {arm: (s.vector("position", self._arm(arm).joints),
+                      s.vector("effort", self._arm(arm).joints)) for arm in arms}
+
+    def _check_driver(self, arm: str) -> None:
+        goal = self.transport.goal_state(arm)
+        if goal.status == "aborted":
+            self.estop(f"{arm}: the driver aborted the trajectory ({goal.error})")
+            raise EStopError(f"e-stop latched: {self._estop_reason}")
 
     def _send(self, arm: str, q: np.ndarray, duration_s: float, moving: bool) -> None:
         a = self._arm(arm)
@@ -319,14 +251,9 @@ class RosArmBackend(Backend):
             raise EStopError(f"e-stop latched: {msg}")
         raise HardwareError(msg + "; nothing moved")
 
-    def command_gripper(self, arm: str, opening_m: float) -> float:
-        if self._estop_reason:
-            raise EStopError(f"e-stop latched ({self._estop_reason}); reset it before moving")
+    def _send_gripper(self, arm: str, opening_m: float) -> None:
         g = self._arm(arm).gripper
-        v = float(np.clip(as_vector(opening_m, 1, "opening_m")[0], 0.0, g.max_opening_m))
-        self.transport.send_gripper(arm, v, g.max_effort_n)
-        self._grip_cmd[arm] = v
-        return v
+        self.transport.send_gripper(arm, opening_m, g.max_effort_n)
 
     # --- safety ---------------------------------------------------------------------------------
     def estop(self, reason: str = "") -> None:
@@ -339,10 +266,6 @@ class RosArmBackend(Backend):
         """Release the latch; the arm holds where it is (the next goal starts from there)."""
         self.hold()
         self._estop_reason = ""
-
-    @property
-    def estopped(self) -> bool:
-        return bool(self._estop_reason)
 
     def privileged_state(self) -> PrivilegedState:
         if not self.config.ground_truth_service:

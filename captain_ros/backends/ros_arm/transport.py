@@ -4,15 +4,25 @@
 :class:`captain_ros.ros.arm_bridge.transport.RclpyArmTransport` (a node of its own in its own
 context and executor thread). The backend logic (:mod:`.backend`) sees only these plain types,
 so it stays ROS-free and unit-testable.
+
+The ros layer registers its transport (:func:`register_transport`, called when
+:mod:`captain_ros.ros.arm_bridge` is imported: the robot node and the ``captain`` command line
+import it); a backend built without an injected transport takes the registered one
+(:func:`default_transport`). This package never imports the ros layer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+from captain_ros.core.errors import NotSupportedError
+
+if TYPE_CHECKING:
+    from captain_ros.backends.ros_arm.config import RosArmConfig
 
 
 @dataclass(frozen=True)
@@ -113,4 +123,27 @@ class ArmTransport(Protocol):
         """Destroy the node and stop its executor."""
 
 
-__all__ = ["ArmTransport", "GoalState", "ImageSample", "JointSample"]
+
+
+TransportFactory = Callable[["RosArmConfig"], ArmTransport]
+_registered: list[TransportFactory] = []
+
+
+def register_transport(factory: TransportFactory) -> None:
+    """Make ``factory(config)`` the transport of backends built without one (the ros layer's
+    :class:`~captain_ros.ros.arm_bridge.transport.RclpyArmTransport`); a later call replaces it."""
+    _registered[:] = [factory]
+
+
+def default_transport(config: RosArmConfig) -> ArmTransport:
+    """A new transport from the registered factory (else :class:`NotSupportedError`)."""
+    if not _registered:
+        raise NotSupportedError(
+            "backend ros_arm needs the ROS 2 transport, which the ros layer registers: import "
+            "captain_ros.ros.arm_bridge first (the robot node and the captain command do), or "
+            "pass transport=")
+    return _registered[0](config)
+
+
+__all__ = ["ArmTransport", "GoalState", "ImageSample", "JointSample", "TransportFactory",
+           "default_transport", "register_transport"]

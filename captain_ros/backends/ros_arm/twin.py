@@ -4,8 +4,9 @@ MuJoCo compiles both formats (``MjSpec.from_file``). A tool point given as ``tcp
 ``tcp_offset_m`` becomes a site of the compiled model. ``base_xyz_m``/``base_rpy_rad`` place the
 model's world frame in the captain world frame; every pose and Jacobian the twin returns is in the
 captain frame. The twin serves planning (:class:`TwinKinematics`: FK, Jacobian, collisions, so
-``check_motion``/``preview_motion`` work as in simulation), the wrist cameras' poses and the gravity
-torques that contact detection subtracts from the measured efforts.
+``check_motion``/``preview_motion`` work as in simulation), the wrist cameras' poses and, from
+:class:`~captain_ros.backends.twin.MujocoTwin`, the gravity torques that contact detection
+subtracts from the measured efforts.
 
 URDF notes: MuJoCo merges links attached by fixed joints into their parents (name the parent as
 ``tcp_body``), takes mesh file names without their ``package://`` folders (put the meshes beside
@@ -14,7 +15,6 @@ the URDF) and has joint velocity limits only through the URDF's ``<limit velocit
 
 from __future__ import annotations
 
-import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +24,7 @@ import mujoco
 import numpy as np
 
 from captain_ros.backends.ros_arm.config import RosArmConfig
+from captain_ros.backends.twin import MujocoTwin
 from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
 from captain_ros.core.geometry import Pose, as_vector, matrix_to_quat
 from captain_ros.core.types import ArmSpec, RobotSpec
@@ -79,7 +80,7 @@ def _descendants(model: mujoco.MjModel, root: int) -> frozenset[int]:
     return frozenset(out)
 
 
-class ModelTwin:
+class ModelTwin(MujocoTwin):
     """Twin of the rig of ``config``; :meth:`update` poses one arm at its measured joints."""
 
     def __init__(self, config: RosArmConfig) -> None:
@@ -104,14 +105,11 @@ class ModelTwin:
         self.base = np.eye(4)
         self.base[:3, :3] = rpy_matrix(config.base_rpy_rad)
         self.base[:3, 3] = config.base_xyz_m
-        self.arms = {n: self._index(n) for n in config.arms}
+        self.arms: dict[str, ArmIndex] = {n: self._index(n) for n in config.arms}
         self.robot_bodies = frozenset().union(*(a.body_ids for a in self.arms.values()))
         self.spec = self._robot_spec(path)
         self.kin = {n: TwinKinematics(self, a) for n, a in self.arms.items()}
-        self._grav = mujoco.MjData(m)
-        self._jacp = np.zeros((3, m.nv))
-        self.lock = threading.Lock()
-        mujoco.mj_kinematics(m, self.data)
+        self._ready()
 
     def _id(self, kind: mujoco.mjtObj, name: str, what: str, arm: str) -> int:
         i = mujoco.mj_name2id(self.model, kind, name)
@@ -184,15 +182,6 @@ class ModelTwin:
                 self.data.qpos[a.grip_qpos_adr] = jaw_m / g.opening_scale / a.grip_qpos_adr.size
             mujoco.mj_kinematics(self.model, self.data)
 
-    def tcp_matrix(self, arm: str) -> np.ndarray:
-        """Captain-world 4x4 pose of the tool point at the last :meth:`update`."""
-        s = self.arms[arm].tcp_site
-        t = np.eye(4)
-        with self.lock:
-            t[:3, :3] = self.data.site_xmat[s].reshape(3, 3)
-            t[:3, 3] = self.data.site_xpos[s]
-        return self.base @ t
-
     def flange_matrix(self, arm: str) -> np.ndarray:
         """Captain-world 4x4 pose of the flange body (a wrist camera's hand-eye reference)."""
         b = self.arms[arm].flange_body
@@ -201,27 +190,6 @@ class ModelTwin:
             t[:3, :3] = self.data.xmat[b].reshape(3, 3)
             t[:3, 3] = self.data.xpos[b]
         return self.base @ t
-
-    def gravity_torque_nm(self, arm: str, q: np.ndarray) -> np.ndarray:
-        """Joint torques [N m] that hold ``arm`` still against gravity at ``q``."""
-        a, d = self.arms[arm], self._grav
-        with self.lock:
-            d.qpos[:] = self.data.qpos
-        d.qpos[a.qpos_adr] = q
-        d.qvel[:] = 0.0
-        mujoco.mj_forward(self.model, d)
-        return d.qfrc_bias[a.dof_adr].copy()
-
-    def tool_force_n(self, arm: str, q: np.ndarray, tau_ext_nm: np.ndarray) -> np.ndarray:
-        """Least-squares external force at the tool point [N, captain frame] explaining the
-        joint torques ``tau_ext_nm`` (``tau = J_lin^T F``)."""
-        a, d = self.arms[arm], self._grav
-        d.qpos[a.qpos_adr] = q
-        mujoco.mj_kinematics(self.model, d)
-        mujoco.mj_comPos(self.model, d)
-        mujoco.mj_jacSite(self.model, d, self._jacp, None, a.tcp_site)
-        f, *_ = np.linalg.lstsq(self._jacp[:, a.dof_adr].T, tau_ext_nm, rcond=1e-3)
-        return self.base[:3, :3] @ f
 
 
 class TwinKinematics:
