@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from captain_ros.core.errors import NotSupportedError
+from captain_ros.core.errors import NotSupportedError, UnknownNameError
 from captain_ros.core.geometry import Pose
 from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.types import (
@@ -142,3 +142,34 @@ class Backend(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+K = TypeVar("K", bound=Kinematics)
+
+
+class ArmTable(Generic[K]):
+    """The accessors of a backend that keeps its arms in a table (the MuJoCo and robosuite
+    backends): ``_spec``, ``_arms`` (arm name -> its model indices) and ``_kin`` (arm name -> its
+    :class:`Kinematics`), set by the backend. Listed first among the bases::
+
+        class MujocoBackend(ArmTable[MujocoKinematics], Backend): ...
+    """
+
+    _spec: RobotSpec
+    _arms: Mapping[str, Any]
+    _kin: Mapping[str, K]
+
+    @property
+    def spec(self) -> RobotSpec:
+        return self._spec
+
+    def _arm(self, arm: str) -> Any:
+        """The indices of ``arm`` (an unknown name: :class:`UnknownNameError` listing the arms)."""
+        if arm not in self._arms:
+            raise UnknownNameError("arm", arm, list(self._arms))
+        return self._arms[arm]
+
+    def kinematics(self, arm: str) -> K:
+        self._arm(arm)
+        return self._kin[arm]
+

@@ -29,7 +29,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from captain_ros.backends.base import Backend
+from captain_ros.backends.base import ArmTable, Backend
 from captain_ros.backends.mujoco import model as rigmodel
 from captain_ros.backends.mujoco import privileged
 from captain_ros.backends.mujoco import render as _render
@@ -47,14 +47,13 @@ from captain_ros.core.types import (
     ForceGuard,
     GripperState,
     JointState,
-    RobotSpec,
     TickReport,
 )
 
 _STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 
 
-class MujocoBackend(Backend):
+class MujocoBackend(ArmTable[MujocoKinematics], Backend):
     """MuJoCo PiPER rig composed with a task scene.
 
     Args:
@@ -140,20 +139,7 @@ class MujocoBackend(Backend):
         self._estop = False
         self._ticks = 0
 
-    # --- description ---------------------------------------------------------------------------
-    @property
-    def spec(self) -> RobotSpec:
-        return self._spec
-
-    def _arm(self, arm: str) -> Any:
-        if arm not in self._arms:
-            raise UnknownNameError("arm", arm, list(self._arms))
-        return self._arms[arm]
-
-    def kinematics(self, arm: str) -> MujocoKinematics:
-        self._arm(arm)
-        return self._kin[arm]
-
+    # --- description (spec, kinematics: ArmTable) ----------------------------------------------
     @property
     def object_names(self) -> tuple[str, ...]:
         return tuple(self._objects)

@@ -25,12 +25,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import mujoco
 import numpy as np
 
-from captain_ros.backends.base import Backend
+from captain_ros.backends.base import ArmTable, Backend
 from captain_ros.backends.mujoco import privileged
 from captain_ros.backends.mujoco import render as _render
 from captain_ros.backends.mujoco.contacts import ContactReader
@@ -57,7 +56,7 @@ _STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 HOST_CHECK = "robosuite_success"
 
 
-class RobosuiteBackend(Backend):
+class RobosuiteBackend(ArmTable[RobosuiteKinematics], Backend):
     """A robosuite environment driven through the Backend interface.
 
     Args:
@@ -157,20 +156,7 @@ class RobosuiteBackend(Backend):
         }
         self._estop, self._ticks = False, 0
 
-    # --- description ---------------------------------------------------------------------------
-    @property
-    def spec(self) -> RobotSpec:
-        return self._spec
-
-    def _arm(self, arm: str) -> Any:
-        if arm not in self._arms:
-            raise UnknownNameError("arm", arm, list(self._arms))
-        return self._arms[arm]
-
-    def kinematics(self, arm: str) -> RobosuiteKinematics:
-        self._arm(arm)
-        return self._kin[arm]
-
+    # --- description (spec, kinematics: ArmTable) ----------------------------------------------
     @property
     def object_names(self) -> tuple[str, ...]:
         return tuple(self.scene.objects)
