@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, render
-from captain_ros.harness.trajectory import load_history
+from captain_ros.harness.record.trajectory import load_history
 from captain_ros.policy.transformers_chat import TransformersChat
 
 TOOLS = [PYTHON_TOOL_SCHEMA]

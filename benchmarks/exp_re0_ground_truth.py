@@ -48,7 +48,7 @@ from bench_re0_testbed import find_event, resampled_verdicts  # noqa: E402
 
 from captain_ros.evaluation.runner import EpisodeJob, run_local  # noqa: E402
 from captain_ros.evaluation.stats import wilson_interval  # noqa: E402
-from captain_ros.harness.record import EpisodeRecord  # noqa: E402
+from captain_ros.harness.record.episode_record import EpisodeRecord  # noqa: E402
 from captain_ros.learn.re0.contracts import RepairContract, scope_cost  # noqa: E402
 from captain_ros.learn.re0.loop import API  # noqa: E402
 from captain_ros.learn.re0.rollouts import JOB_PATH, EventSpec  # noqa: E402

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from captain_ros.evaluation import compare, wilson_interval
 from captain_ros.evaluation.runner import evaluate, make_jobs, parse_seeds
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 
 POLICIES = {"A": "scripted", "B": "scripted-faulty:premature_release=1.0,seed=0"}
 

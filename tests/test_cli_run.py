@@ -7,7 +7,7 @@ import json
 import pytest
 
 from captain_ros.cli.main import build_parser, main
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from captain_ros.harness.context import (
     turn_commands,
     without_receipts,
 )
-from captain_ros.harness.history import History, ImageRef, ToolCall, ToolOutput, Turn
+from captain_ros.harness.record.history import History, ImageRef, ToolCall, ToolOutput, Turn
 
 
 def make_history(n_turns: int, out_chars: int = 100, images_per_turn: int = 1) -> History:

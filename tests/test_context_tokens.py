@@ -18,9 +18,9 @@ import pytest
 
 from captain_ros.core.errors import UnknownNameError
 from captain_ros.harness.context import ContextConfig, render
-from captain_ros.harness.history import History
 from captain_ros.harness.profiles import PROFILES, get_profile
-from captain_ros.harness.recorded import RecordedEpisode
+from captain_ros.harness.record.history import History
+from captain_ros.harness.record.recorded import RecordedEpisode
 from captain_ros.harness.tokens import approx_tokens, token_counter
 
 TASKS = ("pick_place", "stack", "restack", "open_drawer", "two_arm_lift", "insertion")
@@ -96,7 +96,7 @@ def test_student_task_md_keeps_the_task_and_drops_the_reference():
 
 
 def test_the_hard_limit_drops_recent_turns_before_the_window_overflows(tmp_path):
-    from captain_ros.harness.history import ToolCall, ToolOutput, Turn
+    from captain_ros.harness.record.history import ToolCall, ToolOutput, Turn
 
     big = " ".join(f"{i * 0.0137:.4f}" for i in range(200))  # 1,399 smollm2 tokens (350 approx)
     turns = tuple(

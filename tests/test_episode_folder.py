@@ -11,7 +11,7 @@ import pytest
 from captain_ros.core import episode_folder as ef
 from captain_ros.core.episode_folder import EpisodeFiles, read_jsonl, read_jsonl_lenient
 from captain_ros.core.errors import InvalidArgumentError, RecordError
-from captain_ros.harness.privileged_log import load_episode_record
+from captain_ros.harness.record.privileged_log import load_episode_record
 from captain_ros.learn import errors as learn_errors
 from captain_ros.learn.episodes import default_loader
 from captain_ros.report.record import EpisodeFolder

@@ -23,7 +23,7 @@ from captain_ros.evaluation.runner import (
     worker_environment,
 )
 from captain_ros.evaluation.summary import aggregate, compare, load_episodes
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 
 JOB = "test_eval_runner:fake_job"
 

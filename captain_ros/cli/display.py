@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 
 
 class Display:

@@ -5,7 +5,7 @@ own summary under the same name). The report, learning, RE-0, the bag tools and 
 through :class:`EpisodeFiles`::
 
     <episode>/
-      summary.json       SUMMARY     the EpisodeRecord (harness/record.py)
+      summary.json       SUMMARY     the EpisodeRecord (harness/record/episode_record.py)
       trajectory.jsonl   TRAJECTORY  episode_start, one line per request, episode_end
       privileged.jsonl   PRIVILEGED  the hidden per-request state (simulation backends only)
       TASK.md            TASK_MD     the task document the policy was given

@@ -8,6 +8,6 @@
 
 from captain_ros.evaluation.stats import mcnemar, wilson_interval
 from captain_ros.evaluation.summary import aggregate, compare
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 
 __all__ = ["EpisodeRecord", "aggregate", "compare", "mcnemar", "wilson_interval"]

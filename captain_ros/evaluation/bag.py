@@ -26,7 +26,7 @@ from captain_ros.bags import BagWriter, make_typestore, qos
 from captain_ros.bags.messages import TRAJECTORY_TOPIC, Messages, optical_frame
 from captain_ros.core.geometry import Pose
 from captain_ros.harness.observers import CallEvent, EpisodeObserver, EpisodeStart
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 
 log = logging.getLogger(__name__)
 

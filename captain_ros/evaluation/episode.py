@@ -18,7 +18,7 @@ from typing import Any
 from captain_ros.backends.registry import names
 from captain_ros.evaluation.runner import worker_environment
 from captain_ros.harness.observers import CallEvent, EpisodeObserver
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 from captain_ros.harness.setup import BackendPrivileged, EpisodeSetup
 from captain_ros.policy.base import Policy, PolicyReply
 from captain_ros.report.observer import ReportObserver

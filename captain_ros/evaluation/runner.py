@@ -28,7 +28,7 @@ from typing import Any
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.evaluation.plot import plot_eval
 from captain_ros.evaluation.summary import aggregate, by_task
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 
 DEFAULT_JOB = "captain_ros.evaluation.episode:run_job"
 

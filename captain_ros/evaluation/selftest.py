@@ -10,7 +10,7 @@ import os
 import socket
 from typing import Any
 
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 
 
 def echo_job(job: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Evaluation figures over episode records (:class:`~captain_ros.harness.record.EpisodeRecord`).
+"""Evaluation figures over episode records (:class:`~captain_ros.harness.record.episode_record.EpisodeRecord`).
 
 ``captain eval`` collects one record per seed; :func:`aggregate` turns a list of them into the
 evaluation figures of the paper
@@ -15,7 +15,7 @@ from typing import Any
 
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.evaluation.stats import describe, mcnemar, wilson_interval
-from captain_ros.harness.record import OUTCOMES, EpisodeRecord
+from captain_ros.harness.record.episode_record import OUTCOMES, EpisodeRecord
 
 
 def aggregate(episodes: Sequence[EpisodeRecord]) -> dict[str, Any]:

@@ -9,19 +9,24 @@ from captain_ros.harness.budgets import Budgets, BudgetTracker
 from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
 from captain_ros.harness.episode import EpisodeOptions, run_episode
 from captain_ros.harness.gate import CompletionGate, GateDecision
-from captain_ros.harness.history import History, ImageRef, ToolCall, ToolOutput, Turn
 from captain_ros.harness.observers import CallEvent, EpisodeObserver, EpisodeStart, Stop
-from captain_ros.harness.privileged_log import (
+from captain_ros.harness.record.episode_record import (
+    OUTCOMES,
+    EpisodeRecord,
+    load_record,
+    outcome_label,
+)
+from captain_ros.harness.record.history import History, ImageRef, ToolCall, ToolOutput, Turn
+from captain_ros.harness.record.privileged_log import (
     EpisodeLearningRecord,
     PrivilegedSource,
     RequestRecord,
     StateRecord,
     load_episode_record,
 )
-from captain_ros.harness.record import OUTCOMES, EpisodeRecord, load_record, outcome_label
+from captain_ros.harness.record.trajectory import load_history, messages_sha256, read_records
 from captain_ros.harness.sandbox.session import CellResult, PythonSession, SessionConfig
 from captain_ros.harness.setup import EpisodeSetup
-from captain_ros.harness.trajectory import load_history, messages_sha256, read_records
 
 __all__ = [
     "OUTCOMES", "PYTHON_TOOL_SCHEMA", "BudgetTracker", "Budgets", "CallEvent", "CellResult",

@@ -28,8 +28,8 @@ from captain_ros.core.errors import CaptainError
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.harness.budgets import BudgetTracker
 from captain_ros.harness.gate import CompletionGate
-from captain_ros.harness.history import ImageRef
 from captain_ros.harness.observers import CallEvent
+from captain_ros.harness.record.history import ImageRef
 
 log = logging.getLogger(__name__)
 

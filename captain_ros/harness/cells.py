@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from captain_ros.harness.calls import EpisodeCalls
-from captain_ros.harness.history import ToolCall, ToolOutput
+from captain_ros.harness.record.history import ToolCall, ToolOutput
 from captain_ros.harness.sandbox.session import PythonSession
 
 MAX_CODE_CHARS = 100_000

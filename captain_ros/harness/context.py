@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from captain_ros.harness.history import History, ImageRef, Turn
+from captain_ros.harness.record.history import History, ImageRef, Turn
 from captain_ros.harness.tokens import approx_tokens, token_counter
 
 __all__ = ["PYTHON_TOOL_SCHEMA", "ContextConfig", "approx_tokens", "context_tokens", "render",

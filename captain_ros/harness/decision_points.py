@@ -3,7 +3,7 @@
 Before every request t the complete episode state is restorable. It has two halves:
 
 - **robot side** (physics and backend RNG, noise streams, safety layer, perception store, motion
-  history; :mod:`captain_ros.harness.robot_state`). In the process that ran the episode,
+  history; :mod:`captain_ros.harness.record.robot_state`). In the process that ran the episode,
   :class:`DecisionPointSource` (the episode's privileged source) keeps a snapshot of it under the
   handle ``privileged.jsonl`` records for s_t. In any other process (an evaluation or
   verification worker), :func:`rebuild_robot_side` re-executes the recorded robot calls of
@@ -18,7 +18,7 @@ Before every request t the complete episode state is restorable. It has two halv
 :class:`~captain_ros.harness.resume.EpisodeResume` for
 :func:`~captain_ros.harness.episode.run_episode`; :func:`rehydrate_policy` positions a stateful
 policy (the scripted expert) at h_t by replaying its own prefix. Restoring is refused with a
-:class:`~captain_ros.harness.robot_state.RestoreRefused` naming the reason whenever identity
+:class:`~captain_ros.harness.record.robot_state.RestoreRefused` naming the reason whenever identity
 cannot be guaranteed: this is RE-0's Valid predicate (:func:`check_restorable` is its static
 part; the replays are its dynamic part).
 """
@@ -33,11 +33,18 @@ from typing import Any
 
 from captain_ros.harness.budgets import Budgets
 from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
-from captain_ros.harness.history import History
-from captain_ros.harness.recorded import EXTRA_KEY, RecordedEpisode, Validity, check_restorable
+from captain_ros.harness.record.history import History
+from captain_ros.harness.record.recorded import (
+    EXTRA_KEY,
+    RecordedEpisode,
+    Validity,
+    check_restorable,
+)
+from captain_ros.harness.record.returns import RequestCounts
+from captain_ros.harness.record.robot_state import RestoreRefused, restore_robot_side
+from captain_ros.harness.record.trajectory import messages_sha256
 from captain_ros.harness.replay import replay_session
 from captain_ros.harness.resume import EpisodeResume
-from captain_ros.harness.returns import RequestCounts
 from captain_ros.harness.robot_points import (
     DecisionPointSource,
     HandleRestorer,
@@ -48,9 +55,7 @@ from captain_ros.harness.robot_points import (
     robot_identity,
     via_handles,
 )
-from captain_ros.harness.robot_state import RestoreRefused, restore_robot_side
 from captain_ros.harness.sandbox.session import SessionConfig
-from captain_ros.harness.trajectory import messages_sha256
 from captain_ros.policy.base import Policy
 from captain_ros.policy.toolcalls import parse_reply
 

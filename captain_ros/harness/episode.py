@@ -11,7 +11,7 @@ and counts as a request.
 
 Front ends assemble an episode with :class:`~captain_ros.harness.setup.EpisodeSetup`, which calls
 :func:`run_episode`; the loop writes ``trajectory.jsonl``, ``TASK.md``, images, ``summary.json``
-(the :class:`~captain_ros.harness.record.EpisodeRecord`) and, with a privileged source,
+(the :class:`~captain_ros.harness.record.episode_record.EpisodeRecord`) and, with a privileged source,
 ``privileged.jsonl``.
 """
 
@@ -32,21 +32,26 @@ from captain_ros.harness.calls import EpisodeCalls, save_png
 from captain_ros.harness.cells import run_cells
 from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
 from captain_ros.harness.gate import CompletionGate
-from captain_ros.harness.history import History, ImageRef, Turn
 from captain_ros.harness.observers import EpisodeObserver, EpisodeStart, Observers
-from captain_ros.harness.privileged_log import (
+from captain_ros.harness.profiles import get_profile, library_prelude, library_task_md
+from captain_ros.harness.record.episode_record import OUTCOMES, EpisodeRecord, outcome_label
+from captain_ros.harness.record.history import History, ImageRef, Turn
+from captain_ros.harness.record.privileged_log import (
     PRIVILEGED_FILE,
     PrivilegedRecorder,
     PrivilegedSource,
     RequestRecord,
 )
-from captain_ros.harness.profiles import get_profile, library_prelude, library_task_md
-from captain_ros.harness.record import OUTCOMES, EpisodeRecord, outcome_label
+from captain_ros.harness.record.returns import (
+    CostConfig,
+    RequestCounts,
+    request_costs,
+    terminal_return,
+)
+from captain_ros.harness.record.trajectory import TrajectoryWriter, messages_sha256
 from captain_ros.harness.resume import EpisodeResume, apply_counters
-from captain_ros.harness.returns import CostConfig, RequestCounts, request_costs, terminal_return
 from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 from captain_ros.harness.taskmd import render_task_md
-from captain_ros.harness.trajectory import TrajectoryWriter, messages_sha256
 from captain_ros.policy.base import Policy, PolicyReply
 from captain_ros.policy.toolcalls import ParsedReply, parse_reply
 

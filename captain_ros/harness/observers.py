@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from captain_ros.core.result import Result
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 from captain_ros.policy.base import PolicyReply
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class EpisodeObserver:
         """The episode is about to make its first request."""
 
     def on_state(self, t: int, state: Any) -> None:
-        """Simulation only: s_t (a :class:`~captain_ros.harness.privileged_log.StateRecord`) was
+        """Simulation only: s_t (a :class:`~captain_ros.harness.record.privileged_log.StateRecord`) was
         read, just before :meth:`before_request` for ``t`` (a critic can decide on it)."""
 
     def before_request(self, t: int) -> Stop | None:

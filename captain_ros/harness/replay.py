@@ -12,7 +12,7 @@ Identity is checked, not assumed: each replayed robot call must have the recorde
 arguments, and each replayed cell must reproduce the recorded output, receipts, images, error,
 sandbox violations and the digest of the session's variables
 (:mod:`captain_ros.harness.sandbox.ns_digest`). The first difference stops the replay with a
-:class:`~captain_ros.harness.robot_state.RestoreRefused` that names the request, the cell and
+:class:`~captain_ros.harness.record.robot_state.RestoreRefused` that names the request, the cell and
 what differed.
 """
 
@@ -34,7 +34,7 @@ from captain_ros.harness.budgets import Budgets, BudgetTracker
 from captain_ros.harness.calls import EpisodeCalls
 from captain_ros.harness.cells import run_cells
 from captain_ros.harness.gate import CompletionGate, GateCheck
-from captain_ros.harness.robot_state import RestoreRefused
+from captain_ros.harness.record.robot_state import RestoreRefused
 from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 
 TIMING_KEYS = frozenset({"duration_s", "call_s"})

@@ -12,9 +12,9 @@ from typing import Any
 from captain_ros.harness.budgets import BudgetTracker
 from captain_ros.harness.calls import EpisodeCalls
 from captain_ros.harness.gate import CompletionGate
-from captain_ros.harness.history import History
-from captain_ros.harness.privileged_log import RequestRecord, StateRecord
-from captain_ros.harness.returns import RequestCounts
+from captain_ros.harness.record.history import History
+from captain_ros.harness.record.privileged_log import RequestRecord, StateRecord
+from captain_ros.harness.record.returns import RequestCounts
 from captain_ros.harness.sandbox.session import PythonSession
 
 

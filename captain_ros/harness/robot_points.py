@@ -11,10 +11,14 @@ from captain_ros.api import registry
 from captain_ros.core.errors import NotSupportedError
 from captain_ros.core.privileged import PrivilegedState
 from captain_ros.harness.observers import EpisodeObserver
-from captain_ros.harness.record import EpisodeRecord
-from captain_ros.harness.recorded import EXTRA_KEY, RecordedEpisode, check_restorable
+from captain_ros.harness.record.episode_record import EpisodeRecord
+from captain_ros.harness.record.recorded import EXTRA_KEY, RecordedEpisode, check_restorable
+from captain_ros.harness.record.robot_state import (
+    RestoreRefused,
+    RobotSideSnapshot,
+    capture_robot_side,
+)
 from captain_ros.harness.replay import normalized
-from captain_ros.harness.robot_state import RestoreRefused, RobotSideSnapshot, capture_robot_side
 
 
 class DecisionPointSource(EpisodeObserver):

@@ -6,7 +6,7 @@ the task and seed, a robot (an in-process ``RobotService`` or a ROS client), a p
 episode folder, the observers that watch it (live display, bag writer, receipt publisher, report,
 cancel) and, in simulation, the privileged source the hidden per-request record is read from.
 :meth:`EpisodeSetup.run` prepares the folder (refusing to mix two episodes in one folder) and runs
-the loop; the result is the one :class:`~captain_ros.harness.record.EpisodeRecord`.
+the loop; the result is the one :class:`~captain_ros.harness.record.episode_record.EpisodeRecord`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from captain_ros.core.privileged import PrivilegedState
 from captain_ros.harness.budgets import Budgets
 from captain_ros.harness.episode import EpisodeOptions, run_episode
 from captain_ros.harness.observers import EpisodeObserver
-from captain_ros.harness.privileged_log import PrivilegedSource
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
+from captain_ros.harness.record.privileged_log import PrivilegedSource
 from captain_ros.harness.sandbox.session import SessionConfig
 from captain_ros.policy.base import Policy
 

@@ -169,7 +169,7 @@ def episode_arrays(record: EpisodeLike, episode_id: str | None = None) -> Episod
 
 def default_loader() -> Callable[[str], EpisodeLike]:
     """The project's torch-free reader of an episode folder's learning record."""
-    from captain_ros.harness.privileged_log import load_episode_record
+    from captain_ros.harness.record.privileged_log import load_episode_record
 
     # its record is a frozen dataclass: read-only fields, where EpisodeLike declares attributes
     return cast("Callable[[str], EpisodeLike]", load_episode_record)

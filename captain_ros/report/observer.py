@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from captain_ros.harness.observers import EpisodeObserver
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 
 
 class ReportObserver(EpisodeObserver):

@@ -1,6 +1,6 @@
 """An episode folder as the report reads it: ``summary.json``, ``trajectory.jsonl``, one accessor.
 
-Every front end writes the one :class:`~captain_ros.harness.record.EpisodeRecord`; folders
+Every front end writes the one :class:`~captain_ros.harness.record.episode_record.EpisodeRecord`; folders
 written before it existed used other keys (``finish_called``, ``tokens_prompt``) and may lack
 ``policy`` or ``backend``. :meth:`EpisodeFolder.field` is the one place that knows those older
 spellings; a field that none of the records has is ``None``, shown as "unknown", never guessed.

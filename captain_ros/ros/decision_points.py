@@ -19,7 +19,7 @@ from captain_ros_interfaces.srv import PrivilegedState as PrivilegedStateSrv
 from captain_ros_interfaces.srv import Restore
 
 from captain_ros.core.privileged import PrivilegedState
-from captain_ros.harness.robot_state import RestoreRefused
+from captain_ros.harness.record.robot_state import RestoreRefused
 from captain_ros.ros.calls import call_sync
 
 

@@ -3,7 +3,7 @@
 ``/captain/robot/snapshot`` stores the whole robot side under an id: the backend state, the
 safety layer's last targets, the motion history and, when the robot stack registered its
 perception node (:attr:`SimServices.perception_of`), the perception store (observations,
-detections, measurements; :mod:`captain_ros.harness.robot_state`). ``/captain/robot/restore``
+detections, measurements; :mod:`captain_ros.harness.record.robot_state`). ``/captain/robot/restore``
 restores it (bit-identical replay afterwards; a latched e-stop is never cleared by a restore).
 Take snapshots between robot calls (the harness does, before every request): a call in flight on
 another executor thread would be cut in half. ``/captain/robot/privileged_state`` returns the
@@ -27,7 +27,7 @@ from typing import Any
 
 from captain_ros_interfaces.srv import LoadScene, PrivilegedState, Restore, Snapshot
 
-from captain_ros.harness.robot_state import capture_robot_side, restore_robot_side
+from captain_ros.harness.record.robot_state import capture_robot_side, restore_robot_side
 from captain_ros.ros import convert
 
 MAX_SNAPSHOTS = 512
@@ -74,7 +74,7 @@ class SimServices:
         return resp
 
     def _side(self) -> Any:
-        """The robot side as :mod:`captain_ros.harness.robot_state` reads it."""
+        """The robot side as :mod:`captain_ros.harness.record.robot_state` reads it."""
         return SimpleNamespace(backend=self.robot.backend, motion=getattr(self.robot.service, "motion", None),
                                perception=self.perception_of() if self.perception_of else None)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from captain_ros.cli.main import main
-from captain_ros.harness.trajectory import messages_sha256
+from captain_ros.harness.record.trajectory import messages_sha256
 from captain_ros.learn.data import build_dataset
 from captain_ros.learn.data.build import split_of
 from captain_ros.learn.data.rows import MASK, has_coordinates, mask_turn, turn_weights
@@ -132,7 +132,7 @@ def test_turn_weights_follow_the_rules() -> None:
 
 
 def test_coordinate_mask(episode: Path, tmp_path: Path) -> None:
-    from captain_ros.harness.trajectory import turn_from_record
+    from captain_ros.harness.record.trajectory import turn_from_record
 
     code = 'p = mark_point(h, "head", 120, 80.5)\nq = mark_point(h, cam, u=33, v=44)'
     turn = turn_from_record(

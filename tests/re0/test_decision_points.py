@@ -22,10 +22,10 @@ from captain_ros.harness.decision_points import (
     restore_decision_point,
 )
 from captain_ros.harness.episode import run_episode
-from captain_ros.harness.privileged_log import load_episode_record
-from captain_ros.harness.robot_state import RestoreRefused
+from captain_ros.harness.record.privileged_log import load_episode_record
+from captain_ros.harness.record.robot_state import RestoreRefused
+from captain_ros.harness.record.trajectory import load_history
 from captain_ros.harness.sandbox.session import SessionConfig
-from captain_ros.harness.trajectory import load_history
 from captain_ros.policy.replay import ReplayPolicy
 from captain_ros.policy.scripted import ScriptedPolicy
 

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
-from captain_ros.harness.history import History, ImageRef, Turn
-from captain_ros.harness.trajectory import messages_sha256, turn_from_record
+from captain_ros.harness.record.history import History, ImageRef, Turn
+from captain_ros.harness.record.trajectory import messages_sha256, turn_from_record
 from captain_ros.learn.data.sources import DatasetError, EpisodeData
 
 MASK = "<masked>"

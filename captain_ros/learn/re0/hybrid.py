@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.harness.trajectory import messages_sha256
+from captain_ros.harness.record.trajectory import messages_sha256
 from captain_ros.learn.re0.contracts import RepairContract
 from captain_ros.policy.base import Policy, PolicyReply
 from captain_ros.policy.toolcalls import parse_reply

@@ -4,7 +4,7 @@ A learned student's generation is hours of CPU (collection, paired rollouts, dis
 held-out evaluation), longer than one sitting. Every job the generation runs (a collected
 episode, one arm of a paired draw, a run of mu, a held-out episode) writes ``job_record.json``
 into its episode folder once it lands: the job as plain data, the *inputs it was a function of*
-and its :class:`~captain_ros.harness.record.EpisodeRecord`. With ``resume``, :func:`run_jobs`
+and its :class:`~captain_ros.harness.record.episode_record.EpisodeRecord`. With ``resume``, :func:`run_jobs`
 reuses a folder's record when the same job over the same inputs finished without an error, and
 runs the rest (a half-written folder is cleared first).
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.evaluation.runner import DEFAULT_JOB, EpisodeJob, run_local
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 from captain_ros.learn.re0.seats import MODEL_PREFIX
 
 RECORD_FILE = "job_record.json"

@@ -41,8 +41,8 @@ from captain_ros.harness.decision_points import (
     restore_decision_point,
 )
 from captain_ros.harness.episode import EpisodeOptions, run_episode
-from captain_ros.harness.record import EpisodeRecord
-from captain_ros.harness.robot_state import RestoreRefused
+from captain_ros.harness.record.episode_record import EpisodeRecord
+from captain_ros.harness.record.robot_state import RestoreRefused
 from captain_ros.learn.re0.contracts import RepairContract
 from captain_ros.learn.re0.hybrid import Admission, HybridPolicy
 from captain_ros.learn.re0.seats import make_seats, seat_profile

@@ -291,7 +291,7 @@ class RLRun:
     def _train(
         self, k: int, jobs: list[Any], records: list[Any], versions: tuple[int, int]
     ) -> dict[str, Any]:
-        from captain_ros.harness.privileged_log import load_episode_record
+        from captain_ros.harness.record.privileged_log import load_episode_record
         from captain_ros.learn.rl.noise import simple_noise_scale
 
         t1 = time.perf_counter()

@@ -257,7 +257,7 @@ def run_rollout_job(job: dict[str, Any]) -> dict[str, Any]:
 
             _CRITICS.clear()  # one live critic per worker
             _CRITICS[folder] = Critic.load(folder)
-        from captain_ros.harness.returns import HARD_TASKS
+        from captain_ros.harness.record.returns import HARD_TASKS
 
         rule = EarlyStop(exempt_tasks=HARD_TASKS)  # the paper never cuts its hard tasks
         stop = CriticEarlyStop(

@@ -43,7 +43,7 @@ from captain_ros.evaluation.runner import (
     warn_oversubscription,
     watch_parent,
 )
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 from captain_ros.learn.rl.rollout import JOB_PATH
 
 TRAIN_SEEDS = range(0, 1000)

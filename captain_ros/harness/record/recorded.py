@@ -16,10 +16,10 @@ from typing import Any
 from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import RecordError
 from captain_ros.harness.determinism import nondeterminism, seeds_generators
-from captain_ros.harness.history import History, ImageRef
-from captain_ros.harness.privileged_log import RequestRecord, StateRecord
-from captain_ros.harness.robot_state import RestoreRefused
-from captain_ros.harness.trajectory import turn_from_record
+from captain_ros.harness.record.history import History, ImageRef
+from captain_ros.harness.record.privileged_log import RequestRecord, StateRecord
+from captain_ros.harness.record.robot_state import RestoreRefused
+from captain_ros.harness.record.trajectory import turn_from_record
 
 EXTRA_KEY = "decision_points"
 """Key of the record's ``extra`` where :class:`DecisionPointSource` notes the scene model key and

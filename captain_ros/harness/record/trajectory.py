@@ -13,7 +13,7 @@ Lines (JSON objects, in order):
   the cell, :mod:`captain_ros.harness.sandbox.ns_digest`);
 - ``{"type": "episode_end", "summary": {...}}``.
 
-:func:`load_history` rebuilds the :class:`~captain_ros.harness.history.History`;
+:func:`load_history` rebuilds the :class:`~captain_ros.harness.record.history.History`;
 ``render(history.upto(t))`` then gives the exact messages of request ``t``.
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from captain_ros.core.episode_folder import read_jsonl
 from captain_ros.core.result import _jsonable
-from captain_ros.harness.history import History, ImageRef, ToolCall, ToolOutput, Turn
+from captain_ros.harness.record.history import History, ImageRef, ToolCall, ToolOutput, Turn
 
 
 def messages_sha256(messages: list[dict[str, Any]]) -> str:

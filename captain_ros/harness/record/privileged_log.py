@@ -6,7 +6,7 @@ milestones, goals satisfied, held / ever-held of the active goal's target, wheth
 the scene solved, and a handle to a backend snapshot of s_t. After request t it writes a
 ``request`` line (physical actions, failed ones, Python-error-only, perception-only, the
 capabilities called) and, at the end, the final state s_{T+1} and a ``terminal`` line with the
-outcome, the return R and the costs c_t (:mod:`captain_ros.harness.returns`).
+outcome, the return R and the costs c_t (:mod:`captain_ros.harness.record.returns`).
 
 The file sits beside ``trajectory.jsonl`` but the context renderer never reads it, and nothing of
 it reaches the policy. :func:`load_episode_record` reads it back as a typed
@@ -26,7 +26,7 @@ import numpy as np
 from captain_ros.core.episode_folder import PRIVILEGED, EpisodeFiles
 from captain_ros.core.errors import RecordError
 from captain_ros.core.privileged import PrivilegedState
-from captain_ros.harness.record import EpisodeRecord
+from captain_ros.harness.record.episode_record import EpisodeRecord
 
 PRIVILEGED_FILE = PRIVILEGED
 

@@ -6,7 +6,7 @@ collects them, ``captain compare`` pairs them, the report and the learning layer
 are seconds and split without overlap: ``wall_s = model_s + backend_s + harness_s``.
 
 Learning fields (simulation only; the policy never sees them): the terminal return ``return_R``,
-the summed per-request costs ``cost_total`` (CaPtain section 3.3, :mod:`captain_ros.harness.returns`)
+the summed per-request costs ``cost_total`` (CaPtain section 3.3, :mod:`captain_ros.harness.record.returns`)
 and ``privileged`` (a ``privileged.jsonl`` with one hidden state record before every request was
 written beside ``trajectory.jsonl``).
 """
