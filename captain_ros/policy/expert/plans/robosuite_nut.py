@@ -121,21 +121,24 @@ def grasp_handle(S: State, handle_m: float = 0.062, opening: float = 0.05) -> di
 
 
 @in_session
-def over_peg(S: State, clearance: float = 0.025, peg_top: float = 0.13) -> dict[str, Any]:
-    """Carry the nut above the peg turned square to it (the turn nearest the handle pointing at my
-    base that the arm accepts), its bottom ``clearance`` above the peg's top."""
+def over_peg(
+    S: State, clearance: float = 0.025, peg_top: float = 0.13, engage: float = 0.035
+) -> dict[str, Any]:
+    """Carry the nut above the peg turned square to it, its bottom ``clearance`` above the peg's
+    top: the handle toward my base if the arm accepts that pose and the one ``engage`` down the
+    peg (the peg is near the edge of the Panda's reach), else sideways, else away."""
     peg = np.array(S.G["square_peg"]["center_m"][:2], dtype=float)
     u = np.array(S.m["handle_u"])
     phi0 = math.atan2(u[1], u[0])
     lift = peg_top + clearance + (S.m["grasp_z"] - 0.0)  # tool height: nut bottom at the table now
-    turns = sorted((wrap(math.pi + k * math.pi / 2 - phi0) for k in range(4)), key=abs)
+    turns = [wrap(math.pi + k * math.pi / 2 - phi0) for k in (0, 1, 3, 2)]
     for d in turns:
         q = qmul(qz(d), S.m["grasp_q"])
         off = np.array(S.m["grasp_off"])
         rot = np.array([[math.cos(d), -math.sin(d)], [math.sin(d), math.cos(d)]])
         t = peg - rot @ off
         p = [float(t[0]), float(t[1]), float(lift)]
-        if ok(S, p, q):
+        if ok(S, p, q) and ok(S, [p[0], p[1], S.m["grasp_z"] + peg_top - engage], q):
             r = go(S, p, q, speed=0.05, mode="manipulation")
             S.m["place"] = (p, q)
             return {
