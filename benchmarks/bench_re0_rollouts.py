@@ -101,7 +101,7 @@ def main() -> None:
         raise SystemExit(f"bench_re0_rollouts: a plain episode crashed: {errors[0].error[-400:]}")
     if not failed:
         raise SystemExit("bench_re0_rollouts: every plain episode succeeded; no event to audit")
-    from captain_ros.harness.decision_points import RecordedEpisode
+    from captain_ros.learn.re0.decision_points import RecordedEpisode
     from captain_ros.tasks import get_task
 
     src = failed[0].out_dir

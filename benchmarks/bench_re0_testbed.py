@@ -81,7 +81,7 @@ def resampled_verdicts(
 def find_event(task: str, first: int, tries: int, student: str, out: Path) -> tuple[int, Path, Any]:
     """The recorded failure: the first train seed from ``first`` on where ``student`` fails and the
     diagnostic locates a boundary (its episode folder is ``out/student_SEED``)."""
-    from captain_ros.harness.decision_points import RecordedEpisode
+    from captain_ros.learn.re0.decision_points import RecordedEpisode
     from captain_ros.tasks import get_task
 
     for seed in range(first, min(first + tries, 1000)):

@@ -19,15 +19,15 @@ sys.path.insert(0, str(Path(__file__).parent / "re0"))
 from re0_helpers import frozen_clock, record, strip_timing  # noqa: E402
 
 from captain_ros.harness.budgets import Budgets  # noqa: E402
-from captain_ros.harness.decision_points import (  # noqa: E402
-    RecordedEpisode,
-    rehydrate_policy,
-    restore_decision_point,
-)
 from captain_ros.harness.episode import EpisodeOptions, run_episode  # noqa: E402
 from captain_ros.harness.profiles import get_profile, library_prelude  # noqa: E402
 from captain_ros.harness.sandbox.session import PythonSession, SessionConfig  # noqa: E402
 from captain_ros.harness.taskmd import render_task_md  # noqa: E402
+from captain_ros.learn.re0.decision_points import (  # noqa: E402
+    RecordedEpisode,
+    rehydrate_policy,
+    restore_decision_point,
+)
 from captain_ros.policy.expert import ScriptedExpert  # noqa: E402
 from captain_ros.policy.expert.library import (  # noqa: E402
     LIBRARY_HEADING,

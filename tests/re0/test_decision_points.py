@@ -13,7 +13,12 @@ from re0_helpers import frozen_clock, record, replay_policy, strip_timing
 
 from captain_ros.evaluation.episode import build_robot
 from captain_ros.harness.budgets import Budgets
-from captain_ros.harness.decision_points import (
+from captain_ros.harness.episode import run_episode
+from captain_ros.harness.record.privileged_log import load_episode_record
+from captain_ros.harness.record.robot_state import RestoreRefused
+from captain_ros.harness.record.trajectory import load_history
+from captain_ros.harness.sandbox.session import SessionConfig
+from captain_ros.learn.re0.decision_points import (
     DecisionPointSource,
     RecordedEpisode,
     check_restorable,
@@ -21,11 +26,6 @@ from captain_ros.harness.decision_points import (
     rehydrate_policy,
     restore_decision_point,
 )
-from captain_ros.harness.episode import run_episode
-from captain_ros.harness.record.privileged_log import load_episode_record
-from captain_ros.harness.record.robot_state import RestoreRefused
-from captain_ros.harness.record.trajectory import load_history
-from captain_ros.harness.sandbox.session import SessionConfig
 from captain_ros.policy.replay import ReplayPolicy
 from captain_ros.policy.scripted import ScriptedPolicy
 

@@ -1,8 +1,9 @@
-"""An episode folder read back for restoring a decision point, and the static Valid predicate.
+"""An episode folder read back whole: :class:`RecordedEpisode`.
 
-:class:`RecordedEpisode` holds ``trajectory.jsonl``, ``summary.json`` and ``privileged.jsonl`` of
-one episode; :func:`check_restorable` is the static part of RE-0's Valid predicate (see
-:mod:`captain_ros.harness.decision_points`).
+It holds ``trajectory.jsonl``, ``summary.json`` and ``privileged.jsonl`` of one finished episode
+(for restoring a decision point, :mod:`captain_ros.learn.re0.decision_points`, and for replaying
+its requests' contexts); the static part of RE-0's Valid predicate over it is
+:func:`captain_ros.learn.re0.determinism.check_restorable`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import Any
 
 from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import RecordError
-from captain_ros.harness.determinism import nondeterminism, seeds_generators
 from captain_ros.harness.record.history import History, ImageRef
 from captain_ros.harness.record.privileged_log import RequestRecord, StateRecord
 from captain_ros.harness.record.robot_state import RestoreRefused
@@ -94,41 +94,3 @@ class RecordedEpisode:
 
 def _image_refs(items: Sequence[dict[str, Any]]) -> list[ImageRef]:
     return [ImageRef.from_dict(i) for i in items]
-
-
-@dataclass(frozen=True)
-class Validity:
-    """RE-0's Valid predicate for one decision point: ``ok`` or the reason it is refused."""
-
-    ok: bool
-    reason: str = ""
-
-
-def check_restorable(rec: RecordedEpisode, t: int) -> Validity:
-    """The static part of the Valid predicate for restoring ``rec`` before request ``t``."""
-    if not 1 <= t <= rec.n_requests:
-        return Validity(False, f"t = {t} is outside the episode's requests 1..{rec.n_requests}")
-    session = rec.start.get("session")
-    if not isinstance(session, dict) or session.get("hash_seed") is None:
-        return Validity(
-            False,
-            "the episode's session did not fix its hash seed (recorded before "
-            "decision points, or with hash_seed=None): set orders cannot be reproduced",
-        )
-    rng_seeded = session.get("rng_seed") is not None
-    for req in rec.requests[: t - 1]:
-        k = int(req["t"])
-        for j, cell in enumerate(req.get("calls") or [], 1):
-            if cell.get("skipped"):
-                continue
-            if cell.get("timed_out") or cell.get("crashed"):
-                what = "timed out" if cell.get("timed_out") else "crashed the session"
-                return Validity(
-                    False, f"request {k}, cell {j} {what}: where it stopped is not reproducible"
-                )
-            code = str(cell.get("code", ""))
-            rng_seeded = rng_seeded or seeds_generators(code)
-            why = nondeterminism(code, rng_seeded=rng_seeded, hash_seeded=True)
-            if why:
-                return Validity(False, f"request {k}, cell {j} is not reproducible: {why}")
-    return Validity(True)

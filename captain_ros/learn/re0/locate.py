@@ -20,7 +20,7 @@ log (what the policy saw: cell errors, Results, receipts) and the hidden per-req
 An event at request t is *causally consistent* when the task's milestone ladder (milestones
 reached in order, one-shot) never advances after request t: what went wrong there was never
 made good later. The boundary is the earliest consistent event whose decision point is also
-*executable* (restorable with identity: :func:`~captain_ros.harness.decision_points.check_restorable`).
+*executable* (restorable with identity: :func:`~captain_ros.learn.re0.decision_points.check_restorable`).
 Without one, the diagnostic abstains with the reason. A model diagnostic behind the
 OpenAI-compatible client can be layered on top (it may only pick among these candidates); it is
 not built here.
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from captain_ros.harness.decision_points import RecordedEpisode, check_restorable
+from captain_ros.learn.re0.decision_points import RecordedEpisode, check_restorable
 
 SOURCES = ("exception", "unrealized_effect", "milestone_regression", "other")
 PHYSICAL = ("move_to", "hold", "recover", "release")

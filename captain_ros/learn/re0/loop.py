@@ -31,9 +31,9 @@ from typing import Any
 
 from captain_ros.evaluation.runner import EpisodeJob
 from captain_ros.evaluation.stats import mcnemar, wilson_interval
-from captain_ros.harness.decision_points import RecordedEpisode
 from captain_ros.learn.re0.allocation import AlphaAllocator
 from captain_ros.learn.re0.contracts import RepairContract, scope_cost, select_smallest_verified
+from captain_ros.learn.re0.decision_points import RecordedEpisode
 from captain_ros.learn.re0.hybrid import Admission
 from captain_ros.learn.re0.ledger import LedgerWriter, ledger_entry
 from captain_ros.learn.re0.locate import Located, locate

@@ -32,7 +32,11 @@ from typing import Any
 from captain_ros.core.errors import CaptainError, InvalidArgumentError
 from captain_ros.evaluation.runner import EpisodeJob, run_local, worker_environment
 from captain_ros.harness.budgets import Budgets
-from captain_ros.harness.decision_points import (
+from captain_ros.harness.episode import EpisodeOptions, run_episode
+from captain_ros.harness.record.episode_record import EpisodeRecord
+from captain_ros.harness.record.robot_state import RestoreRefused
+from captain_ros.learn.re0.contracts import RepairContract
+from captain_ros.learn.re0.decision_points import (
     DecisionPointSource,
     RecordedEpisode,
     RobotPoint,
@@ -40,10 +44,6 @@ from captain_ros.harness.decision_points import (
     rehydrate_policy,
     restore_decision_point,
 )
-from captain_ros.harness.episode import EpisodeOptions, run_episode
-from captain_ros.harness.record.episode_record import EpisodeRecord
-from captain_ros.harness.record.robot_state import RestoreRefused
-from captain_ros.learn.re0.contracts import RepairContract
 from captain_ros.learn.re0.hybrid import Admission, HybridPolicy
 from captain_ros.learn.re0.seats import make_seats, seat_profile
 from captain_ros.learn.re0.verify import PairedDraw

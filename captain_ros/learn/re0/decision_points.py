@@ -12,7 +12,7 @@ Before every request t the complete episode state is restorable. It has two halv
 - **harness side** (history h_t and its context, budgets, gate measurements and decisions, the
   task tracker, call counters, and the Python session's variables). Rebuilt from
   ``trajectory.jsonl`` by re-executing the recorded cells in a fresh sandbox against the recorded
-  Results (:mod:`captain_ros.harness.replay`), checked cell by cell, variables included.
+  Results (:mod:`captain_ros.learn.re0.replay`), checked cell by cell, variables included.
 
 :func:`restore_decision_point` does both and returns an
 :class:`~captain_ros.harness.resume.EpisodeResume` for
@@ -34,18 +34,15 @@ from typing import Any
 from captain_ros.harness.budgets import Budgets
 from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
 from captain_ros.harness.record.history import History
-from captain_ros.harness.record.recorded import (
-    EXTRA_KEY,
-    RecordedEpisode,
-    Validity,
-    check_restorable,
-)
+from captain_ros.harness.record.recorded import EXTRA_KEY, RecordedEpisode
 from captain_ros.harness.record.returns import RequestCounts
 from captain_ros.harness.record.robot_state import RestoreRefused, restore_robot_side
 from captain_ros.harness.record.trajectory import messages_sha256
-from captain_ros.harness.replay import replay_session
 from captain_ros.harness.resume import EpisodeResume
-from captain_ros.harness.robot_points import (
+from captain_ros.harness.sandbox.session import SessionConfig
+from captain_ros.learn.re0.determinism import Validity, check_restorable
+from captain_ros.learn.re0.replay import replay_session
+from captain_ros.learn.re0.robot_points import (
     DecisionPointSource,
     HandleRestorer,
     RobotPoint,
@@ -55,7 +52,6 @@ from captain_ros.harness.robot_points import (
     robot_identity,
     via_handles,
 )
-from captain_ros.harness.sandbox.session import SessionConfig
 from captain_ros.policy.base import Policy
 from captain_ros.policy.toolcalls import parse_reply
 

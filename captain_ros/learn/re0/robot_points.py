@@ -1,5 +1,5 @@
 """The robot side of decision points: kept in memory, rebuilt in another process, or restored by
-handle from the store that recorded them (see :mod:`captain_ros.harness.decision_points`)."""
+handle from the store that recorded them (see :mod:`captain_ros.learn.re0.decision_points`)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from captain_ros.core.errors import NotSupportedError
 from captain_ros.core.privileged import PrivilegedState
 from captain_ros.harness.observers import EpisodeObserver
 from captain_ros.harness.record.episode_record import EpisodeRecord
-from captain_ros.harness.record.recorded import EXTRA_KEY, RecordedEpisode, check_restorable
+from captain_ros.harness.record.recorded import EXTRA_KEY, RecordedEpisode
 from captain_ros.harness.record.robot_state import (
     RestoreRefused,
     RobotSideSnapshot,
     capture_robot_side,
 )
-from captain_ros.harness.replay import normalized
+from captain_ros.learn.re0.determinism import check_restorable
+from captain_ros.learn.re0.replay import normalized
 
 
 class DecisionPointSource(EpisodeObserver):

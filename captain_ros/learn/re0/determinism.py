@@ -1,7 +1,10 @@
 """Static part of the Valid predicate: does a recorded cell depend on something not under a seed?
 
+:func:`check_restorable` is RE-0's static Valid predicate for a decision point of a
+:class:`~captain_ros.harness.record.recorded.RecordedEpisode`, built on :func:`nondeterminism`.
+
 A decision point is restored by re-executing the recorded cells in a fresh session
-(:mod:`captain_ros.harness.replay`). That reproduces the session's variables only when every cell is
+(:mod:`captain_ros.learn.re0.replay`). That reproduces the session's variables only when every cell is
 a function of the recorded robot Results and of seeded randomness. :func:`nondeterminism` reads a
 cell's syntax tree for what is not: wall-clock reads (``time.time``, ``datetime.now``, ...),
 unseeded randomness (``random.*``, ``np.random.*`` module functions while the session's generators
@@ -14,6 +17,9 @@ cannot; this one gives the clear reason early.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
+
+from captain_ros.harness.record.recorded import RecordedEpisode
 
 WALL_CLOCK = frozenset(
     {
@@ -139,3 +145,41 @@ def seeds_generators(code: str) -> bool:
         isinstance(n, ast.Call) and _dotted(n.func).endswith("random.seed") and bool(n.args)
         for n in ast.walk(tree)
     )
+
+
+@dataclass(frozen=True)
+class Validity:
+    """RE-0's Valid predicate for one decision point: ``ok`` or the reason it is refused."""
+
+    ok: bool
+    reason: str = ""
+
+
+def check_restorable(rec: RecordedEpisode, t: int) -> Validity:
+    """The static part of the Valid predicate for restoring ``rec`` before request ``t``."""
+    if not 1 <= t <= rec.n_requests:
+        return Validity(False, f"t = {t} is outside the episode's requests 1..{rec.n_requests}")
+    session = rec.start.get("session")
+    if not isinstance(session, dict) or session.get("hash_seed") is None:
+        return Validity(
+            False,
+            "the episode's session did not fix its hash seed (recorded before "
+            "decision points, or with hash_seed=None): set orders cannot be reproduced",
+        )
+    rng_seeded = session.get("rng_seed") is not None
+    for req in rec.requests[: t - 1]:
+        k = int(req["t"])
+        for j, cell in enumerate(req.get("calls") or [], 1):
+            if cell.get("skipped"):
+                continue
+            if cell.get("timed_out") or cell.get("crashed"):
+                what = "timed out" if cell.get("timed_out") else "crashed the session"
+                return Validity(
+                    False, f"request {k}, cell {j} {what}: where it stopped is not reproducible"
+                )
+            code = str(cell.get("code", ""))
+            rng_seeded = rng_seeded or seeds_generators(code)
+            why = nondeterminism(code, rng_seeded=rng_seeded, hash_seeded=True)
+            if why:
+                return Validity(False, f"request {k}, cell {j} is not reproducible: {why}")
+    return Validity(True)
