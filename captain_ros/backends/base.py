@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 import numpy as np
 
@@ -50,7 +50,41 @@ class Kinematics(Protocol):
         """
 
 
-class Backend(abc.ABC):
+class SafetyContract(abc.ABC):
+    """What everything driven below the policy API shares: the :class:`Backend` of an arm rig and
+    the :class:`~captain_ros.backends.humanoid.HumanoidBridge` of a humanoid pair (not a Backend:
+    docs/backends.md). Commands raise :class:`~captain_ros.core.errors.EStopError` while the
+    e-stop is latched; snapshots exist in simulation only."""
+
+    @abc.abstractmethod
+    def estop(self, reason: str = "") -> None:
+        """Halt all motion now and latch the e-stop until :meth:`reset_estop`."""
+
+    @abc.abstractmethod
+    def reset_estop(self) -> None:
+        """Release the latched e-stop; everything holds where it is (a Backend's motion targets
+        are reset to the current position; a humanoid's commands are zero)."""
+
+    @property
+    @abc.abstractmethod
+    def estopped(self) -> bool:
+        """Whether the e-stop is latched."""
+
+    def snapshot(self) -> Any:
+        """Full restorable state (physics, controller state and targets, RNG)."""
+        raise NotSupportedError(f"{type(self).__name__} has no snapshots (simulation only)")
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release renderers, buses and files."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Backend(SafetyContract):
     """A robot rig (one or more arms with parallel grippers) plus its cameras."""
 
     # --- description -------------------------------------------------------------------------
@@ -107,25 +141,8 @@ class Backend(abc.ABC):
         The jaw moves while the backend is stepped (``servo``); it stops on the object it grasps.
         """
 
-    # --- safety ------------------------------------------------------------------------------
-    @abc.abstractmethod
-    def estop(self, reason: str = "") -> None:
-        """Halt all motion now and latch the e-stop until :meth:`reset_estop`."""
-
-    @abc.abstractmethod
-    def reset_estop(self) -> None:
-        """Release the latched e-stop (motion targets are reset to the current position)."""
-
-    @property
-    @abc.abstractmethod
-    def estopped(self) -> bool:
-        """Whether the e-stop is latched."""
-
-    # --- simulation only ---------------------------------------------------------------------
-    def snapshot(self) -> Any:
-        """Full restorable state (physics, controller targets, gripper commands, RNG)."""
-        raise NotSupportedError(f"{type(self).__name__} has no snapshots (simulation only)")
-
+    # --- safety (estop, reset_estop, estopped: SafetyContract) -----------------------------------
+    # --- simulation only (snapshot: SafetyContract) -------------------------------------------
     def restore(self, snapshot: Any) -> None:
         """Restore a :meth:`snapshot` exactly (bit-identical replay afterwards)."""
         raise NotSupportedError(f"{type(self).__name__} has no snapshots (simulation only)")
@@ -134,14 +151,6 @@ class Backend(abc.ABC):
         """Simulator ground truth (object poses, articulation, contacts). Never for policies."""
         raise NotSupportedError(f"{type(self).__name__} has no privileged state (simulation only)")
 
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release renderers, buses and files."""
-
-    def __enter__(self) -> Backend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 K = TypeVar("K", bound=Kinematics)

@@ -4,18 +4,16 @@ Used by the PiPER (``backends/piper/config.py``) and ROS 2 arm (``backends/ros_a
 configurations, so a typo is refused the same way everywhere and contact detection is tuned by
 the same three numbers whichever signal the backend estimates the tool force from; the
 simulators' options (``mujoco/config.py``, ``fake/config.py``, ``robosuite/config.py``) are read
-through :func:`from_options` with the same strict keys.
+through :class:`BackendOptions` with the same strict keys.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Self
 
 from captain_ros.core.errors import InvalidArgumentError
-
-T = TypeVar("T")
 
 
 def check_keys(section: str, data: Any, cls: type) -> dict[str, Any]:
@@ -33,10 +31,22 @@ def check_keys(section: str, data: Any, cls: type) -> dict[str, Any]:
     return dict(data)
 
 
-def from_options(cls: type[T], backend: str, options: Mapping[str, Any]) -> T:
-    """``cls(**options)`` for a backend's ``make(scene, **options)``: an unknown option is refused
-    with the valid ones (``unknown mujoco option key(s) x; valid: ...``), not a ``TypeError``."""
-    return cls(**check_keys(f"{backend} option", options, cls))
+class BackendOptions:
+    """Base of a simulator's options dataclass (``mujoco/config.py``, ...): :meth:`from_options`
+    for its ``make(scene, **options)``, and the image size check they share."""
+
+    backend: ClassVar[str]
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> Self:
+        """``cls(**options)``; an unknown option is refused with the valid ones
+        (``unknown mujoco option key(s) x; valid: ...``), not a ``TypeError``."""
+        return cls(**check_keys(f"{cls.backend} option", options, cls))
+
+    @staticmethod
+    def check_image_size(size_px: object) -> None:
+        if not (isinstance(size_px, int) and size_px > 0):
+            raise InvalidArgumentError(f"image_size_px must be a positive integer, got {size_px!r}")
 
 
 @dataclass(frozen=True)

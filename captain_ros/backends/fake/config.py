@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 from captain_ros.backends.fake.scene import FakeBox
-from captain_ros.backends.rig_config import from_options
+from captain_ros.backends.rig_config import BackendOptions
 from captain_ros.core.errors import InvalidArgumentError
 
 
 @dataclass(frozen=True)
-class FakeConfig:
+class FakeConfig(BackendOptions):
     """Options of :class:`~captain_ros.backends.fake.backend.FakeBackend`.
 
     Attributes:
@@ -23,6 +23,7 @@ class FakeConfig:
         stiffness_n_m: Contact spring constant [N/m].
     """
 
+    backend: ClassVar[str] = "fake"
     boxes: Sequence[FakeBox] | None = None
     rig: str = "piper"
     image_size: tuple[int, int] = (192, 256)
@@ -34,10 +35,6 @@ class FakeConfig:
             raise InvalidArgumentError(
                 f"stiffness_n_m must be positive, got {self.stiffness_n_m!r}"
             )
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> FakeConfig:
-        return from_options(cls, "fake", options)
 
 
 __all__ = ["FakeConfig"]

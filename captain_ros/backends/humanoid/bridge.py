@@ -1,6 +1,7 @@
 """The humanoid bridge: the backend interface of a pair of humanoids that share a payload.
 
-It is shaped like :class:`captain_ros.backends.base.Backend` (a ``spec``, measured state, commands
+It is not a :class:`captain_ros.backends.base.Backend` (docs/backends.md says why) but shares its
+:class:`~captain_ros.backends.base.SafetyContract` and is shaped like it (a ``spec``, measured state, commands
 that return what was applied after clipping, a latched e-stop, snapshots and privileged state in
 simulation only) but speaks what a humanoid's whole-body/locomotion controller accepts instead of
 arm joint servoing: planar body-frame base velocities with a watchdog, pelvis height targets, and
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from captain_ros.backends.base import SafetyContract
 from captain_ros.backends.humanoid.types import (
     AdvanceReport,
     BaseVelocity,
@@ -31,8 +33,14 @@ from captain_ros.backends.humanoid.types import (
 from captain_ros.core.errors import NotSupportedError
 
 
-class HumanoidBridge(abc.ABC):
-    """Two humanoids (``spec.robot_names``) and the controllers that move them."""
+class HumanoidBridge(SafetyContract):
+    """Two humanoids (``spec.robot_names``) and the controllers that move them.
+
+    The e-stop, ``snapshot`` and ``close`` are :class:`~captain_ros.backends.base.SafetyContract`'s,
+    as on a Backend: :meth:`reset_estop` leaves zero velocity commands and the arm targets at the
+    measured posture; a snapshot's ``digest`` attribute is the state digest at that instant
+    (taken atomically with the snapshot).
+    """
 
     # --- description -------------------------------------------------------------------------
     @property
@@ -70,26 +78,7 @@ class HumanoidBridge(abc.ABC):
         """Let the controllers run for ``duration_s`` [s] (simulation: step; hardware: wait and
         monitor). Stops early when the e-stop latches or a robot falls."""
 
-    # --- safety ------------------------------------------------------------------------------
-    @abc.abstractmethod
-    def estop(self, reason: str = "") -> None:
-        """Halt every robot now and latch the e-stop until :meth:`reset_estop`."""
-
-    @abc.abstractmethod
-    def reset_estop(self) -> None:
-        """Release the latch (commands are zero, arm targets hold the measured posture)."""
-
-    @property
-    @abc.abstractmethod
-    def estopped(self) -> bool:
-        """Whether the e-stop is latched."""
-
-    # --- simulation only ---------------------------------------------------------------------
-    def snapshot(self) -> Any:
-        """Full restorable state (physics, controller state, RNG); its ``digest`` attribute is the
-        state digest at that instant (taken atomically with the snapshot)."""
-        raise NotSupportedError(f"{type(self).__name__} has no snapshots (simulation only)")
-
+    # --- safety and simulation only (estop, reset_estop, estopped, snapshot: SafetyContract) ---
     def restore(self, snapshot: Any) -> str:
         """Restore a :meth:`snapshot` exactly (bit-identical replay afterwards); returns the state
         digest right after restoring (atomically), for the caller to verify the restoration."""
@@ -102,12 +91,3 @@ class HumanoidBridge(abc.ABC):
     def reset_monitor(self) -> None:
         """Start a new window of the extrema reported in ``privileged_state()["monitor"]``."""
         raise NotSupportedError(f"{type(self).__name__} has no privileged monitor (simulation only)")
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release renderers, buses and files."""
-
-    def __enter__(self) -> HumanoidBridge:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

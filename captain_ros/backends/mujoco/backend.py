@@ -37,7 +37,7 @@ from captain_ros.backends.mujoco.contacts import ContactReader
 from captain_ros.backends.mujoco.kinematics import MujocoKinematics
 from captain_ros.backends.mujoco.model import site_pose
 from captain_ros.backends.mujoco.noise import BaseParams, NoiseDraw, NoiseState, switch_noise
-from captain_ros.backends.mujoco.snapshot import MujocoSnapshot
+from captain_ros.backends.mujoco.snapshot import MujocoSnapshot, SimState
 from captain_ros.core.errors import EStopError, InvalidArgumentError, UnknownNameError
 from captain_ros.core.geometry import Pose, as_vector
 from captain_ros.core.privileged import PrivilegedState
@@ -50,10 +50,8 @@ from captain_ros.core.types import (
     TickReport,
 )
 
-_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 
-
-class MujocoBackend(ArmTable[MujocoKinematics], Backend):
+class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
     """MuJoCo PiPER rig composed with a task scene.
 
     Args:
@@ -144,10 +142,7 @@ class MujocoBackend(ArmTable[MujocoKinematics], Backend):
     def object_names(self) -> tuple[str, ...]:
         return tuple(self._objects)
 
-    # --- sensing -------------------------------------------------------------------------------
-    def time_s(self) -> float:
-        return float(self.data.time)
-
+    # --- sensing (time_s: SimState) -----------------------------------------------------------
     def capture(self, cameras: Sequence[str] | None = None,
                 state: mujoco.MjData | None = None) -> dict[str, CameraFrame]:
         """Frames of ``cameras`` (all by default) of the live data, or of ``state``, a copy from
@@ -314,34 +309,14 @@ class MujocoBackend(ArmTable[MujocoKinematics], Backend):
         self._estop_reason = ""
         self._hold(list(self._arms))
 
-    @property
-    def estopped(self) -> bool:
-        return self._estop
-
-    # --- simulation only -----------------------------------------------------------------------
+    # --- simulation only (estopped and the snapshot's content: SimState) ----------------------
     def snapshot(self) -> MujocoSnapshot:
-        state = np.empty(mujoco.mj_stateSize(self.model, _STATE))
-        mujoco.mj_getState(self.model, self.data, state, _STATE)
-        return MujocoSnapshot(
-            model_key=self._model_key, physics=state,
-            targets_rad={n: q.copy() for n, q in self._targets.items()},
-            gripper_cmd_m=dict(self._grip_cmd), estop=self._estop, estop_reason=self._estop_reason,
-            ever_held=dict(self._ever_held), rng_state=dict(self.rng.bit_generator.state),
-            ticks=self._ticks, extra={} if self._noise is None else {"noise": self._noise.state()})
+        return self._take_snapshot({} if self._noise is None else {"noise": self._noise.state()})
 
     def restore(self, snapshot: MujocoSnapshot) -> None:
-        if not isinstance(snapshot, MujocoSnapshot) or snapshot.model_key != self._model_key:
-            raise InvalidArgumentError("snapshot was taken on a different scene/model")
-        mujoco.mj_setState(self.model, self.data, snapshot.physics, _STATE)
+        snapshot = self._load_snapshot(snapshot)
         self._stale = True  # derived quantities are recomputed lazily (see _fresh)
         self._invalidate()
-        self._targets = {n: q.copy() for n, q in snapshot.targets_rad.items()}
-        self._grip_cmd = dict(snapshot.gripper_cmd_m)
-        if snapshot.estop and not self._estop:  # restoring never releases a latched e-stop
-            self._estop, self._estop_reason = True, snapshot.estop_reason
-        self._ever_held = dict(snapshot.ever_held)
-        self.rng.bit_generator.state = snapshot.rng_state
-        self._ticks = snapshot.ticks
         saved = snapshot.extra.get("noise")
         if (saved or {}).get("draw") != (self._noise.state()["draw"] if self._noise else None):
             self.apply_noise(None if saved is None else saved["draw"])

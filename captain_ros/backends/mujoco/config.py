@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from captain_ros.backends.mujoco.noise import NoiseDraw
 from captain_ros.backends.mujoco.render import IMAGE_SIZE_PX
-from captain_ros.backends.rig_config import from_options
-from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.backends.rig_config import BackendOptions
 
 
 @dataclass(frozen=True)
-class MujocoConfig:
+class MujocoConfig(BackendOptions):
     """Options of :class:`~captain_ros.backends.mujoco.backend.MujocoBackend`.
 
     Attributes:
@@ -24,20 +23,14 @@ class MujocoConfig:
             stochastic mode; ``None``: deterministic.
     """
 
+    backend: ClassVar[str] = "mujoco"
     rig: str = "piper"
     image_size_px: int = IMAGE_SIZE_PX
     render_segmentation: bool = False
     noise: NoiseDraw | Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.image_size_px, int) and self.image_size_px > 0):
-            raise InvalidArgumentError(
-                f"image_size_px must be a positive integer, got {self.image_size_px!r}"
-            )
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> MujocoConfig:
-        return from_options(cls, "mujoco", options)
+        self.check_image_size(self.image_size_px)
 
 
 __all__ = ["MujocoConfig"]

@@ -74,6 +74,19 @@ def apply_jitter(model: mujoco.MjModel, scene: SceneSpec | None) -> None:
     model.cam_quat[cam] = q / np.linalg.norm(q)
 
 
+def subtree_bodies(model: mujoco.MjModel, root: int) -> frozenset[int]:
+    """Body ``root`` and every body below it in ``model``'s kinematic tree."""
+    out = set()
+    for b in range(model.nbody):
+        x = b
+        while x > 0:
+            if x == root:
+                out.add(b)
+                break
+            x = int(model.body_parentid[x])
+    return frozenset(out)
+
+
 @dataclass(frozen=True)
 class ArmIndex:
     """Model addresses of one arm (ids into the compiled MjModel)."""

@@ -33,7 +33,7 @@ from captain_ros.backends.base import ArmTable, Backend
 from captain_ros.backends.mujoco import privileged
 from captain_ros.backends.mujoco import render as _render
 from captain_ros.backends.mujoco.contacts import ContactReader
-from captain_ros.backends.mujoco.snapshot import MujocoSnapshot
+from captain_ros.backends.mujoco.snapshot import MujocoSnapshot, SimState
 from captain_ros.backends.robosuite import env as rsenv
 from captain_ros.backends.robosuite.config import IMAGE_SIZE_PX
 from captain_ros.backends.robosuite.kinematics import RobosuiteKinematics, tool_pose
@@ -52,11 +52,10 @@ from captain_ros.core.types import (
     TickReport,
 )
 
-_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 HOST_CHECK = "robosuite_success"
 
 
-class RobosuiteBackend(ArmTable[RobosuiteKinematics], Backend):
+class RobosuiteBackend(ArmTable[RobosuiteKinematics], SimState, Backend):
     """A robosuite environment driven through the Backend interface.
 
     Args:
@@ -115,10 +114,8 @@ class RobosuiteBackend(ArmTable[RobosuiteKinematics], Backend):
         m.vis.global_.offwidth = max(int(m.vis.global_.offwidth), image_size_px)
         m.vis.global_.offheight = max(int(m.vis.global_.offheight), image_size_px)
         m.vis.quality.offsamples = 0  # no MSAA; with shadows and reflections off: 4x faster
-        self._renderer = _render.CameraRenderer(m, labels, image_size_px)
-        scene_flags = self._renderer._get().scene.flags
-        scene_flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
-        scene_flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        off = {mujoco.mjtRndFlag.mjRND_SHADOW: 0, mujoco.mjtRndFlag.mjRND_REFLECTION: 0}
+        self._renderer = _render.CameraRenderer(m, labels, image_size_px, scene_flags=off)
         self.render_segmentation = render_segmentation
         table_z = float(self.env.table_offset[2]) if hasattr(self.env, "table_offset") else 0.0
         self.origin_m = np.array([0.0, 0.0, table_z])
@@ -161,10 +158,7 @@ class RobosuiteBackend(ArmTable[RobosuiteKinematics], Backend):
     def object_names(self) -> tuple[str, ...]:
         return tuple(self.scene.objects)
 
-    # --- sensing -------------------------------------------------------------------------------
-    def time_s(self) -> float:
-        return float(self.data.time)
-
+    # --- sensing (time_s: SimState) -----------------------------------------------------------
     def capture(self, cameras: Sequence[str] | None = None) -> dict[str, CameraFrame]:
         names = list(self._spec.cameras if cameras is None else cameras)
         for c in names:
@@ -311,40 +305,15 @@ class RobosuiteBackend(ArmTable[RobosuiteKinematics], Backend):
         self._estop, self._estop_reason = False, ""
         self._hold(list(self._arms))
 
-    @property
-    def estopped(self) -> bool:
-        return self._estop
-
-    # --- simulation only -----------------------------------------------------------------------
+    # --- simulation only (estopped and the snapshot's content: SimState) ----------------------
     def snapshot(self) -> MujocoSnapshot:
-        state = np.empty(mujoco.mj_stateSize(self.model, _STATE))
-        mujoco.mj_getState(self.model, self.data, state, _STATE)
-        return MujocoSnapshot(
-            model_key=self._model_key,
-            physics=state,
-            targets_rad={n: q.copy() for n, q in self._targets.items()},
-            gripper_cmd_m=dict(self._grip_cmd),
-            estop=self._estop,
-            estop_reason=self._estop_reason,
-            ever_held=dict(self._ever_held),
-            rng_state=dict(self.rng.bit_generator.state),
-            ticks=self._ticks,
-        )
+        return self._take_snapshot()
 
     def restore(self, snapshot: MujocoSnapshot) -> None:
-        if not isinstance(snapshot, MujocoSnapshot) or snapshot.model_key != self._model_key:
-            raise InvalidArgumentError("snapshot was taken on a different scene/model")
-        mujoco.mj_setState(self.model, self.data, snapshot.physics, _STATE)
+        self._load_snapshot(snapshot)
         mujoco.mj_forward(self.model, self.data)
-        self._targets = {n: q.copy() for n, q in snapshot.targets_rad.items()}
-        self._grip_cmd = dict(snapshot.gripper_cmd_m)
         for n in self._panda:
             self._set_goal(n)
-        if snapshot.estop and not self._estop:  # restoring never releases a latched e-stop
-            self._estop, self._estop_reason = True, snapshot.estop_reason
-        self._ever_held = dict(snapshot.ever_held)
-        self.rng.bit_generator.state = snapshot.rng_state
-        self._ticks = snapshot.ticks
 
     def _update_held(self) -> None:
         for pads in self._contacts.pads(self.data):

@@ -21,7 +21,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from captain_ros.backends.mujoco.model import ArmIndex
+from captain_ros.backends.mujoco.model import ArmIndex, subtree_bodies
 from captain_ros.core.errors import NotSupportedError
 from captain_ros.core.geometry import Pose
 from captain_ros.core.types import ArmSpec, RobotSpec
@@ -119,18 +119,6 @@ class PandaArm:
     gripper_act_sign: np.ndarray  # (2,) +1 / -1: finger_joint1 opens positive, joint2 negative
 
 
-def _descendants(model: mujoco.MjModel, root: int) -> frozenset[int]:
-    out = set()
-    for b in range(model.nbody):
-        x = b
-        while x > 0:
-            if x == root:
-                out.add(b)
-                break
-            x = int(model.body_parentid[x])
-    return frozenset(out - {root})
-
-
 def index_robot(model: mujoco.MjModel, robot: Any, arm_name: str, k: int) -> PandaArm:
     """The :class:`ArmIndex` (the MuJoCo backend's type, so its contact and privileged readers
     apply) of robosuite robot ``k``: 7 arm joints, two finger joints, pads, grip site."""
@@ -153,7 +141,7 @@ def index_robot(model: mujoco.MjModel, robot: Any, arm_name: str, k: int) -> Pan
         act_ids=np.array(acts),
         finger_qpos_adr=np.array([model.jnt_qposadr[j] for j in fids]),
         finger_act_ids=np.array(finger_act_ids),
-        body_ids=_descendants(model, base),
+        body_ids=subtree_bodies(model, base) - {base},
         pad_geom_ids=(model.geom(pads[0]).id, model.geom(pads[1]).id),
         tcp_site=int(robot.eef_site_id[part]),
         wrist_camera="wrist" if k == 0 else f"wrist{k}",

@@ -23,6 +23,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from captain_ros.backends.mujoco.model import subtree_bodies
 from captain_ros.backends.ros_arm.config import RosArmConfig
 from captain_ros.backends.twin import MujocoTwin
 from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
@@ -66,18 +67,6 @@ class ArmIndex:
     grip_qpos_adr: np.ndarray
     lower_rad: np.ndarray
     upper_rad: np.ndarray
-
-
-def _descendants(model: mujoco.MjModel, root: int) -> frozenset[int]:
-    out = set()
-    for b in range(model.nbody):
-        c = b
-        while c > 0:
-            if c == root:
-                out.add(b)
-                break
-            c = int(model.body_parentid[c])
-    return frozenset(out)
 
 
 class ModelTwin(MujocoTwin):
@@ -139,7 +128,7 @@ class ModelTwin(MujocoTwin):
         if a.upper_rad:
             hi = np.minimum(hi, a.upper_rad)
         return ArmIndex(name, a.joints, np.array([m.jnt_qposadr[j] for j in jids]),
-                        np.array([m.jnt_dofadr[j] for j in jids]), _descendants(m, first),
+                        np.array([m.jnt_dofadr[j] for j in jids]), subtree_bodies(m, first),
                         int(m.body_parentid[first]), tcp, flange,
                         np.array([m.jnt_qposadr[j] for j in grip], dtype=int), lo, hi)
 
