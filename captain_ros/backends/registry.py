@@ -96,14 +96,8 @@ REGISTRY: dict[str, BackendInfo] = {
         ),
         # any ros2_control arm over ROS 2 (XR1: config/xr1.yaml); the ros layer gives the transport
         BackendInfo("ros_arm", _ros_arm, ground_truth=False, hardware=True, rig_args=("config",)),
-        BackendInfo(
-            "robosuite",
-            _robosuite,
-            ground_truth=True,
-            launched=False,
-            refusal="runs in one process only so far: use captain run --backend robosuite "
-            "--task lift|stack|two_arm_lift (docs/robosuite.md)",
-        ),
+        # robosuite's own tasks (optional extra): task:=lift | stack | two_arm_lift | door | ...
+        BackendInfo("robosuite", _robosuite, ground_truth=True),
     )
 }
 """Every backend, by name (the order of ``--backend`` choices)."""

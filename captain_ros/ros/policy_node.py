@@ -152,7 +152,8 @@ class PolicyNode(Node):
         from captain_ros.policy.factory import make_policy
         from captain_ros.tasks import get_task
 
-        task = get_task(g.task)
+        backend = self._backend_name = self._robot_backend()
+        task = get_task(g.task, backend)  # a backend's own task names (robosuite's lift)
         if g.seed < 0:
             raise InvalidArgumentError(f"seed must be >= 0, got {g.seed}")
         defaults = Budgets()
@@ -172,7 +173,6 @@ class PolicyNode(Node):
                                budgets.max_requests, self.trajectory_pub)
         observers: list[EpisodeObserver] = [CancelObserver(lambda: goal_handle.is_cancel_requested),
                                             watcher, ReportObserver(out_dir)]
-        backend = self._backend_name = self._robot_backend()
         # a simulation's ground truth is mandatory: wait for its services (discovery after a
         # fresh launch can lag the action server); hardware has none
         sim = backend in SIM_BACKENDS and self.privileged.wait_for_service(timeout_sec=10.0)

@@ -59,11 +59,12 @@ PARAMS = (
 )
 
 
-def scene_of(task: str, seed: int) -> Any:
-    """The scene of ``task`` for ``seed`` (the robot node is where task names meet backends)."""
+def scene_of(task: str, seed: int, backend: str | None = None) -> Any:
+    """The scene of ``task`` for ``seed`` (the robot node is where task names meet backends:
+    ``backend`` resolves its own task names, e.g. robosuite's ``lift``)."""
     from captain_ros.tasks import get_task
 
-    return get_task(task).sample(seed)
+    return get_task(task, backend).sample(seed)
 
 
 def implemented_backends() -> tuple[str, ...]:
@@ -147,9 +148,9 @@ class RobotNode(LifecycleNode):
     def _configure(self, before: list[Any]) -> TransitionCallbackReturn:
         from captain_ros.backends import make_backend
 
-        inner = self._injected or make_backend(self.p["backend"],
-                                               scene_of(self.p["task"], int(self.p["seed"])),
-                                               **backend_options(self.p))
+        inner = self._injected or make_backend(
+            self.p["backend"], scene_of(self.p["task"], int(self.p["seed"]), self.p["backend"]),
+            **backend_options(self.p))
         # a latch from before a cleanup/configure cycle (a backend rebuild) is kept
         backend = self.backend = LockedBackend(inner, latched_reason=self._latched_reason)
         self._set_scene(self.p["task"], int(self.p["seed"]))
@@ -273,7 +274,7 @@ class RobotNode(LifecycleNode):
             return False, f"this robot node hosts a fixed backend with scene {self.scene}"
         else:
             try:
-                new = make_backend(self.p["backend"], scene_of(task, seed),
+                new = make_backend(self.p["backend"], scene_of(task, seed, self.p["backend"]),
                                    **backend_options(self.p))
             except Exception as exc:  # noqa: BLE001 - unknown task, bad seed
                 return False, f"cannot load {task!r} seed {seed}: {exc}"

@@ -58,20 +58,27 @@ def _headless_gl() -> None:
 class CameraRenderer:
     """One offscreen context rendering any camera of the model at ``size_px`` x ``size_px``.
 
-    ``geom_labels`` maps geom id -> object id for segmentation (0 = background).
+    ``geom_labels`` maps geom id -> object id for segmentation (0 = background); ``scene_flags``
+    ({``mjtRndFlag``: 0 or 1}) are set on its scene. The context is made at the first render, in
+    the thread that renders (an EGL context made current in one thread cannot be used in another:
+    under ROS the perception node's thread captures, not the thread that built the backend).
     """
 
     def __init__(self, model: mujoco.MjModel, geom_labels: np.ndarray,
-                 size_px: int = IMAGE_SIZE_PX) -> None:
+                 size_px: int = IMAGE_SIZE_PX,
+                 scene_flags: dict[mujoco.mjtRndFlag, int] | None = None) -> None:
         self._model = model
         self._size = size_px
         self._labels = np.concatenate([geom_labels.astype(np.int32), [0]])  # index -1 -> 0
+        self._flags = dict(scene_flags or {})
         self._renderer: mujoco.Renderer | None = None
 
     def _get(self) -> mujoco.Renderer:
         if self._renderer is None:
             _headless_gl()
             self._renderer = mujoco.Renderer(self._model, self._size, self._size)
+            for flag, value in self._flags.items():
+                self._renderer.scene.flags[flag] = value
         return self._renderer
 
     def render(self, data: mujoco.MjData, camera: str, stamp_s: float,
