@@ -25,7 +25,14 @@ pytestmark = [
 
 
 @pytest.mark.parametrize(
-    ("task", "seed"), [("lift", 1000), ("stack", 1000), ("two_arm_lift", 1000)]
+    ("task", "seed"),
+    [
+        ("lift", 1000),
+        ("stack", 1000),
+        ("two_arm_lift", 1000),
+        ("door", 1000),
+        ("nut_assembly_square", 1000),
+    ],
 )
 def test_expert_episode(task: str, seed: int, tmp_path: Path) -> None:
     from captain_ros.evaluation.episode import run_one
