@@ -11,9 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, ClassVar, Self
 
+import yaml
+
 from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.data import config_file
 
 
 def check_keys(section: str, data: Any, cls: type) -> dict[str, Any]:
@@ -29,6 +33,18 @@ def check_keys(section: str, data: Any, cls: type) -> dict[str, Any]:
             f"unknown {section} key(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
         )
     return dict(data)
+
+
+def read_rig_file(path: str | Path, what: str) -> tuple[Path, Any]:
+    """``(resolved path, parsed YAML)`` of a rig file (``what``: ``PiPER``, ``ros_arm``, for the
+    messages); a missing file or invalid YAML is one :class:`InvalidArgumentError`."""
+    p = config_file(path)
+    if not p.is_file():
+        raise InvalidArgumentError(f"{what} config {p} does not exist")
+    try:
+        return p, yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise InvalidArgumentError(f"{p}: not valid YAML ({exc})") from exc
 
 
 class BackendOptions:

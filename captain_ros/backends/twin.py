@@ -47,14 +47,17 @@ class MujocoTwin:
         self.lock = threading.Lock()
         mujoco.mj_kinematics(self.model, self.data)
 
-    def tcp_matrix(self, arm: str) -> np.ndarray:
-        """Captain-world 4x4 pose of the tool point at the last measured pose."""
-        s = self.arms[arm].tcp_site
+    def _captain(self, xmat: np.ndarray, xpos: np.ndarray, i: int) -> np.ndarray:
+        """Captain-world 4x4 pose of element ``i`` of the pose's frames ``xmat``/``xpos``."""
         t = np.eye(4)
         with self.lock:
-            t[:3, :3] = self.data.site_xmat[s].reshape(3, 3)
-            t[:3, 3] = self.data.site_xpos[s]
+            t[:3, :3] = xmat[i].reshape(3, 3)
+            t[:3, 3] = xpos[i]
         return self.base @ t
+
+    def tcp_matrix(self, arm: str) -> np.ndarray:
+        """Captain-world 4x4 pose of the tool point at the last measured pose."""
+        return self._captain(self.data.site_xmat, self.data.site_xpos, self.arms[arm].tcp_site)
 
     def gravity_torque_nm(self, arm: str, q_rad: np.ndarray) -> np.ndarray:
         """Joint torques [N m] that hold ``arm`` still against gravity at ``q_rad``."""

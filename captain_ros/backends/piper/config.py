@@ -11,12 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from captain_ros.backends.rig_config import ContactConfig, check_keys
+from captain_ros.backends.rig_config import ContactConfig, check_keys, read_rig_file
 from captain_ros.backends.safety import SafetyConfig
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.data import config_base, config_file, resolve_path
+from captain_ros.data import config_base, resolve_path
 
 RIG_ARMS = {"piper": ("arm",), "piper_dual": ("left", "right")}
 BUSTYPES = ("socketcan", "virtual", "slcan", "pcan", "kvaser")
@@ -117,13 +115,7 @@ class PiperConfig:
     @classmethod
     def load(cls, path: str | Path) -> PiperConfig:
         """Read ``path`` (its top-level ``piper:`` section, or the whole file)."""
-        p = config_file(path)
-        if not p.is_file():
-            raise InvalidArgumentError(f"PiPER config {p} does not exist")
-        try:
-            raw = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise InvalidArgumentError(f"{p}: not valid YAML ({exc})") from exc
+        p, raw = read_rig_file(path, "PiPER")
         if not isinstance(raw, dict):
             raise InvalidArgumentError(f"{p}: expected a mapping")
         section = dict(raw.get("piper", raw))

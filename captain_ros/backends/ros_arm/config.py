@@ -18,12 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from captain_ros.backends.rig_config import ContactConfig, check_keys
+from captain_ros.backends.rig_config import ContactConfig, check_keys, read_rig_file
 from captain_ros.backends.safety import SafetyConfig
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.data import config_base, config_file, resolve_path
+from captain_ros.data import config_base, resolve_path
 
 DEPTH_ENCODINGS = ("16UC1", "32FC1")
 
@@ -280,13 +278,7 @@ class RosArmConfig:
     @classmethod
     def load(cls, path: str | Path) -> RosArmConfig:
         """Read ``path`` (its top-level ``ros_arm:`` section)."""
-        p = config_file(path)
-        if not p.is_file():
-            raise InvalidArgumentError(f"ros_arm config {p} does not exist")
-        try:
-            raw = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise InvalidArgumentError(f"{p}: not valid YAML ({exc})") from exc
+        p, raw = read_rig_file(path, "ros_arm")
         if not isinstance(raw, dict) or set(raw) != {"ros_arm"}:
             raise InvalidArgumentError(f"{p}: expected one top-level key ros_arm, got "
                                        f"{', '.join(map(str, raw)) if isinstance(raw, dict) else raw}")

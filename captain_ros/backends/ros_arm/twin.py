@@ -173,12 +173,7 @@ class ModelTwin(MujocoTwin):
 
     def flange_matrix(self, arm: str) -> np.ndarray:
         """Captain-world 4x4 pose of the flange body (a wrist camera's hand-eye reference)."""
-        b = self.arms[arm].flange_body
-        t = np.eye(4)
-        with self.lock:
-            t[:3, :3] = self.data.xmat[b].reshape(3, 3)
-            t[:3, 3] = self.data.xpos[b]
-        return self.base @ t
+        return self._captain(self.data.xmat, self.data.xpos, self.arms[arm].flange_body)
 
 
 class TwinKinematics:
