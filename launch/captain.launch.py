@@ -23,11 +23,17 @@ is a ROS 2 arm: ``backend:=ros_arm backend_config:=config/xr1.yaml``).
 Send an episode with ``ros2 action send_goal /captain/run_episode
 captain_ros_interfaces/action/RunEpisode "{task: pick_place, seed: 1000}" --feedback``.
 Without the launch tools, ``captain up`` composes the same nodes from the same YAML.
+When a process dies (docs/ros.md, "When a node dies"): the policy and recorder processes are
+respawned; the robot process too when its world is simulated (mujoco, fake, an emulated PiPER,
+the simulated arm driver), while on a real rig its exit stops the launch with that reason.
 Graph access (docs/ros.md, "Who can command the robot"): every node gets
 ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` (unless the environment sets a range) and
 ``ROS_DOMAIN_ID`` from ``domain_id`` (default: the environment's, else 42, not the shared 0);
 ``allowed_root`` confines goals' output folders and ``replay:`` files (default: the params file's
-``output_root``). ``secure:=true`` (SROS2) is refused: the Fast DDS wheel has no security plugins.
+``output_root``). ``secure:=true key_file:=KEY`` secures the graph at the application layer
+(SROS2 is unavailable: the Fast DDS wheel has no security plugins): goals, robot calls, the e-stop
+reset, snapshot/restore and scene loads need a credential made with the key (``captain ros goal``,
+``captain ros estop-reset``).
 """
 
 import os
@@ -53,6 +59,8 @@ IMPLEMENTED_BACKENDS = names(launched=True)  # xr1: refused with the ros_arm lin
 HUMANOID_BACKENDS = ("humanoid",)  # the humanoid pair (GRAPH_ONLY): its own controller node and CoEvolve node
 KNOWN_BACKENDS = (*BACKENDS, *GRAPH_ONLY)
 NOT_LAUNCHED_BACKENDS = names(launched=False)  # refused with the registry's line (captain run)
+POLICY_RESPAWN_DELAY_S = 1.0
+ROBOT_RESPAWN_DELAY_S = 1.0
 PASS_THROUGH = ("backend_config", "can", "segmenter", "sam_folder", "pointer", "vlm_folder",
                 "vlm_url", "vlm_model")
 """Launch arguments passed to the robot process's nodes when not empty."""
@@ -111,18 +119,32 @@ def _with_sim_driver(context, robot, robot_stack):
 
 NO_SROS2 = ("the ROS 2 wheels in the lock ship Fast DDS without its security plugins (a node "
             "with ROS_SECURITY_ENABLE=true fails: \"This Fast DDS version doesn't have the security "
-            "libraries\"); SROS2 is unavailable. The graph is limited to this host and its own "
-            "domain instead (docs/ros.md)")
+            "libraries\"); SROS2 is unavailable. Use secure:=true key_file:=KEY (application-"
+            "layer credentials, docs/ros.md)")
+
+
+def _secure_key(context):
+    """The key file of ``secure:=true`` (checked here: one line when unusable), or ""."""
+    from captain_ros.ros.credential import key_path, load_key
+
+    secure = LaunchConfiguration("secure").perform(context).lower() in ("true", "1")
+    if not secure:
+        return ""
+    path = key_path(LaunchConfiguration("key_file").perform(context))
+    if not path:
+        raise RuntimeError("secure:=true needs the deployment's key: key_file:=PATH or "
+                           "CAPTAIN_KEY_FILE (captain ros keygen PATH writes one)")
+    load_key(path)  # raises CredentialError with the reason
+    return os.path.abspath(path)
 
 
 def _graph_access(context):
     """Localhost discovery and the graph's domain for every node (a limit on discovery, not
-    access control), or a refusal of a secured mode the middleware cannot provide."""
+    access control), or a refusal of SROS2, which the middleware cannot provide."""
     from captain_ros.ros.access import graph_environment
 
-    secure = LaunchConfiguration("secure").perform(context).lower() in ("true", "1")
-    if secure or os.environ.get("ROS_SECURITY_ENABLE", "").lower() == "true":
-        raise RuntimeError(f"secure mode refused: {NO_SROS2}")
+    if os.environ.get("ROS_SECURITY_ENABLE", "").lower() == "true":
+        raise RuntimeError(f"ROS_SECURITY_ENABLE=true refused: {NO_SROS2}")
     env = graph_environment(os.environ, LaunchConfiguration("domain_id").perform(context))
     return [*(SetEnvironmentVariable(k, v) for k, v in env.items()),
             LogInfo(msg=f"captain graph on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, discovery "
@@ -163,8 +185,11 @@ def _graph_nodes(context):
     bag_dir = LaunchConfiguration("bag_dir").perform(context)
     allowed_root = LaunchConfiguration("allowed_root").perform(context)
     policy_extra = {"allowed_root": os.path.abspath(allowed_root)} if allowed_root else {}
+    key_file = _secure_key(context)
+    secured = {"key_file": key_file} if key_file else {}
+    policy_extra.update(secured)
     record = LaunchConfiguration("record").perform(context).lower() in ("true", "1")
-    robot = {"backend": backend, "task": task, "seed": seed}
+    robot = {"backend": backend, "task": task, "seed": seed, **secured}
     robot.update({k: v for k in PASS_THROUGH if (v := LaunchConfiguration(k).perform(context))})
     if LaunchConfiguration("emulate").perform(context).lower() in ("true", "1"):
         robot["emulate"] = True
@@ -175,16 +200,24 @@ def _graph_nodes(context):
         raise RuntimeError(f"arm_driver:={driver} applies to backend:=ros_arm only")
     if driver:
         robot.setdefault("backend_config", "config/ros_arm_piper.yaml")
-    # two nodes (captain_robot, captain_perception) in one process: no name= remap here
+    # two nodes (captain_robot, captain_perception) in one process: no name= remap here.
+    # Respawned where its world is a simulation (a fresh scene; the goal it served ended as
+    # robot_lost); a real rig's robot process is not restarted behind the operator's back
+    simulated = backend in ("mujoco", "fake") or bool(robot.get("emulate")) or bool(driver)
+    on_exit = {"respawn": True, "respawn_delay": ROBOT_RESPAWN_DELAY_S} if simulated else {
+        "on_exit": Shutdown(reason="the robot process exited on a real rig: the launch stops; "
+                                   "check the arm, then launch again")}
     robot_stack = Node(package="captain_ros", executable="captain_robot_stack", output="screen",
-                       parameters=[params_file, robot],
-                       on_exit=Shutdown(reason="robot process exited"))
+                       parameters=[params_file, robot], **on_exit)
     robot_side = [robot_stack] if not driver else _with_sim_driver(context, robot, robot_stack)
     return [
         *robot_side,
+        # respawned when it dies: the goal it ran is lost with it (`captain ros goal` says so at
+        # once); the robot node closes its episode gate and the recorder its bag
         Node(package="captain_ros", executable="captain_policy", name="captain_policy",
              output="screen", parameters=[params_file, {"policy": policy, "expect_recorder": record,
-                                                        "engine": engine, **policy_extra}]),
+                                                        "engine": engine, **policy_extra}],
+             respawn=True, respawn_delay=POLICY_RESPAWN_DELAY_S),
         # respawned when it dies: the new recorder recovers the crashed bag and takes the next one
         Node(package="captain_ros", executable="captain_recorder", name="captain_recorder",
              output="screen", parameters=[params_file, {"output_dir": bag_dir}],
@@ -226,8 +259,13 @@ def generate_launch_description():
                               description="ROS_DOMAIN_ID of every node ('' = the environment's, "
                                           "else 42)"),
         DeclareLaunchArgument("secure", default_value="false",
-                              description="SROS2 enclaves: refused (the Fast DDS wheel has no "
-                                          "security plugins; docs/ros.md)"),
+                              description="true: goals, robot calls, the e-stop reset, "
+                                          "snapshot/restore and load_scene need a credential "
+                                          "made with key_file (docs/ros.md; not SROS2: the Fast "
+                                          "DDS wheel has no security plugins)"),
+        DeclareLaunchArgument("key_file", default_value="",
+                              description="secure:=true: the deployment's key file, mode 0600 "
+                                          "('' = $CAPTAIN_KEY_FILE)"),
         DeclareLaunchArgument("segmenter", default_value="", description="default | sam"),
         DeclareLaunchArgument("sam_folder", default_value="", description="SAM checkpoint folder"),
         DeclareLaunchArgument("pointer", default_value="",

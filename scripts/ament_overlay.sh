@@ -19,6 +19,13 @@ ln -s "$ROOT/package.xml" "$share/package.xml"
 for f in "$ROOT"/launch/*.py; do ln -s "$f" "$share/launch/"; done
 for f in "$ROOT"/captain_ros/data/config/*.yaml; do ln -s "$f" "$share/config/"; done
 for f in "$ROOT"/scripts/ros/relay/*; do install -m 0755 "$f" "$VENV/lib/captain_ros/"; done
+# The venv's own `ros2` without AMENT_PREFIX_PATH (the venv not activated) looks up packages in
+# the venv, as `source .venv/bin/activate` would have it (it printed an ament_index traceback);
+# only that command, and only when the variable is unset or empty.
+site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+cat >"$site/captain_ros_ament.pth" <<'PTH'
+import os, sys; (os.environ.get("AMENT_PREFIX_PATH") or os.path.basename((sys.orig_argv[1:2] or [""])[0]) != "ros2" or not os.path.isdir(os.path.join(sys.prefix, "share", "ament_index"))) or os.environ.__setitem__("AMENT_PREFIX_PATH", sys.prefix)
+PTH
 echo "[ament] captain_ros share/ and lib/ overlay in $VENV"
 # `source .venv/bin/activate` puts the venv on the ament index path, like sourcing a ROS
 # workspace's setup.bash (ros2 launch / ros2 run / get_package_share_directory need it).

@@ -6,6 +6,8 @@
 - ``captain report``: (re)render an episode folder's report.html;
 - ``captain bag info|recover|export|layout``: read, repair, export (LeRobot v3) or view a bag;
 - ``captain up``: the ROS graph in one process (``captain_ros.ros.up``);
+- ``captain ros goal|estop-reset|keygen``: an operator's goal (signed on a secured graph) and
+  e-stop reset to a launched graph, and its key (``captain_ros.ros.operator_cli``);
 - ``captain hw check``: hardware bring-up checks without motion;
 - ``captain coevolve run|eval|report``: two humanoids carrying one payload;
 - ``captain learn COMMAND``: the learning layer's commands (``captain learn --help`` lists them,
@@ -34,6 +36,8 @@ from captain_ros.core.errors import CaptainError
 PASSTHROUGH = {
     "up": ("the ROS 2 graph in one process: one episode through the RunEpisode action",
            "captain_ros.ros.up"),
+    "ros": ("the operator's commands to a launched graph: goal | estop-reset | keygen "
+            "(signed on a secured graph)", "captain_ros.ros.operator_cli"),
     "coevolve": ("CoEvolve: two humanoids carrying one payload (run | eval | report)",
                  "captain_ros.cli.coevolve"),
     "learn": (f"learning: {' | '.join(LEARN_COMMANDS)} (captain learn COMMAND --help)",

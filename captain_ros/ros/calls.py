@@ -14,6 +14,7 @@ derived from its arguments (:mod:`captain_ros.api.deadlines`).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -27,6 +28,7 @@ from captain_ros.api.registry import CAPABILITY_BY_NAME
 from captain_ros.core import deadline
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.ros import convert
+from captain_ros.ros.secure import seal
 
 ROBOT_CALL_SRV = "/captain/robot/call"
 PERCEPTION_CALL_SRV = "/captain/perception/call"
@@ -46,13 +48,17 @@ class CallServer:
             mutually exclusive).
         gate: ``gate(episode_id, capability) -> Result | None``: a refusal before anything is
             parsed or executed (the robot node's episode gate); None serves the call.
+        unseal: The secured graph's credential check (:func:`captain_ros.ros.secure.unseal`):
+            ``(inner kwargs_json, why refused)``; None: calls are not signed.
     """
 
     def __init__(self, node: Node, name: str, dispatch: Callable[[str, dict[str, Any]], Result],
                  groups: Iterable[str], callback_group: CallbackGroup | None = None,
-                 gate: Callable[[str, str], Result | None] | None = None) -> None:
+                 gate: Callable[[str, str], Result | None] | None = None,
+                 unseal: Callable[[Any], tuple[str, str | None]] | None = None) -> None:
         self._dispatch = dispatch
         self._gate = gate
+        self._unseal = unseal
         self.groups = tuple(groups)
         self.served = tuple(n for n, c in CAPABILITY_BY_NAME.items() if c.service in self.groups)
         self.calls = 0
@@ -60,6 +66,13 @@ class CallServer:
 
     def _on_call(self, req: RobotCall.Request, resp: RobotCall.Response) -> RobotCall.Response:
         self.calls += 1
+        if self._unseal is not None:
+            inner, why = self._unseal(req)
+            if why is not None:
+                return convert.fill_call_response(resp, Result.fail(
+                    FailureCategory.PRECONDITION, f"{str(req.capability)[:60]}: refused, {why}; "
+                    "nothing was executed"))
+            req.kwargs_json = inner
         refused = self._gate(str(req.episode_id), str(req.capability)) if self._gate else None
         if refused is not None:
             return convert.fill_call_response(resp, refused)
@@ -92,8 +105,11 @@ class RosRobotCaller:
     """
 
     def __init__(self, node: Node, timeout_s: float = 120.0,
-                 callback_group: CallbackGroup | None = None) -> None:
+                 callback_group: CallbackGroup | None = None,
+                 give_up: Callable[[], str | None] = lambda: None) -> None:
         self.node = node
+        self.give_up = give_up
+        self.signer: Any = None  # the secured graph's Signer: every call is then signed
         self.timeout_s = float(timeout_s)
         self.episode_id = ""
         self.request_index_fn: Callable[[], int] = lambda: 0
@@ -132,11 +148,17 @@ class RosRobotCaller:
         except (TypeError, ValueError) as exc:
             return Result.fail(FailureCategory.INVALID_ARGUMENT,
                                f"{name}: arguments must be JSON-serialisable ({exc}); nothing moved")
+        if self.signer is not None and client is self._clients["motion"]:
+            seal(self.signer, req)  # the robot node checks it; perception calls move nothing
         wait_s = self.timeout_s
         left = deadline.remaining_s()  # the episode's wall budget, opened by the harness
         if left is not None:  # the node bounds the call itself; this bounds the wait for it
             wait_s = max(1.0, min(wait_s, left + 5.0))
-        resp = call_sync(client, req, wait_s)
+        resp = call_sync(client, req, wait_s, give_up=lambda: self.give_up() is not None)
+        gone = self.give_up() if resp is None else None
+        if gone is not None:
+            return Result.fail(FailureCategory.HARDWARE, f"{name}: {gone} while the call was "
+                               "running; whether it completed is unknown. Stop issuing robot calls.")
         if resp is None:
             return Result.fail(FailureCategory.TIMEOUT, f"{name}: no reply within {wait_s:.0f} s "
                                "from the robot graph; check the robot node before retrying")
@@ -146,18 +168,29 @@ class RosRobotCaller:
         if not self._image.service_is_ready():
             return None
         resp = call_sync(self._image, ObservationImage.Request(handle=str(handle), camera=str(camera)),
-                          30.0)
+                         30.0, give_up=lambda: self.give_up() is not None)
         if resp is None or not resp.found:
             return None
         return convert.image_to_array(resp.image).copy()
 
 
-def call_sync(client: Any, request: Any, timeout_s: float) -> Any:
-    """Send ``request`` and wait up to ``timeout_s`` [s] on an event (no polling, no sleeps)."""
+GIVE_UP_CHECK_S = 0.1
+"""How often a wait with ``give_up`` asks it [s]."""
+
+
+def call_sync(client: Any, request: Any, timeout_s: float,
+              give_up: Callable[[], bool] | None = None) -> Any:
+    """Send ``request`` and wait up to ``timeout_s`` [s] on an event; None without a reply.
+
+    ``give_up()`` (asked every :data:`GIVE_UP_CHECK_S`) ends the wait early, e.g. once the serving
+    process is known to be dead."""
     done = threading.Event()
     future = client.call_async(request)
     future.add_done_callback(lambda _f: done.set())
-    if not done.wait(timeout_s):
-        client.remove_pending_request(future)
-        return None
+    end = time.monotonic() + timeout_s
+    while not done.wait(min(GIVE_UP_CHECK_S, max(0.0, end - time.monotonic()))
+                        if give_up is not None else timeout_s):
+        if give_up is None or time.monotonic() >= end or give_up():
+            client.remove_pending_request(future)
+            return None
     return future.result()

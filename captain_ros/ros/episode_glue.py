@@ -3,6 +3,7 @@ privileged source over the robot node's simulation services.
 
 - :class:`CancelObserver` ends the episode at the next request boundary once the operator cancels
   the goal (robot calls still inside the current cell are refused by the caller).
+- :class:`StopWhen` ends it there for another reason (the robot process died, the node stops).
 - :class:`GoalObserver` publishes every receipt the moment it returns (``/captain/receipts``),
   sends it as action feedback with the progress, publishes the hidden per-request records on
   ``/captain/privileged`` (simulation only; the recorder puts them in the bag), the episode's
@@ -37,6 +38,18 @@ class CancelObserver(EpisodeObserver):
 
     def before_request(self, t: int) -> Stop | None:
         return Stop("canceled") if self.cancelled() else None
+
+
+class StopWhen(EpisodeObserver):
+    """Stops the episode before the next request with the reason ``reason()`` returns (falsy:
+    go on), e.g. ``robot_lost`` once the robot process died."""
+
+    def __init__(self, reason: Callable[[], str | None | bool]) -> None:
+        self.reason = reason
+
+    def before_request(self, t: int) -> Stop | None:
+        why = self.reason()
+        return Stop(str(why)) if why else None
 
 
 class GoalObserver(EpisodeObserver):

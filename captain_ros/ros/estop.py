@@ -5,6 +5,9 @@
 * ``/captain/estop/trigger`` and ``/captain/estop/reset`` (``std_srvs/Trigger``).
 * ``/captain/estop/state`` (``std_msgs/Bool``, transient local): the latched state.
 
+In the secured graph (``secure``) the plain reset is refused; the robot node releases the latch
+through its signed command service (:mod:`captain_ros.ros.secure`). Triggering stays open.
+
 The callbacks run in their own mutually exclusive callback group, so with a multi-threaded
 executor they are served while a motion call is executing. :meth:`Backend.estop` is called
 without taking the backend lock: the backend halts and the motion loop's next control tick sees
@@ -42,8 +45,9 @@ class EStopInterface:
     """
 
     def __init__(self, node: Node, engage: Callable[[str], None], release: Callable[[], None],
-                 is_latched: Callable[[], bool]) -> None:
+                 is_latched: Callable[[], bool], secure: bool = False) -> None:
         self._node = node
+        self.secure = secure  # the plain reset is refused: only the signed one releases
         self._engage, self._release, self._is_latched = engage, release, is_latched
         self._lock = threading.Lock()
         self.group = MutuallyExclusiveCallbackGroup()
@@ -83,6 +87,16 @@ class EStopInterface:
         return resp
 
     def _on_reset(self, _req: Trigger.Request, resp: Trigger.Response) -> Trigger.Response:
+        if self.secure:
+            self._node.get_logger().warning(f"refused an uncredentialed {ESTOP_RESET_SRV}")
+            resp.success = False
+            resp.message = ("reset refused: the graph is secured; the reset needs a credential "
+                            "(captain ros estop-reset --key-file KEY; docs/ros.md)")
+            return resp
+        return self.signed_reset(_req, resp)
+
+    def signed_reset(self, _req: Trigger.Request, resp: Trigger.Response) -> Trigger.Response:
+        """The reset itself (the secured graph calls it once the credential is checked)."""
         try:
             self.reset()
         except Exception as exc:  # a backend may refuse (e.g. hardware fault still present)

@@ -49,13 +49,16 @@ from captain_ros.harness.setup import EpisodeSetup
 from captain_ros.report.observer import ReportObserver
 from captain_ros.ros.access import confine
 from captain_ros.ros.calls import RosRobotCaller, call_sync
-from captain_ros.ros.episode_glue import CancelObserver, GoalObserver, ServicePrivileged
+from captain_ros.ros.credential import Signer, Verifier, load_key
+from captain_ros.ros.episode_glue import CancelObserver, GoalObserver, ServicePrivileged, StopWhen
 from captain_ros.ros.estop import ESTOP_RESET_SRV, ESTOP_STATE_TOPIC, LATCHED_QOS
+from captain_ros.ros.liveness import Heartbeat, Liveness
 from captain_ros.ros.params import Param, declare
 from captain_ros.ros.publish_log import PublishLog
 from captain_ros.ros.qos import FEEDBACK_QOS
 from captain_ros.ros.recorder_watch import RecorderWatch
 from captain_ros.ros.robot_node import HARDWARE_BACKENDS
+from captain_ros.ros.secure import SignedClient
 
 COUNTS_SETTLE_S = 0.2
 """Between the end stamp and asking the nodes what they published in the window [s]: a message
@@ -78,6 +81,9 @@ PARAMS = (
     Param("output_root", "runs/ros", "Folder of episode folders when a goal gives no output_dir."),
     Param("allowed_root", "", "Folder that a goal's output_dir and a goal's replay:FILE must lie "
           "under (symlinks resolved); '' = output_root."),
+    Param("key_file", "", "Secured graph: the deployment's key file (0600). Goals must then carry "
+          "its credential (captain ros goal --key-file), and this node signs its robot calls, "
+          "scene loads and snapshots ('' = open graph; docs/ros.md)."),
     Param("overwrite_output", False, "Replace a non-empty episode folder instead of refusing the "
           "goal."),
     Param("call_timeout_s", 120.0, "Longest wait for one robot call [s].", 1.0, 3600.0),
@@ -102,13 +108,23 @@ class PolicyNode(Node):
         self.privileged_pub = self.publish_log.publisher(String, "/captain/privileged", 1000)
         self.trajectory_pub = self.publish_log.publisher(String, TRAJECTORY_TOPIC, 1000)
         self.counts_clients: dict[str, Any] = {}
-        self.caller = RosRobotCaller(self, self.p["call_timeout_s"], group)
-        self.load_scene: Client[Any, Any] = self.create_client(
+        self.heartbeat = Heartbeat(self, "policy")
+        self.robot_alive = Liveness(self, "robot", group)
+        self._robot_instance = ""  # the robot process the running episode started with
+        self._stopping = threading.Event()  # set by stop(): this process is shutting down
+        self.caller = RosRobotCaller(self, self.p["call_timeout_s"], group, give_up=self._lost)
+        self.load_scene: Any = self.create_client(
             LoadScene, "/captain/robot/load_scene", callback_group=group)
         self.privileged: Client[Any, Any] = self.create_client(
             PrivilegedStateSrv, "/captain/robot/privileged_state", callback_group=group)
-        self.snapshot: Client[Any, Any] = self.create_client(
+        self.snapshot: Any = self.create_client(
             Snapshot, "/captain/robot/snapshot", callback_group=group)
+        self.verifier: Verifier | None = None
+        if self.p["key_file"]:  # the secured graph: checked goals, signed commands
+            key = load_key(self.p["key_file"])
+            self.verifier, self.caller.signer = Verifier(key), Signer(key)
+            self.load_scene = SignedClient(self, "load_scene", LoadScene, Signer(key), group)
+            self.snapshot = SignedClient(self, "snapshot", Snapshot, Signer(key), group)
         self.recorder = RecorderWatch(self, self.p["bag_wait_s"], group, self.p["expect_recorder"])
         self.robot_params = AsyncParameterClient(self, "captain_robot", callback_group=group)
         self.estop_latched = False
@@ -132,10 +148,38 @@ class PolicyNode(Node):
             return Result.fail(FailureCategory.BUDGET_EXHAUSTED,
                                f"{name}: the episode was canceled by the operator; nothing was "
                                "executed. Stop issuing robot calls.")
+        lost = self._lost()
+        if lost is not None:
+            return Result.fail(FailureCategory.HARDWARE, f"{name}: {lost}; nothing was executed. "
+                               "The episode is ending: stop issuing robot calls.")
         return None
+
+    def _lost(self) -> str | None:
+        """Why the running episode cannot go on: its robot process died (or was replaced by a
+        respawn), or this node is shutting down; None while it can."""
+        if self._stopping.is_set():
+            return "the policy node is shutting down"
+        if self._goal is None:
+            return None
+        return self.robot_alive.lost_since(self._robot_instance)
+
+    def _call(self, client: Any, request: Any, timeout_s: float) -> Any:
+        """``call_sync`` that stops waiting once the episode is lost (a dead robot process
+        never answers; a respawned one never saw the request)."""
+        return call_sync(client, request, timeout_s, give_up=lambda: self._lost() is not None)
+
+    def stop(self) -> None:
+        """Shutting down (SIGINT/SIGTERM): the running episode ends at once, its calls in flight
+        stop waiting, and the goal is answered (``node_shutdown``)."""
+        self._stopping.set()
 
     # --- episode -------------------------------------------------------------------------------
     def _execute(self, goal_handle: Any) -> RunEpisode.Result:
+        if self.verifier is not None:
+            why = self.verifier.check_goal(goal_handle.request, bytes(goal_handle.goal_id.uuid))
+            if why is not None:
+                return self._abort(goal_handle, RunEpisode.Result(), "unauthenticated",
+                                   f"goal refused: {why}; nothing was executed")
         with self._busy:
             return self._run(goal_handle)
 
@@ -172,6 +216,7 @@ class PolicyNode(Node):
         watcher = GoalObserver(goal_handle, self.receipt_pub, self.privileged_pub, episode_id,
                                budgets.max_requests, self.trajectory_pub)
         observers: list[EpisodeObserver] = [CancelObserver(lambda: goal_handle.is_cancel_requested),
+                                            StopWhen(lambda: self._lost() and self._stop_label()),
                                             watcher, ReportObserver(out_dir)]
         # a simulation's ground truth is mandatory: wait for its services (discovery after a
         # fresh launch can lag the action server); hardware has none
@@ -184,7 +229,7 @@ class PolicyNode(Node):
                                                     backend_name=backend,
                                                     profile=resolve_profile(
                                                         self.p["profile"], folder or None)),
-            privileged=ServicePrivileged(self.privileged, self.snapshot, call_sync) if sim else None,
+            privileged=ServicePrivileged(self.privileged, self.snapshot, self._call) if sim else None,
             host_success=None if sim else self._emulated_host_success(task),
             observers=observers, overwrite=bool(self.p["overwrite_output"]))
         setup.prepare()  # before the recorder opens its bag (it may write into the folder)
@@ -195,7 +240,7 @@ class PolicyNode(Node):
         its bags stay those of the real rig); a real rig offers no ``privileged_state``."""
         if not self.privileged.wait_for_service(timeout_sec=HARDWARE_TRUTH_WAIT_S):
             return None
-        source = ServicePrivileged(self.privileged, self.snapshot, call_sync)
+        source = ServicePrivileged(self.privileged, self.snapshot, self._call)
         return lambda: bool(task.success(source.state()))
 
     def _run(self, goal_handle: Any) -> RunEpisode.Result:
@@ -218,6 +263,7 @@ class PolicyNode(Node):
             setup.policy.close()
             return self._abort(goal_handle, res, "robot_not_ready", "the robot node did not accept "
                                "the episode (its active_episode parameter); nothing was executed")
+        self._robot_instance = self.robot_alive.instance
         self._goal = goal_handle
         self.caller.episode_id, self.caller.refuse = episode_id, self._refuse_when_canceled
         self.caller.request_index_fn = lambda: watcher.request
@@ -232,14 +278,11 @@ class PolicyNode(Node):
             self.get_logger().error(f"episode {episode_id} failed: {exc!r}")
             return self._abort(goal_handle, res, "internal_error", repr(exc))
         finally:
-            end_ns = self._event(episode_id, "end", {"calls": watcher.calls})
-            time.sleep(COUNTS_SETTLE_S)  # messages stamped before end_ns are published by now
-            self._event(episode_id, "counts", {"calls": watcher.calls,
-                                               "published": self._published(start_ns, end_ns)}, end_ns)
-            self._goal, self.caller.refuse = None, None
-            self._set_active_episode("")  # the robot refuses calls until the next goal
+            lost = self._lost()
+            self._close_episode(episode_id, watcher.calls, start_ns, lost)
             setup.policy.close()
-        res.outcome_label = "canceled" if goal_handle.is_cancel_requested else record.outcome
+        res.outcome_label = ("canceled" if goal_handle.is_cancel_requested
+                             else self._stop_label() if lost else record.outcome)
         res.host_success, res.strict_success = record.host_success, record.strict_success
         res.requests, res.calls = record.requests, record.robot_calls
         res.physical_actions, res.wall_time_s = record.physical_actions, record.wall_s
@@ -250,12 +293,35 @@ class PolicyNode(Node):
             record = replace(record, bag_path=bag.path, bag_complete=bag.complete,
                              extra={**record.extra, "bag_status": bag.status})
             record.write(EpisodeFiles(setup.out_dir).summary)
-        res.summary_json = json.dumps(record.to_dict(), default=str)
+        res.summary_json = json.dumps({**record.to_dict(), **({"error": lost} if lost else {})},
+                                      default=str)
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
+        elif lost:
+            self.get_logger().error(f"episode {episode_id} ended early: {lost}")
+            goal_handle.abort()
         else:
             goal_handle.succeed()
         return res
+
+    def _close_episode(self, episode_id: str, calls: int, start_ns: int, lost: str | None) -> None:
+        """End the episode's window for the recorder and close the robot's episode gate.
+
+        A lost episode (its robot process died, or this node stops) asks no node what it published
+        (a dead node would keep the bag open for its timeout): its ``end`` event says why, and the
+        recorder closes the bag at once, marked incomplete."""
+        detail: dict[str, Any] = {"calls": calls, **({"aborted": lost} if lost else {})}
+        end_ns = self._event(episode_id, "end", detail)
+        if lost is None:
+            time.sleep(COUNTS_SETTLE_S)  # messages stamped before end_ns are published by now
+            self._event(episode_id, "counts", {"calls": calls,
+                                               "published": self._published(start_ns, end_ns)}, end_ns)
+        self._goal, self.caller.refuse = None, None
+        if lost is None or self.robot_alive.alive and not self._stopping.is_set():
+            self._set_active_episode("")  # the robot refuses calls until the next goal
+
+    def _stop_label(self) -> str:
+        return "node_shutdown" if self._stopping.is_set() else "robot_lost"
 
     def _set_active_episode(self, episode_id: str) -> bool:
         """Open (or with ``""`` close) the robot node's episode gate; True once it is applied."""

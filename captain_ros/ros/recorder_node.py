@@ -11,6 +11,8 @@ marked incomplete (the missing counts in the status).
 Crash safety: the bag is flushed (MCAP chunk closed + fsync) every ``flush_period_s``, so a
 SIGKILL loses at most that much; at start the node recovers every unclosed bag left in
 ``output_dir`` (readable again by rosbags and mcap readers), and the launch file respawns it.
+When the policy process dies (:mod:`captain_ros.ros.liveness`), the episodes it left open end
+at once, their bags marked incomplete.
 Status (JSON on ``/captain/recorder/status``, latched): this instance, the open bags, the last
 closed bags with their completeness, and the bags recovered at start.
 """
@@ -37,6 +39,7 @@ from std_msgs.msg import String
 from captain_ros.bags.episodes import ClosedBag, EpisodeRouter, stamp_of_cdr
 from captain_ros.bags.rosbag2 import BagWriter, make_typestore, qos, recover_bag
 from captain_ros.ros.estop import LATCHED_QOS
+from captain_ros.ros.liveness import Liveness
 from captain_ros.ros.params import Param, declare
 
 EVENTS_TOPIC = "/captain/episode_events"
@@ -88,6 +91,7 @@ class RecorderNode(Node):
         self.create_subscription(EpisodeEvent, EVENTS_TOPIC, self._on_event, 100, callback_group=group)
         self.create_timer(self.p["discovery_period_s"], self._discover, callback_group=group)
         self.create_timer(self.p["flush_period_s"], self.flush, callback_group=group)
+        self.policy_alive = Liveness(self, "policy", group, on_lost=self._on_policy_lost)
         self._discover()
         self._status()
 
@@ -153,13 +157,28 @@ class RecorderNode(Node):
                 self.router.start(ev.episode_id, at)
             self.router.message(EVENTS_TOPIC, "captain_ros_interfaces/msg/EpisodeEvent", q, data, at)
             detail = json.loads(ev.detail_json or "{}")
-            if ev.event == "end":
-                self.router.end(ev.episode_id, at, self.p["close_grace_s"])
+            if ev.event == "end":  # an aborted episode sends no counts: close it at once
+                grace = self._abort_grace() if "aborted" in detail else self.p["close_grace_s"]
+                self.router.end(ev.episode_id, at, grace)
             if ev.event in ("end", "counts") and "published" in detail:
                 expected = {t: n for t, n in detail["published"].items() if t != EVENTS_TOPIC}
                 self.router.expect(ev.episode_id, expected)
             self._closed(self.router.poll())
         self._status()
+
+    def _abort_grace(self) -> float:
+        """How long an aborted episode's bag stays open after its end [s]: what is held back."""
+        return float(self.p["hold_s"]) + float(self.p["flush_period_s"])
+
+    def _on_policy_lost(self, instance: str) -> None:
+        """The policy process died: the episodes it left open end now, their bags incomplete
+        (else they would grow until this recorder stops)."""
+        with self._lock:
+            for w in self.router.windows:
+                if w.end_ns is None:
+                    self.get_logger().warning(f"the policy process {instance} died during episode "
+                                              f"{w.episode_id}: closing its bag (incomplete)")
+                    self.router.end(w.episode_id, time.time_ns(), self._abort_grace())
 
     def _closed(self, bags: list[ClosedBag]) -> None:
         for b in bags:

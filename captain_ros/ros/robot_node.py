@@ -6,7 +6,8 @@ the simulation-only services of :mod:`captain_ros.ros.sim_services`, and publish
 topics of :mod:`captain_ros.ros.state_publisher` (``/joint_states``, ``/tf``, ``/tf_static``,
 ``/camera/<c>/...``, ``/captain/wrench/<arm>``). Robot calls are served only for the episode
 named by the ``active_episode`` parameter (the policy node sets it per goal;
-:mod:`captain_ros.ros.access`).
+:mod:`captain_ros.ros.access`); the gate closes by itself when the policy process dies
+(:mod:`captain_ros.ros.liveness`).
 
 Lifecycle: ``configure`` builds the backend and the interfaces, ``activate`` starts publishing,
 ``deactivate`` stops publishing (calls and the e-stop stay served), ``cleanup``/``shutdown``
@@ -20,15 +21,20 @@ from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from std_srvs.srv import Trigger
 
 import captain_ros.ros.arm_bridge  # noqa: F401 - registers the ROS 2 transport of backend ros_arm
 from captain_ros.backends.registry import GRAPH_ONLY, info, names
-from captain_ros.ros.access import debug_services, episode_refusal
+from captain_ros.ros.access import DEBUG_SERVICES, debug_services, episode_refusal
 from captain_ros.ros.calls import ROBOT_CALL_SRV, CallServer
+from captain_ros.ros.credential import Verifier, load_key
 from captain_ros.ros.estop import EStopInterface
+from captain_ros.ros.liveness import Heartbeat, Liveness
 from captain_ros.ros.locked_backend import LockedBackend
 from captain_ros.ros.params import Param, declare
 from captain_ros.ros.publish_log import PublishLog
+from captain_ros.ros.secure import SecureCommands, unseal
 from captain_ros.ros.sim_services import SimServices
 from captain_ros.ros.state_publisher import StatePublisher
 
@@ -54,6 +60,9 @@ PARAMS = (
           "episode_id); false: any caller (in-process tests, a bench without a policy node)."),
     Param("active_episode", "", "The episode whose robot calls are served; the policy node sets "
           "it for a goal's duration ('' = none).", read_only=False),
+    Param("key_file", "", "Secured graph: the deployment's key file (0600); robot calls, the "
+          "e-stop reset, snapshot/restore and load_scene then need its credential ('' = open "
+          "graph; docs/ros.md)."),
     Param("debug_services", False, "Also serve snapshot/restore/load_scene on a real rig (never "
           "privileged_state); simulations and emulated rigs always serve them."),
 )
@@ -122,6 +131,19 @@ class RobotNode(LifecycleNode):
         self.scene_listeners: list[Any] = []  # called after load_scene (e.g. perception reset)
         self.call_group = MutuallyExclusiveCallbackGroup()
         self.pub_group = MutuallyExclusiveCallbackGroup()
+        self.heartbeat = Heartbeat(self, "robot")
+        self.policy_alive = Liveness(self, "policy", MutuallyExclusiveCallbackGroup(),
+                                     on_lost=self._on_policy_lost)
+
+    def _on_policy_lost(self, instance: str) -> None:
+        """The policy node died: its episode's gate closes (no further robot calls; a call in
+        flight finishes, guarded, and the arm then holds where it left it)."""
+        active = str(self.get_parameter("active_episode").value)
+        if active:
+            self.set_parameters([Parameter("active_episode", Parameter.Type.STRING, "")])
+            self.get_logger().warning(f"the policy process {instance} died during episode "
+                                      f"{active}: robot calls are refused until the next goal; "
+                                      "the arm holds")
 
     # --- lifecycle ------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
@@ -156,20 +178,33 @@ class RobotNode(LifecycleNode):
         self._set_scene(self.p["task"], int(self.p["seed"]))
         spec = backend.spec
         names = [c.strip() for c in self.p["cameras"].split(",") if c.strip()]
+        verifier = self._verifier()
         self.calls = CallServer(self, ROBOT_CALL_SRV, lambda n, kw: self.service.call(n, kw),
-                                ("motion",), self.call_group, gate=self._episode_gate)
+                                ("motion",), self.call_group, gate=self._episode_gate,
+                                unseal=None if verifier is None else lambda r: unseal(verifier, r))
         self.estop = EStopInterface(self, backend.estop, backend.reset_estop,
-                                    lambda: self._backend().estopped)
+                                    lambda: self._backend().estopped, secure=verifier is not None)
         self._watch_latch()
-        self.sim = SimServices(self, self.call_group, served=debug_services(
-            self.p["backend"] in HARDWARE_BACKENDS, has_ground_truth(backend),
-            bool(self.p["debug_services"])))
+        served = debug_services(self.p["backend"] in HARDWARE_BACKENDS, has_ground_truth(backend),
+                                bool(self.p["debug_services"]))
+        signed = {n: v for n, v in served.items() if n in DEBUG_SERVICES} if verifier else {}
+        self.sim = SimServices(self, self.call_group, served={**served, **dict.fromkeys(signed, False)})
+        if verifier is not None:
+            handlers = {"estop_reset": (Trigger, self.estop.signed_reset),
+                        **{n: self.sim.handler(n) for n, on in signed.items() if on}}
+            self.secure = SecureCommands(self, verifier, handlers, self.call_group)
         self.state_pub = StatePublisher(self, spec.arm_names, tuple(names or spec.cameras))
         self.state_pub.publish_static(spec)
         self._configured = [e for e in self._entities() if e not in before]
         self.get_logger().info(f"configured {self.p['backend']} backend, arms {spec.arm_names}, "
                                f"cameras {self.state_pub.cameras}")
         return TransitionCallbackReturn.SUCCESS
+
+    def _verifier(self) -> Verifier | None:
+        """The credential check of the secured graph (None: open graph)."""
+        if not self.p["key_file"]:
+            return None
+        return Verifier(load_key(self.p["key_file"]))
 
     def _episode_gate(self, episode_id: str, capability: str) -> Any:
         """A refusal (a ``Result``) of a call outside the active episode; None: serve it."""

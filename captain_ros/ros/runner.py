@@ -126,6 +126,10 @@ def run_nodes(argv: list[str] | None, factory: Callable[[], Sequence[Node]],
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        for n in nodes:  # a node that runs long callbacks ends them first (the policy node)
+            stop = getattr(n, "stop", None)
+            if callable(stop):
+                stop()
         if executors is not None:
             executors.shutdown()
         for n in nodes:

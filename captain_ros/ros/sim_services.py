@@ -52,10 +52,16 @@ class SimServices:
                     (Restore, "restore", self._on_restore),
                     (LoadScene, "load_scene", self._on_load_scene),
                     (PrivilegedState, "privileged_state", self._on_privileged)]
+        self._handlers = {name: (srv, cb) for srv, name, cb in services}
         self.served = tuple(name for _s, name, _c in services if (served or {}).get(name, True))
         for srv, name, cb in services:
             if name in self.served:
                 robot.create_service(srv, f"/captain/robot/{name}", cb, callback_group=group)
+
+    def handler(self, name: str) -> tuple[Any, Callable[[Any, Any], Any]]:
+        """``(service type, callback)`` of a service, for the secured graph's signed commands
+        (:mod:`captain_ros.ros.secure`), which serve it instead of a plain service."""
+        return self._handlers[name]
 
     def _on_snapshot(self, _req: Snapshot.Request, resp: Snapshot.Response) -> Snapshot.Response:
         try:

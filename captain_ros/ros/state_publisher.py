@@ -4,7 +4,8 @@ hardware, the link health of each arm.
 Frames (REP 103/105): ``world`` (fixed, z up) -> ``<arm>_base_link`` (static, ``/tf_static``),
 ``world`` -> ``<arm>_tcp`` (tool centre point) and ``world`` -> ``<camera>_optical_frame``
 (x right, y down, z forward) on ``/tf``. Units: rad, m, N. Gripper openings are appended to
-``/joint_states`` as ``<arm>_jaw_opening_m`` [m]. The wrench topic carries the magnitude of the
+``/joint_states`` as ``<arm>_jaw_opening_m`` [m]; a simulation standing still between robot calls
+(its clock not advancing) reports zero joint velocities. The wrench topic carries the magnitude of the
 external contact force [N] along the tool z axis (the backends estimate a magnitude only).
 ``/captain/robot/link`` (``std_msgs/String``, JSON, hardware backends only, at the joint-state
 rate) carries each arm's :class:`~captain_ros.backends.safety.link.LinkStatus`: connected,
@@ -15,8 +16,10 @@ measurements, not recorded in episode bags (a hardware bag keeps the simulation'
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -25,6 +28,7 @@ from tf2_msgs.msg import TFMessage
 
 from captain_ros.core.geometry import Pose
 from captain_ros.core.result import compact_json
+from captain_ros.core.types import JointState as CoreJointState
 from captain_ros.ros import convert
 from captain_ros.ros.estop import LATCHED_QOS
 from captain_ros.ros.publish_log import create_publisher
@@ -77,6 +81,7 @@ class StatePublisher:
         self.camera_pub = CameraPublisher(node, cameras)
         self.cameras = cameras
         self.link_pub = node.create_publisher(String, LINK_TOPIC, 10)  # not a recorded topic
+        self._clock_s: dict[str, float] = {}  # arm -> backend clock of its last joint sample
 
     def _stamp(self) -> Any:
         return self.node.get_clock().now().to_msg()
@@ -91,7 +96,7 @@ class StatePublisher:
         stamp = self._stamp()
         with backend.lock:
             arms = backend.spec.arm_names
-            joints = [backend.joint_state(a) for a in arms]
+            joints = [self.at_rest_if_paused(a, backend.joint_state(a)) for a in arms]
             jaws = {f"{a}_jaw_opening_m": backend.gripper(a).opening_m for a in arms}
             tcps = [convert.transform_msg("world", f"{a}_tcp", backend.ee_pose(a), stamp) for a in arms]
             forces = {a: backend.contact_force_n(a) for a in arms}
@@ -106,6 +111,17 @@ class StatePublisher:
             w.header.stamp, w.header.frame_id = stamp, f"{a}_tcp"
             w.wrench.force.z = float(f)
             self.wrench_pubs[a].publish(w)
+
+    def at_rest_if_paused(self, arm: str, state: CoreJointState) -> CoreJointState:
+        """``state`` with zero velocities when the backend's clock has not advanced since the
+        arm's previous sample: a simulation stands still between robot calls, and the velocity it
+        holds is that of its last control tick (it read +-0.17 rad/s on /joint_states while the
+        joints were still). A real rig's clock always advances: its velocities pass unchanged."""
+        last = self._clock_s.get(arm)
+        self._clock_s[arm] = state.stamp_s
+        if last is None or state.stamp_s != last:
+            return state
+        return replace(state, velocity_rad_s=np.zeros_like(state.velocity_rad_s))
 
     def publish_cameras(self, backend: Any, depth: bool = True) -> None:
         """Capture every camera now (live preview) and publish the frames."""

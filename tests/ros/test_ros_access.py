@@ -1,8 +1,8 @@
 """Who can command the robot through the graph (docs/ros.md, "Who can command the robot"):
 through the real `ros2 launch` graph, robot calls outside the active episode are refused, goals'
 output folders and `replay:` files are confined to `allowed_root`, every node gets localhost
-discovery and the launch's domain, and `secure:=true` is refused (the Fast DDS wheel has no
-security plugins). In-process real nodes: a real rig serves no world-changing debug services and
+discovery and the launch's domain, `secure:=true` needs the deployment's key and SROS2
+(`ROS_SECURITY_ENABLE`) is refused (the Fast DDS wheel has no security plugins). In-process real nodes: a real rig serves no world-changing debug services and
 no ground truth unless asked."""
 
 from __future__ import annotations
@@ -188,6 +188,8 @@ def test_launch_limits_discovery_and_refuses_secure_mode(graph: Graph) -> None:
         )
     finally:
         ctx.try_shutdown()
+    # secure:=true needs the deployment's key (tests/ros/test_ros_secure.py runs the secured
+    # graph); SROS2 (ROS_SECURITY_ENABLE) is refused with the Fast DDS reason
     res = graph.cli.run(
         "launch",
         "captain_ros",
@@ -196,6 +198,10 @@ def test_launch_limits_discovery_and_refuses_secure_mode(graph: Graph) -> None:
         "secure:=true",
         timeout_s=60.0,
     )
+    assert res.returncode != 0
+    assert "secure:=true needs the deployment's key" in res.stdout + res.stderr
+    sros2 = RosCli({**graph.cli.env, "ROS_SECURITY_ENABLE": "true"}, graph.cli.cwd)
+    res = sros2.run("launch", "captain_ros", "captain.launch.py", "backend:=fake", timeout_s=60.0)
     assert res.returncode != 0
     assert "doesn't have the security libraries" in res.stdout + res.stderr
 

@@ -1,0 +1,116 @@
+"""Which node processes are alive: DDS liveliness on one latched topic per node.
+
+A crashed process (SIGKILL, a segfault) says nothing on its way out. Each long-lived node of the
+graph therefore publishes its instance id (``<pid>-<start ns>``) on ``/captain/alive/<role>``
+with DDS ``AUTOMATIC`` liveliness and a lease of :data:`LEASE_S`: the middleware itself asserts
+the writer's liveliness while the process lives, and every subscriber is told (its liveliness
+callback) within about one lease after the process is gone. A respawned process publishes a new
+instance id, so a watcher also tells "died and came back" from "still the same".
+
+Who watches whom (docs/ros.md, "When a node dies"):
+
+- the policy node watches the robot process: robot calls of the running episode are refused at
+  once and the goal ends (``robot_lost``) instead of waiting for a call timeout;
+- the robot node watches the policy node: the episode gate closes (no further robot calls; the
+  arm holds where the last call left it);
+- the recorder watches the policy node: the dead episode's bag is closed, marked incomplete;
+- ``captain ros goal`` watches the policy node: a goal whose server died ends with a clear failure.
+
+Liveliness says the process is alive, not that it is well: a process hung in Python still looks
+alive (its DDS threads keep asserting it).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rclpy.duration import Duration
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, LivelinessPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+
+LEASE_S = 1.0
+"""Liveliness lease [s]: a dead process is noticed about this long after it died (measured
+0.97 s on this VM between SIGKILL and the watcher's callback)."""
+
+ALIVE_QOS = QoSProfile(
+    depth=1,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    reliability=ReliabilityPolicy.RELIABLE,
+    liveliness=LivelinessPolicy.AUTOMATIC,
+    liveliness_lease_duration=Duration(seconds=LEASE_S),
+)
+
+
+def alive_topic(role: str) -> str:
+    """``/captain/alive/<role>`` (``robot``, ``policy``)."""
+    return f"/captain/alive/{role}"
+
+
+class Heartbeat:
+    """Publishes this process's instance id on :func:`alive_topic` ``(role)`` (latched)."""
+
+    def __init__(self, node: Node, role: str) -> None:
+        self.instance = f"{os.getpid()}-{time.time_ns()}"
+        self.pub = node.create_publisher(String, alive_topic(role), ALIVE_QOS)
+        self.pub.publish(String(data=self.instance))
+
+
+class Liveness:
+    """Follows one role's heartbeat.
+
+    Attributes:
+        alive: A process of the role is alive now (its writer's liveliness holds).
+        instance: The instance id last heard ("" before any).
+        changed: Set on every change (death, a new instance); waiters clear it.
+
+    ``on_lost(instance)`` is called (on the executor thread) when the last live writer is lost.
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        role: str,
+        callback_group: Any = None,
+        on_lost: Callable[[str], None] | None = None,
+    ) -> None:
+        self.role = role
+        self.alive = False
+        self.instance = ""
+        self.lost_at = 0.0  # time.monotonic() of the last loss
+        self.changed = threading.Event()
+        self.on_lost = on_lost
+        self._sub = node.create_subscription(
+            String,
+            alive_topic(role),
+            self._on_instance,
+            ALIVE_QOS,
+            callback_group=callback_group,
+            event_callbacks=SubscriptionEventCallbacks(liveliness=self._on_liveliness),
+        )
+
+    def _on_instance(self, msg: String) -> None:
+        self.instance, self.alive = str(msg.data), True
+        self.changed.set()
+
+    def _on_liveliness(self, event: Any) -> None:
+        was = self.alive
+        self.alive = int(event.alive_count) > 0
+        if was and not self.alive:
+            self.lost_at = time.monotonic()
+            self.changed.set()
+            if self.on_lost is not None:
+                self.on_lost(self.instance)
+
+    def lost_since(self, instance: str) -> str | None:
+        """Why the process ``instance`` is no longer the live one (None: it still is)."""
+        if not self.alive:
+            return f"the {self.role} process {instance or '?'} died"
+        if instance and self.instance != instance:
+            return f"the {self.role} process {instance} died and was replaced by {self.instance}"
+        return None
