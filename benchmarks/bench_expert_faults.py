@@ -33,7 +33,7 @@ TASKS = ("pick_place", "stack", "restack", "open_drawer", "two_arm_lift", "inser
 
 def episode(task_name: str, seed: int, spec: str | None, out: Path) -> dict[str, Any]:
     from captain_ros.evaluation.episode import build_robot
-    from captain_ros.harness.episode import run_episode
+    from captain_ros.harness.episode.loop import run_episode
     from captain_ros.policy.factory import make_policy
 
     task, backend, service = build_robot(task_name, seed)

@@ -21,7 +21,7 @@ from pathlib import Path
 from captain_ros.api.service import RobotService
 from captain_ros.backends.fake import FakeBackend
 from captain_ros.harness import Budgets, read_records, run_episode
-from captain_ros.harness.context import render
+from captain_ros.harness.episode.context import render
 from captain_ros.harness.record.trajectory import load_history
 from captain_ros.motion.service import MotionService
 from captain_ros.perception.service import PerceptionService

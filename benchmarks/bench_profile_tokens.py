@@ -38,11 +38,11 @@ def _seeds(spec: str) -> list[int]:
 
 def _episode(task_name: str, seed: int, profile: str, out: Path) -> dict[str, float]:
     from captain_ros.evaluation.episode import build_robot
-    from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
     from captain_ros.harness.episode import EpisodeOptions, run_episode
+    from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
+    from captain_ros.harness.episode.tokens import token_counter
+    from captain_ros.harness.record.backend_source import BackendPrivileged
     from captain_ros.harness.record.recorded import RecordedEpisode
-    from captain_ros.harness.setup import BackendPrivileged
-    from captain_ros.harness.tokens import token_counter
     from captain_ros.policy.chat_render import render_chat
     from captain_ros.policy.factory import make_policy
 

@@ -116,8 +116,8 @@ def bench_latency(n: int, domain: int) -> dict[str, dict[str, float]]:
 def episode_in_process(task_name: str, seed: int, out_dir: Path) -> dict[str, float]:
     from captain_ros.api.service import RobotService
     from captain_ros.backends import make_backend
-    from captain_ros.harness.budgets import Budgets
-    from captain_ros.harness.episode import run_episode
+    from captain_ros.harness.episode.budgets import Budgets
+    from captain_ros.harness.episode.loop import run_episode
     from captain_ros.motion import MotionService
     from captain_ros.perception.service import PerceptionService
     from captain_ros.policy.factory import make_policy

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, render
+from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, render
 from captain_ros.harness.record.trajectory import load_history
 from captain_ros.policy.transformers_chat import TransformersChat
 

@@ -158,9 +158,9 @@ def _parse_row(frame: wire.Frame) -> str:
 def _round_trip() -> str:
     import tempfile
 
-    from captain_ros.harness.budgets import Budgets, BudgetTracker
-    from captain_ros.harness.calls import EpisodeCalls
-    from captain_ros.harness.gate import CompletionGate
+    from captain_ros.harness.episode.budgets import Budgets, BudgetTracker
+    from captain_ros.harness.episode.calls import EpisodeCalls
+    from captain_ros.harness.episode.gate import CompletionGate
     from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 
     root = Path(tempfile.mkdtemp(prefix="bench_trust_"))

@@ -27,9 +27,9 @@ from captain_ros.api.deadlines import call_deadline_s
 from captain_ros.api.service import RobotService
 from captain_ros.core import deadline
 from captain_ros.core.result import FailureCategory, Result
-from captain_ros.harness.budgets import Budgets, BudgetTracker
-from captain_ros.harness.calls import EpisodeCalls
-from captain_ros.harness.gate import CompletionGate
+from captain_ros.harness.episode.budgets import Budgets, BudgetTracker
+from captain_ros.harness.episode.calls import EpisodeCalls
+from captain_ros.harness.episode.gate import CompletionGate
 
 INVALID = FailureCategory.INVALID_ARGUMENT
 FAST_S = 1.0  # a refusal costs validation only (measured: ~0.1 ms, benchmarks/results/trust.md)

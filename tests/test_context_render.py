@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 
-from captain_ros.harness.context import (
+from captain_ros.harness.episode.context import (
     ContextConfig,
     approx_tokens,
     context_tokens,
@@ -131,7 +131,7 @@ def test_without_receipts_keeps_what_the_code_printed_and_counts_the_receipts():
 
 
 def test_the_student_profile_leaves_receipts_out_and_the_others_keep_them():
-    from captain_ros.harness.profiles import PROFILES
+    from captain_ros.harness.episode.profiles import PROFILES
 
     assert not PROFILES["student"].context.receipts
     assert all(p.context.receipts for n, p in PROFILES.items() if n != "student")

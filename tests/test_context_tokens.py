@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from captain_ros.core.errors import UnknownNameError
-from captain_ros.harness.context import ContextConfig, render
-from captain_ros.harness.profiles import PROFILES, get_profile
+from captain_ros.harness.episode.context import ContextConfig, render
+from captain_ros.harness.episode.profiles import PROFILES, get_profile
+from captain_ros.harness.episode.tokens import approx_tokens, token_counter
 from captain_ros.harness.record.history import History
 from captain_ros.harness.record.recorded import RecordedEpisode
-from captain_ros.harness.tokens import approx_tokens, token_counter
 
 TASKS = ("pick_place", "stack", "restack", "open_drawer", "two_arm_lift", "insertion")
 MAX_NEW_TOKENS = 300  # the longest reply budget the students run with
@@ -77,9 +77,9 @@ def test_packaged_smollm2_counter_equals_the_models_tokenizer():
 
 
 def test_student_task_md_keeps_the_task_and_drops_the_reference():
-    from captain_ros.harness.budgets import Budgets
-    from captain_ros.harness.profiles import library_task_md
-    from captain_ros.harness.taskmd import render_task_md
+    from captain_ros.harness.episode.budgets import Budgets
+    from captain_ros.harness.episode.profiles import library_task_md
+    from captain_ros.harness.episode.taskmd import render_task_md
     from captain_ros.policy.expert.library import LIBRARY_HEADING
     from captain_ros.tasks import get_task
 
@@ -115,7 +115,7 @@ def test_the_hard_limit_drops_recent_turns_before_the_window_overflows(tmp_path)
     msgs = render(history, cfg)
     kept = [m for m in msgs if m["role"] == "tool"]
     assert len(kept) == 2  # three recent turns need ~4.2k > 3,000 = 4,000 - 1,000
-    from captain_ros.harness.context import context_tokens
+    from captain_ros.harness.episode.context import context_tokens
 
     assert context_tokens(msgs, cfg) <= cfg.hard_limit_tokens
     # in a window with room for them, the three recent turns stay
@@ -131,7 +131,7 @@ def test_the_hard_limit_drops_recent_turns_before_the_window_overflows(tmp_path)
 def _expert_episode(task_name: str, seed: int, profile: str, out: Path) -> RecordedEpisode:
     from captain_ros.evaluation.episode import build_robot
     from captain_ros.harness.episode import EpisodeOptions, run_episode
-    from captain_ros.harness.setup import BackendPrivileged
+    from captain_ros.harness.record.backend_source import BackendPrivileged
     from captain_ros.policy.factory import make_policy
 
     task, backend, service = build_robot(task_name, seed)
@@ -156,7 +156,7 @@ def _expert_episode(task_name: str, seed: int, profile: str, out: Path) -> Recor
 @pytest.mark.learn
 @pytest.mark.parametrize(("profile", "stretch"), [("helpers", 5), ("student", 15)])
 def test_long_episode_of_each_task_stays_inside_smollm2_positions(tmp_path, profile, stretch):
-    from captain_ros.harness.context import PYTHON_TOOL_SCHEMA
+    from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA
     from captain_ros.policy.chat_render import render_chat
 
     tok = _smollm2_tokenizer()

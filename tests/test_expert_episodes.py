@@ -16,9 +16,9 @@ import pytest
 
 from captain_ros.core.privileged import PrivilegedState
 from captain_ros.evaluation.episode import build_robot
-from captain_ros.harness.episode import run_episode
-from captain_ros.harness.observers import CallEvent, EpisodeObserver
-from captain_ros.harness.setup import BackendPrivileged
+from captain_ros.harness.episode.loop import run_episode
+from captain_ros.harness.episode.observers import CallEvent, EpisodeObserver
+from captain_ros.harness.record.backend_source import BackendPrivileged
 from captain_ros.policy.factory import make_policy
 
 pytestmark = pytest.mark.slow

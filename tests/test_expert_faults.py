@@ -14,9 +14,9 @@ import pytest
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.evaluation.episode import build_robot
 from captain_ros.evaluation.stats import wilson_interval
-from captain_ros.harness.episode import run_episode
-from captain_ros.harness.observers import CallEvent, EpisodeObserver
-from captain_ros.harness.setup import BackendPrivileged
+from captain_ros.harness.episode.loop import run_episode
+from captain_ros.harness.episode.observers import CallEvent, EpisodeObserver
+from captain_ros.harness.record.backend_source import BackendPrivileged
 from captain_ros.policy.expert import ScriptedExpert, parse_notes
 from captain_ros.policy.expert.faults import FAULTS, HANDLE_SHIFTS, FaultInjector, FaultSpec
 from captain_ros.policy.expert.plans import open_drawer

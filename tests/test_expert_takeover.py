@@ -14,7 +14,7 @@ import pytest
 
 from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
 from captain_ros.evaluation.episode import build_robot
-from captain_ros.harness.episode import run_episode
+from captain_ros.harness.episode.loop import run_episode
 from captain_ros.harness.sandbox.session import PythonSession
 from captain_ros.policy.base import Policy, PolicyReply
 from captain_ros.policy.expert import ScriptedExpert, Segment, parse_notes

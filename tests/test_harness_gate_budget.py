@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from captain_ros.core.result import FailureCategory, Result
-from captain_ros.harness.budgets import Budgets, BudgetTracker
-from captain_ros.harness.calls import MAX_RECEIPTS_SHOWN, EpisodeCalls
-from captain_ros.harness.episode import OUTCOMES, outcome_label
-from captain_ros.harness.gate import CompletionGate
+from captain_ros.harness.episode.budgets import Budgets, BudgetTracker
+from captain_ros.harness.episode.calls import MAX_RECEIPTS_SHOWN, EpisodeCalls
+from captain_ros.harness.episode.gate import CompletionGate
+from captain_ros.harness.record.episode_record import OUTCOMES, outcome_label
 
 
 class Clock:

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from harness_helpers import make_stack
 
-from captain_ros.harness.budgets import Budgets, BudgetTracker
-from captain_ros.harness.calls import EpisodeCalls
-from captain_ros.harness.gate import CompletionGate
+from captain_ros.harness.episode.budgets import Budgets, BudgetTracker
+from captain_ros.harness.episode.calls import EpisodeCalls
+from captain_ros.harness.episode.gate import CompletionGate
 from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 from captain_ros.harness.sandbox.wire import FRAME_STALL_S
 

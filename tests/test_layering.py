@@ -101,6 +101,33 @@ def upward_imports() -> Iterator[str]:
             yield f"{mod}:{line} imports {target} ({src} may not import {dst})"
 
 
+# Inside harness/, the concept folders are layered the same way, top to bottom; the harness
+# package's own __init__ (its re-exports) sits above them all and no folder imports it.
+HARNESS_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("episode",),
+    ("record", "sandbox"),
+)
+HARNESS_RANK = {folder: i for i, row in enumerate(HARNESS_LAYERS) for folder in row}
+
+
+def harness_folder(module: str) -> str | None:
+    """The harness folder of ``module`` ("" for the harness package itself), None outside it."""
+    parts = module.split(".")
+    if parts[:2] != ["captain_ros", "harness"]:
+        return None
+    return parts[2] if len(parts) > 2 else ""
+
+
+def upward_harness_imports() -> Iterator[str]:
+    for mod, line, target, _ in imports():
+        src, dst = harness_folder(mod), harness_folder(target)
+        if not src or dst is None or src == dst:  # "" : harness/__init__ may re-export them all
+            continue
+        if dst not in HARNESS_RANK or HARNESS_RANK[dst] <= HARNESS_RANK.get(src, -1):
+            what = f"harness/{dst}" if dst else "the harness package"
+            yield f"{mod}:{line} imports {target} (harness/{src} may not import {what})"
+
+
 def readme_layers() -> tuple[tuple[str, ...], ...]:
     """The rows of the README's layer map: the ``name/`` words at the start of each line."""
     text = (PACKAGE.parent / "README.md").read_text()
@@ -125,6 +152,25 @@ def test_every_subpackage_is_on_the_map():
 def test_imports_point_down_the_layer_map():
     offenders = list(upward_imports())
     assert not offenders, "\n".join(offenders)
+
+
+def test_harness_folders_import_down_their_own_map():
+    """episode/ may import record/ and sandbox/; those two import neither each other nor
+    episode/, and no folder imports the harness package (which re-exports all three)."""
+    offenders = list(upward_harness_imports())
+    assert not offenders, "\n".join(offenders)
+
+
+def test_every_harness_module_is_in_a_folder_on_the_map():
+    harness = PACKAGE / "harness"
+    folders = {p.name for p in harness.iterdir() if p.is_dir() and any(p.rglob("*.py"))}
+    assert folders == set(HARNESS_RANK), "add new harness folders to HARNESS_LAYERS"
+    assert [p.name for p in harness.glob("*.py")] == ["__init__.py"], (
+        "harness modules live in folders"
+    )
+    assert all((harness / f / "__init__.py").exists() for f in folders), (
+        "each folder has a base module"
+    )
 
 
 def test_the_exceptions_still_exist():
@@ -169,6 +215,30 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
             "captain_ros.core.bad:5 imports captain_ros.harness (core may not import harness)"
         ]
         assert ("captain_ros.harness.ok", 1, "captain_ros.core", True) in imports()
+    finally:
+        imports.cache_clear()
+
+
+def test_the_check_sees_an_upward_import_between_harness_folders(tmp_path, monkeypatch):
+    """The harness checker itself: sandbox/ importing episode/ (lazily) and record/ importing
+    the harness package are reported; episode/ importing sandbox/ is not."""
+    fake = tmp_path / "captain_ros"
+    for folder in ("episode", "record", "sandbox"):
+        (fake / "harness" / folder).mkdir(parents=True)
+    (fake / "harness" / "sandbox" / "bad.py").write_text(
+        "def f():\n    from captain_ros.harness.episode import loop\n"
+    )
+    (fake / "harness" / "record" / "worse.py").write_text("from .. import episode\n")
+    (fake / "harness" / "episode" / "ok.py").write_text("from ..sandbox import bad\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    imports.cache_clear()
+    try:
+        assert sorted(upward_harness_imports()) == [
+            "captain_ros.harness.record.worse:1 imports captain_ros.harness "
+            "(harness/record may not import the harness package)",
+            "captain_ros.harness.sandbox.bad:2 imports captain_ros.harness.episode "
+            "(harness/sandbox may not import harness/episode)",
+        ]
     finally:
         imports.cache_clear()
 

@@ -10,7 +10,7 @@ from engine_models import tiny_llama
 
 from captain_ros.cli.main import main
 from captain_ros.harness import load_history
-from captain_ros.harness.context import render
+from captain_ros.harness.episode.context import render
 from captain_ros.policy.chat_render import render_chat
 from captain_ros.policy.engines import EngineSettings
 from captain_ros.policy.engines.grammar import ENVELOPE, GrammarGate

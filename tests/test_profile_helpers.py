@@ -18,11 +18,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "re0"))
 from re0_helpers import frozen_clock, record, strip_timing  # noqa: E402
 
-from captain_ros.harness.budgets import Budgets  # noqa: E402
 from captain_ros.harness.episode import EpisodeOptions, run_episode  # noqa: E402
-from captain_ros.harness.profiles import get_profile, library_prelude  # noqa: E402
+from captain_ros.harness.episode.budgets import Budgets  # noqa: E402
+from captain_ros.harness.episode.profiles import get_profile, library_prelude  # noqa: E402
+from captain_ros.harness.episode.taskmd import render_task_md  # noqa: E402
 from captain_ros.harness.sandbox.session import PythonSession, SessionConfig  # noqa: E402
-from captain_ros.harness.taskmd import render_task_md  # noqa: E402
 from captain_ros.learn.re0.decision_points import (  # noqa: E402
     RecordedEpisode,
     rehydrate_policy,

@@ -11,9 +11,9 @@ import pytest
 from captain_ros.api import registry
 from captain_ros.cli.main import main
 from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
-from captain_ros.harness.budgets import Budgets
-from captain_ros.harness.profiles import get_profile, resolve_profile
-from captain_ros.harness.taskmd import render_task_md
+from captain_ros.harness.episode.budgets import Budgets
+from captain_ros.harness.episode.profiles import get_profile, resolve_profile
+from captain_ros.harness.episode.taskmd import render_task_md
 from captain_ros.learn.data import build_dataset
 from captain_ros.learn.errors import DatasetError
 from captain_ros.tasks import get_task

@@ -172,7 +172,7 @@ def check_sft_reopd(ns: argparse.Namespace, work: Path) -> dict[str, Any]:
 def check_student_generate(ns: argparse.Namespace, work: Path) -> dict[str, Any]:
     from sft_fixtures import episode_history
 
-    from captain_ros.harness.context import render
+    from captain_ros.harness.episode.context import render
     from captain_ros.policy.transformers_chat import TransformersChat
 
     folder = work / "student_lora"

@@ -17,7 +17,7 @@ from typing import Any
 from captain_ros.backends.registry import BACKENDS, names
 from captain_ros.cli.display import Display, print_eval, print_summary
 from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
-from captain_ros.harness.profiles import PROFILES
+from captain_ros.harness.episode.profiles import PROFILES
 
 
 def check_policy_spec(spec: str) -> None:

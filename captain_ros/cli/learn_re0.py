@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.core.errors import CaptainError, InvalidArgumentError
-from captain_ros.harness.profiles import PROFILES
+from captain_ros.harness.episode.profiles import PROFILES
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """The episode folder: the names of its files, spelled once here, and the readers of its JSON files.
 
-One episode writes one folder (``harness.episode``, the ROS policy node; a CoEvolve run writes its
+One episode writes one folder (``harness.episode.loop``, the ROS policy node; a CoEvolve run writes its
 own summary under the same name). The report, learning, RE-0, the bag tools and the CLI read it
 through :class:`EpisodeFiles`::
 

@@ -25,7 +25,7 @@ from typing import Any
 from captain_ros.bags import BagWriter, make_typestore, qos
 from captain_ros.bags.messages import TRAJECTORY_TOPIC, Messages, optical_frame
 from captain_ros.core.geometry import Pose
-from captain_ros.harness.observers import CallEvent, EpisodeObserver, EpisodeStart
+from captain_ros.harness.episode.observers import CallEvent, EpisodeObserver, EpisodeStart
 from captain_ros.harness.record.episode_record import EpisodeRecord
 
 log = logging.getLogger(__name__)

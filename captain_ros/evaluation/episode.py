@@ -3,7 +3,7 @@
 This is what ``captain run`` and every ``captain eval`` worker execute. :func:`local_setup`
 builds the backend for ``(task, seed)``, the motion and perception services, the
 :class:`~captain_ros.api.RobotService` and the privileged source, and assembles the
-:class:`~captain_ros.harness.setup.EpisodeSetup` with its observers: the live progress callback
+:class:`~captain_ros.harness.episode.setup.EpisodeSetup` with its observers: the live progress callback
 (``on_event(kind, data)``: the terminal display of ``captain run``), the in-process bag writer
 (``bag/``, rosbag2 MCAP) and the report (``report.html``). :func:`run_one` runs it.
 """
@@ -17,9 +17,10 @@ from typing import Any
 
 from captain_ros.backends.registry import names
 from captain_ros.evaluation.runner import worker_environment
-from captain_ros.harness.observers import CallEvent, EpisodeObserver
+from captain_ros.harness.episode.observers import CallEvent, EpisodeObserver
+from captain_ros.harness.episode.setup import EpisodeSetup
+from captain_ros.harness.record.backend_source import BackendPrivileged
 from captain_ros.harness.record.episode_record import EpisodeRecord
-from captain_ros.harness.setup import BackendPrivileged, EpisodeSetup
 from captain_ros.policy.base import Policy, PolicyReply
 from captain_ros.report.observer import ReportObserver
 
@@ -99,7 +100,7 @@ def build_robot(task_name: str, seed: int, backend_name: str = "mujoco",
 
 def budgets_from(options: dict[str, Any]) -> Any:
     """Budgets from CLI options (``budget_mode="rl"``: the paper's RL budget of 120 actions)."""
-    from captain_ros.harness.budgets import Budgets
+    from captain_ros.harness.episode.budgets import Budgets
 
     base = Budgets.rl() if options.get("budget_mode") == "rl" else Budgets()
     kw = {k: options[k] for k in ("max_requests", "max_wall_s", "max_physical_actions")
@@ -112,7 +113,7 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
                 on_event: Event | None = None, policy: Policy | None = None) -> tuple[EpisodeSetup, Any]:
     """The in-process :class:`EpisodeSetup` of one episode and its backend (close it after)."""
     from captain_ros.harness.episode import EpisodeOptions
-    from captain_ros.harness.profiles import resolve_profile
+    from captain_ros.harness.episode.profiles import resolve_profile
     from captain_ros.harness.sandbox.session import SessionConfig
     from captain_ros.policy.factory import make_policy
 

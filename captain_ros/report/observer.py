@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from captain_ros.harness.observers import EpisodeObserver
+from captain_ros.harness.episode.observers import EpisodeObserver
 from captain_ros.harness.record.episode_record import EpisodeRecord
 
 

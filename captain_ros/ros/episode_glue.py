@@ -26,7 +26,7 @@ from std_msgs.msg import String
 
 from captain_ros.core.errors import NotSupportedError
 from captain_ros.core.privileged import PrivilegedState
-from captain_ros.harness.observers import CallEvent, EpisodeObserver, Stop
+from captain_ros.harness.episode.observers import CallEvent, EpisodeObserver, Stop
 from captain_ros.ros import convert
 
 

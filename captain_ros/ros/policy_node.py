@@ -2,7 +2,7 @@
 
 ``/captain/run_episode`` (``RunEpisode``): the goal names task, seed, policy and budgets; the node
 asks the robot node to load that scene, then runs the goal's
-:class:`~captain_ros.harness.setup.EpisodeSetup` (the same assembly as ``captain run``) with a
+:class:`~captain_ros.harness.episode.setup.EpisodeSetup` (the same assembly as ``captain run``) with a
 :class:`~captain_ros.ros.calls.RosRobotCaller`, so every robot call of the policy's code crosses
 the ROS graph. Every call's receipt is published on ``/captain/receipts`` the moment it returns and
 sent as action feedback with the progress; in simulation the hidden per-request records go to
@@ -43,9 +43,9 @@ from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.evaluation.episode import SIM_BACKENDS
-from captain_ros.harness.observers import EpisodeObserver
-from captain_ros.harness.profiles import PROFILES, resolve_profile
-from captain_ros.harness.setup import EpisodeSetup
+from captain_ros.harness.episode.observers import EpisodeObserver
+from captain_ros.harness.episode.profiles import PROFILES, resolve_profile
+from captain_ros.harness.episode.setup import EpisodeSetup
 from captain_ros.report.observer import ReportObserver
 from captain_ros.ros.access import confine
 from captain_ros.ros.calls import RosRobotCaller, call_sync
@@ -191,8 +191,8 @@ class PolicyNode(Node):
 
     def _setup(self, g: Any, goal_handle: Any, episode_id: str) -> tuple[EpisodeSetup, GoalObserver]:
         """The goal's episode, assembled like every other front end's (raises on a bad goal)."""
-        from captain_ros.harness.budgets import Budgets
         from captain_ros.harness.episode import EpisodeOptions
+        from captain_ros.harness.episode.budgets import Budgets
         from captain_ros.policy.factory import make_policy
         from captain_ros.tasks import get_task
 

@@ -57,7 +57,7 @@ def make_student(folder: Path, steps: int = 30, seed: int = 0) -> Path:
     import torch
     from tokenizers import AddedToken
 
-    from captain_ros.harness.taskmd import SYSTEM_PROMPT
+    from captain_ros.harness.episode.taskmd import SYSTEM_PROMPT
     from captain_ros.policy.chat_render import TOOL_NOTE, flatten_content, render_chat
 
     torch.manual_seed(seed)

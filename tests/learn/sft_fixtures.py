@@ -13,10 +13,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness_helpers import SOLVE_RED_ON_BLUE, RedOnBlueTask, make_stack  # noqa: E402, F401 (re-exported)
 
-from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, render  # noqa: E402
+from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, render  # noqa: E402
+from captain_ros.harness.episode.taskmd import SYSTEM_PROMPT  # noqa: E402
 from captain_ros.harness.record.history import History, ToolCall, ToolOutput, Turn  # noqa: E402
 from captain_ros.harness.record.trajectory import messages_sha256  # noqa: E402
-from captain_ros.harness.taskmd import SYSTEM_PROMPT  # noqa: E402
 
 # SmolLM2-135M-Instruct's own template (no tool support: render_chat adds the tool prelude).
 SMOL_TEMPLATE = (

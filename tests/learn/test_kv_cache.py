@@ -10,7 +10,7 @@ pytest.importorskip("transformers")
 
 from sft_fixtures import episode_history, save_tiny  # noqa: E402
 
-from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, render  # noqa: E402
+from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, render  # noqa: E402
 from captain_ros.harness.record.history import ToolCall, ToolOutput, Turn  # noqa: E402
 from captain_ros.policy.prefix_cache import PrefixCache, common_prefix_len  # noqa: E402
 from captain_ros.policy.toolcalls import parse_reply  # noqa: E402

@@ -21,7 +21,7 @@ pytest.importorskip("trl")
 
 from sft_fixtures import episode_history, make_row, save_tiny, write_rows  # noqa: E402
 
-from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, render  # noqa: E402
+from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, render  # noqa: E402
 from captain_ros.learn.sft import SftOptions, run_sft  # noqa: E402
 from captain_ros.policy.openai_client import OpenAIChatClient  # noqa: E402
 from captain_ros.policy.transformers_chat import TransformersChat  # noqa: E402

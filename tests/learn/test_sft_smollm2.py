@@ -11,7 +11,7 @@ pytest.importorskip("trl")
 
 from sft_fixtures import episode_history, make_row, write_rows  # noqa: E402
 
-from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, render  # noqa: E402
+from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, render  # noqa: E402
 from captain_ros.learn.models import smollm2_base  # noqa: E402
 from captain_ros.learn.sft import SftOptions, prepare, run_sft  # noqa: E402
 from captain_ros.learn.tokenize import IGNORE  # noqa: E402

@@ -24,8 +24,8 @@ from sft_fixtures import (  # noqa: E402 (sft_fixtures also puts tests/ on the p
 
 from captain_ros.cli.main import main  # noqa: E402
 from captain_ros.harness import Budgets, load_history, read_records, run_episode  # noqa: E402
-from captain_ros.harness.context import render  # noqa: E402
-from captain_ros.harness.taskmd import SYSTEM_PROMPT  # noqa: E402
+from captain_ros.harness.episode.context import render  # noqa: E402
+from captain_ros.harness.episode.taskmd import SYSTEM_PROMPT  # noqa: E402
 from captain_ros.policy.chat_render import TOOL_NOTE  # noqa: E402
 from captain_ros.policy.factory import make_policy  # noqa: E402
 from captain_ros.policy.replay import ReplayPolicy  # noqa: E402

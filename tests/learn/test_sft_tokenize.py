@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 from sft_fixtures import TEMPLATES, episode_history, make_row, save_tiny, train_tokenizer  # noqa: E402
 
-from captain_ros.harness.context import render  # noqa: E402
+from captain_ros.harness.episode.context import render  # noqa: E402
 from captain_ros.learn.rows import DatasetError, load_rows, parse_row, split_rows  # noqa: E402
 from captain_ros.learn.tokenize import (  # noqa: E402
     IGNORE,

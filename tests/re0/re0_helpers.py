@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.evaluation.episode import build_robot
-from captain_ros.harness.budgets import Budgets
 from captain_ros.harness.episode import EpisodeOptions, run_episode
+from captain_ros.harness.episode.budgets import Budgets
 from captain_ros.harness.record.episode_record import EpisodeRecord
 from captain_ros.harness.sandbox.session import SessionConfig
 from captain_ros.learn.re0.decision_points import DecisionPointSource, RecordedEpisode

@@ -12,8 +12,8 @@ import pytest
 from re0_helpers import frozen_clock, record, replay_policy, strip_timing
 
 from captain_ros.evaluation.episode import build_robot
-from captain_ros.harness.budgets import Budgets
-from captain_ros.harness.episode import run_episode
+from captain_ros.harness.episode.budgets import Budgets
+from captain_ros.harness.episode.loop import run_episode
 from captain_ros.harness.record.privileged_log import load_episode_record
 from captain_ros.harness.record.robot_state import RestoreRefused
 from captain_ros.harness.record.trajectory import load_history

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.harness.context import PYTHON_TOOL_SCHEMA
+from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA
 from captain_ros.harness.record.trajectory import messages_sha256
 from captain_ros.learn.re0.contracts import RepairContract
 from captain_ros.learn.re0.hybrid import Admission, HybridPolicy, robot_symbols, within_contract

@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learn"))
 
 from sft_fixtures import TEMPLATES, tiny_model, train_tokenizer  # noqa: E402
 
-from captain_ros.harness.budgets import Budgets  # noqa: E402
-from captain_ros.harness.taskmd import SYSTEM_PROMPT, render_task_md  # noqa: E402
+from captain_ros.harness.episode.budgets import Budgets  # noqa: E402
+from captain_ros.harness.episode.taskmd import SYSTEM_PROMPT, render_task_md  # noqa: E402
 from captain_ros.policy.chat_render import TOOL_NOTE  # noqa: E402
 from captain_ros.tasks import get_task  # noqa: E402
 

@@ -70,8 +70,8 @@ def test_an_episode_run_over_ros_restores_at_t_and_continues_identically(stack, 
 
     from captain_ros_interfaces.srv import PrivilegedState, Snapshot
 
-    from captain_ros.harness.budgets import Budgets
-    from captain_ros.harness.episode import run_episode
+    from captain_ros.harness.episode.budgets import Budgets
+    from captain_ros.harness.episode.loop import run_episode
     from captain_ros.harness.sandbox.session import SessionConfig
     from captain_ros.learn.re0.decision_points import (
         RecordedEpisode,

@@ -1,7 +1,7 @@
 """The one episode record: :class:`EpisodeRecord` (``summary.json``), built by the harness loop.
 
 Every front end (``captain run``, evaluation workers, the ROS policy node) runs an episode through
-:class:`~captain_ros.harness.setup.EpisodeSetup` and gets this record back; ``captain eval``
+:class:`~captain_ros.harness.episode.setup.EpisodeSetup` and gets this record back; ``captain eval``
 collects them, ``captain compare`` pairs them, the report and the learning layer read them. Times
 are seconds and split without overlap: ``wall_s = model_s + backend_s + harness_s``.
 

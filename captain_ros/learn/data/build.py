@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from captain_ros.harness.context import approx_tokens
-from captain_ros.harness.profiles import PROFILES, get_profile
+from captain_ros.harness.episode.context import approx_tokens
+from captain_ros.harness.episode.profiles import PROFILES, get_profile
 from captain_ros.learn.data.rows import episode_rows, row_key
 from captain_ros.learn.data.sources import DatasetError, EpisodeData, expand, read_source
 from captain_ros.policy.transformers_chat import flatten_content

@@ -1,6 +1,6 @@
 """Supervised rows of one episode: every request's history h_t re-rendered as the policy saw it.
 
-The renderer is the harness's own (:func:`captain_ros.harness.context.render` with the episode's
+The renderer is the harness's own (:func:`captain_ros.harness.episode.context.render` with the episode's
 recorded context configuration), and each re-rendered context is checked against the recorded
 ``context_sha256`` of its request, so a row can only hold what the policy really saw. Rows pack
 whole episodes: while the rendered history stays append-only, request t+1's messages extend
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
+from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
 from captain_ros.harness.record.history import History, ImageRef, Turn
 from captain_ros.harness.record.trajectory import messages_sha256, turn_from_record
 from captain_ros.learn.data.sources import DatasetError, EpisodeData

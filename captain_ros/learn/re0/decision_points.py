@@ -15,8 +15,8 @@ Before every request t the complete episode state is restorable. It has two halv
   Results (:mod:`captain_ros.learn.re0.replay`), checked cell by cell, variables included.
 
 :func:`restore_decision_point` does both and returns an
-:class:`~captain_ros.harness.resume.EpisodeResume` for
-:func:`~captain_ros.harness.episode.run_episode`; :func:`rehydrate_policy` positions a stateful
+:class:`~captain_ros.harness.episode.resume.EpisodeResume` for
+:func:`~captain_ros.harness.episode.loop.run_episode`; :func:`rehydrate_policy` positions a stateful
 policy (the scripted expert) at h_t by replaying its own prefix. Restoring is refused with a
 :class:`~captain_ros.harness.record.robot_state.RestoreRefused` naming the reason whenever identity
 cannot be guaranteed: this is RE-0's Valid predicate (:func:`check_restorable` is its static
@@ -31,14 +31,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from captain_ros.harness.budgets import Budgets
-from captain_ros.harness.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
+from captain_ros.harness.episode.budgets import Budgets
+from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
+from captain_ros.harness.episode.resume import EpisodeResume
 from captain_ros.harness.record.history import History
 from captain_ros.harness.record.recorded import EXTRA_KEY, RecordedEpisode
 from captain_ros.harness.record.returns import RequestCounts
 from captain_ros.harness.record.robot_state import RestoreRefused, restore_robot_side
 from captain_ros.harness.record.trajectory import messages_sha256
-from captain_ros.harness.resume import EpisodeResume
 from captain_ros.harness.sandbox.session import SessionConfig
 from captain_ros.learn.re0.determinism import Validity, check_restorable
 from captain_ros.learn.re0.replay import replay_session

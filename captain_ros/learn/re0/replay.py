@@ -30,10 +30,10 @@ import numpy as np
 
 from captain_ros.core.episode_folder import TASK_MD
 from captain_ros.core.result import FailureCategory, Result
-from captain_ros.harness.budgets import Budgets, BudgetTracker
-from captain_ros.harness.calls import EpisodeCalls
-from captain_ros.harness.cells import run_cells
-from captain_ros.harness.gate import CompletionGate, GateCheck
+from captain_ros.harness.episode.budgets import Budgets, BudgetTracker
+from captain_ros.harness.episode.calls import EpisodeCalls
+from captain_ros.harness.episode.cells import run_cells
+from captain_ros.harness.episode.gate import CompletionGate, GateCheck
 from captain_ros.harness.record.robot_state import RestoreRefused
 from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from captain_ros.api import registry
 from captain_ros.core.errors import NotSupportedError
 from captain_ros.core.privileged import PrivilegedState
-from captain_ros.harness.observers import EpisodeObserver
+from captain_ros.harness.episode.observers import EpisodeObserver
 from captain_ros.harness.record.episode_record import EpisodeRecord
 from captain_ros.harness.record.recorded import EXTRA_KEY, RecordedEpisode
 from captain_ros.harness.record.robot_state import (

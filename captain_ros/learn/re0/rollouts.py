@@ -31,8 +31,8 @@ from typing import Any
 
 from captain_ros.core.errors import CaptainError, InvalidArgumentError
 from captain_ros.evaluation.runner import EpisodeJob, run_local, worker_environment
-from captain_ros.harness.budgets import Budgets
 from captain_ros.harness.episode import EpisodeOptions, run_episode
+from captain_ros.harness.episode.budgets import Budgets
 from captain_ros.harness.record.episode_record import EpisodeRecord
 from captain_ros.harness.record.robot_state import RestoreRefused
 from captain_ros.learn.re0.contracts import RepairContract

@@ -214,7 +214,7 @@ def seat_profile(spec: str, requested: str | None = None) -> str:
     """The prompt profile a seat's episodes run with: a ``model:FOLDER`` student's trained one
     (its SFT rows, rollouts and audits share one input format; a different ``requested`` one is
     refused), else ``requested`` or ``default``."""
-    from captain_ros.harness.profiles import resolve_profile
+    from captain_ros.harness.episode.profiles import resolve_profile
 
     folder = spec[len(MODEL_PREFIX) :] if spec.startswith(MODEL_PREFIX) else None
     return resolve_profile(requested, folder)

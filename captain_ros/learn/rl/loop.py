@@ -33,7 +33,7 @@ import numpy as np
 
 from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.harness.profiles import resolve_profile
+from captain_ros.harness.episode.profiles import resolve_profile
 from captain_ros.learn.credit import RunningStd, round_credit
 from captain_ros.learn.rl.batch import ROLLOUT_FILE, read_round, summarize_round
 from captain_ros.learn.rl.checkpoint import read_checkpoint, write_checkpoint

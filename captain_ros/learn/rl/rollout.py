@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.evaluation.runner import worker_environment
-from captain_ros.harness.observers import EpisodeObserver, Stop
+from captain_ros.harness.episode.observers import EpisodeObserver, Stop
 from captain_ros.learn.credit.early_stop import EarlyStop
 from captain_ros.learn.rl.batch import ROLLOUT_FILE
 from captain_ros.policy.base import Policy, PolicyReply

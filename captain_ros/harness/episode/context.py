@@ -17,7 +17,7 @@ sees. Three rules, applied in this order:
    survive compaction.
 
 Token counts use the counter named by ``ContextConfig.tokenizer``
-(:mod:`captain_ros.harness.tokens`: ``approx`` = ``ceil(chars / 4)``, or a model's own tokenizer
+(:mod:`captain_ros.harness.episode.tokens`: ``approx`` = ``ceil(chars / 4)``, or a model's own tokenizer
 such as ``smollm2``) unless a ``count_tokens`` callable is passed, and ``image_tokens`` per image.
 """
 
@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from captain_ros.harness.episode.tokens import approx_tokens, token_counter
 from captain_ros.harness.record.history import History, ImageRef, Turn
-from captain_ros.harness.tokens import approx_tokens, token_counter
 
 __all__ = ["PYTHON_TOOL_SCHEMA", "ContextConfig", "approx_tokens", "context_tokens", "render",
            "truncate_output", "turn_commands", "without_receipts"]
@@ -64,7 +64,7 @@ class ContextConfig:
         compact_at_tokens: Compaction starts above this many tokens [tokens].
         keep_recent_turns: Turns that are never compacted away.
         image_tokens: Tokens charged per image [tokens].
-        tokenizer: Name of the token counter (:data:`captain_ros.harness.tokens.COUNTERS`);
+        tokenizer: Name of the token counter (:data:`captain_ros.harness.episode.tokens.COUNTERS`);
             records from before this field counted ``approx``.
         reply_reserve_tokens: Positions kept free for the reply and the chat template's own
             tokens: no rendered history exceeds ``context_limit_tokens`` minus this [tokens].

@@ -26,9 +26,9 @@ from captain_ros.api.validation import validate_call
 from captain_ros.core import deadline
 from captain_ros.core.errors import CaptainError
 from captain_ros.core.result import FailureCategory, Result
-from captain_ros.harness.budgets import BudgetTracker
-from captain_ros.harness.gate import CompletionGate
-from captain_ros.harness.observers import CallEvent
+from captain_ros.harness.episode.budgets import BudgetTracker
+from captain_ros.harness.episode.gate import CompletionGate
+from captain_ros.harness.episode.observers import CallEvent
 from captain_ros.harness.record.history import ImageRef
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,28 @@ def save_png(img: np.ndarray, path: Path) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(np.ascontiguousarray(img, dtype=np.uint8)).save(path)
+
+
+def observe_initial(robot: RobotCaller, out_dir: Path) -> tuple[ImageRef, ...]:
+    """The scene's first camera images, saved under ``out_dir/images`` (none when it fails: a
+    broken caller must not stop the episode)."""
+    try:
+        res = robot.call("observe", {})
+        if not res.success or not isinstance(res.value, dict):
+            log.warning("initial observe failed: %s", res.message)
+            return ()
+        handle = str(res.value.get("handle", ""))
+        refs = []
+        for cam in res.value.get("cameras") or []:
+            img = robot.image(handle, str(cam))
+            if img is not None:
+                rel = f"images/r000_initial_{cam}.png"
+                save_png(img, out_dir / rel)
+                refs.append(ImageRef(rel, str(cam), handle))
+        return tuple(refs)
+    except Exception:  # noqa: BLE001
+        log.exception("initial observation failed")
+        return ()
 
 
 class EpisodeCalls:

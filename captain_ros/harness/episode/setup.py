@@ -18,41 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.api.service import RobotCaller
-from captain_ros.core.errors import InvalidArgumentError, NotSupportedError
-from captain_ros.core.privileged import PrivilegedState
-from captain_ros.harness.budgets import Budgets
-from captain_ros.harness.episode import EpisodeOptions, run_episode
-from captain_ros.harness.observers import EpisodeObserver
+from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.harness.episode.budgets import Budgets
+from captain_ros.harness.episode.loop import Episode
+from captain_ros.harness.episode.observers import EpisodeObserver
+from captain_ros.harness.episode.parts import EpisodeOptions, EpisodeParts
 from captain_ros.harness.record.episode_record import EpisodeRecord
 from captain_ros.harness.record.privileged_log import PrivilegedSource
 from captain_ros.harness.sandbox.session import SessionConfig
 from captain_ros.policy.base import Policy
-
-
-class BackendPrivileged:
-    """Privileged source over an in-process simulation backend; snapshots stay in memory, keyed
-    by handle (``<n>``), for restoring decision points while the backend lives."""
-
-    def __init__(self, backend: Any, keep: int = 256) -> None:
-        self.backend = backend
-        self.keep = keep
-        self.snapshots: dict[str, Any] = {}
-        self._n = 0
-
-    def state(self) -> PrivilegedState:
-        return self.backend.privileged_state()
-
-    def snapshot(self) -> str | None:
-        try:
-            snap = self.backend.snapshot()
-        except NotSupportedError:
-            return None
-        self._n += 1
-        handle = f"snap_{self._n:04d}"
-        self.snapshots[handle] = snap
-        while len(self.snapshots) > self.keep:  # oldest first
-            self.snapshots.pop(next(iter(self.snapshots)))
-        return handle
 
 
 def prepare_folder(path: Path, overwrite: bool) -> bool:
@@ -103,6 +77,12 @@ class EpisodeSetup:
         if self._created is None:
             self._created = prepare_folder(Path(self.out_dir), self.overwrite)
 
+    def parts(self) -> EpisodeParts:
+        """The episode's :class:`EpisodeParts` (typed, frozen)."""
+        return EpisodeParts(self.task, self.seed, self.robot, self.policy, Path(self.out_dir),
+                            self.budgets, self.options, self.privileged, self.host_success,
+                            tuple(self.observers), self.session_config)
+
     def run(self) -> EpisodeRecord:
         """Prepare the folder and run the episode (a failure before the first file is written
         leaves no empty folder behind)."""
@@ -110,10 +90,7 @@ class EpisodeSetup:
         self.prepare()
         created = bool(self._created)
         try:
-            return run_episode(self.task, self.seed, self.robot, self.policy, self.budgets, out,
-                               options=self.options, privileged=self.privileged,
-                               host_success=self.host_success, observers=self.observers,
-                               session_config=self.session_config)
+            return Episode(self.parts()).run()
         except BaseException:
             if created and out.is_dir() and not any(out.iterdir()):
                 out.rmdir()

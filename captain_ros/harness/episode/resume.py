@@ -1,7 +1,7 @@
 """Starting the episode loop at a restored decision point (RE-0): :class:`EpisodeResume`.
 
 :func:`captain_ros.learn.re0.decision_points.restore_decision_point` builds one;
-:func:`captain_ros.harness.episode.run_episode` takes it as ``resume=``.
+:func:`captain_ros.harness.episode.loop.run_episode` takes it as ``resume=``.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from captain_ros.harness.budgets import BudgetTracker
-from captain_ros.harness.calls import EpisodeCalls
-from captain_ros.harness.gate import CompletionGate
+from captain_ros.harness.episode.budgets import BudgetTracker
+from captain_ros.harness.episode.calls import EpisodeCalls
+from captain_ros.harness.episode.gate import CompletionGate
 from captain_ros.harness.record.history import History
 from captain_ros.harness.record.privileged_log import RequestRecord, StateRecord
 from captain_ros.harness.record.returns import RequestCounts

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from captain_ros.harness.calls import EpisodeCalls
+from captain_ros.harness.episode.calls import EpisodeCalls
 from captain_ros.harness.record.history import ToolCall, ToolOutput
 from captain_ros.harness.sandbox.session import PythonSession
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from captain_ros.api.taskmd import api_section_md, compact_api_section_md
-from captain_ros.harness.budgets import Budgets
+from captain_ros.harness.episode.budgets import Budgets
 
 SYSTEM_PROMPT = (
     "You are a robot manipulation agent. You act only by writing Python for the `python` tool, which "

@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
-from captain_ros.harness.context import ContextConfig
-from captain_ros.harness.taskmd import SYSTEM_PROMPT
+from captain_ros.harness.episode.context import ContextConfig
+from captain_ros.harness.episode.taskmd import SYSTEM_PROMPT
 
 REPLY_RESERVE_TOKENS = 1024
 """Positions a small profile keeps free below the model's window: the reply (the students run
@@ -121,15 +121,19 @@ def library_task_md(profile: PromptProfile) -> str:
 
 def trained_profile(model_folder: str | Path | None) -> str | None:
     """The profile a student folder was trained with (``sft_config.json`` of ``captain learn
-    sft``), ``None`` for a folder without one (a base model)."""
+    sft``, or ``student.json`` of a shipped student), ``None`` for a folder without one (a base
+    model)."""
     if not model_folder:
         return None
-    meta = Path(model_folder) / "sft_config.json"
-    try:
-        profile = json.loads(meta.read_text()).get("profile") if meta.is_file() else None
-    except (OSError, ValueError):
-        return None
-    return str(profile) if profile else None
+    for name in ("sft_config.json", "student.json"):
+        meta = Path(model_folder) / name
+        try:
+            profile = json.loads(meta.read_text()).get("profile") if meta.is_file() else None
+        except (OSError, ValueError, AttributeError):
+            return None
+        if profile:
+            return str(profile)
+    return None
 
 
 def resolve_profile(requested: str | None, model_folder: str | Path | None = None) -> str:

@@ -2,7 +2,7 @@
 
 The terminal display of ``captain run``, the in-process bag writer, the ROS policy node's receipt
 publisher and its cancel handling are all :class:`EpisodeObserver` subclasses handed to
-:func:`~captain_ros.harness.episode.run_episode`. They see every request, reply and robot call
+:func:`~captain_ros.harness.episode.loop.run_episode`. They see every request, reply and robot call
 (with its final Result, budget attached) and the finished record; :meth:`before_request` may end
 the episode at a request boundary. An observer that raises is logged and ignored: it never
 breaks the episode.

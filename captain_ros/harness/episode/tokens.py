@@ -9,7 +9,7 @@ SmolLM2 tokens against its 8,192 positions).
 The SmolLM2 tokenizer ships in the package (``data/tokenizers``, gzipped ``tokenizer.json``,
 exported from the packaged GGUF, see the README there) and is read with the ``tokenizers``
 library, so counting needs neither torch nor transformers. The counter's name is a field of
-:class:`~captain_ros.harness.context.ContextConfig`, recorded in every episode's start line:
+:class:`~captain_ros.harness.episode.context.ContextConfig`, recorded in every episode's start line:
 datasets, replays and RE-0 decision points re-render a history with the counter it was run with.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from captain_ros.core.errors import UnknownNameError
 
-TOKENIZER_DIR = Path(__file__).resolve().parents[1] / "data" / "tokenizers"
+TOKENIZER_DIR = Path(__file__).resolve().parents[2] / "data" / "tokenizers"  # captain_ros/data
 TOKENIZER_FILES = {"smollm2": "smollm2-135m-instruct.json.gz"}
 """Packaged tokenizers by counter name."""
 
