@@ -25,10 +25,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from builtin_interfaces.msg import Time
 from captain_ros_interfaces.action import RunEpisode
 from captain_ros_interfaces.msg import EpisodeEvent, Receipt
-from captain_ros_interfaces.srv import LoadScene, PublishedCounts, Snapshot
+from captain_ros_interfaces.srv import LoadScene, Snapshot
 from captain_ros_interfaces.srv import PrivilegedState as PrivilegedStateSrv
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -51,6 +50,7 @@ from captain_ros.ros.access import confine
 from captain_ros.ros.calls import RosRobotCaller, call_sync
 from captain_ros.ros.credential import Signer, Verifier, load_key
 from captain_ros.ros.episode_glue import CancelObserver, GoalObserver, ServicePrivileged, StopWhen
+from captain_ros.ros.episode_window import EpisodeWindow
 from captain_ros.ros.estop import ESTOP_RESET_SRV, ESTOP_STATE_TOPIC, LATCHED_QOS
 from captain_ros.ros.liveness import Heartbeat, Liveness
 from captain_ros.ros.params import Param, declare
@@ -59,10 +59,6 @@ from captain_ros.ros.qos import FEEDBACK_QOS
 from captain_ros.ros.recorder_watch import RecorderWatch
 from captain_ros.ros.robot_node import HARDWARE_BACKENDS
 from captain_ros.ros.secure import SignedClient
-
-COUNTS_SETTLE_S = 0.2
-"""Between the end stamp and asking the nodes what they published in the window [s]: a message
-stamped just before it may still be on its way out of a busy node."""
 
 HARDWARE_TRUTH_WAIT_S = 2.0
 """How long a goal on a hardware backend looks for an emulated rig's ``privileged_state`` [s] (the
@@ -105,9 +101,9 @@ class PolicyNode(Node):
         self.publish_log = PublishLog(self, callback_group=group)
         self.receipt_pub = self.publish_log.publisher(Receipt, "/captain/receipts", 1000)
         self.event_pub = self.publish_log.publisher(EpisodeEvent, "/captain/episode_events", 100)
+        self.window = EpisodeWindow(self, self.event_pub, self.publish_log)
         self.privileged_pub = self.publish_log.publisher(String, "/captain/privileged", 1000)
         self.trajectory_pub = self.publish_log.publisher(String, TRAJECTORY_TOPIC, 1000)
-        self.counts_clients: dict[str, Any] = {}
         self.heartbeat = Heartbeat(self, "policy")
         self.robot_alive = Liveness(self, "robot", group)
         self._robot_instance = ""  # the robot process the running episode started with
@@ -269,8 +265,8 @@ class PolicyNode(Node):
         self.caller.request_index_fn = lambda: watcher.request
         # a recorder still discovering the graph would miss the window's first messages
         self.recorder.wait_ready(lambda: self.event_pub.get_subscription_count() > 0)
-        start_ns = self._event(episode_id, "start", {"task": g.task, "seed": g.seed,
-                                                     "out_dir": str(setup.out_dir)})
+        start_ns = self.window.event(episode_id, "start", {"task": g.task, "seed": g.seed,
+                                                           "out_dir": str(setup.out_dir)})
         bag_open = self.recorder.bag_opened(episode_id)
         try:
             record = setup.run()
@@ -305,17 +301,9 @@ class PolicyNode(Node):
         return res
 
     def _close_episode(self, episode_id: str, calls: int, start_ns: int, lost: str | None) -> None:
-        """End the episode's window for the recorder and close the robot's episode gate.
-
-        A lost episode (its robot process died, or this node stops) asks no node what it published
-        (a dead node would keep the bag open for its timeout): its ``end`` event says why, and the
-        recorder closes the bag at once, marked incomplete."""
-        detail: dict[str, Any] = {"calls": calls, **({"aborted": lost} if lost else {})}
-        end_ns = self._event(episode_id, "end", detail)
-        if lost is None:
-            time.sleep(COUNTS_SETTLE_S)  # messages stamped before end_ns are published by now
-            self._event(episode_id, "counts", {"calls": calls,
-                                               "published": self._published(start_ns, end_ns)}, end_ns)
+        """End the episode's window for the recorder (a lost one at once: no counts) and close
+        the robot's episode gate (a dead robot process has none to close)."""
+        self.window.close(episode_id, calls, start_ns, lost)
         self._goal, self.caller.refuse = None, None
         if lost is None or self.robot_alive.alive and not self._stopping.is_set():
             self._set_active_episode("")  # the robot refuses calls until the next goal
@@ -344,36 +332,6 @@ class PolicyNode(Node):
         if reply is None or not reply.values:
             return "unknown"
         return str(reply.values[0].string_value or "unknown")
-
-    def _event(self, episode_id: str, event: str, detail: dict[str, Any],
-               stamp_ns: int | None = None) -> int:
-        """Publish an episode event stamped ``stamp_ns`` (now by default); returns the stamp.
-
-        The recorder's episode window is [start stamp, end stamp]: every message published in it
-        belongs to this episode's bag."""
-        at = time.time_ns() if stamp_ns is None else stamp_ns
-        sec, nanosec = divmod(at, 1_000_000_000)
-        self.event_pub.publish(EpisodeEvent(stamp=Time(sec=sec, nanosec=nanosec), episode_id=episode_id,
-                                            event=event, detail_json=json.dumps(detail)))
-        return at
-
-    def _published(self, start_ns: int, end_ns: int) -> dict[str, int]:
-        """Messages per topic every node of the graph published in [start_ns, end_ns] (their
-        ``published_counts`` services), for the recorder's completeness check."""
-        counts = dict(self.publish_log.counts(start_ns, end_ns))
-        own = f"/{self.get_name()}/published_counts"
-        for name, _types in self.get_service_names_and_types():
-            if not name.endswith("/published_counts") or name == own:
-                continue
-            client = self.counts_clients.get(name) or self.create_client(PublishedCounts, name)
-            self.counts_clients[name] = client
-            resp = call_sync(client, PublishedCounts.Request(start_ns=start_ns, end_ns=end_ns), 5.0)
-            if resp is None:
-                self.get_logger().warning(f"{name} did not answer: the bag's completeness is unchecked")
-                continue
-            for topic, n in json.loads(resp.counts_json).items():
-                counts[topic] = counts.get(topic, 0) + int(n)
-        return counts
 
     def _load_scene(self, task: str, seed: int) -> str | None:
         if self._backend_name in HARDWARE_BACKENDS and not self.load_scene.wait_for_service(
