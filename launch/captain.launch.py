@@ -166,6 +166,9 @@ def _graph_nodes(context):
     if not os.path.isfile(params_file):
         raise RuntimeError(f"params_file:={params_file} does not exist")
     if backend in HUMANOID_BACKENDS:
+        if LaunchConfiguration("secure").perform(context).lower() in ("true", "1"):
+            raise RuntimeError(f"secure:=true covers the arm graph only; backend:={backend} (its "
+                               "controller and CoEvolve nodes) takes no credentials yet")
         return _humanoid_nodes(context)
     if backend == "xr1":
         raise RuntimeError(f"backend:=xr1 is {GRAPH_ONLY['xr1']}")

@@ -270,3 +270,20 @@ def test_secured_graph_refuses_uncredentialed_goals_calls_and_debug_services(
     ]
     assert result["status"] == "SUCCEEDED" and result["calls"] > 0, result
     assert result["failures"] == 0 and not failed, failed
+
+
+@pytest.mark.ros
+def test_launch_refuses_an_unusable_key_and_an_unsecured_graph_kind(tmp_path: Path) -> None:
+    require_ros2_cli()
+    cli = RosCli(cli_env(90 + os.getpid() % 10), tmp_path)
+    loose = tmp_path / "loose.key"
+    loose.write_text("x" * 64)
+    loose.chmod(0o644)
+    for args, expected in (
+        (("backend:=fake", f"key_file:={loose}"), "others can read it"),
+        (("backend:=humanoid", f"key_file:={generate_key(tmp_path / 'k')}"), "arm graph only"),
+    ):
+        res = cli.run("launch", "captain_ros", "captain.launch.py", "secure:=true", *args,
+                      timeout_s=120.0)  # fmt: skip
+        out = res.stdout + res.stderr
+        assert res.returncode != 0 and expected in out and "Traceback" not in out, out
