@@ -16,8 +16,6 @@ import threading
 from types import FrameType
 from typing import Any
 
-import pytest
-
 from captain_ros.evaluation.episode import local_setup
 
 
@@ -81,7 +79,6 @@ def test_the_check_sees_a_reentry():
     )
 
 
-@pytest.mark.slow
 def test_one_episode_never_returns_into_a_module_it_has_left(tmp_path):
     events: list[str] = []
     setup, backend = local_setup(
