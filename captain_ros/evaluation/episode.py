@@ -116,8 +116,9 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
     from captain_ros.harness.episode.profiles import resolve_profile
     from captain_ros.harness.sandbox.session import SessionConfig
     from captain_ros.policy.factory import make_policy
+    from captain_ros.policy.students import expand_policy
 
-    opts = dict(options or {})
+    policy_spec, opts = expand_policy(policy_spec, dict(options or {}))  # student: its folder
     out = Path(out_dir)
     profile = resolve_profile(opts.get("profile"), opts.get("model_folder"))  # before any model loads
     task, backend, service = build_robot(task_name, seed, backend_name, opts.get("backend_options"),

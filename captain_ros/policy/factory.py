@@ -1,5 +1,6 @@
 """Build a policy from its command-line spec: ``scripted``, ``scripted-faulty[:FAULTS]``,
-``openai``, ``transformers``, ``replay:FILE``."""
+``openai``, ``transformers``, ``student[:NAME]`` (a student shipped in the package,
+:mod:`captain_ros.policy.students`), ``replay:FILE``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.policy.base import Policy
 
 POLICY_KINDS = ("scripted", "scripted-faulty[:NAME=RATE,...,seed=N]", "openai", "transformers",
-                "replay:FILE")
+                "student[:NAME]", "replay:FILE")
 
 
 def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
@@ -23,7 +24,9 @@ def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
     / ``engine`` (``auto|llamacpp|transformers``) / ``grammar`` / ``threads`` (transformers: a local
     model; :mod:`captain_ros.policy.engines`), ``temperature`` (both).
     """
-    opts = dict(options or {})
+    from captain_ros.policy.students import expand_policy
+
+    spec, opts = expand_policy(spec, dict(options or {}))
     if spec == "scripted":
         from captain_ros.policy.scripted import ScriptedPolicy
 
@@ -58,6 +61,11 @@ def check_spec(spec: str) -> None:
     """Raise (:class:`InvalidArgumentError`, or ``OSError``/``ValueError`` naming the replay file)
     if ``spec`` cannot name a policy; builds nothing, loads no model."""
     if spec in ("scripted", "openai", "transformers"):
+        return
+    from captain_ros.policy.students import expand_policy, is_student_spec
+
+    if is_student_spec(spec):
+        expand_policy(spec, {})  # an unknown student is refused here, listing the shipped ones
         return
     if spec == "scripted-faulty" or spec.startswith("scripted-faulty:"):
         from captain_ros.policy.expert.faults import FaultSpec

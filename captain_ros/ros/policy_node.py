@@ -204,9 +204,13 @@ class PolicyNode(Node):
         root = self.p["allowed_root"] or self.p["output_root"]
         if g.policy.startswith("replay:"):  # a goal's file; the node's own parameter is the operator's
             policy_name = "replay:" + str(confine(g.policy.split(":", 1)[1], root, "replay file"))
+        from captain_ros.policy.students import expand_policy
+
         folder = self.p["model_folder"]
-        opts = {"model_folder": folder} if folder else {}
-        policy = make_policy(policy_name, {**opts, "engine": self.p["engine"]})
+        spec, opts = expand_policy(policy_name, {**({"model_folder": folder} if folder else {}),
+                                                 "engine": self.p["engine"]})
+        folder = opts.get("model_folder") or ""  # a shipped student's folder
+        policy = make_policy(spec, opts)
         out_dir = (confine(g.output_dir, root, "output_dir") if g.output_dir
                    else Path(self.p["output_root"]) / episode_id)
         watcher = GoalObserver(goal_handle, self.receipt_pub, self.privileged_pub, episode_id,

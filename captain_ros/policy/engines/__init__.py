@@ -10,7 +10,8 @@ One option picks the engine wherever a student runs (``--engine`` of ``captain r
 
 The model is named as the transformers policy names it: ``smollm2`` (the packaged
 SmolLM2-135M-Instruct GGUF), a GGUF file, or a model folder; a student folder gets its GGUF from
-``captain learn export`` (recorded in its ``export.json``).
+``captain learn export`` (recorded in its ``export.json``); a shipped student's folder
+(:mod:`captain_ros.policy.students`) is the packaged SmolLM2 plus its LoRA adapter GGUF.
 """
 
 from __future__ import annotations
@@ -42,10 +43,12 @@ __all__ = [
 @dataclass(frozen=True)
 class ModelSource:
     """Where a model's files are: ``folder`` (transformers; None when there is only a GGUF),
-    ``gguf`` (the GGUF file, None when there is none)."""
+    ``gguf`` (the GGUF file, None when there is none), ``lora`` (a LoRA adapter GGUF that
+    llama.cpp applies to ``gguf``: a shipped student)."""
 
     folder: Path | None
     gguf: Path | None
+    lora: Path | None = None
 
 
 def model_source(model: str | Path) -> ModelSource:
@@ -60,6 +63,11 @@ def model_source(model: str | Path) -> ModelSource:
         return ModelSource(None, p)
     if not p.is_dir():
         raise ModelFileError(f"model folder not found: {p}")
+    from captain_ros.policy import students
+
+    if students.is_student_folder(p):
+        student = students.read_student(p)
+        return ModelSource(None, students.base_gguf(student), student.adapter)
     record = p / EXPORT_RECORD
     if record.is_file():
         try:
@@ -109,7 +117,13 @@ def make_engine(
             )
         from captain_ros.policy.engines.llamacpp import LlamaCppChat
 
-        return LlamaCppChat(source.gguf, settings, grammar=grammar, n_ctx=n_ctx)
+        return LlamaCppChat(
+            source.gguf, settings, grammar=grammar, n_ctx=n_ctx, lora_path=source.lora
+        )
+    if source.lora is not None:
+        raise InvalidArgumentError(
+            f"{model} is a LoRA adapter for llama.cpp: use --engine llamacpp"
+        )
     from captain_ros.policy.engines.transformers import TransformersEngine
 
     if source.folder is not None and (source.folder / "config.json").is_file():

@@ -138,6 +138,8 @@ class LlamaCppChat(ChatEngine):
         n_ctx: Context length [tokens]; 0 = the model's training context.
         grammar: ``none`` or ``envelope`` (:mod:`~captain_ros.policy.engines.grammar`).
         n_batch: Prompt tokens per llama.cpp decode call.
+        lora_path: A LoRA adapter GGUF (``captain learn export --adapter``) applied to the model
+            at full scale: a shipped student is the packaged base plus its adapter.
     """
 
     name = "llamacpp"
@@ -150,8 +152,10 @@ class LlamaCppChat(ChatEngine):
         n_ctx: int = 0,
         grammar: str = "none",
         n_batch: int = 512,
+        lora_path: str | Path | None = None,
     ) -> None:
         path = check_gguf(model_path)
+        lora = check_gguf(lora_path) if lora_path is not None else None
         self.settings = settings or EngineSettings()
         self.grammar_name = grammar
         self._grammar = grammar_text(grammar)
@@ -175,14 +179,17 @@ class LlamaCppChat(ChatEngine):
                     n_threads=self.threads,
                     n_threads_batch=self.threads,
                     seed=self.settings.seed,
+                    lora_path=str(lora) if lora else None,
                     verbose=False,
                 )
         except (ValueError, RuntimeError) as exc:
+            what = f"{path} with the adapter {lora}" if lora else str(path)
             raise ModelFileError(
-                f"llama.cpp cannot load {path}: a damaged or unsupported GGUF file"
+                f"llama.cpp cannot load {what}: a damaged or unsupported GGUF file"
             ) from exc
         self.load_s = time.perf_counter() - start
         self.path = path
+        self.lora = lora
         self.vocab = llama_cpp.llama_model_get_vocab(self.llm.model)
         self.n_vocab = int(self.llm.n_vocab())
         self.n_ctx = int(self.llm.n_ctx())
@@ -209,6 +216,7 @@ class LlamaCppChat(ChatEngine):
         return {
             "engine": self.name,
             "model": str(self.path),
+            **({"adapter": str(self.lora)} if self.lora else {}),
             "threads": self.threads,
             "n_ctx": self.n_ctx,
             "grammar": self.grammar_name,

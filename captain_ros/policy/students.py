@@ -1,0 +1,133 @@
+"""Students shipped in the package: ``--policy student[:NAME]`` runs one teacher-free.
+
+A shipped student is a folder under ``captain_ros/data/students/NAME/`` holding:
+
+- ``student.json``: what it is (the base model and the SHA-256 of the base's GGUF file, the prompt
+  profile it was trained with, the adapter's file name, its tasks), written by
+  ``benchmarks/ship_student.py`` from a ``captain learn sft`` run;
+- the LoRA adapter as a GGUF file (``captain learn export --adapter``): a few MB that llama.cpp
+  applies to the packaged SmolLM2 at load, so the package stores the base once and each student as
+  its adapter only;
+- ``CARD.md``: the model card (training data and seeds, steps, base and hash, held-out results).
+
+``--policy student`` is ``--policy transformers`` on that folder with the ``llamacpp`` engine and
+the student's own profile; everything else (``--engine``, ``--threads``, ``--grammar``,
+``--max-new-tokens``) is the transformers policy's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.policy.engines.base import ModelFileError
+
+STUDENTS_DIR = Path(__file__).resolve().parents[1] / "data" / "students"
+RECORD = "student.json"
+DEFAULT = "default"
+
+
+@dataclass(frozen=True)
+class ShippedStudent:
+    """A student folder read back. ``base`` names the base model (``smollm2``)."""
+
+    name: str
+    folder: Path
+    base: str
+    base_sha256: str
+    adapter: Path
+    profile: str
+    tasks: tuple[str, ...]
+
+
+def names() -> list[str]:
+    """The students the package ships."""
+    return sorted(p.parent.name for p in STUDENTS_DIR.glob(f"*/{RECORD}"))
+
+
+def is_student_folder(folder: str | Path) -> bool:
+    return (Path(folder) / RECORD).is_file()
+
+
+def read_student(folder: str | Path) -> ShippedStudent:
+    """The student in ``folder``; :class:`ModelFileError` names what is missing or malformed."""
+    root = Path(folder)
+    try:
+        rec = json.loads((root / RECORD).read_text())
+        student = ShippedStudent(
+            root.name,
+            root,
+            str(rec["base"]),
+            str(rec["base_sha256"]),
+            root / str(rec["adapter"]),
+            str(rec["profile"]),
+            tuple(str(t) for t in rec.get("tasks", ())),
+        )
+    except OSError as exc:
+        raise ModelFileError(f"{root / RECORD} cannot be read: {exc.strerror or exc}") from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ModelFileError(f"{root / RECORD} is not a student record: {exc}") from exc
+    if not student.adapter.is_file():
+        raise ModelFileError(f"student {student.name}: adapter {student.adapter} is missing")
+    return student
+
+
+def get_student(name: str = DEFAULT) -> ShippedStudent:
+    """The shipped student ``name``; :class:`InvalidArgumentError` lists the shipped ones."""
+    folder = STUDENTS_DIR / name
+    if not name or "/" in name or not is_student_folder(folder):
+        shipped = ", ".join(names()) or "none"
+        raise InvalidArgumentError(f"no shipped student {name!r} (shipped: {shipped})")
+    return read_student(folder)
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with Path(path).open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def base_gguf(student: ShippedStudent) -> Path:
+    """The base GGUF the adapter applies to, checked against the hash the student was trained on."""
+    if student.base != "smollm2":
+        raise ModelFileError(f"student {student.name}: unknown base {student.base!r}")
+    from captain_ros.policy.transformers_chat import smollm2_folder
+
+    try:
+        folder, name = smollm2_folder()
+    except FileNotFoundError as exc:
+        raise ModelFileError(f"student {student.name}: {exc}") from None
+    gguf = folder / name
+    if file_sha256(gguf) != student.base_sha256:
+        raise ModelFileError(
+            f"student {student.name} was trained on another {student.base} "
+            f"(sha256 {student.base_sha256[:12]}..., installed {gguf.name} differs)"
+        )
+    return gguf
+
+
+def is_student_spec(spec: str) -> bool:
+    return spec == "student" or spec.startswith("student:")
+
+
+def expand_policy(spec: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``student[:NAME]`` as the transformers policy on that student (llamacpp unless another
+    engine is asked for); any other spec unchanged."""
+    if not is_student_spec(spec):
+        return spec, options
+    student = get_student(spec.partition(":")[2] or DEFAULT)
+    opts = {**options, "model_folder": str(student.folder)}
+    if opts.get("engine") in (None, "", "auto"):
+        opts["engine"] = "llamacpp"
+    if opts["engine"] != "llamacpp":
+        raise InvalidArgumentError(
+            f"the shipped student runs on the llamacpp engine, not "
+            f"{opts['engine']!r} (its adapter is a llama.cpp GGUF)"
+        )
+    return "transformers", opts

