@@ -8,8 +8,11 @@ by the end of a session continues where it stopped (``--stages`` picks some):
 2. ``dataset``: ``captain learn dataset`` over the arm's tasks (strict successes only, the first
    ``--per-task`` episodes of each task, ``--finish-weight``, ``--val-fraction`` for validation);
 3. ``sft``: ``captain learn sft --epochs E`` (``--resume`` when checkpoints exist);
-4. ``export``: ``captain learn export`` (the GGUF llama.cpp serves, checked against transformers);
-5. ``eval``: ``captain eval --policy transformers --engine llamacpp`` on ``--split`` seeds:
+4. ``export``: ``captain learn export --adapter`` (the LoRA adapter as a llama.cpp GGUF, checked
+   against transformers) and ``ARM/package/``, the student as it ships (``student.json`` and the
+   adapter: what ``scripts/ship_student.py`` copies into ``captain_ros/data/students/``);
+5. ``eval``: ``captain eval --policy transformers --model-folder ARM/package`` (llama.cpp: the
+   packaged SmolLM2 plus the adapter, exactly what ships) on ``--split`` seeds:
    ``dev`` (train-range seeds 900-919, never in the data) while developing, ``heldout`` (seeds
    1500-1549 of each task, used once, for the figures);
 6. ``report``: strict and host success with Wilson intervals, false finishes, and failures counted
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -165,6 +169,36 @@ def evaluate(a: argparse.Namespace, arm: Path) -> None:
                 ],
                 out.with_suffix(".log"),
             )
+
+
+def package(arm: Path) -> None:
+    """``ARM/package/``: the adapter GGUF and ``student.json``, as the student ships."""
+    student = arm / "student"
+    export = student / "export.json"
+    if not (export.is_file() and json.loads(export.read_text()).get("adapter")):
+        run(
+            [*CAPTAIN, "learn", "export", str(student), "--adapter", "--data", str(arm / "data")],
+            arm / "export.log",
+        )
+    rec = json.loads(export.read_text())["adapter"]
+    stats = json.loads((arm / "data" / "stats.json").read_text())
+    dest = arm / "package"
+    dest.mkdir(exist_ok=True)
+    shutil.copy(student / rec["gguf"], dest / rec["gguf"])
+    (dest / "student.json").write_text(
+        json.dumps(
+            {
+                "base": rec["base"],
+                "base_gguf": rec["base_gguf"],
+                "base_sha256": rec["base_sha256"],
+                "adapter": rec["gguf"],
+                "profile": rec["profile"],
+                "tasks": sorted(stats["tokens"]["per_task"]),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 def _code(request: dict[str, Any]) -> str:

@@ -1,12 +1,14 @@
 """Ship a trained student in the package: ``captain_ros/data/students/NAME/``.
 
 From an arm of ``benchmarks/exp_student.py`` (``RUN/ARM/student`` trained by ``captain learn sft``,
-``RUN/ARM/data`` its dataset, ``RUN/ARM/report_heldout.json`` its held-out evaluation), this:
+``RUN/ARM/data`` its dataset, ``RUN/ARM/package`` the exported adapter and ``student.json`` that
+its evaluation ran, ``RUN/ARM/report_heldout.json`` its held-out evaluation), this:
 
 1. exports the LoRA adapter to GGUF and checks it (``captain learn export --adapter``), unless
    ``RUN/ARM/student/export.json`` already holds the adapter's record;
-2. copies ``adapter.f16.gguf`` into the package folder (replacing the student of that name: the
-   repository keeps one file per shipped student, never one per experiment);
+2. copies the adapter GGUF into the package folder (replacing the student of that name: the
+   repository keeps one file per shipped student, never one per experiment), checking that it is
+   the file the held-out evaluation ran (``RUN/ARM/package``);
 3. writes ``student.json`` (what ``--policy student`` reads) and ``CARD.md``, the model card:
    training data and seeds, steps, base model and hash, and the held-out results with Wilson
    intervals, failures included.
@@ -166,6 +168,13 @@ def main() -> int:
     rec = adapter_record(student, arm / "data")
     report_path = arm / "report_heldout.json"
     report = json.loads(report_path.read_text()) if report_path.is_file() else None
+    evaluated = arm / "package" / rec["gguf"]
+    if report and (
+        not evaluated.is_file() or evaluated.read_bytes() != (student / rec["gguf"]).read_bytes()
+    ):
+        raise SystemExit(
+            f"{student / rec['gguf']} is not the adapter the held-out evaluation ran ({evaluated})"
+        )
     dest = STUDENTS / a.name
     if dest.exists():
         shutil.rmtree(dest)

@@ -30,13 +30,13 @@ def student(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = smollm2_base()
     out = tmp_path_factory.mktemp("student")
     model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
+    torch.manual_seed(0)  # peft draws the A matrices
     model = get_peft_model(
         model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM")
     )
-    torch.manual_seed(0)
     for name, p in model.named_parameters():
         if "lora_B" in name:
-            torch.nn.init.normal_(p, std=0.02)
+            torch.nn.init.normal_(p, std=0.005)
     tok = AutoTokenizer.from_pretrained(str(base))
     model.save_pretrained(str(out / "adapter"))
     merged = model.merge_and_unload()
@@ -52,11 +52,27 @@ def test_the_adapter_exports_and_llama_cpp_agrees_with_the_merged_student(studen
     from captain_ros.learn.export import ADAPTER_GGUF, ADAPTER_LOGPROB_TOL, export_adapter
 
     rec = export_adapter(student, n_prompts=1, max_new_tokens=24)
-    assert rec["gguf"] == ADAPTER_GGUF and rec["reply_tokens"] == 24
+    assert rec["gguf"] == ADAPTER_GGUF and 0 < rec["reply_tokens"] <= 24
     # the adapter is applied: greedy tokens agree with the merged student at first (a random
     # adapter makes near-ties, where Q4_1 x 8-bit activations may part from fp32 later)
-    assert rec["agreeing_tokens"] >= 3 and rec["prompts"][0]["prompt_ids_equal"]
+    assert rec["agreeing_tokens"] >= 1 and rec["prompts"][0]["prompt_ids_equal"]
     assert rec["max_abs_logprob_diff"] < ADAPTER_LOGPROB_TOL
+    # and llama.cpp does apply it: the base alone gives the first reply token another log-prob
+    from captain_ros.learn.export import FALLBACK_PROMPT
+    from captain_ros.policy.engines.base import EngineSettings
+    from captain_ros.policy.engines.llamacpp import LlamaCppChat
+    from captain_ros.policy.transformers_chat import smollm2_folder
+
+    folder, gguf = smollm2_folder()
+    settings = EngineSettings(max_new_tokens=1, temperature=0.0, threads=1)
+    firsts = []
+    for lora in (None, student / ADAPTER_GGUF):
+        eng = LlamaCppChat(folder / gguf, settings, lora_path=lora)
+        try:
+            firsts.append(eng.generate(list(FALLBACK_PROMPT)).logprobs[0])
+        finally:
+            eng.close()
+    assert abs(firsts[0] - firsts[1]) > 1e-3, firsts
     assert 0 < rec["bytes"] < 8_000_000  # r = 4: about 2.4 MB of f16
     assert json.loads((student / "export.json").read_text())["adapter"]["base"] == "smollm2"
 
