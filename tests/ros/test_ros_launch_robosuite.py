@@ -33,6 +33,9 @@ def test_robosuite_lift_through_the_launch_with_a_bag(tmp_path: Path) -> None:
     cli, proc = start_graph(tmp_path, 60 + os.getpid() % 10, "backend:=robosuite", "task:=lift",
                             "seed:=1000")  # fmt: skip
     try:
+        # the policy node's action server is up before the robot process has built robosuite
+        # (3-7 s here): a goal's short task name is resolved with the robot node's backend
+        cli.wait_for("service", "/captain/robot/privileged_state", 240.0, proc)
         res = cli.run(*SEND_GOAL, goal(task="lift", seed=1000, output_dir=str(tmp_path / "ep")),
                       timeout_s=600.0)  # fmt: skip
         assert "Goal finished with status: SUCCEEDED" in res.stdout, res.stdout[-3000:]
