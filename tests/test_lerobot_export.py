@@ -160,6 +160,12 @@ def test_frames_hold_the_bag_samples_at_the_stated_rate(
         assert np.allclose(
             np.stack(list(data["action"][rows]))[:-1], state[1:]
         )  # the motion that followed
+        # an in-process bag has no /captain/joint_commands: action is the next state, and says so
+        assert e["captain/action"] == "next_state"
+        assert not any(data["captain.action_commanded"][rows])
+        assert np.array_equal(
+            np.stack(list(data["captain.next_state"][rows])), np.stack(list(data["action"][rows]))
+        )
         summary = json.loads((episodes[name] / "summary.json").read_text())
         assert (
             e["captain/outcome"] == summary["outcome"]

@@ -25,6 +25,11 @@ TRAJECTORY_TOPIC = "/captain/trajectory"
 """The episode's ``trajectory.jsonl`` lines (``std_msgs/String`` JSON), published by the policy
 node and the in-process bag: what ``captain learn dataset`` reads from a bag."""
 
+COMMAND_TOPIC = "/captain/joint_commands"
+"""What the robot node commands (``sensor_msgs/JointState``, positions only): at each control tick
+and each jaw command, every arm's joint targets [rad] then each ``<arm>_jaw_opening_m`` target [m],
+stamped when the command was given. The LeRobot export's ``action`` where a bag has it."""
+
 
 class Messages:
     """Message builders over one typestore (from :func:`captain_ros.bags.make_typestore`)."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from captain_ros.bags.messages import TRAJECTORY_TOPIC
+from captain_ros.bags.messages import COMMAND_TOPIC, TRAJECTORY_TOPIC
 from captain_ros.core.errors import CaptainError
 
 JOINT_TOPIC = "/joint_states"
@@ -73,6 +73,9 @@ class Episode:
             the episode record (outcome, success).
         request_end_ns: When each request's record was written (its end) [ns].
         receipts: Every robot call's receipt in time order.
+        command: What the robot node commanded (``/captain/joint_commands``): joint targets [rad]
+            then jaw targets [m], in the order of ``joint_names`` and ``arms``; ``None`` for a bag
+            without that topic (the in-process bag, bags recorded before it existed).
     """
 
     source: str
@@ -92,6 +95,7 @@ class Episode:
     summary: dict[str, Any]
     request_end_ns: list[int]
     receipts: list[Receipt] = field(default_factory=list)
+    command: Samples | None = None
 
     @property
     def task_text(self) -> str:
@@ -154,6 +158,7 @@ def read_bag(bag: Path, summary: dict[str, Any] | None = None) -> list[Episode]:
     store = typestore()
     reader = open_bag(bag)
     joints: list[tuple[int, Any]] = []
+    commands: list[tuple[int, Any]] = []
     tfs: list[tuple[int, str, list[float]]] = []
     wrench: dict[str, list[tuple[int, list[float]]]] = {}
     receipts: list[Receipt] = []
@@ -171,6 +176,7 @@ def read_bag(bag: Path, summary: dict[str, Any] | None = None) -> list[Episode]:
                 continue
             if topic not in (
                 JOINT_TOPIC,
+                COMMAND_TOPIC,
                 TF_TOPIC,
                 RECEIPT_TOPIC,
                 TRAJECTORY_TOPIC,
@@ -179,6 +185,8 @@ def read_bag(bag: Path, summary: dict[str, Any] | None = None) -> list[Episode]:
             msg = store.deserialize_cdr(raw, conn.msgtype)
             if topic == JOINT_TOPIC:
                 joints.append((t, msg))
+            elif topic == COMMAND_TOPIC:
+                commands.append((t, msg))
             elif topic == TF_TOPIC:
                 for tr in msg.transforms:
                     p, q = tr.transform.translation, tr.transform.rotation
@@ -236,6 +244,7 @@ def read_bag(bag: Path, summary: dict[str, Any] | None = None) -> list[Episode]:
                 [(t, r) for t, r in traj if lo <= t < hi],
                 summ,
                 {c: ts[(ts >= lo) & (ts < hi)] for c, ts in image_times.items()},
+                [(t, m) for t, m in commands if lo <= t < hi] if commands else None,
             )
         )
     return out
@@ -252,6 +261,7 @@ def _episode(
     traj: list[tuple[int, dict[str, Any]]],
     summary: dict[str, Any],
     image_times: dict[str, np.ndarray],
+    commands: list[tuple[int, Any]] | None = None,
 ) -> Episode:
     if not joints:
         raise ExportError(f"{source}: no {JOINT_TOPIC} message in the episode")
@@ -298,7 +308,22 @@ def _episode(
         summary,
         [t for t, _r in requests],
         receipts,
+        None if commands is None else _commands(source, commands, arm_joints + jaws),
     )
+
+
+def _commands(source: str, msgs: list[tuple[int, Any]], names: tuple[str, ...]) -> Samples:
+    """``/captain/joint_commands`` in the order ``names`` (the joints, then the jaws)."""
+    rows = []
+    for t, m in msgs:
+        got = [str(n) for n in m.name]
+        if sorted(got) != sorted(names):
+            raise ExportError(
+                f"{source}: {COMMAND_TOPIC} names {got}, not the joints of {JOINT_TOPIC} {list(names)}"
+            )
+        p = np.asarray(m.position, np.float64)
+        rows.append((t, list(p[[got.index(n) for n in names]])))
+    return _stack(rows, len(names))
 
 
 def iter_images(

@@ -5,10 +5,14 @@ or before that time (zero-order hold): no value is invented between two samples,
 held sample is goes with it (``captain.sample_age_s``, per stream: the joint states, then each
 camera). ``t0`` is the first instant at which every exported stream (joint states, each arm's
 end-effector pose and wrench, each camera) has a sample, so no frame holds a value from the
-future; the last frame is the last joint-state sample. ``action`` is the next frame's measured
-joint positions and jaw openings (the last frame repeats its own): the bags carry the robot
-calls (receipts, code), not a joint command stream, so the commanded motion at the frame rate is
-the motion that followed.
+future; the last frame is the last joint-state sample. ``action`` is what the robot node commanded
+(``/captain/joint_commands``: the joint targets of the latest control tick and the jaw target at
+or before the frame; before the episode's first command the arm holds where it stands, so the
+frame's own measured joints and jaws). A bag without that topic (the in-process bag of ``captain
+run``, older bags) has no command stream: there ``action`` is the next frame's measured joint
+positions and jaw openings (the last frame repeats its own). ``captain.next_state`` is that
+next-frame column in every export, and ``captain.action_commanded`` says per frame which one
+``action`` holds.
 
 Code-as-policy columns: ``captain.request_index`` (the request whose code was running: request
 ``t`` runs from the end of request ``t-1``, or the episode start, to its own end, its record's
@@ -85,6 +89,13 @@ def resample(
         for c in cameras
     ]
     nxt = np.minimum(np.arange(n) + 1, n - 1)
+    next_state = np.concatenate([state[nxt], grip[nxt]], 1)
+    action, commanded = next_state, np.zeros(n, bool)
+    if ep.command is not None:
+        i = held(ep.command, t)
+        commanded = i >= 0
+        now = np.concatenate([state, grip], 1)
+        action = np.where(commanded[:, None], ep.command.values[np.maximum(i, 0)], now)
     done = np.zeros(n, bool)
     done[-1] = True
     success = done & bool(ep.summary.get("host_success"))
@@ -103,7 +114,9 @@ def resample(
         "observation.wrench": np.concatenate([hold(ep.wrench[a]) for a in ep.arms], 1).astype(
             np.float32
         ),
-        "action": np.concatenate([state[nxt], grip[nxt]], 1).astype(np.float32),
+        "action": action.astype(np.float32),
+        "captain.next_state": next_state.astype(np.float32),
+        "captain.action_commanded": commanded,
         "next.reward": reward,
         "next.done": done,
         "next.success": success,
@@ -157,5 +170,6 @@ def feature_names(ep: Episode, cameras: tuple[str, ...]) -> dict[str, Any]:
         "observation.ee_pose": pose,
         "observation.wrench": [f"{a}.force_z_n" for a in ep.arms],
         "action": list(ep.joint_names) + grip,
+        "captain.next_state": list(ep.joint_names) + grip,
         "captain.sample_age_s": ["joint_states", *cameras],
     }

@@ -30,6 +30,8 @@ DTYPES = {
     "next.reward": "float32",
     "next.done": "bool",
     "next.success": "bool",
+    "captain.next_state": "float32",
+    "captain.action_commanded": "bool",
     "captain.sample_age_s": "float32",
     "captain.request_index": "int64",
     "captain.code": "string",
@@ -99,6 +101,7 @@ def captain_columns(ep: Episode, fr: Frames) -> dict[str, Any]:
         "captain/strict_success": bool(s.get("strict_success")),
         "captain/requests": len(ep.requests),
         "captain/lead_s": fr.lead_s,
+        "captain/action": "commanded" if ep.command is not None else "next_state",
         "captain/start_time_ns": int(fr.t_ns[0]),
         "captain/summary_json": json.dumps(s, default=str),
     }
@@ -128,8 +131,10 @@ def provenance(episodes: list[Episode], fps: int, cams: tuple[str, ...]) -> dict
         "fps": fps,
         "resampling": "sample-and-hold (zero-order), "
         "never interpolated; captain.sample_age_s is the held sample's age",
-        "action": "the next frame's measured joint positions and jaw openings (no joint command "
-        "stream is recorded; the commands are the robot calls in captain.code / receipts)",
+        "action": "what the robot node commanded (/captain/joint_commands: the latest control "
+        "tick's joint targets and jaw target, held; before the first command the frame's own "
+        "state); for episodes without that topic (captain/action next_state) the next frame's "
+        "measured joint positions and jaw openings, which captain.next_state holds for all",
         "cameras": list(cams),
         "sources": [ep.source for ep in episodes],
     }
