@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,13 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.harness.episode.profiles import resolve_profile
 from captain_ros.learn.credit import RunningStd, round_credit
-from captain_ros.learn.rl.batch import ROLLOUT_FILE, read_round, summarize_round
+from captain_ros.learn.rl.batch import read_round, summarize_round
 from captain_ros.learn.rl.checkpoint import read_checkpoint, write_checkpoint
 from captain_ros.learn.rl.options import RLOptions
+from captain_ros.learn.rl.progress import Ticker, round_line
+from captain_ros.learn.rl.resume import check_first_round_resume, prune_round, read_log
 from captain_ros.learn.rl.sync import publish_adapter, publish_critic, version_dir
 from captain_ros.learn.rl.workers import JobSpec, RolloutPool, heldout_jobs, round_jobs
 
@@ -83,46 +83,6 @@ def job_options(opts: RLOptions, base: str) -> dict[str, Any]:
     }
 
 
-def _check_first_round_resume(out: Path, opts: RLOptions) -> None:
-    """A run stopped in its first round has no checkpoint; it resumes from round 1 (reading back
-    its finished rollouts) if its ``run.json`` has the same options."""
-    try:
-        saved = json.loads((out / "run.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise InvalidArgumentError(f"{out} has no checkpoint to resume from") from exc
-    conflicts = opts.resume_conflicts(saved)
-    if conflicts:
-        raise InvalidArgumentError(f"cannot resume with changed options: {conflicts[0]}")
-
-
-def _prune_round(folder: Path) -> None:
-    """Remove everything of an interrupted round but its finished episode folders."""
-    keep = {p.parent for p in folder.rglob(ROLLOUT_FILE) if EpisodeFiles(p.parent).has_summary()}
-
-    def prune(d: Path) -> bool:  # True: d holds something kept
-        if d in keep:
-            return True
-        kept = False
-        for child in list(d.iterdir()):
-            if child.is_dir() and prune(child):
-                kept = True
-            elif child.is_dir():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
-        return kept
-
-    if not prune(folder):
-        shutil.rmtree(folder)
-
-
-def _read_log(path: Path, before_round: int) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    rows = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-    return [r for r in rows if int(r.get("round", 0)) < before_round]
-
-
 class RLRun:
     """One ``captain learn rl`` run (see the module docstring); :meth:`run` does it all."""
 
@@ -130,7 +90,7 @@ class RLRun:
         self.opts = opts
         self.out = Path(opts.out)
         self.say = say or (lambda s: print(s, flush=True))
-        self.tick = _Ticker(opts.progress)
+        self.tick = Ticker(opts.progress)
 
     # -- set-up -------------------------------------------------------------------------------
     def _prepare(self) -> None:
@@ -147,7 +107,7 @@ class RLRun:
                 f"{self.out} is not empty (--resume continues the run in it)"
             )
         if o.resume and ckpt is None and self.out.exists() and any(self.out.iterdir()):
-            _check_first_round_resume(self.out, o)
+            check_first_round_resume(self.out, o)
         if ckpt is not None:
             conflicts = o.resume_conflicts(ckpt.options)
             if conflicts:
@@ -189,7 +149,7 @@ class RLRun:
         if not (version_dir(self.out, self.upd.version) / "version.json").is_file():
             publish_adapter(self.model, self.out, self.upd.version)
         publish_critic(self.cot.critic, self.out)
-        rows = _read_log(self.out / LOG_FILE, self.start)
+        rows = read_log(self.out / LOG_FILE, self.start)
         if (
             ckpt is not None
             and ckpt.last_row
@@ -203,7 +163,7 @@ class RLRun:
                     # an interrupted round is redone from its start; its finished rollouts are
                     # read back instead of run again (workers.finished_record)
                     if sub == "rounds":
-                        _prune_round(d)
+                        prune_round(d)
                     else:
                         shutil.rmtree(d)
         (self.out / "run.json").write_text(json.dumps(o.to_dict(), indent=1) + "\n")
@@ -245,7 +205,7 @@ class RLRun:
         self._prepare()
         o = self.opts
         pool = RolloutPool(o.workers, o.ray)
-        rows = _read_log(self.out / LOG_FILE, self.start)
+        rows = read_log(self.out / LOG_FILE, self.start)
         try:
             pv, cv = self.next_versions
             first = (
@@ -281,7 +241,7 @@ class RLRun:
                 with (self.out / LOG_FILE).open("a") as fh:
                     fh.write(json.dumps(row) + "\n")
                 rows.append(row)
-                self.say(_line(row, o.rounds))
+                self.say(round_line(row, o.rounds))
                 if pending is None and k < o.rounds:
                     pending = self._submit(pool, k + 1, (self.upd.version, self.cot.critic.version))
         finally:
@@ -402,43 +362,6 @@ class RLRun:
         with (self.out / "heldout.jsonl").open("a") as fh:
             fh.write(json.dumps({"round": k, **out["heldout"]}) + "\n")
         return out
-
-
-class _Ticker:
-    """Progress on stderr: ``round 3/10  rollouts 12/16`` updated in place on a terminal."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.tty = sys.stderr.isatty()
-
-    def of(self, label: str, n: int) -> Callable[[Any], None]:
-        done = [0]
-
-        def tick(_record: Any) -> None:
-            done[0] += 1
-            if not self.enabled:
-                return
-            end = "\n" if done[0] == n or not self.tty else ""
-            print(f"\r{label}  episodes {done[0]}/{n}", end=end, file=sys.stderr, flush=True)
-
-        return tick
-
-
-def _fmt(v: Any, spec: str) -> str:
-    return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else format(v, spec)
-
-
-def _line(row: dict[str, Any], rounds: int) -> str:
-    h = row.get("heldout")
-    held = f"  held-out {_fmt(h['success']['rate'], '.0%')}" if h else ""
-    return (
-        f"round {row['round']}/{rounds}  success {_fmt(row.get('success'), '.0%')}  "
-        f"return {_fmt(row.get('return_mean'), '+.3f')}  critic {_fmt(row.get('critic_loss'), '.3f')}  "
-        f"kept {_fmt(row.get('kept_fraction'), '.3f')}  KL {_fmt(row.get('kl'), '.2e')}  "
-        f"v{row['policy_version_rollouts']}->v{row.get('policy_version')}  "
-        f"rollouts {row['wall_rollouts_s']:.0f} s  update {row.get('wall_update_s', 0):.0f} s"
-        f"{held}"
-    )
 
 
 def run_rl(opts: RLOptions, say: Say | None = None) -> list[dict[str, Any]]:

@@ -1,0 +1,126 @@
+"""Issue 29's "done when": the same trained student on two engines, on the same seeds.
+
+Reads two ``captain eval`` folders of the same student and seeds (one per engine) and reports:
+model time per episode (median, total) and its ratio, the whole episode's wall time split (model,
+robot, harness), how many episodes wrote exactly the same replies on both engines, the outcomes on
+those seeds (they must agree), and where the replies part (the request, and the outcomes there).
+
+Run: ``.venv/bin/python benchmarks/compare_student_engines.py RUN_A RUN_B [--json out.json]``
+(RUN_A the reference, e.g. transformers; RUN_B the engine measured against it, e.g. llama.cpp).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def episodes(run: Path) -> dict[int, Any]:
+    from captain_ros.evaluation.summary import load_episodes
+
+    return {e.seed: e for e in load_episodes(run)}
+
+
+def replies(out_dir: str) -> list[str]:
+    from captain_ros.core.episode_folder import EpisodeFiles
+
+    lines = EpisodeFiles(Path(out_dir)).read_trajectory()
+    return [
+        json.dumps([r.get("reasoning", ""), [c.get("code", "") for c in r.get("calls", [])]])
+        for r in lines
+        if r.get("type") == "request"
+    ]
+
+
+def engine_of(e: Any) -> str:
+    return str((e.extra or {}).get("engine", "?"))
+
+
+def compare(run_a: Path, run_b: Path) -> dict[str, Any]:
+    a, b = episodes(run_a), episodes(run_b)
+    seeds = sorted(set(a) & set(b))
+    same, parted = [], []
+    for s in seeds:
+        ra, rb = replies(a[s].out_dir), replies(b[s].out_dir)
+        if ra == rb:
+            same.append(s)
+        else:
+            first = next(
+                (i + 1 for i, (x, y) in enumerate(zip(ra, rb, strict=False)) if x != y),
+                min(len(ra), len(rb)) + 1,
+            )
+            parted.append(
+                {
+                    "seed": s,
+                    "first_differing_request": first,
+                    "strict_a": a[s].strict_success,
+                    "strict_b": b[s].strict_success,
+                }
+            )
+
+    def side(runs: dict[int, Any]) -> dict[str, Any]:
+        eps = [runs[s] for s in seeds]
+        return {
+            "engine": engine_of(eps[0]) if eps else "?",
+            "model_s_median": statistics.median(e.model_s for e in eps),
+            "model_s_total": sum(e.model_s for e in eps),
+            "backend_s_total": sum(e.backend_s for e in eps),
+            "harness_s_total": sum(e.harness_s for e in eps),
+            "wall_s_median": statistics.median(e.wall_s for e in eps),
+            "strict": sum(e.strict_success for e in eps),
+            "completion_tokens": sum(e.completion_tokens for e in eps),
+        }
+
+    sa, sb = side(a), side(b)
+    return {
+        "seeds": seeds,
+        "a": sa,
+        "b": sb,
+        "model_time_ratio_a_over_b": sa["model_s_total"] / max(sb["model_s_total"], 1e-9),
+        "same_replies": same,
+        "outcomes_agree_on_same_replies": all(
+            a[s].strict_success == b[s].strict_success and a[s].host_success == b[s].host_success
+            for s in same
+        ),
+        "parted": parted,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_a")
+    ap.add_argument("run_b")
+    ap.add_argument("--json")
+    ns = ap.parse_args()
+    res = compare(Path(ns.run_a), Path(ns.run_b))
+    if ns.json:
+        Path(ns.json).write_text(json.dumps(res, indent=2))
+    a, b = res["a"], res["b"]
+    print(
+        "| engine | model s / episode (median) | model s (total) | robot s | harness s | wall s / episode (median) | strict |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for x in (a, b):
+        print(
+            f"| {x['engine']} | {x['model_s_median']:.1f} | {x['model_s_total']:.0f} | "
+            f"{x['backend_s_total']:.0f} | {x['harness_s_total']:.0f} | {x['wall_s_median']:.1f} | "
+            f"{x['strict']}/{len(res['seeds'])} |"
+        )
+    print(
+        f"\nModel time {a['engine']} / {b['engine']}: {res['model_time_ratio_a_over_b']:.2f}x over "
+        f"{len(res['seeds'])} seeds. Identical replies on {len(res['same_replies'])} seeds; outcomes "
+        f"agree there: {res['outcomes_agree_on_same_replies']}. Replies part on {len(res['parted'])} "
+        f"seeds: {res['parted']}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
