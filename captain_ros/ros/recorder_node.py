@@ -44,7 +44,7 @@ from captain_ros.ros.params import Param, declare
 
 EVENTS_TOPIC = "/captain/episode_events"
 EPISODE_TOPICS = ("/captain/receipts,/captain/episode_events,/captain/observations,/captain/privileged,"
-                  "/captain/trajectory,/captain/detections,/captain/estop/state,/captain/wrench/*,/joint_states,/tf,"
+                  "/captain/trajectory,/captain/joint_commands,/captain/detections,/captain/estop/state,/captain/wrench/*,/joint_states,/tf,"
                   "/tf_static,/camera/*/image_raw,/camera/*/depth/image_raw,/camera/*/camera_info")
 PARAMS = (
     Param("output_dir", "runs/bags", "Directory that receives one bag per episode."),

@@ -12,6 +12,10 @@ rate) carries each arm's :class:`~captain_ros.backends.safety.link.LinkStatus`: 
 enabled, ``feedback_age_s`` (what the stale-feedback guard compares with its limit),
 ``disabled_motors`` (1-based joints), the controller's stop and faults. It is for operators and
 measurements, not recorded in episode bags (a hardware bag keeps the simulation's topic set).
+``/captain/joint_commands`` (:data:`~captain_ros.bags.messages.COMMAND_TOPIC`) carries what the
+node commanded, one message per control tick and per jaw command (sent with the next state
+sample, each stamped when its command was given): every arm's applied joint targets, then each
+``<arm>_jaw_opening_m`` target.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
+from captain_ros.bags.messages import COMMAND_TOPIC
 from captain_ros.core.geometry import Pose
 from captain_ros.core.result import compact_json
 from captain_ros.core.types import JointState as CoreJointState
@@ -81,6 +86,7 @@ class StatePublisher:
         self.camera_pub = CameraPublisher(node, cameras)
         self.cameras = cameras
         self.link_pub = node.create_publisher(String, LINK_TOPIC, 10)  # not a recorded topic
+        self.command_pub = create_publisher(node, JointState, COMMAND_TOPIC, 100)
         self._clock_s: dict[str, float] = {}  # arm -> backend clock of its last joint sample
 
     def _stamp(self) -> Any:
@@ -105,12 +111,23 @@ class StatePublisher:
             self.link_pub.publish(String(data=compact_json({"stamp_s": stamp.sec + stamp.nanosec * 1e-9,
                                                             "arms": links})))
         self.joint_pub.publish(convert.joint_states_msg(joints, stamp, jaws))
+        if hasattr(backend, "drain_commands"):
+            self.publish_commands(backend)
         self.tf_pub.publish(TFMessage(transforms=tcps))
         for a, f in forces.items():
             w = WrenchStamped()
             w.header.stamp, w.header.frame_id = stamp, f"{a}_tcp"
             w.wrench.force.z = float(f)
             self.wrench_pubs[a].publish(w)
+
+    def publish_commands(self, backend: Any) -> None:
+        """One message per command queued since the last call (``backend.drain_commands``, a
+        :class:`~captain_ros.ros.locked_backend.LockedBackend`), each with its own stamp."""
+        for cmd in backend.drain_commands():
+            msg = JointState()
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(cmd.stamp_ns, 1_000_000_000)
+            msg.name, msg.position = list(cmd.names), list(cmd.positions)
+            self.command_pub.publish(msg)
 
     def at_rest_if_paused(self, arm: str, state: CoreJointState) -> CoreJointState:
         """``state`` with zero velocities when the backend's clock has not advanced since the
