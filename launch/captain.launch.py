@@ -25,7 +25,9 @@ captain_ros_interfaces/action/RunEpisode "{task: pick_place, seed: 1000}" --feed
 Without the launch tools, ``captain up`` composes the same nodes from the same YAML.
 When a process dies (docs/ros.md, "When a node dies"): the policy and recorder processes are
 respawned; the robot process too when its world is simulated (mujoco, fake, an emulated PiPER,
-the simulated arm driver), while on a real rig its exit stops the launch with that reason.
+the simulated arm driver), while on a real rig its exit stops the launch with that reason. A
+respawned process that cannot start (it refuses, or exits by itself within a minute) stops the
+launch instead of looping.
 Graph access (docs/ros.md, "Who can command the robot"): every node gets
 ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` (unless the environment sets a range) and
 ``ROS_DOMAIN_ID`` from ``domain_id`` (default: the environment's, else 42, not the shared 0);
@@ -48,7 +50,7 @@ from launch.actions import (
     Shutdown,
 )
 from launch.conditions import IfCondition
-from launch.event_handlers import OnProcessIO
+from launch.event_handlers import OnProcessExit, OnProcessIO, OnProcessStart
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -61,6 +63,9 @@ KNOWN_BACKENDS = (*BACKENDS, *GRAPH_ONLY)
 NOT_LAUNCHED_BACKENDS = names(launched=False)  # refused with the registry's line (captain run)
 POLICY_RESPAWN_DELAY_S = 1.0
 ROBOT_RESPAWN_DELAY_S = 1.0
+RESPAWN_MIN_UPTIME_S = 60.0
+"""A respawned process that exits by itself sooner after its start failed to start: the launch
+stops (a crash loop helps nobody); a signal's death is respawned at any time."""
 PASS_THROUGH = ("backend_config", "can", "segmenter", "sam_folder", "pointer", "vlm_folder",
                 "vlm_url", "vlm_model")
 """Launch arguments passed to the robot process's nodes when not empty."""
@@ -95,6 +100,33 @@ def _humanoid_nodes(context):
              respawn=True, respawn_delay=1.0,
              condition=IfCondition(LaunchConfiguration("record"))),
     ]
+
+
+def _stop_if_refused(process, name):
+    """Handlers that stop the launch instead of respawning ``process`` forever when it cannot
+    start: it refused (a configuration error: ``EXIT_REFUSED``, its line above), or it exited on
+    its own (an import error, an uncaught exception) within ``RESPAWN_MIN_UPTIME_S`` of its start.
+    A process killed by a signal, or one that ran longer, is respawned."""
+    import time
+
+    from captain_ros.ros.entry import EXIT_REFUSED
+
+    started = []
+
+    def on_start(_event, _context):
+        started.append(time.monotonic())
+
+    def on_exit(event, _context):
+        uptime = time.monotonic() - started[-1] if started else 0.0
+        if event.returncode == EXIT_REFUSED:
+            return [Shutdown(reason=f"{name} refused to start (its line above)")]
+        if event.returncode > 0 and uptime < RESPAWN_MIN_UPTIME_S:
+            return [Shutdown(reason=f"{name} exited ({event.returncode}) {uptime:.0f} s after its "
+                                    "start: not respawned (its output above says why)")]
+        return None
+
+    return [RegisterEventHandler(OnProcessStart(target_action=process, on_start=on_start)),
+            RegisterEventHandler(OnProcessExit(target_action=process, on_exit=on_exit))]
 
 
 def _with_sim_driver(context, robot, robot_stack):
@@ -213,20 +245,23 @@ def _graph_nodes(context):
     robot_stack = Node(package="captain_ros", executable="captain_robot_stack", output="screen",
                        parameters=[params_file, robot], **on_exit)
     robot_side = [robot_stack] if not driver else _with_sim_driver(context, robot, robot_stack)
-    return [
-        *robot_side,
-        # respawned when it dies: the goal it ran is lost with it (`captain ros goal` says so at
-        # once); the robot node closes its episode gate and the recorder its bag
-        Node(package="captain_ros", executable="captain_policy", name="captain_policy",
-             output="screen", parameters=[params_file, {"policy": policy, "expect_recorder": record,
-                                                        "engine": engine, **policy_extra}],
-             respawn=True, respawn_delay=POLICY_RESPAWN_DELAY_S),
-        # respawned when it dies: the new recorder recovers the crashed bag and takes the next one
-        Node(package="captain_ros", executable="captain_recorder", name="captain_recorder",
-             output="screen", parameters=[params_file, {"output_dir": bag_dir}],
-             respawn=True, respawn_delay=1.0,
-             condition=IfCondition(LaunchConfiguration("record"))),
-    ]
+    # respawned when it dies: the goal it ran is lost with it (`captain ros goal` says so at
+    # once); the robot node closes its episode gate and the recorder its bag
+    policy_node = Node(package="captain_ros", executable="captain_policy", name="captain_policy",
+                       output="screen", parameters=[params_file, {
+                           "policy": policy, "expect_recorder": record, "engine": engine,
+                           **policy_extra}],
+                       respawn=True, respawn_delay=POLICY_RESPAWN_DELAY_S)
+    # respawned when it dies: the new recorder recovers the crashed bag and takes the next one
+    recorder = Node(package="captain_ros", executable="captain_recorder", name="captain_recorder",
+                    output="screen", parameters=[params_file, {"output_dir": bag_dir}],
+                    respawn=True, respawn_delay=1.0,
+                    condition=IfCondition(LaunchConfiguration("record")))
+    respawned = [(policy_node, "the policy process"), (recorder, "the recorder")]
+    if simulated:
+        respawned.append((robot_stack, "the robot process"))
+    return [*robot_side, policy_node, recorder,
+            *(h for action, name in respawned for h in _stop_if_refused(action, name))]
 
 
 def generate_launch_description():

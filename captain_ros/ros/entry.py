@@ -11,6 +11,12 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+EXIT_REFUSED = 78
+"""Exit status of a node process that refused to start (a bad parameter, a backend that cannot be
+configured, an unusable key file: one line on stderr), as sysexits' EX_CONFIG. The launch file
+stops the graph on it instead of respawning the process; any other death of a respawned process
+(a signal, an uncaught exception) is respawned."""
+
 NODES = {
     "captain_robot_stack": "captain_ros.ros.robot_stack",
     "captain_policy": "captain_ros.ros.policy_node",

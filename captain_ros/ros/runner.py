@@ -20,6 +20,7 @@ from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 
 from captain_ros.core.errors import CaptainError
+from captain_ros.ros.entry import EXIT_REFUSED
 from captain_ros.ros.params import ParameterError
 
 
@@ -115,7 +116,7 @@ def run_nodes(argv: list[str] | None, factory: Callable[[], Sequence[Node]],
                     bring_up(n)
         except (BringUpError, ParameterError, CaptainError) as exc:  # one clear line, no traceback
             print(f"{Path(args[0]).name}: {exc}", file=sys.stderr, flush=True)
-            return 1
+            return EXIT_REFUSED
         except Exception:
             if rclpy.ok():
                 raise
