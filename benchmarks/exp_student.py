@@ -151,7 +151,7 @@ def evaluate(a: argparse.Namespace, arm: Path) -> None:
                     "--policy",
                     "transformers",
                     "--model-folder",
-                    str(arm / "student"),
+                    str(arm / "package"),
                     "--engine",
                     "llamacpp",
                     "--profile",
@@ -339,11 +339,8 @@ def main() -> int:
                 ],
                 arm / f"sft_{int(time.time())}.log",
             )
-        elif stage == "export" and not (arm / "student" / "export.json").exists():
-            run(
-                [*CAPTAIN, "learn", "export", str(arm / "student"), "--data", str(arm / "data")],
-                arm / "export.log",
-            )
+        elif stage == "export" and not (arm / "package" / "student.json").exists():
+            package(arm)
         elif stage == "eval":
             evaluate(a, arm)
         elif stage == "report":
