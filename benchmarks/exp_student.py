@@ -64,34 +64,27 @@ def chunks(first: int, end: int) -> list[tuple[int, int]]:
     return [(a, min(a + CHUNK, end) - 1) for a in range(first, end, CHUNK)]
 
 
+def eval_chunks(
+    task: str, first: int, end: int, folder: Path, workers: int, policy: list[str]
+) -> None:
+    """``captain eval`` of ``policy`` on seeds ``first..end-1`` of ``task``, one folder per chunk
+    under ``folder`` (a chunk whose ``eval.json`` exists is done)."""
+    for lo, hi in chunks(first, end):
+        out = folder / f"{lo}-{hi}"
+        if (out / "eval.json").exists():
+            continue
+        cmd = [*CAPTAIN, "eval", "--task", task, "--seeds", f"{lo}-{hi}", *policy,
+               "--profile", "student", "--no-bag", "--workers", str(workers), "--overwrite",
+               "--out", str(out)]  # fmt: skip
+        run(cmd, out.with_suffix(".log"))
+
+
 def collect(a: argparse.Namespace, root: Path) -> None:
     first, end = (int(x) for x in a.train_seeds.split("-"))
     for task in a.tasks:
-        for lo, hi in chunks(first, end + 1):
-            out = root / "expert" / task / f"{lo}-{hi}"
-            if (out / "eval.json").exists():
-                continue
-            run(
-                [
-                    *CAPTAIN,
-                    "eval",
-                    "--task",
-                    task,
-                    "--seeds",
-                    f"{lo}-{hi}",
-                    "--policy",
-                    "scripted",
-                    "--profile",
-                    "student",
-                    "--no-bag",
-                    "--workers",
-                    str(a.workers),
-                    "--overwrite",
-                    "--out",
-                    str(out),
-                ],
-                out.with_suffix(".log"),
-            )
+        eval_chunks(
+            task, first, end + 1, root / "expert" / task, a.workers, ["--policy", "scripted"]
+        )
 
 
 def expert_episodes(root: Path, task: str) -> list[Path]:
@@ -135,40 +128,11 @@ def dataset(a: argparse.Namespace, root: Path, arm: Path) -> None:
 
 def evaluate(a: argparse.Namespace, arm: Path) -> None:
     lo, end = SPLITS[a.split]
+    policy = ["--policy", "transformers", "--model-folder", str(arm / "package"),
+              "--engine", "llamacpp", "--max-new-tokens", str(a.max_new_tokens),
+              "--temperature", "0"]  # fmt: skip
     for task in a.tasks:
-        for c_lo, c_hi in chunks(lo, end):
-            out = arm / f"eval_{a.split}" / task / f"{c_lo}-{c_hi}"
-            if (out / "eval.json").exists():
-                continue
-            run(
-                [
-                    *CAPTAIN,
-                    "eval",
-                    "--task",
-                    task,
-                    "--seeds",
-                    f"{c_lo}-{c_hi}",
-                    "--policy",
-                    "transformers",
-                    "--model-folder",
-                    str(arm / "package"),
-                    "--engine",
-                    "llamacpp",
-                    "--profile",
-                    "student",
-                    "--max-new-tokens",
-                    str(a.max_new_tokens),
-                    "--temperature",
-                    "0",
-                    "--no-bag",
-                    "--workers",
-                    str(a.workers),
-                    "--overwrite",
-                    "--out",
-                    str(out),
-                ],
-                out.with_suffix(".log"),
-            )
+        eval_chunks(task, lo, end, arm / f"eval_{a.split}" / task, a.workers, policy)
 
 
 def package(arm: Path) -> None:

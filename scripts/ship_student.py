@@ -180,24 +180,9 @@ def main() -> int:
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     shutil.copy(student / rec["gguf"], dest / rec["gguf"])
-    tasks = sorted(json.loads((arm / "data" / "stats.json").read_text())["tokens"]["per_task"])
-    (dest / "student.json").write_text(
-        json.dumps(
-            {
-                "base": rec["base"],
-                "base_gguf": rec["base_gguf"],
-                "base_sha256": rec["base_sha256"],
-                "adapter": rec["gguf"],
-                "profile": rec["profile"],
-                "tasks": tasks,
-                "heldout": {
-                    t: r["strict_success"] for t, r in (report or {}).get("tasks", {}).items()
-                },
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    record = json.loads((arm / "package" / "student.json").read_text())
+    heldout = {t: r["strict_success"] for t, r in (report or {}).get("tasks", {}).items()}
+    (dest / "student.json").write_text(json.dumps({**record, "heldout": heldout}, indent=2) + "\n")
     (dest / "CARD.md").write_text(card(a.name, arm, rec, sft, report))
     print(f"shipped {dest} ({(dest / rec['gguf']).stat().st_size / 1e6:.1f} MB adapter)")
     return 0
