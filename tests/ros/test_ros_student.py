@@ -2,7 +2,9 @@
 
 The policy node builds the student from the package (the packaged SmolLM2 plus the default
 student's LoRA adapter, on llama.cpp, with the `student` profile) for the goal, and the episode's
-record says so.
+record says so. The goal allows 3 requests (the student's first three steps: set-up, perceive,
+descend), which keeps the test short on a loaded machine; its held-out success is measured by
+benchmarks/exp_student.py, not here.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def test_policy_student_runs_the_shipped_student_through_the_launch(tmp_path: Pa
     try:
         res = cli.run(
             *SEND_GOAL,
-            goal(task="pick_place", seed=950, max_requests=12, output_dir=str(tmp_path / "ep")),
+            goal(task="pick_place", seed=950, max_requests=3, output_dir=str(tmp_path / "ep")),
             timeout_s=600.0,
         )
     finally:
