@@ -16,6 +16,9 @@ Who watches whom (docs/ros.md, "When a node dies"):
 - the recorder watches the policy node: the dead episode's bag is closed, marked incomplete;
 - ``captain ros goal`` watches the policy node: a goal whose server died ends with a clear failure.
 
+A node that watches a role served by its own process (`captain up`: one process, every node)
+ignores liveliness losses of that writer: a process cannot outlive its own death.
+
 Liveliness says the process is alive, not that it is well: a process hung in Python still looks
 alive (its DDS threads keep asserting it).
 """
@@ -100,6 +103,11 @@ class Liveness:
 
     def _on_liveliness(self, event: Any) -> None:
         was = self.alive
+        if self.instance.startswith(f"{os.getpid()}-"):
+            # the watched node runs in this very process (`captain up` hosts the whole graph in
+            # one): it cannot have died while this callback runs. DDS reports the writer's
+            # liveliness as lost here (seen with Fast DDS within one participant); ignore it.
+            return
         self.alive = int(event.alive_count) > 0
         if was and not self.alive:
             self.lost_at = time.monotonic()
