@@ -86,7 +86,9 @@ class StatePublisher:
         self.camera_pub = CameraPublisher(node, cameras)
         self.cameras = cameras
         self.link_pub = node.create_publisher(String, LINK_TOPIC, 10)  # not a recorded topic
-        self.command_pub = create_publisher(node, JointState, COMMAND_TOPIC, 100)
+        # every command of a control tick is one message and a state tick publishes them in a
+        # burst (tens at a time): a deep history, so a recorder that lags under load loses none
+        self.command_pub = create_publisher(node, JointState, COMMAND_TOPIC, 2000)
         self._clock_s: dict[str, float] = {}  # arm -> backend clock of its last joint sample
 
     def _stamp(self) -> Any:
