@@ -41,7 +41,7 @@ from captain_ros.bags.messages import TRAJECTORY_TOPIC
 from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.core.result import FailureCategory, Result
-from captain_ros.evaluation.episode import SIM_BACKENDS
+from captain_ros.evaluation.episode import SIM_BACKENDS, RuntimeObserver
 from captain_ros.harness.episode.observers import EpisodeObserver
 from captain_ros.harness.episode.profiles import PROFILES, resolve_profile
 from captain_ros.harness.episode.setup import EpisodeSetup
@@ -217,7 +217,7 @@ class PolicyNode(Node):
                                budgets.max_requests, self.trajectory_pub)
         observers: list[EpisodeObserver] = [CancelObserver(lambda: goal_handle.is_cancel_requested),
                                             StopWhen(lambda: self._lost() and self._stop_label()),
-                                            watcher, ReportObserver(out_dir)]
+                                            watcher, ReportObserver(out_dir), RuntimeObserver(policy)]
         # a simulation's ground truth is mandatory: wait for its services (discovery after a
         # fresh launch can lag the action server); hardware has none
         sim = backend in SIM_BACKENDS and self.privileged.wait_for_service(timeout_sec=10.0)
