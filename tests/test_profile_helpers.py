@@ -57,8 +57,10 @@ def test_the_index_lists_every_entry_point_and_nothing_else() -> None:
     assert listed == list(entry_points())
     assert {"descend", "place", "verify", "finish", "State", "start"} <= set(listed)
     # what a small student pays for it, once per episode (the robosuite plans' helpers took it
-    # from ~3.9k to 4.2k characters: every task lists every plan's entry points)
-    assert len(index) < 4400
+    # from ~3.9k to 4.2k characters, Door and NutAssemblySquare to 5.6k: every task lists every
+    # plan's entry points). library_index(task) lists one task's (0.7-1.9k); the profiles switch
+    # to it with the next trained student, which must see the same TASK.md it is deployed with.
+    assert len(index) < 5700
 
 
 def test_helpers_task_md_and_profile() -> None:
