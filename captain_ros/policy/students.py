@@ -17,6 +17,7 @@ the student's own profile; everything else (``--engine``, ``--threads``, ``--gra
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -86,8 +87,16 @@ def get_student(name: str = DEFAULT) -> ShippedStudent:
 
 
 def file_sha256(path: str | Path) -> str:
+    """SHA-256 of ``path``; read once per process while its size and mtime stay the same (every
+    episode of an evaluation worker loads the student, and the base GGUF is ~90 MB)."""
+    st = Path(path).stat()
+    return _sha256(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
     h = hashlib.sha256()
-    with Path(path).open("rb") as f:
+    with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
