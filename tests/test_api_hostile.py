@@ -256,12 +256,13 @@ def test_a_call_stops_at_its_deadline_and_inside_the_wall_budget():
         t0 = time.perf_counter()
         res = svc.call("move_to", {"position": [0.3, 0.15, 0.2], "duration_s": 59.0})
         dt = time.perf_counter() - t0
-    if res.executed:  # stopped in the tick loop: moved part of the way, holds there
+    if res.executed:  # stopped in the tick loop: moved part of the way (none when the deadline
+        # arrives at the first tick, as on a loaded machine), holds there
         assert (
             res.failure_category == FailureCategory.TIMEOUT
             and res.value["stop_reason"] == "deadline"
         )
-        assert 0 < res.value["executed_distance_m"] < res.value["planned_distance_m"]
+        assert 0 <= res.value["executed_distance_m"] < res.value["planned_distance_m"]
     else:  # stopped while planning the 2,950 ticks: nothing moved
         assert res.failure_category == FailureCategory.TIMEOUT
         assert (backend.ee_pose("arm").position_m == start).all()
