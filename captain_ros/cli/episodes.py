@@ -32,7 +32,7 @@ def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {}
     for k in ("base_url", "model", "model_folder", "max_tokens", "max_new_tokens", "temperature",
               "timeout_s", "device", "max_requests", "max_wall_s", "max_physical_actions",
-              "profile", "engine", "grammar", "threads"):
+              "profile", "engine", "grammar", "threads", "draft_tokens"):
         v = getattr(ns, k, None)
         if v is not None:
             opts[k] = v
@@ -75,6 +75,10 @@ def _add_policy_args(p: argparse.ArgumentParser) -> None:
                         "where the model has a GGUF file, see docs/engines.md)")
     p.add_argument("--grammar", choices=("none", "envelope"),
                    help="constrain the reply to the tool-call envelope (llamacpp engine)")
+    p.add_argument("--draft-tokens", dest="draft_tokens", type=int,
+                   help="llamacpp engine: at most N tokens drafted by prompt lookup per decode step "
+                        "and verified in the same batch (the replies do not change; default 8, "
+                        "0 = off; docs/engines.md)")
     p.add_argument("--threads", type=int,
                    help="CPU threads of the engine (default $OMP_NUM_THREADS, else all cores; "
                         "evaluation workers use 1 each)")

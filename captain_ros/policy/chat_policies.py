@@ -60,11 +60,12 @@ class TransformersPolicy(Policy):
     name = "transformers"
 
     def __init__(self, folder: str = "smollm2", engine: str = "auto", grammar: str = "none",
-                 threads: int | None = None, device: str | None = None, **kw: Any) -> None:
+                 threads: int | None = None, device: str | None = None,
+                 draft_tokens: int | None = None, **kw: Any) -> None:
         from captain_ros.policy.engines import EngineSettings, make_engine
 
         self.engine = make_engine(engine, folder, EngineSettings(threads=threads, **kw),
-                                  grammar=grammar, device=device)
+                                  grammar=grammar, device=device, draft_tokens=draft_tokens)
         # What samples (``seed`` / ``requests`` / ``render``; RE-0 seats reseed it): the
         # transformers engine's TransformersChat, or the llama.cpp engine itself.
         self.chat: Any = getattr(self.engine, "chat", self.engine)
@@ -83,6 +84,10 @@ class TransformersPolicy(Policy):
         if grammar != "none":
             info["grammar"] = grammar
             info["grammar_forced_tokens"] = int(getattr(self.engine, "last_forced", 0))
+        drafted = getattr(self.engine, "last_drafted", None)
+        if drafted is not None:  # llamacpp: drafted and kept tokens, the decode's share of model_s
+            info["drafted_tokens"], info["accepted_tokens"] = drafted
+            info["decode_s"] = round(float(getattr(self.engine, "last_decode_s", 0.0)), 4)
         return PolicyReply(content=gen.text, prompt_tokens=len(gen.prompt_ids),
                            completion_tokens=len(gen.completion_ids), model_s=gen.model_s,
                            completion_ids=gen.completion_ids, logprobs=gen.logprobs, info=info)

@@ -48,7 +48,7 @@ def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
         from captain_ros.policy.chat_policies import TransformersPolicy
 
         kw = {k: opts[k] for k in ("max_new_tokens", "temperature", "device", "engine", "grammar",
-                                   "threads") if opts.get(k) is not None}
+                                   "threads", "draft_tokens") if opts.get(k) is not None}
         return TransformersPolicy(opts.get("model_folder") or "smollm2", **kw)
     if spec.startswith("replay:"):
         from captain_ros.policy.replay import ReplayPolicy

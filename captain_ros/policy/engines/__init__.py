@@ -102,12 +102,18 @@ def make_engine(
     grammar: str = "none",
     device: str | None = None,
     n_ctx: int = 0,
+    draft_tokens: int | None = None,
 ) -> ChatEngine:
-    """Load ``model`` in ``engine`` (``auto`` resolved by :func:`resolve_engine`)."""
+    """Load ``model`` in ``engine`` (``auto`` resolved by :func:`resolve_engine`);
+    ``draft_tokens``: the llamacpp engine's prompt-lookup drafting (None: its default, 0: off)."""
     source = model_source(model)
     name = resolve_engine(engine, source, device)
     if grammar != "none" and name != "llamacpp":
         raise InvalidArgumentError(f"--grammar {grammar} needs the llamacpp engine (got {name})")
+    if draft_tokens and name != "llamacpp":
+        raise InvalidArgumentError(
+            f"--draft-tokens {draft_tokens} needs the llamacpp engine (got {name})"
+        )
     if name == "llamacpp":
         if source.gguf is None:
             raise ModelFileError(f"{model} has no GGUF file: run `captain learn export {model}`")
@@ -116,9 +122,16 @@ def make_engine(
                 "the llamacpp engine runs on the CPU; use --engine transformers on a GPU"
             )
         from captain_ros.policy.engines.llamacpp import LlamaCppChat
+        from captain_ros.policy.engines.lookup import LookupSettings
 
+        lookup = None if draft_tokens is None else LookupSettings(max_draft=draft_tokens)
         return LlamaCppChat(
-            source.gguf, settings, grammar=grammar, n_ctx=n_ctx, lora_path=source.lora
+            source.gguf,
+            settings,
+            grammar=grammar,
+            n_ctx=n_ctx,
+            lora_path=source.lora,
+            lookup=lookup,
         )
     if source.lora is not None:
         raise InvalidArgumentError(

@@ -13,6 +13,9 @@ tokenizes with the model's own vocabulary, and runs its own decode loop over lla
   log-probability is that of the tempered distribution (temperature 1 when greedy), before top-p,
   as :class:`~captain_ros.policy.transformers_chat.TransformersChat` records it.
 - **Optional grammar** (:mod:`~captain_ros.policy.engines.grammar`), checked lazily per token.
+- **Prompt-lookup drafting** (:mod:`~captain_ros.policy.engines.lookup`): each decode step
+  evaluates the drafter's guess of the next tokens in the same batch and keeps those the sampler
+  picks itself, so fewer decode calls write the same reply.
 - **Threads** as the caller sets them (``threads``; default ``$OMP_NUM_THREADS``, else all cores).
 
 A missing, unreadable or non-GGUF file ends in one :class:`ModelFileError` line.
@@ -38,6 +41,7 @@ from captain_ros.policy.engines.base import (
     default_threads,
 )
 from captain_ros.policy.engines.grammar import GrammarGate, grammar_text
+from captain_ros.policy.engines.lookup import LookupDrafter, LookupSettings
 from captain_ros.policy.openai_client import PYTHON_TOOL
 from captain_ros.policy.prefix_cache import CacheUse, common_prefix_len
 
@@ -140,6 +144,8 @@ class LlamaCppChat(ChatEngine):
         n_batch: Prompt tokens per llama.cpp decode call.
         lora_path: A LoRA adapter GGUF (``captain learn export --adapter``) applied to the model
             at full scale: a shipped student is the packaged base plus its adapter.
+        lookup: Prompt-lookup drafting (:mod:`~captain_ros.policy.engines.lookup`); default
+            on, ``LookupSettings(max_draft=0)`` turns it off.
     """
 
     name = "llamacpp"
@@ -153,6 +159,7 @@ class LlamaCppChat(ChatEngine):
         grammar: str = "none",
         n_batch: int = 512,
         lora_path: str | Path | None = None,
+        lookup: LookupSettings | None = None,
     ) -> None:
         path = check_gguf(model_path)
         lora = check_gguf(lora_path) if lora_path is not None else None
@@ -190,6 +197,11 @@ class LlamaCppChat(ChatEngine):
         self.load_s = time.perf_counter() - start
         self.path = path
         self.lora = lora
+        self.drafter = LookupDrafter(
+            lookup, shared=f"{path.resolve()}+{lora.resolve() if lora else ''}"
+        )
+        self.last_drafted = (0, 0)  # the last request's drafted and kept tokens
+        self.last_decode_s = 0.0  # the last request's decode time (after its prefill) [s]
         self.vocab = llama_cpp.llama_model_get_vocab(self.llm.model)
         self.n_vocab = int(self.llm.n_vocab())
         self.n_ctx = int(self.llm.n_ctx())
@@ -220,6 +232,7 @@ class LlamaCppChat(ChatEngine):
             "threads": self.threads,
             "n_ctx": self.n_ctx,
             "grammar": self.grammar_name,
+            "lookup_max_draft": self.drafter.settings.max_draft,
             "load_s": round(self.load_s, 3),
             "llama_cpp_python": str(getattr(self._ll, "__version__", "")),
         }
@@ -250,8 +263,8 @@ class LlamaCppChat(ChatEngine):
         self.ids = list(prompt)
         return CacheUse(keep, len(prompt) - keep)
 
-    def _logits(self) -> np.ndarray:
-        ptr = self._ll.llama_get_logits_ith(self.llm.ctx, -1)
+    def _logits(self, i: int = -1) -> np.ndarray:
+        ptr = self._ll.llama_get_logits_ith(self.llm.ctx, i)
         return np.ctypeslib.as_array(
             ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), shape=(self.n_vocab,)
         ).copy()
@@ -271,7 +284,11 @@ class LlamaCppChat(ChatEngine):
         gate = GrammarGate(self.vocab, self._grammar, self.n_vocab) if self._grammar else None
         try:
             use = self._prefill(prompt)
+            self.drafter.start(prompt)
+            drafted, accepted = self.drafter.drafted, self.drafter.accepted
+            t_decode = time.perf_counter()
             new, logprobs, finish = self._decode(len(prompt), rng, gate)
+            self.last_decode_s = time.perf_counter() - t_decode
         except BaseException:
             self.reset()  # the context's state is unknown after an error
             raise
@@ -284,6 +301,7 @@ class LlamaCppChat(ChatEngine):
         self.prefilled_total += use.prefilled
         text = bytes(self.llm.detokenize(new, special=False)).decode("utf-8", errors="replace")
         self.last_forced = forced
+        self.last_drafted = (self.drafter.drafted - drafted, self.drafter.accepted - accepted)
         return Generation(
             text,
             tuple(prompt),
@@ -297,29 +315,76 @@ class LlamaCppChat(ChatEngine):
     def _decode(
         self, n_prompt: int, rng: np.random.Generator, gate: GrammarGate | None
     ) -> tuple[list[int], list[float], str]:
+        """Sample the reply token by token; with drafting on, each step also evaluates the
+        drafter's guess of the next tokens in the same batch and keeps every drafted token the
+        sampler picks itself (the same tokens, log-probs and random draws as without drafting)."""
         s = self.settings
         new: list[int] = []
         logprobs: list[float] = []
-        temp = s.temperature
+        rows = [self._logits()]  # rows[i]: the logits after the context and draft[:i]
+        draft: list[int] = []
+        token = -1
         while True:
-            logits = self._logits()
-            token = _pick(logits, temp, s.top_p, rng)
-            if gate is not None and not gate.allows(token):
-                masked = gate.mask(logits)
-                if not np.isfinite(masked).any():  # the grammar admits nothing more: end the reply
-                    return new, logprobs, "stop"
-                token = _pick(masked, temp, s.top_p, rng)
-                gate.forced += 1
-            new.append(token)
-            logprobs.append(_logprob(logits, token, temp))
-            if self._ll.llama_vocab_is_eog(self.vocab, token):
-                return new, logprobs, "stop"
-            if gate is not None:
-                gate.accept(token)
-            if len(new) >= s.max_new_tokens or n_prompt + len(new) >= self.n_ctx:
-                return new, logprobs, "length"
-            self.llm.eval([token])
+            for i, logits in enumerate(rows):
+                if i > 0:  # drafted token i-1 was kept: the context holds it already
+                    self.ids.append(draft[i - 1])
+                picked = self._sample(logits, rng, gate)
+                if picked is None:  # the grammar admits nothing more: end the reply
+                    return self._end(new, logprobs, "stop", (len(draft), i))
+                token = picked
+                new.append(token)
+                logprobs.append(_logprob(logits, token, s.temperature))
+                if self._ll.llama_vocab_is_eog(self.vocab, token):
+                    return self._end(new, logprobs, "stop", (len(draft), i))
+                if gate is not None:
+                    gate.accept(token)
+                if len(new) >= s.max_new_tokens or n_prompt + len(new) >= self.n_ctx:
+                    return self._end(new, logprobs, "length", (len(draft), i))
+                if i < len(draft) and token == draft[i]:
+                    continue  # the model picked the drafted token: its row is next
+                break
+            self.drafter.record(len(draft), i)
+            room = min(s.max_new_tokens - len(new), self.n_ctx - n_prompt - len(new)) - 1
+            draft = self.drafter.draft(new, room)
+            rows = self._eval_rows([token, *draft])
             self.ids.append(token)
+
+    def _sample(
+        self, logits: np.ndarray, rng: np.random.Generator, gate: GrammarGate | None
+    ) -> int | None:
+        """The next token (the grammar's choice where it refuses the model's); None when the
+        grammar admits no token at all."""
+        s = self.settings
+        token = _pick(logits, s.temperature, s.top_p, rng)
+        if gate is not None and not gate.allows(token):
+            masked = gate.mask(logits)
+            if not np.isfinite(masked).any():
+                return None
+            token = _pick(masked, s.temperature, s.top_p, rng)
+            gate.forced += 1
+        return token
+
+    def _eval_rows(self, tokens: list[int]) -> list[np.ndarray]:
+        """Evaluate ``tokens`` after the kept context (dropping any drafted tokens it held past
+        it) in one batch; the logits after each of them."""
+        llm = self.llm
+        llm.n_tokens = len(self.ids)
+        if len(tokens) == 1:
+            llm.eval(tokens)
+            return [self._logits()]
+        llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)  # llama-cpp-python's own eval() does this
+        llm._batch.set_batch(batch=tokens, n_past=llm.n_tokens, logits_all=True)
+        llm._ctx.decode(llm._batch)
+        llm.n_tokens += len(tokens)
+        return [self._logits(i) for i in range(len(tokens))]
+
+    def _end(
+        self, new: list[int], logprobs: list[float], finish: str, step: tuple[int, int]
+    ) -> tuple[list[int], list[float], str]:
+        self.drafter.record(*step)  # the last step's drafted and kept tokens
+        self.llm.n_tokens = len(self.ids)  # drafted tokens past the reply are dropped at next eval
+        self.drafter.remember(new)
+        return new, logprobs, finish
 
     def close(self) -> None:
         llm = getattr(self, "llm", None)
