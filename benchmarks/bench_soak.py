@@ -64,6 +64,47 @@ def published_minus_recorded(bag: str) -> int:
     )
 
 
+def start_graph(out: Path, backend: str, domain: int) -> tuple[subprocess.Popen[bytes], Path]:
+    """``ros2 launch captain_ros captain.launch.py backend:=BACKEND`` on ``domain`` (bags under
+    ``out/bags``, output folders confined to ``out``), its output in ``out/launch.log``; this
+    process's ROS environment is set to the same domain. Returns the launch and its log."""
+    from captain_ros.ros.env import apply_ros_environment, ros_environment
+
+    state = out / "ros"
+    env = ros_environment(state, domain)
+    env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)
+    env["AMENT_PREFIX_PATH"] = str(VENV)
+    env["PATH"] = f"{VENV / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONUNBUFFERED"] = "1"
+    log = out / "launch.log"
+    launch = subprocess.Popen(
+        [
+            str(VENV / "bin" / "ros2"),
+            "launch",
+            "captain_ros",
+            "captain.launch.py",
+            f"backend:={backend}",
+            f"bag_dir:={out / 'bags'}",
+            f"allowed_root:={out}",
+        ],
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    apply_ros_environment(state, domain)
+    return launch, log
+
+
+def stop_graph(launch: subprocess.Popen[bytes]) -> None:
+    """SIGINT to the launch's process group; SIGKILL after 60 s."""
+    os.killpg(launch.pid, 2)
+    try:
+        launch.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(launch.pid, 9)
+
+
 class Operator:
     """An rclpy client on the soak's domain: sends goals, waits for results."""
 
@@ -74,12 +115,15 @@ class Operator:
         from rclpy.node import Node
 
         from captain_ros.ros.action_client import ActionClient
+        from captain_ros.ros.qos import FEEDBACK_QOS
 
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx, domain_id=domain)
         self.node = Node("soak_operator", context=self.ctx)
         self.RunEpisode = RunEpisode
-        self.client = ActionClient(self.node, RunEpisode, "/captain/run_episode")
+        self.client = ActionClient(
+            self.node, RunEpisode, "/captain/run_episode", feedback_sub_qos_profile=FEEDBACK_QOS
+        )
         self.executor = MultiThreadedExecutor(context=self.ctx)
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self.executor.spin, daemon=True)
@@ -142,35 +186,11 @@ def main() -> int:
     ap.add_argument("--domain", type=int, default=90 + os.getpid() % 10)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    from captain_ros.ros.env import apply_ros_environment, ros_environment
-
     lo, hi = (int(x) for x in a.seeds.split("-"))
     seeds = list(range(lo, hi + 1))
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    state = out / "ros"
-    env = ros_environment(state, a.domain)
-    env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)
-    env["AMENT_PREFIX_PATH"] = str(VENV)
-    env["PATH"] = f"{VENV / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONUNBUFFERED"] = "1"
-    log = out / "launch.log"
-    launch = subprocess.Popen(
-        [
-            str(VENV / "bin" / "ros2"),
-            "launch",
-            "captain_ros",
-            "captain.launch.py",
-            f"backend:={a.backend}",
-            f"bag_dir:={out / 'bags'}",
-            f"allowed_root:={out}",
-        ],
-        env=env,
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    apply_ros_environment(state, a.domain)
+    launch, log = start_graph(out, a.backend, a.domain)
     op = Operator(a.domain)
     rows: list[dict[str, Any]] = []
     rss: dict[str, list[float]] = {}
@@ -207,11 +227,7 @@ def main() -> int:
             )
     finally:
         op.close()
-        os.killpg(launch.pid, 2)
-        try:
-            launch.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(launch.pid, 9)
+        stop_graph(launch)
     limit = in_process_wall_s(a.task, seeds[0], a.backend, out / "in_process")
     w = min(a.warmup, max(0, len(rows) - 1))
     figures = {

@@ -78,6 +78,45 @@ def test_recent_messages_wait_for_their_window_to_end(tmp_path: Path) -> None:
     assert r.poll()[0].complete
 
 
+def test_a_latched_topic_published_inside_a_window_is_in_its_bag(tmp_path: Path) -> None:
+    """An e-stop latched mid-episode (``/captain/estop/state``, transient local): its bag once
+    held only the state copied at the start and still closed "complete" (the chaos soak found it,
+    benchmarks/bench_chaos_soak.py): the transition was in no bag."""
+    BOOL = STORE.types["std_msgs/msg/Bool"]
+
+    def state(v: bool) -> bytes:
+        return STORE.serialize_cdr(BOOL(data=v), "std_msgs/msg/Bool")
+
+    latched_q = qos(1, transient_local=True)
+    r = _router(tmp_path, Clock())
+    r.message("/estop", "std_msgs/msg/Bool", latched_q, state(False), 1 * S, latched=True)
+    r.start("ep", 10 * S)
+    r.message("/estop", "std_msgs/msg/Bool", latched_q, state(True), 11 * S, latched=True)
+    r.message("/estop", "std_msgs/msg/Bool", latched_q, state(True), 11 * S + 5, latched=True)
+    r.message("/later", "std_msgs/msg/Bool", latched_q, state(True), 11 * S + 9, latched=True)
+    r.end("ep", 12 * S, grace_s=5.0)
+    r.expect("ep", {"/estop": 2, "/later": 1})  # what the nodes published in the window
+    (closed,) = r.poll()
+    assert closed.complete and closed.counts == {"/estop": 2, "/later": 1}, closed
+    from captain_ros.bags.rosbag2 import read_messages
+
+    got = [(t, ts, m.data) for t, ts, m in read_messages(tmp_path / "ep")]
+    # the state at the start (the copy), the two published in the window; a topic first seen
+    # inside the window is its message, not also a copy
+    assert got == [
+        ("/estop", 10 * S, False),
+        ("/estop", 11 * S, True),
+        ("/estop", 11 * S + 5, True),
+        ("/later", 11 * S + 9, True),
+    ], got
+    # a window missing a latched message it should hold is not complete
+    r.start("ep2", 20 * S)
+    r.end("ep2", 21 * S, grace_s=0.0)
+    r.expect("ep2", {"/estop": 1})
+    (c2,) = r.poll()
+    assert not c2.complete and c2.missing == {"/estop": 1}
+
+
 def test_buffer_is_bounded(tmp_path: Path) -> None:
     r = EpisodeRouter(lambda ep: BagWriter(tmp_path / ep, STORE), buffer_s=1.0, buffer_bytes=10_000)
     for k in range(200):

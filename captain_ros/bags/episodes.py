@@ -138,8 +138,12 @@ class EpisodeRouter:
             self.latched[topic] = (msgtype, qos, msg.data)
             for w in self.windows:
                 if topic not in w.latched_copies:
-                    self._copy_latched(w, topic, max(msg.stamp_ns, w.start_ns))
-            return
+                    if w.contains(msg.stamp_ns):
+                        w.latched_copies.add(topic)  # the message itself is the window's
+                    else:
+                        self._copy_latched(w, topic, max(msg.stamp_ns, w.start_ns))
+            # and one published inside a window is a message of that window like any other (an
+            # e-stop latched mid-episode: its bag once held only the state copied at the start)
         for w in self.windows:
             if w.contains(msg.stamp_ns):
                 w.pending.append(msg)
@@ -199,7 +203,7 @@ class EpisodeRouter:
         """What the nodes published in the (ended) window of ``episode_id``, per topic."""
         for w in self.windows:
             if w.episode_id == episode_id:
-                w.expected = {t: int(n) for t, n in expected.items() if t not in self.latched}
+                w.expected = {t: int(n) for t, n in expected.items()}
 
     def poll(self) -> list[ClosedBag]:
         """Close the ended windows that are complete or past their grace deadline."""
