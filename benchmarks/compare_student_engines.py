@@ -7,6 +7,8 @@ those seeds (they must agree), and where the replies part (the request, and the 
 
 Run: ``.venv/bin/python benchmarks/compare_student_engines.py RUN_A RUN_B [--json out.json]``
 (RUN_A the reference, e.g. transformers; RUN_B the engine measured against it, e.g. llama.cpp).
+Decode seconds and rates come from each request's ``policy_info.decode_s`` (the decode after the
+prefill), with the prompt-lookup drafts the llamacpp engine made and kept.
 """
 
 from __future__ import annotations
@@ -39,6 +41,22 @@ def replies(out_dir: str) -> list[str]:
     ]
 
 
+def decode_stats(out_dir: str) -> tuple[float, int, int, int]:
+    """(decode seconds, reply tokens, drafted tokens, kept drafted tokens) of an episode's requests
+    (``policy_info.decode_s``; episodes recorded before it was written count 0 s)."""
+    from captain_ros.core.episode_folder import EpisodeFiles
+
+    dec, tokens, drafted, kept = 0.0, 0, 0, 0
+    for r in EpisodeFiles(Path(out_dir)).read_trajectory():
+        if r.get("type") == "request":
+            info = r.get("policy_info") or {}
+            dec += float(info.get("decode_s", 0.0))
+            tokens += int(r.get("completion_tokens") or 0)
+            drafted += int(info.get("drafted_tokens", 0))
+            kept += int(info.get("accepted_tokens", 0))
+    return dec, tokens, drafted, kept
+
+
 def engine_of(e: Any) -> str:
     return str((e.extra or {}).get("engine", "?"))
 
@@ -67,7 +85,13 @@ def compare(run_a: Path, run_b: Path) -> dict[str, Any]:
 
     def side(runs: dict[int, Any]) -> dict[str, Any]:
         eps = [runs[s] for s in seeds]
+        dec = [decode_stats(e.out_dir) for e in eps]
+        decode_s, tokens = sum(d[0] for d in dec), sum(d[1] for d in dec)
         return {
+            "decode_s_total": decode_s,
+            "decode_tokens_per_s": tokens / decode_s if decode_s > 0 else None,
+            "drafted_tokens": sum(d[2] for d in dec),
+            "kept_drafted_tokens": sum(d[3] for d in dec),
             "engine": engine_of(eps[0]) if eps else "?",
             "model_s_median": statistics.median(e.model_s for e in eps),
             "model_s_total": sum(e.model_s for e in eps),
@@ -104,12 +128,16 @@ def main() -> int:
         Path(ns.json).write_text(json.dumps(res, indent=2))
     a, b = res["a"], res["b"]
     print(
-        "| engine | model s / episode (median) | model s (total) | robot s | harness s | wall s / episode (median) | strict |"
+        "| engine | model s / episode (median) | model s (total) | decode s (total) | decode tok/s "
+        "| drafted / kept | robot s | harness s | wall s / episode (median) | strict |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for x in (a, b):
+        rate = x["decode_tokens_per_s"]
         print(
             f"| {x['engine']} | {x['model_s_median']:.1f} | {x['model_s_total']:.0f} | "
+            f"{x['decode_s_total']:.0f} | {f'{rate:.1f}' if rate else '-'} | "
+            f"{x['drafted_tokens']} / {x['kept_drafted_tokens']} | "
             f"{x['backend_s_total']:.0f} | {x['harness_s_total']:.0f} | {x['wall_s_median']:.1f} | "
             f"{x['strict']}/{len(res['seeds'])} |"
         )

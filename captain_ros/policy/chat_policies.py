@@ -85,9 +85,9 @@ class TransformersPolicy(Policy):
             info["grammar"] = grammar
             info["grammar_forced_tokens"] = int(getattr(self.engine, "last_forced", 0))
         drafted = getattr(self.engine, "last_drafted", None)
-        if drafted is not None:  # llamacpp: drafted and kept tokens, the decode's share of model_s
+        if drafted is not None:  # llamacpp's prompt lookup: drafted and kept tokens
             info["drafted_tokens"], info["accepted_tokens"] = drafted
-            info["decode_s"] = round(float(getattr(self.engine, "last_decode_s", 0.0)), 4)
+        info["decode_s"] = round(float(getattr(self.engine, "last_decode_s", 0.0)), 4)
         return PolicyReply(content=gen.text, prompt_tokens=len(gen.prompt_ids),
                            completion_tokens=len(gen.completion_ids), model_s=gen.model_s,
                            completion_ids=gen.completion_ids, logprobs=gen.logprobs, info=info)

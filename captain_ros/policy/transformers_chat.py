@@ -87,8 +87,11 @@ class _LogprobRecorder:
         self.values: list[float] = []
         self._last: Any = None
         self.temperature = float(temperature)
+        self.first_s: float | None = None  # when the prompt's logits came (the prefill's end)
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if self.first_s is None:
+            self.first_s = time.perf_counter()
         self._take(int(input_ids[0, -1]))
         logits = scores[0].float()
         if self.temperature != 1.0:
@@ -187,6 +190,7 @@ class TransformersChat:
         stopped = bool(new) and new[-1] in eos_ids
         finish = "stop" if stopped or len(new) < self.max_new_tokens else "length"
         self.requests += 1
+        self.last_decode_s = time.perf_counter() - (recorder.first_s or time.perf_counter())
         self.usage_total = self.usage_total + TokenUsage(len(prompt_ids), len(new), 0, True)
         return Generation(str(self.tokenizer.decode(new, skip_special_tokens=True)), tuple(prompt_ids),
                           tuple(new), recorder.finish(new), finish, use, time.perf_counter() - start)

@@ -66,6 +66,11 @@ class TransformersEngine(ChatEngine):
     def reset(self) -> None:
         self.chat.reset()
 
+    @property
+    def last_decode_s(self) -> float:
+        """The last request's decode time (after its prefill) [s]."""
+        return float(getattr(self.chat, "last_decode_s", 0.0))
+
     def describe(self) -> dict[str, Any]:
         model = self.folder / self.gguf_file if self.gguf_file else self.folder
         return {
