@@ -26,6 +26,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 
 def main() -> None:
+    from captain_ros.core.episode_folder import EpisodeFiles
     from captain_ros.evaluation.episode import run_one
     from captain_ros.evaluation.runner import parse_seeds
 
@@ -44,9 +45,7 @@ def main() -> None:
                 t, c = time.perf_counter(), time.process_time()
                 s = run_one(task, seed, "scripted", "mujoco", f"{tmp}/{task}_{seed}",
                             {"record_bag": False, "report": False})
-                lines = Path(f"{tmp}/{task}_{seed}/trajectory.jsonl").read_text().splitlines()
-                recs = [json.loads(x) for x in lines]
-                reqs = [r for r in recs if r.get("type") == "request"]
+                reqs = EpisodeFiles(Path(f"{tmp}/{task}_{seed}")).read_trajectory_split().requests
                 rows.append({"task": task, "seed": seed, "outcome": s.outcome, "requests": s.requests,
                              "wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c,
                              "policy_s": [r["model_s"] for r in reqs],

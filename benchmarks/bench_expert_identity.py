@@ -14,21 +14,22 @@ Usage: ``.venv/bin/python benchmarks/bench_expert_identity.py --compare runs/old
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from captain_ros.core.episode_folder import EpisodeFiles
 
 PHYSICAL = ("move_to", "release", "hold", "recover", "jaw")
 
 
 def records(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (folder / "trajectory.jsonl").read_text().splitlines()]
+    return EpisodeFiles(folder).read_trajectory()
 
 
 def episodes(run: Path) -> dict[tuple[str, str], Path]:
     return {(p.parent.name, p.name): p for p in sorted(run.glob("*/seed_*"))
-            if (p / "trajectory.jsonl").exists()}
+            if EpisodeFiles(p).is_episode()}
 
 
 def receipts(recs: list[dict[str, Any]]) -> list[str]:

@@ -24,6 +24,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from captain_ros.core.episode_folder import EpisodeFiles
+
 
 def tokenizer() -> Any:
     from transformers import AutoTokenizer
@@ -41,11 +43,9 @@ def count(tok: Any, text: str) -> int:
 def episode_requests(folder: Path) -> list[tuple[str, str]]:
     """(reasoning, code) of each request of one recorded episode."""
     out = []
-    for line in (folder / "trajectory.jsonl").read_text().splitlines():
-        rec = json.loads(line)
-        if rec.get("type") == "request":
-            code = "\n".join(c.get("code", "") for c in rec.get("calls", []))
-            out.append((rec.get("reasoning") or "", code))
+    for rec in EpisodeFiles(folder).read_trajectory_split().requests:
+        code = "\n".join(c.get("code", "") for c in rec.get("calls", []))
+        out.append((rec.get("reasoning") or "", code))
     return out
 
 
@@ -55,7 +55,7 @@ def from_runs(tok: Any, runs: dict[str, Path]) -> dict[str, Any]:
         per_task: dict[str, Any] = {}
         for task_dir in sorted(p for p in run.iterdir() if p.is_dir()):
             eps = [episode_requests(ep) for ep in sorted(task_dir.glob("seed_*"))
-                   if (ep / "trajectory.jsonl").exists()]
+                   if EpisodeFiles(ep).is_episode()]
             eps = [e for e in eps if e]
             if not eps:
                 continue

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from captain_ros.api.service import RobotService
 from captain_ros.backends.fake import FakeBackend
-from captain_ros.harness import Budgets, read_records, run_episode
+from captain_ros.core.episode_folder import EpisodeFiles
+from captain_ros.harness import Budgets, run_episode
 from captain_ros.harness.episode.context import render
 from captain_ros.harness.record.trajectory import load_history
 from captain_ros.motion.service import MotionService
@@ -65,8 +66,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as d:
             summary = run_episode(BenchTask(), ep, robot, ReplayPolicy([{"code": cell}] * args.requests),
                                   Budgets(max_requests=args.requests + 1), Path(d) / "ep")
-            recs = [r for r in read_records(Path(d) / "ep" / "trajectory.jsonl") if r["type"] == "request"]
-            history = load_history(Path(d) / "ep" / "trajectory.jsonl")
+            recs = list(EpisodeFiles(Path(d) / "ep").read_trajectory_split().requests)
+            history = load_history(EpisodeFiles(Path(d) / "ep").trajectory)
             for r in recs:
                 if r["calls"]:
                     overhead_ms.append(1000 * r["harness_s"])

@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, render
 from captain_ros.harness.record.trajectory import load_history
 from captain_ros.policy.transformers_chat import TransformersChat
@@ -71,7 +72,7 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     episode = args.episode or record_expert(Path(tempfile.mkdtemp(prefix="bench_student_")) / "ep")
-    history = load_history(episode / "trajectory.jsonl")
+    history = load_history(EpisodeFiles(episode).trajectory)
     if args.model == "smollm2":
         from captain_ros.learn.models import smollm2_base
 

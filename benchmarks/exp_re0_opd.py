@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.cli.main import main as captain
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.evaluation.runner import parse_seeds
 from captain_ros.learn.re0 import read_ledger
 from captain_ros.learn.re0.contracts import RepairContract
@@ -174,10 +175,8 @@ def unverified_rows(
     for e in sorted(refine, key=lambda x: x["contract"]["kappa"]):  # the widest audited scope wins
         c = e["contract"]
         rec_folder = run_dir / "re0" / "refine_collect" / f"seed_{e['seed']:04d}"
-        lines = [json.loads(x) for x in (rec_folder / "trajectory.jsonl").read_text().splitlines()]
-        sha = [x for x in lines if x.get("type") == "request"][int(c["boundary_t"]) - 1][
-            "context_sha256"
-        ]
+        requests = EpisodeFiles(rec_folder).read_trajectory_split().requests
+        sha = requests[int(c["boundary_t"]) - 1]["context_sha256"]
         contract = RepairContract(
             int(c["boundary_t"]),
             tuple(c["allowed_symbols"]),
@@ -197,13 +196,7 @@ def unverified_rows(
             ns.resume,
         ):
             if r.strict_success and len(rows) < n_rows:
-                n = len(
-                    [
-                        x
-                        for x in Path(r.out_dir, "trajectory.jsonl").read_text().splitlines()
-                        if '"request"' in x
-                    ]
-                )
+                n = len(EpisodeFiles(Path(r.out_dir)).read_trajectory_split().requests)
                 rows += trajectory_rows(
                     r.out_dir,
                     turn_sources(r.extra.get("turns") or [], n),
@@ -221,13 +214,7 @@ def unverified_rows(
             seat_jobs(tcfg, "scripted", "expert_topup", seeds), ns.workers, STUDENT_JOB, ns.resume
         ):
             if r.strict_success and len(rows) < n_rows:
-                n = len(
-                    [
-                        x
-                        for x in Path(r.out_dir, "trajectory.jsonl").read_text().splitlines()
-                        if '"request"' in x
-                    ]
-                )
+                n = len(EpisodeFiles(Path(r.out_dir)).read_trajectory_split().requests)
                 rows += trajectory_rows(r.out_dir, turn_sources([], n), {}, "unverified")
     for row in rows:
         row["weights"] = [1.0 if t > 0 else 0.0 for t in row["requests"]]  # unverified: no [LCB]+

@@ -127,10 +127,11 @@ def physical(base: str, out: Path) -> dict[str, Any]:
     """Raw forward+backward of the trainer model on one median-length request, raw decode rate."""
     import torch
 
+    from captain_ros.core.episode_folder import ROLLOUT
     from captain_ros.learn.rl.batch import read_rollout
 
     lens = []
-    for f in (out / "rounds").rglob("rollout.json"):
+    for f in (out / "rounds").rglob(ROLLOUT):
         tok = read_rollout(f.parent)
         lens += [len(p) + len(c) for p, c in zip(tok.prompts, tok.completions, strict=True) if c]
     n = int(np.median(lens)) if lens else 512

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import CaptainError
 
 
@@ -81,7 +82,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
         print(f"{s.label}: {o.milestones_final}/{o.milestones_total} milestones, {o.accepted}/{o.charged} "
               f"transactions accepted, {s.rollbacks} rollbacks, {s.revisions_approved}/{s.revisions} "
               f"revisions approved, {s.drops} drops, {s.wall_s:.1f} s wall, {s.sim_s:.1f} s simulated")
-        print(f"wrote {Path(ns.out) / 'summary.json'} and {report}")
+        print(f"wrote {EpisodeFiles.of(ns.out).summary} and {report}")
     return 0
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from captain_ros.backends.registry import BACKENDS, names
 from captain_ros.cli.display import Display, print_eval, print_summary
-from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
+from captain_ros.core.errors import InvalidArgumentError, RecordError, UnknownNameError
 from captain_ros.harness.episode.profiles import PROFILES
 
 
@@ -214,14 +214,15 @@ def check_episode_folder(folder: str) -> None:
     d = Path(folder)
     if not d.is_dir():
         raise FileNotFoundError(2, "No such episode folder", str(d))
-    summary, trajectory = EpisodeFiles(d).summary, EpisodeFiles(d).trajectory
+    files = EpisodeFiles(d)
+    summary, trajectory = files.summary, files.trajectory
     if summary.exists():
         try:
-            data = json.loads(summary.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidArgumentError(f"{summary} is corrupt ({' '.join(str(exc).split())[:100]}); "
-                                       "it is not an episode summary") from None
-        if not isinstance(data, dict) or not data.get("task"):
+            data = files.read_summary()
+        except RecordError as exc:
+            why = " ".join(str(exc).removeprefix(f"{summary}: ").split())[:100]
+            raise InvalidArgumentError(f"{summary} is corrupt ({why}); it is not an episode summary") from None
+        if not data.get("task"):
             raise InvalidArgumentError(f"{summary} is not an episode summary (no task)")
     elif not trajectory.is_file() or trajectory.stat().st_size == 0:
         raise InvalidArgumentError(f"{d} holds no episode (no summary.json, no trajectory.jsonl)")

@@ -19,8 +19,11 @@ from typing import Any
 
 from captain_ros.backends.humanoid.layouts import LAYOUTS
 from captain_ros.coevolve.metrics import RunOutcome
-from captain_ros.core.episode_folder import SUMMARY
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import InvalidArgumentError
+
+RUN_LOG = "run.jsonl"
+"""A CoEvolve run's event log, beside its ``summary.json`` (:class:`RunLog` writes it)."""
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +98,7 @@ class RunLog:
         self._fh = None
         if self.out_dir is not None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            self._fh = (self.out_dir / "run.jsonl").open("w")
+            self._fh = (self.out_dir / RUN_LOG).open("w")
 
     def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
         ev = {"type": kind, "wall_s": round(time.perf_counter() - self._t0, 3), **fields}
@@ -159,13 +162,13 @@ class RunSummary:
         return d
 
     def save(self, folder: str | Path) -> Path:
-        p = Path(folder) / SUMMARY
+        p = EpisodeFiles.of(folder).summary
         p.write_text(json.dumps(self.to_dict(), indent=1, default=_jsonable))
         return p
 
     @classmethod
     def load(cls, folder: str | Path) -> RunSummary:
-        d = json.loads((Path(folder) / SUMMARY).read_text())
+        d = EpisodeFiles.of(folder).read_summary()
         o = d["outcome"]
         o["first_attainment"] = tuple(o["first_attainment"])
         return cls(RunConfig(**d["config"]), d["roles"], RunOutcome(**o), tuple(d["milestones"]),

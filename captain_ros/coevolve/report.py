@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.backends.humanoid.layouts import get_layout
-from captain_ros.core.episode_folder import REPORT, SUMMARY
+from captain_ros.coevolve.records import RUN_LOG
+from captain_ros.core.episode_folder import EpisodeFiles, read_jsonl
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1150px;color:#222}
@@ -33,15 +34,7 @@ def _e(v: Any) -> str:
 
 
 def _events(folder: Path) -> list[dict[str, Any]]:
-    out = []
-    p = folder / "run.jsonl"
-    if p.exists():
-        for line in p.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                continue
-    return out
+    return read_jsonl(folder / RUN_LOG, lenient=True)
 
 
 def _svg(layout_name: str, points: list[tuple[float, float, bool]]) -> str:
@@ -84,7 +77,8 @@ def render(folder: str | Path) -> str:
     """The report page of the run in ``folder``."""
     f = Path(folder)
     evs = _events(f)
-    summary = json.loads((f / SUMMARY).read_text()) if (f / SUMMARY).exists() else {}
+    files = EpisodeFiles(f)
+    summary = files.read_summary() if files.has_summary() else {}
     start = next((e for e in evs if e["type"] == "start"), {})
     cfg = summary.get("config") or start.get("config") or {}
     out = summary.get("outcome") or {}
@@ -162,6 +156,6 @@ def _row(e: dict[str, Any]) -> str:
 
 def write_report(folder: str | Path) -> Path:
     """Write ``report.html`` into ``folder`` and return its path."""
-    p = Path(folder) / REPORT
+    p = EpisodeFiles.of(folder).report
     p.write_text(render(folder))
     return p

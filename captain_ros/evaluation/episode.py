@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.backends.registry import names
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.evaluation.runner import worker_environment
 from captain_ros.harness.episode.observers import CallEvent, EpisodeObserver
 from captain_ros.harness.episode.setup import EpisodeSetup
@@ -134,7 +135,7 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
     if opts.get("record_bag", True):
         from captain_ros.evaluation.bag import BagObserver
 
-        observers.append(BagObserver(out / "bag", service, images=bool(opts.get("bag_images", True))))
+        observers.append(BagObserver(EpisodeFiles(out).bag, service, images=bool(opts.get("bag_images", True))))
     if opts.get("report", True):
         observers.append(ReportObserver(out))
     setup = EpisodeSetup(

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from captain_ros.core.episode_folder import SUMMARY
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.evaluation.stats import describe, mcnemar, wilson_interval
-from captain_ros.harness.record.episode_record import OUTCOMES, EpisodeRecord
+from captain_ros.harness.record.episode_record import OUTCOMES, EpisodeRecord, load_record
 
 
 def aggregate(episodes: Sequence[EpisodeRecord]) -> dict[str, Any]:
@@ -83,9 +84,9 @@ def load_episodes(path: str | Path) -> list[EpisodeRecord]:
         if (p / "eval.json").exists():
             p = p / "eval.json"
         else:
-            found = sorted(p.glob("*/summary.json"))
+            found = sorted(p.glob(f"*/{SUMMARY}"))
             if not found:
-                raise InvalidArgumentError(f"{p} holds no episodes (no eval.json, no */summary.json)")
-            return [EpisodeRecord.from_dict(json.loads(f.read_text())) for f in found]
+                raise InvalidArgumentError(f"{p} holds no episodes (no eval.json, no */{SUMMARY})")
+            return [load_record(f.parent) for f in found]
     data = json.loads(p.read_text())
     return [EpisodeRecord.from_dict(e) for e in data["episodes"]]

@@ -1,8 +1,9 @@
 """The episode record as the critic, credit and RL code read it (torch-free).
 
-The lead's ``load_episode_record(folder) -> EpisodeRecord`` (records.md) is the only reader of
-episode folders. This module codes against the record's *shape* (the Protocols below) and converts
-one record into :class:`EpisodeArrays`, the validated numpy view everything else here consumes:
+:func:`~captain_ros.harness.record.privileged_log.load_episode_record` is the only reader of
+episode folders for learning (the learning view of :mod:`captain_ros.core.episode_folder`). This
+module converts one :class:`~captain_ros.harness.record.privileged_log.EpisodeLearningRecord` into
+:class:`EpisodeArrays`, the validated numpy view everything else here consumes:
 
 - ``features[k]`` is x(s_{k+1}) for the states s_1 .. s_{T+1} (row 0 is s_1, the state before
   request 1; row T is the final state);
@@ -14,56 +15,21 @@ record, so nothing below parses logs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from captain_ros.core.episode_folder import PRIVILEGED, EpisodeFiles
 from captain_ros.learn.errors import RecordError
 
+if TYPE_CHECKING:  # the harness package is imported when a folder is read (default_loader)
+    from captain_ros.harness.record.privileged_log import EpisodeLearningRecord
+
 OUTCOMES = ("success_with_finish", "missed_finish", "false_finish", "budget_exhausted",
             "other_failure")
-
-
-class StateLike(Protocol):
-    """s_t, recorded before request t (t = 1 .. T); t = T + 1 is the final state."""
-
-    t: int
-    features: Any          # (36,) float32 in tasks/features.py FEATURE_NAMES order
-    held: bool
-    ever_held: bool
-    solved: bool
-
-
-class RequestLike(Protocol):
-    """What request t did, for costs and credit."""
-
-    t: int
-    physical_actions: int
-    failed_physical: int
-    python_error_only: bool
-    perception_only: bool
-    capabilities: tuple[str, ...]
-    cost: float
-
-
-class EpisodeLike(Protocol):
-    """One recorded episode (records.md ``EpisodeRecord``)."""
-
-    task: str
-    seed: int
-    policy: str
-    outcome: str
-    host_success: bool
-    strict_success: bool
-    return_R: float
-    states: Sequence[StateLike]
-    requests: Sequence[RequestLike]
-    group: str
-    out_dir: str
 
 
 @dataclass(frozen=True)
@@ -136,7 +102,7 @@ class EpisodeArrays:
         return float(self.return_R + float(np.sum(self.costs)))
 
 
-def episode_arrays(record: EpisodeLike, episode_id: str | None = None) -> EpisodeArrays:
+def episode_arrays(record: EpisodeLearningRecord, episode_id: str | None = None) -> EpisodeArrays:
     """Convert one episode record (records.md) into validated :class:`EpisodeArrays`."""
     eid = episode_id or f"{record.task}:{record.seed}:{record.policy}:{record.out_dir}"
     states, requests = list(record.states), list(record.requests)
@@ -167,12 +133,11 @@ def episode_arrays(record: EpisodeLike, episode_id: str | None = None) -> Episod
         capabilities=tuple(tuple(str(c) for c in r.capabilities) for r in requests))
 
 
-def default_loader() -> Callable[[str], EpisodeLike]:
+def default_loader() -> Callable[[str], EpisodeLearningRecord]:
     """The project's torch-free reader of an episode folder's learning record."""
     from captain_ros.harness.record.privileged_log import load_episode_record
 
-    # its record is a frozen dataclass: read-only fields, where EpisodeLike declares attributes
-    return cast("Callable[[str], EpisodeLike]", load_episode_record)
+    return load_episode_record
 
 
 def episode_folders(run_dirs: Iterable[str | Path]) -> list[Path]:
@@ -200,7 +165,7 @@ class LoadReport:
 
 
 def load_run_dirs(run_dirs: Iterable[str | Path],
-                  loader: Callable[[str], EpisodeLike] | None = None) -> LoadReport:
+                  loader: Callable[[str], EpisodeLearningRecord] | None = None) -> LoadReport:
     """Read every episode folder under ``run_dirs`` through ``loader`` (default: the project's).
 
     A folder whose record cannot be read or is malformed is skipped and reported, never fatal.

@@ -1,5 +1,8 @@
 """An episode folder as the report reads it: ``summary.json``, ``trajectory.jsonl``, one accessor.
 
+The display view of :mod:`captain_ros.core.episode_folder` (read leniently: a crashed episode's
+torn last line or missing summary still gives a page).
+
 Every front end writes the one :class:`~captain_ros.harness.record.episode_record.EpisodeRecord`; folders
 written before it existed used other keys (``finish_called``, ``tokens_prompt``) and may lack
 ``policy`` or ``backend``. :meth:`EpisodeFolder.field` is the one place that knows those older
@@ -12,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from captain_ros.core.episode_folder import EpisodeFiles, read_jsonl_lenient
+from captain_ros.core.episode_folder import EpisodeFiles
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "finished": ("finished", "finish_called"),
@@ -44,11 +47,14 @@ class EpisodeFolder:
     @classmethod
     def load(cls, root: str | Path) -> EpisodeFolder:
         files = EpisodeFiles.of(root)
-        records = read_jsonl_lenient(files.trajectory)
-        start = next((r for r in records if r.get("type") == "episode_start"), {})
-        end = next((r for r in records if r.get("type") == "episode_end"), {})
-        requests = [r for r in records if r.get("type") == "request"]
-        return cls(files.root, files.read_summary_or_empty(), start, end, requests)
+        lines = files.read_trajectory_split(lenient=True)
+        return cls(
+            files.root,
+            files.read_summary_or_empty(),
+            lines.start or {},
+            lines.end or {},
+            list(lines.requests),
+        )
 
     def _sources(self) -> list[dict[str, Any]]:
         end_summary = self.end.get("summary")

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from rl_records import HELD, JAW, RequestRecord, make_record
+from rl_records import HELD, JAW, make_record, request
 
 from captain_ros.learn.credit import EpisodeValues, classify_requests, credit_analysis
 from captain_ros.learn.episodes import episode_arrays
@@ -22,16 +22,16 @@ def _episodes():
     held = [False, False, True, True, False, False]
     a = episode_arrays(make_record(seed=1, features=_states([.08, .08, .03, .03, .08, .08], held),
                                    held=held, requests=[
-        RequestRecord(t=1, physical_actions=1, capabilities=("move_to",)),
-        RequestRecord(t=2, physical_actions=2, capabilities=("move_to", "move_to")),
-        RequestRecord(t=3, perception_only=True, capabilities=("observe", "segment")),
-        RequestRecord(t=4, physical_actions=1, capabilities=("release",)),
-        RequestRecord(t=5, physical_actions=1, capabilities=("move_to",))]))
+        request(1, physical_actions=1, capabilities=("move_to",)),
+        request(2, physical_actions=2, capabilities=("move_to", "move_to")),
+        request(3, perception_only=True, capabilities=("observe", "segment")),
+        request(4, physical_actions=1, capabilities=("release",)),
+        request(5, physical_actions=1, capabilities=("move_to",))]))
     held_b = [False, False, False]
     b = episode_arrays(make_record(seed=2, outcome="other_failure", held=held_b,
                                    features=_states([.08, 0.0, 0.0], held_b), requests=[
-        RequestRecord(t=1, physical_actions=1, capabilities=("move_to",)),
-        RequestRecord(t=2, physical_actions=1, capabilities=("move_to",))]))
+        request(1, physical_actions=1, capabilities=("move_to",)),
+        request(2, physical_actions=1, capabilities=("move_to",))]))
     values = {
         a.episode_id: EpisodeValues(np.array([.3, .32, .6, .61, .8]), np.array([.32, .6, .59, .85])),
         b.episode_id: EpisodeValues(np.array([.3, .25]), np.array([.25]))}

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from rl_records import RequestRecord, make_record
+from rl_records import make_record, request
 
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.learn.credit import (
@@ -79,12 +79,12 @@ def test_error_only_requests_get_no_positive_credit_and_a_penalty():
 
 def _pair_of_episodes():
     e1 = episode_arrays(make_record(seed=7, outcome="success_with_finish", requests=[
-        RequestRecord(t=1, physical_actions=1),
-        RequestRecord(t=2, physical_actions=2, failed_physical=1, cost=-0.02),
-        RequestRecord(t=3, physical_actions=1, cost=-0.008)]))
+        request(1, physical_actions=1),
+        request(2, physical_actions=2, failed_physical=1, cost=-0.02),
+        request(3, physical_actions=1, cost=-0.008)]))
     e2 = episode_arrays(make_record(seed=7, outcome="other_failure", out_dir="b", requests=[
-        RequestRecord(t=1, cost=-0.02, python_error_only=True),
-        RequestRecord(t=2, physical_actions=1, cost=-0.02)]))
+        request(1, cost=-0.02, python_error_only=True),
+        request(2, physical_actions=1, cost=-0.02)]))
     values = {e1.episode_id: EpisodeValues(np.array([0.5, 0.6, 0.8]), np.array([0.55, 0.9]), 3),
               e2.episode_id: EpisodeValues(np.array([0.5, 0.3]), np.array([0.3]), 3)}
     return e1, e2, values

@@ -44,7 +44,6 @@ from captain_ros.harness.episode.taskmd import render_task_md
 from captain_ros.harness.record.episode_record import EpisodeRecord, outcome_label
 from captain_ros.harness.record.history import History, Turn
 from captain_ros.harness.record.privileged_log import (
-    PRIVILEGED_FILE,
     PrivilegedRecorder,
     PrivilegedSource,
     RequestRecord,
@@ -118,17 +117,19 @@ class Episode:
                 raise InvalidArgumentError(f"the session given does not start with the {self.profile.name!r} "
                                            "profile's helper library")
             return p.session, False
-        return PythonSession(p.out_dir / "workspace", config, log_path=p.out_dir / "session.log"), True
+        files = EpisodeFiles(p.out_dir)
+        return PythonSession(files.workspace, config, log_path=files.session_log), True
 
     def _files(self) -> None:
         p = self.parts
         self.task_md = str(self.recorded.get("task_md") or "") or render_task_md(
             p.task, p.seed, p.budgets, self.profile.compact_api, library_task_md(self.profile),
             self.profile.reference)
-        EpisodeFiles(p.out_dir).task_md.write_text(self.task_md)
+        files = EpisodeFiles(p.out_dir)
+        files.task_md.write_text(self.task_md)
         (self.sess.workspace / TASK_MD).write_text(self.task_md)  # the session's copy: the policy reads it
-        self.writer = TrajectoryWriter(EpisodeFiles(p.out_dir).trajectory)
-        self.recorder = (PrivilegedRecorder(p.out_dir / PRIVILEGED_FILE, p.task, p.privileged, log.warning,
+        self.writer = TrajectoryWriter(files.trajectory)
+        self.recorder = (PrivilegedRecorder(files.privileged, p.task, p.privileged, log.warning,
                                             self.obs.on_privileged)
                          if p.privileged is not None else None)
         self.session_info: dict[str, Any] = {"hash_seed": self.sess.config.hash_seed,

@@ -23,12 +23,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from captain_ros.core.episode_folder import PRIVILEGED, EpisodeFiles
+from captain_ros.core.episode_folder import EpisodeFiles, read_jsonl_numbered
 from captain_ros.core.errors import RecordError
 from captain_ros.core.privileged import PrivilegedState
 from captain_ros.harness.record.episode_record import EpisodeRecord
-
-PRIVILEGED_FILE = PRIVILEGED
 
 
 class PrivilegedSource(Protocol):
@@ -235,26 +233,32 @@ class PrivilegedRecorder:
             self.sink(obj)
 
 
-def load_episode_record(folder: str | Path) -> EpisodeLearningRecord:
-    """Read an episode folder's ``summary.json`` + ``privileged.jsonl``; raises
-    :class:`RecordError` naming the file and the problem."""
-    root = Path(folder)
-    files = EpisodeFiles(root)
-    summary_path, priv_path = files.summary, files.privileged
-    try:
-        rec = EpisodeRecord.from_dict(json.loads(summary_path.read_text()))
-    except FileNotFoundError as exc:
-        raise RecordError(f"{summary_path}: missing (not an episode folder?)") from exc
-    except (ValueError, TypeError) as exc:
-        raise RecordError(f"{summary_path}: not a valid episode summary ({exc})") from exc
-    if not priv_path.exists():
-        raise RecordError(f"{priv_path}: missing (recorded without privileged state, e.g. on hardware)")
+@dataclass(frozen=True)
+class PrivilegedLines:
+    """``privileged.jsonl`` parsed: its state and request lines in order, and its terminal line
+    (``None``: the episode did not finish, or the file is absent)."""
+
+    states: tuple[StateRecord, ...]
+    requests: tuple[RequestRecord, ...]
+    terminal: dict[str, Any] | None
+
+
+def read_privileged(files: EpisodeFiles, *, missing_ok: bool = False) -> PrivilegedLines:
+    """Parse ``privileged.jsonl`` (the one parser of it: the learning record and RE-0's
+    :class:`~captain_ros.harness.record.recorded.RecordedEpisode` read it here); raises
+    :class:`RecordError` naming the file and the line of a malformed one or of an unknown type.
+    ``missing_ok``: an absent file (an episode recorded without privileged state, e.g. on
+    hardware) is empty rather than an error."""
+    path = files.privileged
+    if not path.exists():
+        if missing_ok:
+            return PrivilegedLines((), (), None)
+        raise RecordError(f"{path}: missing (recorded without privileged state, e.g. on hardware)")
     states: list[StateRecord] = []
     requests: list[RequestRecord] = []
     terminal: dict[str, Any] | None = None
-    for n, line in enumerate(priv_path.read_text().splitlines(), start=1):
+    for n, d in read_jsonl_numbered(path):
         try:
-            d = json.loads(line)
             kind = d.get("type")
             if kind == "state":
                 states.append(StateRecord.from_dict(d))
@@ -265,17 +269,32 @@ def load_episode_record(folder: str | Path) -> EpisodeLearningRecord:
             else:
                 raise ValueError(f"unknown line type {kind!r}")
         except (ValueError, KeyError, TypeError) as exc:
-            raise RecordError(f"{priv_path}:{n}: {exc}") from exc
-    if terminal is None:
-        raise RecordError(f"{priv_path}: no terminal line (the episode did not finish)")
-    costs = terminal.get("costs") or []
+            raise RecordError(f"{path}:{n}: {exc}") from exc
+    return PrivilegedLines(tuple(states), tuple(requests), terminal)
+
+
+def load_episode_record(folder: str | Path) -> EpisodeLearningRecord:
+    """Read an episode folder's ``summary.json`` + ``privileged.jsonl``; raises
+    :class:`RecordError` naming the file and the problem."""
+    files = EpisodeFiles(Path(folder))
+    try:
+        rec = EpisodeRecord.from_dict(files.read_summary())
+    except RecordError as exc:
+        raise RecordError(f"{exc} (not an episode folder?)" if not files.has_summary() else str(exc)) from exc
+    except (ValueError, TypeError) as exc:
+        raise RecordError(f"{files.summary}: not a valid episode summary ({exc})") from exc
+    lines = read_privileged(files)
+    if lines.terminal is None:
+        raise RecordError(f"{files.privileged}: no terminal line (the episode did not finish)")
+    requests = list(lines.requests)
+    costs = lines.terminal.get("costs") or []
     if len(costs) == len(requests):
         requests = [replace(r, cost=float(c)) for r, c in zip(requests, costs, strict=True)]
-    if len(states) != len(requests) + 1:
-        raise RecordError(f"{priv_path}: {len(states)} state lines for {len(requests)} requests "
-                          "(expected one more state than requests)")
+    if len(lines.states) != len(requests) + 1:
+        raise RecordError(f"{files.privileged}: {len(lines.states)} state lines for {len(requests)} "
+                          "requests (expected one more state than requests)")
     return EpisodeLearningRecord(
         task=rec.task, seed=rec.seed, policy=rec.policy, outcome=rec.outcome,
         host_success=rec.host_success, strict_success=rec.strict_success,
-        return_R=float(terminal.get("return_R") or 0.0), states=tuple(states),
-        requests=tuple(requests), group=f"{rec.task}:{rec.seed}", out_dir=str(root))
+        return_R=float(lines.terminal.get("return_R") or 0.0), states=lines.states,
+        requests=tuple(requests), group=f"{rec.task}:{rec.seed}", out_dir=str(files.root))

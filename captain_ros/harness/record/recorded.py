@@ -8,7 +8,6 @@ its requests' contexts); the static part of RE-0's Valid predicate over it is
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import RecordError
 from captain_ros.harness.record.history import History, ImageRef
-from captain_ros.harness.record.privileged_log import RequestRecord, StateRecord
+from captain_ros.harness.record.privileged_log import RequestRecord, StateRecord, read_privileged
 from captain_ros.harness.record.robot_state import RestoreRefused
 from captain_ros.harness.record.trajectory import turn_from_record
 
@@ -40,31 +39,19 @@ class RecordedEpisode:
     @classmethod
     def load(cls, folder: str | Path) -> RecordedEpisode:
         """Read ``folder``; raises :class:`RestoreRefused` naming the file and the problem."""
-        root = Path(folder)
-        files = EpisodeFiles(root)
+        files = EpisodeFiles(Path(folder))
         try:
-            lines = files.read_trajectory()
+            lines = files.read_trajectory_split()
             summary = files.read_summary()
         except RecordError as exc:
             raise RestoreRefused(f"{exc} (not a finished episode folder?)") from exc
-        start = next((r for r in lines if r.get("type") == "episode_start"), None)
-        if start is None:
+        if lines.start is None:
             raise RestoreRefused(f"{files.trajectory}: no episode_start line")
-        requests = tuple(r for r in lines if r.get("type") == "request")
-        states: list[StateRecord] = []
-        priv_requests: list[RequestRecord] = []
-        priv = files.privileged
-        if priv.exists():
-            for n, line in enumerate(priv.read_text().splitlines(), 1):
-                try:
-                    d = json.loads(line)
-                    if d.get("type") == "state":
-                        states.append(StateRecord.from_dict(d))
-                    elif d.get("type") == "request":
-                        priv_requests.append(RequestRecord.from_dict(d))
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise RestoreRefused(f"{priv}:{n}: {exc}") from exc
-        return cls(root, start, requests, summary, tuple(states), tuple(priv_requests))
+        try:
+            priv = read_privileged(files, missing_ok=True)
+        except RecordError as exc:
+            raise RestoreRefused(str(exc)) from exc
+        return cls(files.root, lines.start, lines.requests, summary, priv.states, priv.requests)
 
     @property
     def task(self) -> str:

@@ -24,7 +24,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from captain_ros.core.episode_folder import read_jsonl
+from captain_ros.core.episode_folder import Trajectory, read_jsonl
+from captain_ros.core.errors import RecordError
 from captain_ros.core.result import _jsonable
 from captain_ros.harness.record.history import History, ImageRef, ToolCall, ToolOutput, Turn
 
@@ -69,8 +70,10 @@ def turn_from_record(rec: dict[str, Any]) -> Turn:
 
 def load_history(path: str | Path) -> History:
     """The full history of a logged episode (use ``.upto(t)`` for request ``t``)."""
-    records = read_records(path)
-    start = next(r for r in records if r.get("type") == "episode_start")
-    turns = tuple(turn_from_record(r) for r in records if r.get("type") == "request")
+    lines = Trajectory.split(read_records(path))
+    start = lines.start
+    if start is None:
+        raise RecordError(f"{path}: no episode_start line")
+    turns = tuple(turn_from_record(r) for r in lines.requests)
     return History(start["system"], start["task_md"],
                    tuple(ImageRef.from_dict(i) for i in start.get("initial_images", [])), turns)

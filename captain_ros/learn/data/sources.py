@@ -5,6 +5,9 @@ request, ``episode_end``): in an episode folder's ``trajectory.jsonl`` and, as J
 the bag topic ``/captain/trajectory``. :func:`read_source` accepts an episode folder, a folder of
 episode folders (``captain eval`` output), or a bag, and returns the episodes it holds. Bad input
 raises :class:`DatasetError` naming the file and what is wrong.
+
+:class:`EpisodeData` is the supervised-dataset view of the episode-folder contract
+(:mod:`captain_ros.core.episode_folder`): the trajectory lines, strictly read.
 """
 
 from __future__ import annotations
@@ -15,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.bags.messages import TRAJECTORY_TOPIC
-from captain_ros.core.episode_folder import TRAJECTORY, EpisodeFiles
+from captain_ros.core.episode_folder import (
+    TRAJECTORY,
+    EpisodeFiles,
+    Trajectory,
+    episodes_below,
+    is_bag,
+)
 from captain_ros.core.errors import RecordError
 from captain_ros.learn.errors import DatasetError
 
@@ -50,36 +59,28 @@ class EpisodeData:
 
 def _episode(source: str, records: list[dict[str, Any]], summary: dict[str, Any] | None,
              image_root: Path | None) -> EpisodeData:
-    starts = [r for r in records if r.get("type") == "episode_start"]
-    if not starts:
+    lines = Trajectory.split(records)
+    if lines.start is None:
         raise DatasetError(f"{source}: no episode_start record (not a captain_ros trajectory)")
-    requests = [r for r in records if r.get("type") == "request"]
-    ends = [r for r in records if r.get("type") == "episode_end"]
     if summary is None:
-        if not ends:
+        if lines.end is None:
             raise DatasetError(f"{source}: the episode has no end (it did not finish)")
-        summary = dict(ends[-1].get("summary") or {})
-    for r in requests:
+        summary = dict(lines.end.get("summary") or {})
+    for r in lines.requests:
         if "context_sha256" not in r or "t" not in r:
             raise DatasetError(f"{source}: request record without t/context_sha256")
-    return EpisodeData(source, starts[0], requests, summary, image_root)
+    return EpisodeData(source, lines.start, list(lines.requests), summary, image_root)
 
 
 def read_folder(folder: Path) -> EpisodeData:
     files = EpisodeFiles(folder)
-    traj = files.trajectory
-    if not traj.is_file():
+    if not files.is_episode():
         raise DatasetError(f"{folder}: no {TRAJECTORY} (not an episode folder)")
     try:
         records = files.read_trajectory()
+        summary = files.read_summary() if files.has_summary() else None
     except RecordError as exc:
         raise DatasetError(str(exc)) from exc
-    summary = None
-    if files.has_summary():
-        try:
-            summary = json.loads(files.summary.read_text())
-        except ValueError as exc:
-            raise DatasetError(f"{files.summary}: not JSON ({exc})") from exc
     return _episode(str(folder), records, summary, folder)
 
 
@@ -116,14 +117,6 @@ def read_bag(bag: Path) -> list[EpisodeData]:
     return [_episode(f"{bag}#{k}", recs, None, None) for k, recs in enumerate(episodes)]
 
 
-def is_bag(path: Path) -> bool:
-    return path.is_dir() and ((path / "metadata.yaml").exists() or bool(list(path.glob("*.mcap"))))
-
-
-def _is_episode(path: Path) -> bool:
-    return is_bag(path) or EpisodeFiles(path).is_episode()
-
-
 def expand(path: str | Path, max_depth: int = 3) -> list[Path]:
     """The episode folders and bags ``path`` names: itself, or (an evaluation run, ``RUN/<task>/
     <seed>/``) the episode folders and bags below it, at most ``max_depth`` levels down (an
@@ -132,18 +125,9 @@ def expand(path: str | Path, max_depth: int = 3) -> list[Path]:
     p = Path(path)
     if not p.exists():
         raise DatasetError(f"{p}: no such file or folder")
-    if _is_episode(p):
-        return [p]
-    found: list[Path] = []
-    level = [p] if p.is_dir() else []
-    for _ in range(max_depth):
-        nxt: list[Path] = []
-        for d in level:
-            for c in sorted(x for x in d.iterdir() if x.is_dir() and not x.name.startswith(".")):
-                (found if _is_episode(c) else nxt).append(c)
-        level = nxt
+    found = episodes_below(p, max_depth)
     if found:
-        return sorted(found)
+        return found
     raise DatasetError(f"{p}: not an episode folder, an evaluation run or a bag")
 
 

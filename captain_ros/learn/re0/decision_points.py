@@ -31,6 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.harness.episode.budgets import Budgets
 from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
 from captain_ros.harness.episode.resume import EpisodeResume
@@ -122,12 +123,12 @@ def restore_decision_point(
     h = replay_session(
         rec.requests,
         t,
-        out / "workspace",
+        EpisodeFiles(out).workspace,
         str(rec.start["task_md"]),
         task.gate_check,
         budgets,
         cfg,
-        log_path=out / "session.log",
+        log_path=EpisodeFiles(out).session_log,
     )
     prefix = rec.requests[: t - 1]
     tracker_state = None

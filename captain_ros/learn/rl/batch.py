@@ -19,13 +19,15 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from captain_ros.learn.episodes import EpisodeArrays, EpisodeLike, episode_arrays
+from captain_ros.core.episode_folder import EpisodeFiles
+from captain_ros.learn.episodes import EpisodeArrays, episode_arrays
 from captain_ros.learn.errors import RecordError
 from captain_ros.learn.rl.samples import RLSample, segment_sample
 
-ROLLOUT_FILE = "rollout.json"
+if TYPE_CHECKING:
+    from captain_ros.harness.record.privileged_log import EpisodeLearningRecord
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class RolloutTokens:
 
 def read_rollout(folder: str | Path) -> RolloutTokens:
     """Decode ``folder/rollout.json``; raises :class:`RecordError` naming the problem."""
-    path = Path(folder) / ROLLOUT_FILE
+    path = EpisodeFiles(Path(folder)).rollout
     try:
         d = json.loads(path.read_text())
         prompts: list[tuple[int, ...]] = []
@@ -124,7 +126,9 @@ class RoundBatch:
     skipped: tuple[tuple[str, str], ...]
 
 
-def read_round(folders: Sequence[str | Path], loader: Callable[[str], EpisodeLike]) -> RoundBatch:
+def read_round(
+    folders: Sequence[str | Path], loader: Callable[[str], EpisodeLearningRecord]
+) -> RoundBatch:
     """Read a round's episode folders; a folder that cannot be read is skipped and reported."""
     eps: list[EpisodeArrays] = []
     samples: list[RLSample] = []

@@ -7,9 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from captain_ros.core.episode_folder import EpisodeFiles
+from captain_ros.core.episode_folder import ROLLOUT, EpisodeFiles
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.learn.rl.batch import ROLLOUT_FILE
 from captain_ros.learn.rl.options import RLOptions
 
 
@@ -27,7 +26,7 @@ def check_first_round_resume(out: Path, opts: RLOptions) -> None:
 
 def prune_round(folder: Path) -> None:
     """Remove everything of an interrupted round but its finished episode folders."""
-    keep = {p.parent for p in folder.rglob(ROLLOUT_FILE) if EpisodeFiles(p.parent).has_summary()}
+    keep = {p.parent for p in folder.rglob(ROLLOUT) if EpisodeFiles(p.parent).has_summary()}
 
     def prune(d: Path) -> bool:  # True: d holds something kept
         if d in keep:

@@ -6,7 +6,10 @@ processes or Ray tasks (``job_path = "captain_ros.learn.rl.rollout:run_rollout_j
 - :class:`RolloutPolicy`: the student (a transformers model folder with the trainer's LoRA
   adapter of the policy version the job names). The base model stays loaded in the worker process
   across jobs; a job naming a newer version copies that adapter's weights in
-  (:mod:`captain_ros.learn.rl.sync`). It samples at the run's temperature (paper: 1) without
+  (:mod:`captain_ros.learn.rl.sync`). With ``engine: llamacpp`` the worker samples with llama.cpp
+  instead: the policy folder's GGUF plus the version's adapter converted to a llama.cpp LoRA GGUF
+  (once per version, next to the published adapter), the engine rebuilt when the version changes
+  (:mod:`captain_ros.learn.rl.llama_student`). It samples at the run's temperature (paper: 1) without
   top-p, and the recorded log-probabilities are those of the tempered distribution it sampled
   from (the ratio's denominator; the update scores at the same temperature), with
   a per-job sampling seed (the G rollouts of a start state differ; a rerun is identical).
@@ -27,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.evaluation.runner import worker_environment
 from captain_ros.harness.episode.observers import EpisodeObserver, Stop
 from captain_ros.learn.credit.early_stop import EarlyStop
-from captain_ros.learn.rl.batch import ROLLOUT_FILE
 from captain_ros.policy.base import Policy, PolicyReply
 
 ROLLOUT_FORMAT = "captain-rollout/1"
@@ -183,7 +186,7 @@ class CriticEarlyStop(EpisodeObserver):
 def write_rollout(
     out_dir: str | Path, policy: RecordingPolicy, episode_key: str, stop: CriticEarlyStop | None
 ) -> Path:
-    path = Path(out_dir) / ROLLOUT_FILE
+    path = EpisodeFiles(Path(out_dir)).rollout
     data = {
         "format": ROLLOUT_FORMAT,
         "version": policy.version,
@@ -211,6 +214,17 @@ def _rollout_policy(rl: dict[str, Any]) -> Any:
         return ServedRolloutPolicy(
             url, name, version, int(rl["sample_seed"]), int(rl.get("max_new_tokens", 256))
         )
+    if rl.get("engine") == "llamacpp":
+        from captain_ros.learn.rl.llama_student import llama_student
+
+        chat, version = llama_student(
+            str(rl["base"]),
+            str(rl["adapter"]),
+            int(rl.get("max_new_tokens", 256)),
+            float(rl.get("temperature", 1.0)),
+            int(rl.get("threads") or 1),
+        )
+        return RolloutPolicy(chat, version, int(rl["sample_seed"]))
     import torch
 
     torch.set_num_threads(int(rl.get("threads") or 1))
@@ -229,8 +243,8 @@ def run_rollout_job(job: dict[str, Any]) -> dict[str, Any]:
 
     ``job["options"]["rl"]`` holds ``base`` (model folder), ``adapter`` (published version folder),
     ``critic`` (critic folder or None), ``early_stop`` (bool), ``episode_key``, ``sample_seed``,
-    ``max_new_tokens``, ``temperature``, ``device`` and optionally ``threads`` (torch threads of
-    this worker) and ``served`` (``{"base_url", "model"}``: the student behind vLLM,
+    ``max_new_tokens``, ``temperature``, ``device`` and optionally ``threads`` (torch or llama.cpp
+    threads of this worker), ``engine`` (``transformers`` | ``llamacpp``) and ``served`` (``{"base_url", "model"}``: the student behind vLLM,
     :mod:`.served`, instead of the worker's in-process model).
     """
     worker_environment()

@@ -26,7 +26,6 @@ sampling seed per (task, seed) (common random numbers across evaluations) and no
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from captain_ros.core.episode_folder import EpisodeFiles
+from captain_ros.core.episode_folder import EpisodeFiles, read_json_object
+from captain_ros.core.errors import RecordError
 from captain_ros.evaluation.runner import (
     EpisodeJob,
     submit_local,
@@ -69,6 +69,8 @@ class JobSpec:
     """``{"base_url", "model"}``: rollouts from a vLLM server (:mod:`.served`), not in-process."""
     temperature: float = 1.0
     """The student's sampling temperature (its recorded log-probs are of that distribution)."""
+    engine: str = "transformers"
+    """What the in-process student samples with (``transformers`` | ``llamacpp``)."""
 
 
 def round_starts(
@@ -102,6 +104,7 @@ def _job(
         "temperature": spec.temperature,
         "device": spec.device,
         "threads": spec.threads,
+        "engine": spec.engine,
     }
     if spec.served:
         rl["served"] = dict(spec.served)
@@ -183,14 +186,15 @@ def finished_record(job: EpisodeJob) -> EpisodeRecord | None:
     folder = Path(job.out_dir)
     rl = dict((job.options or {}).get("rl") or {})
     try:
-        roll = json.loads((folder / "rollout.json").read_text())
-        rec = EpisodeRecord.from_dict(json.loads(EpisodeFiles(folder).summary.read_text()))
+        files = EpisodeFiles(folder)
+        roll = read_json_object(files.rollout)
+        rec = EpisodeRecord.from_dict(files.read_summary())
         same = (
             roll.get("episode_key") == rl.get("episode_key")
             and int(roll.get("sample_seed", -1)) == int(rl.get("sample_seed", -2))
             and int(roll.get("version", -1)) == read_version(str(rl.get("adapter")))
         )
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (RecordError, ValueError, TypeError, KeyError, AttributeError):
         return None
     return rec if same and not rec.error else None
 
