@@ -1,4 +1,4 @@
-"""The student's inference engines side by side: llama.cpp against today's transformers path.
+"""The student's inference engines side by side: llama.cpp and ORT-genai against transformers.
 
 In one run, for each engine on the same SmolLM2-135M-Instruct weights, the same prompts and greedy
 settings (``--threads`` CPU threads each, one engine at a time):
@@ -17,17 +17,25 @@ the same thread count) and its load average before and after.
 
 Engines: ``llamacpp`` on the packaged Q4_1 GGUF; ``llamacpp-q8`` on a Q8_0 GGUF converted by
 llama.cpp's ``convert_hf_to_gguf.py`` from the dequantized folder; ``transformers`` fp32 eager from
-that folder (the same weights as the Q4_1 file, dequantized). The folder and the Q8_0 file are made
-once under ``--work``.
+that folder (the same weights as the Q4_1 file, dequantized); ``ort`` (fp32) and ``ort-int4``
+(MatMulNBits, 4-bit blocks of 32) on ONNX models that onnxruntime-genai's model builder makes from
+that folder, run in a worker of the interpreter that has onnxruntime-genai (``--ort-python``,
+``benchmarks/ort_engine.py``). The folder, the Q8_0 file and the ONNX models are made once under
+``--work``. Each engine's first 32 greedy tokens at each context are compared with transformers'
+on the same prompt token ids (``agree_with_transformers``: how many leading tokens agree; the
+largest |log-prob difference| over those).
 
 Run: ``OMP_NUM_THREADS=2 .venv/bin/python benchmarks/bench_student_engine.py [--threads 2]
 [--contexts 2048,6144] [--requests 8] [--episodes 0] [--work /tmp/captain_engine_bench]
+[--engines llamacpp,llamacpp-q8,transformers,ort,ort-int4] [--ort-python ORTVENV/bin/python]
 [--json out.json]``
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 import json
 import os
 import platform
@@ -120,6 +128,8 @@ def bench_engine(
     t = time.perf_counter()
     eng = build(EngineSettings(max_new_tokens=1, temperature=0.0, threads=THREADS))
     res["load_s"] = time.perf_counter() - t
+    if hasattr(eng, "load_detail"):  # a worker engine: its import and model load
+        res["load_detail"] = eng.load_detail
     count = _counter(eng)
     for ctx in contexts:
         msgs = filler_messages(ctx, count)
@@ -137,6 +147,9 @@ def bench_engine(
             "decode_reused_tokens": full.cache.reused,
             "decode_tok_s": n / full.model_s,
             "decode_tok_cpu_s": n / full_cpu,
+            "prompt_digest": hashlib.sha1(str(full.prompt_ids).encode()).hexdigest()[:12],
+            "first_ids": list(full.completion_ids[:AGREE_N]),
+            "first_logprobs": list(full.logprobs[:AGREE_N]),
         }
     msgs = filler_messages(3000, count)
     eng.reset()
@@ -167,10 +180,34 @@ def bench_engine(
 
 def _cpu_timed(fn: Any, *args: Any) -> tuple[Any, float]:
     """``fn(*args)`` and the CPU time this process spent in it [s] (all its threads): on a shared
-    machine, tokens per CPU-second of a one-thread engine is its rate on a core of its own."""
-    c = time.process_time()
+    machine, tokens per CPU-second of a one-thread engine is its rate on a core of its own. An
+    engine with a worker process (``ort``) counts the worker's CPU time too (its ``cpu_clock``)."""
+    clock = getattr(getattr(fn, "__self__", None), "cpu_clock", time.process_time)
+    c = clock()
     out = fn(*args)
-    return out, time.process_time() - c
+    return out, clock() - c
+
+
+def agreement(engines: list[dict[str, Any]], contexts: list[int]) -> None:
+    """Add to each engine's context entries how many leading greedy tokens agree with
+    transformers' on the same prompt ids, and the largest |log-prob difference| over them."""
+    ref = next((e for e in engines if e["engine"] == "transformers"), None)
+    if ref is None:
+        return
+    for e in engines:
+        for ctx in contexts:
+            mine, theirs = e[f"ctx{ctx}"], ref[f"ctx{ctx}"]
+            if mine["prompt_digest"] != theirs["prompt_digest"]:
+                mine["agree_with_transformers"] = "different prompt ids"
+                continue
+            n = 0
+            for a, b in zip(mine["first_ids"], theirs["first_ids"], strict=False):
+                if a != b:
+                    break
+                n += 1
+            lp = zip(mine["first_logprobs"][:n], theirs["first_logprobs"][:n], strict=True)
+            mine["agree_with_transformers"] = f"{n}/{min(len(mine['first_ids']), AGREE_N)}"
+            mine["max_abs_logprob_diff"] = max((abs(a - b) for a, b in lp), default=0.0)
 
 
 def _counter(eng: Any) -> Any:
@@ -245,6 +282,8 @@ def prepare(work: Path) -> tuple[Path, Path]:
 
 
 THREADS = 2
+AGREE_N = 32  # greedy tokens compared with transformers' at each context
+ORT_ENGINES = {"ort": "fp32", "ort-int4": "int4"}
 
 
 def main() -> int:
@@ -257,6 +296,12 @@ def main() -> int:
     ap.add_argument("--episodes", type=int, default=0, help="pick_place seeds per engine")
     ap.add_argument("--engines", default="llamacpp,llamacpp-q8,transformers")
     ap.add_argument("--work", default="/tmp/captain_engine_bench")
+    ap.add_argument(
+        "--ort-python",
+        dest="ort_python",
+        default=None,
+        help="interpreter with onnxruntime-genai for the ort engines ($CAPTAIN_ORT_PYTHON, else this)",
+    )
     ap.add_argument("--json", default=None)
     ns = ap.parse_args()
     THREADS = ns.threads
@@ -264,6 +309,22 @@ def main() -> int:
     os.environ.setdefault("MUJOCO_GL", "egl")
     work = Path(ns.work)
     work.mkdir(parents=True, exist_ok=True)
+    names = [n for n in ns.engines.split(",") if n]
+    unknown = sorted(set(names) - {"llamacpp", "llamacpp-q8", "transformers", *ORT_ENGINES})
+    if unknown:
+        print(f"bench_student_engine: unknown engine(s) {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    ort = [n for n in names if n in ORT_ENGINES]
+    if ort:
+        from ort_engine import ort_python
+
+        from captain_ros.core.errors import CaptainError
+
+        try:
+            ort_py, ort_version = ort_python(ns.ort_python)
+        except CaptainError as exc:
+            print(f"bench_student_engine: {exc}", file=sys.stderr)
+            return 2
     load_before = os.getloadavg()
     report: dict[str, Any] = {
         "machine": {
@@ -275,6 +336,14 @@ def main() -> int:
         }
     }
     folder, q8 = prepare(work)
+    if ort:
+        from ort_engine import OrtWorkerEngine, build_onnx
+
+        report["machine"]["onnxruntime_genai"] = ort_version
+        onnx = {
+            n: build_onnx(folder, work / f"ort_{ORT_ENGINES[n]}", ORT_ENGINES[n], ort_py)
+            for n in ort
+        }
     report["machine"].update(gemm_gflops(ns.threads))
     t = time.perf_counter()
     import llama_cpp
@@ -286,17 +355,23 @@ def main() -> int:
     from captain_ros.policy.transformers_chat import smollm2_folder
 
     src, gguf = smollm2_folder()
-    builders = {
+    builders: dict[str, Any] = {
         "llamacpp": lambda s: LlamaCppChat(src / gguf, s),
         "llamacpp-q8": lambda s: LlamaCppChat(q8, s),
         "transformers": lambda s: TransformersEngine(folder, s, device="cpu"),
     }
+    for n in ort:  # a worker of the ORT interpreter on that engine's ONNX model
+        builders[n] = functools.partial(OrtWorkerEngine, onnx[n], folder, python=ort_py)
     contexts = [int(c) for c in ns.contexts.split(",")]
     report["engines"] = []
-    for name in [n for n in ns.engines.split(",") if n]:
+    for name in names:
         r = bench_engine(name, builders[name], contexts, ns.requests, ns.decode_tokens)
         print(json.dumps(r), flush=True)
         report["engines"].append(r)
+    agreement(report["engines"], contexts)
+    for r in report["engines"]:
+        agree = {c: r[f"ctx{c}"].get("agree_with_transformers") for c in contexts}
+        print(json.dumps({"engine": r["engine"], "agree_with_transformers": agree}), flush=True)
     if ns.episodes:
         seeds = list(range(ns.episodes))
         report["episodes"] = episodes("llamacpp", seeds, work) + episodes(
