@@ -117,10 +117,10 @@ class OrtWorkerEngine:
         self.settings = settings
         self.threads = settings.threads or default_threads()
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        eos = json.loads((folder / "generation_config.json").read_text()).get("eos_token_id")
-        self.stop = sorted(
-            set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}
-        )
+        config = folder / "generation_config.json"
+        eos = json.loads(config.read_text()).get("eos_token_id") if config.is_file() else None
+        ends = [*(eos if isinstance(eos, list) else [eos]), self.tokenizer.eos_token_id]
+        self.stop = sorted({int(i) for i in ends if i is not None})  # as transformers stops
         env = dict(os.environ, OMP_NUM_THREADS=str(self.threads))
         self.proc = subprocess.Popen(
             [python, str(WORKER), str(model_dir), "--threads", str(self.threads)],
