@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import sys
 import time
 from collections import Counter
@@ -218,6 +219,8 @@ def main() -> int:
     bad = [e for e in a.schedule.split(",") if a.schedule and e not in (*KINDS, "none")]
     if bad:
         ap.error(f"unknown chaos events {bad}; known: none, {', '.join(KINDS)}")
+    # SIGTERM ends the soak like SIGINT: the figures so far, the graph stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     f = run(a)
     print(json.dumps(f, indent=1) if a.json else table(f))
     ok = (

@@ -16,9 +16,11 @@ the 2-core CPU with the fake backend); ``--json`` prints the figures as JSON.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -64,6 +66,15 @@ def published_minus_recorded(bag: str) -> int:
     )
 
 
+def _launch_child_setup() -> None:
+    """In the launch's process before exec: SIGINT at its default (a shell's background job
+    ignores it, and ``ros2 launch`` then ignored the stop while its nodes died of it and were
+    respawned), and a SIGINT to it when this process dies (no orphaned graph when the benchmark
+    is killed)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
+
+
 def start_graph(out: Path, backend: str, domain: int) -> tuple[subprocess.Popen[bytes], Path]:
     """``ros2 launch captain_ros captain.launch.py backend:=BACKEND`` on ``domain`` (bags under
     ``out/bags``, output folders confined to ``out``), its output in ``out/launch.log``; this
@@ -91,6 +102,7 @@ def start_graph(out: Path, backend: str, domain: int) -> tuple[subprocess.Popen[
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=_launch_child_setup,
     )
     apply_ros_environment(state, domain)
     return launch, log
