@@ -285,3 +285,17 @@ def test_episodes_below_a_run(tmp_path: Path) -> None:
     assert (
         ef.episodes_below(tmp_path / "nothing") == [] and ef.episodes_below(hidden.trajectory) == []
     )
+
+
+def test_an_evaluation_folder_of_episode_folders_reads_each_summary(tmp_path: Path) -> None:
+    from captain_ros.evaluation.summary import load_episodes
+
+    for seed in (3, 4):
+        _finished_folder(tmp_path / "run" / f"seed_{seed}")
+    records = load_episodes(tmp_path / "run")
+    assert [(r.task, r.outcome) for r in records] == [("pick_place", "success_with_finish")] * 2
+    (tmp_path / "run" / "seed_4" / "summary.json").write_text("[]")
+    with pytest.raises(RecordError, match=r"seed_4/summary.json: holds a list"):
+        load_episodes(tmp_path / "run")
+    with pytest.raises(InvalidArgumentError, match="holds no episodes"):
+        load_episodes(tmp_path / "run" / "seed_3")

@@ -175,6 +175,7 @@ def test_images_attached_by_policy_are_logged_and_rendered(tmp_path):
                                       "    print(image(o.value['handle'], c))"}])
     call = recs[1]["calls"][0]
     assert len(call["images"]) == 4 and "at most 4" in call["output"]
+    assert all(i["path"].startswith("images/") and (tmp_path / "ep" / i["path"]).is_file() for i in call["images"])
     history = load_history(tmp_path / "ep" / "trajectory.jsonl")
     parts = [p for m in render(history) if isinstance(m["content"], list) for p in m["content"]]
     assert sum(p["type"] == "image" for p in parts) == 6  # 2 initial + 4 attached

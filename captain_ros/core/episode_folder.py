@@ -10,6 +10,8 @@ own summary under the same name). Everything that reads it goes through :class:`
       TASK.md            TASK_MD      the task document the policy was given
       report.html        REPORT       written by ``captain report``
       session.log        SESSION_LOG  the Python session's own log
+      images/            IMAGES       the camera images attached to requests (paths in the trajectory
+                                      are relative to the folder: ``images/r001_c1_0_wrist.png``)
       workspace/         WORKSPACE    the session's working folder (its copy of TASK.md)
       bag/               BAG          the episode's rosbag2 bag (``captain run``, ``captain eval``)
       rollout.json       ROLLOUT      an RL rollout's tokens (learn/rl/batch.py)
@@ -54,6 +56,7 @@ TASK_MD = "TASK.md"
 REPORT = "report.html"
 SESSION_LOG = "session.log"
 WORKSPACE = "workspace"
+IMAGES = "images"
 BAG = "bag"
 ROLLOUT = "rollout.json"
 FILE_NAMES = (SUMMARY, TRAJECTORY, PRIVILEGED, TASK_MD, REPORT, SESSION_LOG, ROLLOUT)

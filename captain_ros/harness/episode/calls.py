@@ -24,6 +24,7 @@ from captain_ros.api import registry
 from captain_ros.api.service import RobotCaller, default_receipt, exception_to_result
 from captain_ros.api.validation import validate_call
 from captain_ros.core import deadline
+from captain_ros.core.episode_folder import IMAGES
 from captain_ros.core.errors import CaptainError
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.harness.episode.budgets import BudgetTracker
@@ -80,7 +81,7 @@ def observe_initial(robot: RobotCaller, out_dir: Path) -> tuple[ImageRef, ...]:
         for cam in res.value.get("cameras") or []:
             img = robot.image(handle, str(cam))
             if img is not None:
-                rel = f"images/r000_initial_{cam}.png"
+                rel = f"{IMAGES}/r000_initial_{cam}.png"
                 save_png(img, out_dir / rel)
                 refs.append(ImageRef(rel, str(cam), handle))
         return tuple(refs)
@@ -217,7 +218,7 @@ class EpisodeCalls:
             if img is None:
                 msg = f"image not attached: no image for handle {handle!r} camera {camera!r} (call robot.observe() first)"
             else:
-                rel = f"images/r{self.request:03d}_c{self.cell}_{len(self.log.images)}_{camera}.png"
+                rel = f"{IMAGES}/r{self.request:03d}_c{self.cell}_{len(self.log.images)}_{camera}.png"
                 save_png(img, self.episode_dir / rel)
                 self.log.images.append(ImageRef(rel, camera, handle))
                 msg = f"attached image {len(self.log.images)}/{self.max_images_per_cell}: {camera} of {handle}"
