@@ -101,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--served-model", default="student", help="the policy folder's name on that server"
     )
+    p.add_argument(
+        "--engine",
+        choices=("transformers", "llamacpp"),
+        default="transformers",
+        help="what the rollout workers sample with: transformers, or llamacpp (the policy "
+        "folder's GGUF plus each version's adapter as a llama.cpp GGUF; docs/engines.md)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no live episode counts")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
@@ -154,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             bags=ns.bags,
             served_url=ns.served_url,
             served_model=ns.served_model,
+            engine=ns.engine,
             progress=not ns.no_progress,
         )
         rows = run_rl(opts)

@@ -223,6 +223,11 @@ def test_a_run_stopped_after_its_first_rollouts_resumes_without_rolling_out_agai
         ({"--heldout-seeds": "9-3"}, "--heldout-seeds"),
         ({"--out": "{tmp}/full"}, "is not empty"),
         ({"--temperature": "0"}, "--temperature must be in (0, 2]"),
+        ({"--engine": "llamacpp"}, "--engine llamacpp needs a GGUF of the policy folder"),
+        (
+            {"--engine": "llamacpp", "--served-url": "http://localhost:8000/v1"},
+            "--engine llamacpp and --served-url exclude each other",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(assets, tmp_path, capsys, change, message):

@@ -116,6 +116,10 @@ class RLRun:
             torch.set_num_threads(o.threads)
         self.device = o.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.base = _student_folder(o.policy_folder)
+        if o.engine == "llamacpp":  # refused here, before any rollout, when there is no GGUF
+            from captain_ros.learn.rl.llama_student import base_gguf
+
+            base_gguf(self.base)
         self.cot = CoTrainer.load(ckpt.critic if ckpt else o.critic, lr=o.critic_lr)
         missing = [t for t in o.tasks if t not in self.cot.critic.spec.tasks]
         if missing:
@@ -177,6 +181,7 @@ class RLRun:
             {k: v for k, v in opts_job.items() if v is not None},
             served=({"base_url": o.served_url, "model": o.served_model} if o.served_url else None),
             temperature=o.temperature,
+            engine=o.engine,
         )
 
     def _jobs(self, k: int, policy_version: int, critic_version: int) -> list[Any]:

@@ -10,6 +10,8 @@ from captain_ros.learn.credit import GROUP_SIZE
 from captain_ros.learn.rl.samples import MAX_REQUESTS
 from captain_ros.learn.rl.workers import TRAIN_SEEDS
 
+ROLLOUT_ENGINES = ("transformers", "llamacpp")
+
 # Options a resumed run must share with the run that wrote the checkpoint (they decide the rounds).
 SAME_ON_RESUME = (
     "policy_folder",
@@ -66,6 +68,10 @@ class RLOptions:
             same gradients in far less memory: long CPU contexts; see :mod:`.update`).
         sketch_dim: Count-sketch size of per-episode gradients for appendix H's noise scale
             (0: off).
+        engine: What the in-process rollout workers sample with: ``transformers`` (the policy
+            folder plus the version's peft adapter) or ``llamacpp`` (the policy folder's GGUF plus
+            the version's adapter converted by llama.cpp's ``convert_lora_to_gguf.py``, once per
+            version; :mod:`.rollout`). The update always scores with transformers.
         served_url / served_model: Roll out through a vLLM server at this URL that serves the
             policy folder as ``served_model`` with runtime LoRA loading (:mod:`.served`); the
             trainer stays here. ``None``: the workers run the student in-process.
@@ -106,6 +112,7 @@ class RLOptions:
     progress: bool = True
     served_url: str | None = None
     served_model: str = "student"
+    engine: str = "transformers"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -166,6 +173,12 @@ class RLOptions:
                 f"--served-url must be an http(s) URL such as http://localhost:8000/v1, "
                 f"got {self.served_url!r}"
             )
+        if self.engine not in ROLLOUT_ENGINES:
+            raise InvalidArgumentError(
+                f"--engine must be one of {', '.join(ROLLOUT_ENGINES)}, got {self.engine!r}"
+            )
+        if self.engine != "transformers" and self.served_url:
+            raise InvalidArgumentError("--engine llamacpp and --served-url exclude each other")
         if self.sketch_dim < 0 or self.threads < 0:
             raise InvalidArgumentError("--sketch-dim and --threads must be >= 0")
 
