@@ -136,7 +136,10 @@ def evaluate(a: argparse.Namespace, arm: Path) -> None:
 
 
 def package(arm: Path) -> None:
-    """``ARM/package/``: the adapter GGUF and ``student.json``, as the student ships."""
+    """``ARM/package/``: the adapter GGUF, the draft corpus and ``student.json``, as the student
+    ships."""
+    from captain_ros.policy.students import DRAFTS, write_drafts
+
     student = arm / "student"
     export = student / "export.json"
     if not (export.is_file() and json.loads(export.read_text()).get("adapter")):
@@ -149,6 +152,8 @@ def package(arm: Path) -> None:
     dest = arm / "package"
     dest.mkdir(exist_ok=True)
     shutil.copy(student / rec["gguf"], dest / rec["gguf"])
+    with open(arm / "data" / "train.jsonl") as fh:
+        write_drafts((json.loads(line) for line in fh if line.strip()), dest / DRAFTS)
     (dest / "student.json").write_text(
         json.dumps(
             {
@@ -156,6 +161,7 @@ def package(arm: Path) -> None:
                 "base_gguf": rec["base_gguf"],
                 "base_sha256": rec["base_sha256"],
                 "adapter": rec["gguf"],
+                "drafts": DRAFTS,
                 "profile": rec["profile"],
                 "tasks": sorted(stats["tokens"]["per_task"]),
             },

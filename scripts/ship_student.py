@@ -181,6 +181,8 @@ def main() -> int:
     dest.mkdir(parents=True)
     shutil.copy(student / rec["gguf"], dest / rec["gguf"])
     record = json.loads((arm / "package" / "student.json").read_text())
+    if record.get("drafts"):  # the package stage's draft corpus (prompt lookup)
+        shutil.copy(arm / "package" / record["drafts"], dest / record["drafts"])
     heldout = {t: r["strict_success"] for t, r in (report or {}).get("tasks", {}).items()}
     (dest / "student.json").write_text(json.dumps({**record, "heldout": heldout}, indent=2) + "\n")
     (dest / "CARD.md").write_text(card(a.name, arm, rec, sft, report))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ class ShippedStudent:
     adapter: Path
     profile: str
     tasks: tuple[str, ...]
+    drafts: Path | None = None
 
 
 def names() -> list[str]:
@@ -67,6 +69,7 @@ def read_student(folder: str | Path) -> ShippedStudent:
             root / str(rec["adapter"]),
             str(rec["profile"]),
             tuple(str(t) for t in rec.get("tasks", ())),
+            root / str(rec["drafts"]) if rec.get("drafts") else None,
         )
     except OSError as exc:
         raise ModelFileError(f"{root / RECORD} cannot be read: {exc.strerror or exc}") from exc
@@ -74,7 +77,42 @@ def read_student(folder: str | Path) -> ShippedStudent:
         raise ModelFileError(f"{root / RECORD} is not a student record: {exc}") from exc
     if not student.adapter.is_file():
         raise ModelFileError(f"student {student.name}: adapter {student.adapter} is missing")
+    if student.drafts is not None and not student.drafts.is_file():
+        raise ModelFileError(f"student {student.name}: draft corpus {student.drafts} is missing")
     return student
+
+
+DRAFTS = "drafts.txt"
+
+
+def write_drafts(rows: Iterable[dict[str, Any]], dest: str | Path, per_task: int = 2) -> Path:
+    """``dest``: the assistant replies of the first ``per_task`` training rows of each task, as the
+    model writes them (reasoning, then each tool call in the chat template's ``<tool_call>``
+    envelope). The llamacpp engine drafts from it (prompt lookup) from a process's first request;
+    it changes how fast a reply is written, never the reply."""
+    taken: dict[str, int] = {}
+    parts: list[str] = []
+    for row in rows:
+        task = str(row.get("task", ""))
+        if taken.get(task, 0) >= per_task:
+            continue
+        taken[task] = taken.get(task, 0) + 1
+        for m in row.get("messages", ()):
+            if m.get("role") != "assistant":
+                continue
+            text = str(m.get("content") or "")
+            for call in m.get("tool_calls") or ():
+                fn = call.get("function", {})
+                try:
+                    args = json.loads(fn.get("arguments") or "{}")
+                except ValueError:
+                    args = fn.get("arguments")
+                body = json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False)
+                text += f"\n<tool_call>\n{body}\n</tool_call>"
+            parts.append(text)
+    out = Path(dest)
+    out.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    return out
 
 
 def get_student(name: str = DEFAULT) -> ShippedStudent:

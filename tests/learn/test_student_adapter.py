@@ -93,12 +93,23 @@ def test_a_shipped_student_runs_as_policy_student(
     shipped = tmp_path / "students" / "tiny"
     shipped.mkdir(parents=True)
     shutil.copy(student / ADAPTER_GGUF, shipped / ADAPTER_GGUF)
+    reply = {
+        "role": "assistant",
+        "content": "Observe the scene.",
+        "tool_calls": [
+            {"function": {"name": "python", "arguments": '{"code": "note(**perceive(S))"}'}}
+        ],
+    }
+    rows = [{"task": "pick_place", "messages": [{"role": "user", "content": "go"}, reply]}] * 3
+    students.write_drafts(rows, shipped / students.DRAFTS, per_task=2)
+    assert (shipped / students.DRAFTS).read_text().count("<tool_call>") == 2  # 2 rows of the task
     (shipped / "student.json").write_text(
         json.dumps(
             {
                 "base": "smollm2",
                 "base_sha256": rec["base_sha256"],
                 "adapter": ADAPTER_GGUF,
+                "drafts": students.DRAFTS,
                 "profile": "student",
                 "tasks": ["pick_place"],
             }
@@ -116,6 +127,7 @@ def test_a_shipped_student_runs_as_policy_student(
         students.expand_policy("student:tiny", {"engine": "transformers"})
     src = model_source(shipped)
     assert src.lora == shipped / ADAPTER_GGUF and src.gguf is not None and src.folder is None
+    assert src.drafts == shipped / students.DRAFTS
 
     from captain_ros.harness.episode.profiles import resolve_profile
 
@@ -123,8 +135,17 @@ def test_a_shipped_student_runs_as_policy_student(
     policy = make_policy("student:tiny", {"max_new_tokens": 8, "temperature": 0.0, "threads": 1})
     try:
         assert policy.describe()["adapter"].endswith(ADAPTER_GGUF)
+        drafter = policy.engine.drafter  # the corpus is searched from the first request
+        drafter.start([])
+        code = policy.engine.tokenize('{"code": "note(**perceive(S))"}')
+        assert drafter.draft(code[:4], limit=3) == code[4:7]
     finally:
         policy.close()
+    (shipped / students.DRAFTS).unlink()
+    with pytest.raises(ModelFileError, match="draft corpus .* is missing"):
+        model_source(shipped)
+    rec_now = json.loads((shipped / "student.json").read_text())
+    (shipped / "student.json").write_text(json.dumps({k: v for k, v in rec_now.items() if k != "drafts"}))
 
     # a student trained on another base is refused with one line, not run with the wrong weights
     bad = json.loads((shipped / "student.json").read_text()) | {"base_sha256": "0" * 64}

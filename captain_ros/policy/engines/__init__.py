@@ -43,12 +43,14 @@ __all__ = [
 @dataclass(frozen=True)
 class ModelSource:
     """Where a model's files are: ``folder`` (transformers; None when there is only a GGUF),
-    ``gguf`` (the GGUF file, None when there is none), ``lora`` (a LoRA adapter GGUF that
+    ``gguf`` (the GGUF file, None when there is none), ``drafts`` (a shipped student's draft corpus
+    for prompt lookup), ``lora`` (a LoRA adapter GGUF that
     llama.cpp applies to ``gguf``: a shipped student)."""
 
     folder: Path | None
     gguf: Path | None
     lora: Path | None = None
+    drafts: Path | None = None
 
 
 def model_source(model: str | Path) -> ModelSource:
@@ -67,7 +69,7 @@ def model_source(model: str | Path) -> ModelSource:
 
     if students.is_student_folder(p):
         student = students.read_student(p)
-        return ModelSource(None, students.base_gguf(student), student.adapter)
+        return ModelSource(None, students.base_gguf(student), student.adapter, student.drafts)
     record = p / EXPORT_RECORD
     if record.is_file():
         try:
@@ -131,6 +133,7 @@ def make_engine(
             grammar=grammar,
             n_ctx=n_ctx,
             lora_path=source.lora,
+            draft_corpus=source.drafts,
             lookup=lookup,
         )
     if source.lora is not None:

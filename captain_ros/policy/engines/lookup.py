@@ -67,10 +67,19 @@ class LookupDrafter:
         shared: A key (the model's identity): drafters of the same key in one process share their
             memory, so an evaluation worker or a policy node that builds a fresh engine per episode
             keeps what the model wrote before. None: a memory of its own.
+        corpus: Tokens searched before the memory, for the first request of a process: a shipped
+            student's ``drafts.txt`` (replies of its training data,
+            :func:`~captain_ros.policy.students.write_drafts`).
     """
 
-    def __init__(self, settings: LookupSettings | None = None, shared: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: LookupSettings | None = None,
+        shared: str | None = None,
+        corpus: Sequence[int] = (),
+    ) -> None:
         self.settings = settings or LookupSettings()
+        self._corpus = [int(t) for t in corpus]  # fixed text searched first (a student's drafts)
         self._memory: list[int] = [] if shared is None else _SHARED.setdefault(shared, [])
         self._hay = np.zeros(0, dtype=np.int64)  # memory + the request's prompt
         self.drafted = 0  # tokens drafted and tokens accepted, over the engine's life
@@ -84,7 +93,7 @@ class LookupDrafter:
 
     def start(self, prompt: Sequence[int]) -> None:
         """A new request: its prompt is searched with the memory until :meth:`start` is called again."""
-        self._hay = np.asarray([*self._memory, *prompt], dtype=np.int64)
+        self._hay = np.asarray([*self._corpus, *self._memory, *prompt], dtype=np.int64)
 
     def draft(self, reply: Sequence[int], limit: int) -> list[int]:
         """At most ``limit`` tokens that followed the latest earlier occurrence of the last
