@@ -16,9 +16,9 @@ file is both halves:
   their log-probabilities (log-softmax of the logits each token was picked from), and its own
   cumulative CPU time (so the benchmark's per-CPU-second rates count the worker's threads).
 
-The model builder imports torch and transformers. When the ORT interpreter is not this one, the
-builder runs with this interpreter's site-packages on ``PYTHONPATH`` (the project's torch and
-transformers; the ORT venv needs only onnxruntime-genai, onnx, onnx-ir and tqdm).
+The model builder imports torch and transformers: it runs with this interpreter's site-packages
+on ``PYTHONPATH`` (the project's torch and transformers; the ORT venv needs only onnxruntime-genai,
+onnx, onnx-ir and tqdm).
 """
 
 from __future__ import annotations
@@ -82,10 +82,9 @@ def build_onnx(
     cmd = [python, "-m", "onnxruntime_genai.models.builder", "-i", str(folder), "-o", str(out)]
     cmd += ["-p", precision, "-e", "cpu", "-c", str(out.parent / "ort_builder_cache")]
     cmd += ["--extra_options", *options] if options else []
-    env = dict(os.environ)
-    if Path(python).resolve() != Path(sys.executable).resolve():
-        paths = [*site.getsitepackages(), env.get("PYTHONPATH", "")]
-        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    env = dict(os.environ)  # this interpreter's torch and transformers for the builder
+    paths = [*site.getsitepackages(), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0 or not (out / "genai_config.json").is_file():
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
