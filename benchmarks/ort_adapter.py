@@ -5,8 +5,9 @@ builds it *into* the graph: every adapted projection gets ``lora_A`` / ``lora_B`
 whose weights are initializers (the scaling folded into B). ``og.Adapters`` instead loads LoRA
 weights from an ``.onnx_adapter`` file into graph *inputs* of the same names. This script turns the
 first into the second: the LoRA initializers become graph inputs (rank ``lora_rank`` left free),
-their values are written with onnxruntime's ``AdapterFormat``, and the other files are hard-linked
-(ORT refuses external data outside the model's folder). With ``--ids PROMPT.json`` it then decodes
+their values are written with onnxruntime's ``AdapterFormat``, and the other files are copied
+(ORT refuses external data behind a symbolic link out of the model's folder, and onnx refuses a
+hard-linked one). With ``--ids PROMPT.json`` it then decodes
 greedily on both models, the built-in adapter and the base with the adapter file activated, and
 says whether the tokens agree.
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ def split_adapter(built: Path, out: Path) -> tuple[Path, int]:
     onnx.save(model, str(out / "model.onnx"))  # external data stays in model.onnx.data
     for f in built.iterdir():
         if f.name != "model.onnx" and not (out / f.name).exists():
-            os.link(f, out / f.name)
+            shutil.copyfile(f, out / f.name)
     fmt = ort.AdapterFormat()
     fmt.set_adapter_version(1)
     fmt.set_model_version(1)
