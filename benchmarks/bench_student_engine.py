@@ -351,13 +351,16 @@ def main() -> int:
     report["machine"]["llama_cpp_import_s"] = time.perf_counter() - t
     report["machine"]["llama_cpp_python"] = llama_cpp.__version__
     from captain_ros.policy.engines.llamacpp import LlamaCppChat
+    from captain_ros.policy.engines.lookup import LookupSettings
     from captain_ros.policy.engines.transformers import TransformersEngine
     from captain_ros.policy.transformers_chat import smollm2_folder
 
     src, gguf = smollm2_folder()
+    raw = LookupSettings(max_draft=0)  # raw decode rates: prompt-lookup drafting is measured on
+    # a trained student's real episodes (compare_student_engines.py), not on filler text
     builders: dict[str, Any] = {
-        "llamacpp": lambda s: LlamaCppChat(src / gguf, s),
-        "llamacpp-q8": lambda s: LlamaCppChat(q8, s),
+        "llamacpp": lambda s: LlamaCppChat(src / gguf, s, lookup=raw),
+        "llamacpp-q8": lambda s: LlamaCppChat(q8, s, lookup=raw),
         "transformers": lambda s: TransformersEngine(folder, s, device="cpu"),
     }
     for n in ort:  # a worker of the ORT interpreter on that engine's ONNX model

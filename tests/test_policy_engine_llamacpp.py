@@ -172,23 +172,27 @@ def test_an_re0_model_seat_runs_on_llamacpp_and_reseeds(model):
     assert a.completion_ids == b.completion_ids != c.completion_ids
 
 
-def test_lookup_drafting_writes_the_same_replies_in_fewer_decode_calls(model):
+def test_lookup_drafting_writes_the_same_replies_in_fewer_decode_calls(model, tmp_path):
     """Drafted tokens are kept only where the sampler picks them itself: the replies, log-probs and
-    random draws equal those of the engine without drafting, greedy and sampled, over requests
-    that share a memory; and drafts are actually accepted."""
+    random draws equal those of the engine without drafting, greedy and sampled; drafts from a
+    corpus of earlier replies (a shipped student's drafts.txt) are actually accepted."""
     from captain_ros.policy.engines.lookup import LookupSettings
 
     _, gguf = model
     for kw in ({"temperature": 0.0}, {"temperature": 0.8, "seed": 3}):
         s = EngineSettings(**{"max_new_tokens": 40, "threads": 1, **kw})
         plain = LlamaCppChat(gguf, s, lookup=LookupSettings(max_draft=0))
-        drafting = LlamaCppChat(gguf, s, lookup=LookupSettings(max_draft=6, ngram_min=2))
-        for turns in (1, 2, 3, 1):
-            a, b = plain.generate(chat(turns)), drafting.generate(chat(turns))
+        replies = [plain.generate(chat(turns)) for turns in (1, 2, 3)]
+        corpus = tmp_path / "drafts.txt"
+        corpus.write_text("\n".join(r.text for r in replies))
+        lookup = LookupSettings(max_draft=6, ngram_min=2)
+        drafting = LlamaCppChat(gguf, s, lookup=lookup, draft_corpus=corpus)
+        for turns, a in zip((1, 2, 3), replies, strict=True):
+            b = drafting.generate(chat(turns))
             assert a.completion_ids == b.completion_ids, (kw, turns)
             assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-3
             assert a.finish_reason == b.finish_reason
         assert plain.drafter.drafted == 0
-        if kw["temperature"] == 0.0:  # a random tiny model's greedy replies repeat themselves
+        if kw["temperature"] == 0.0:  # the same greedy replies are in the corpus
             assert drafting.drafter.accepted > 0, drafting.drafter.drafted
         assert drafting.describe()["lookup_max_draft"] == 6

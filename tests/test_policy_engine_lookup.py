@@ -30,36 +30,23 @@ def test_a_suffix_shorter_than_ngram_min_drafts_nothing():
     assert d.draft([2, 3, 4], limit=4) == [5, 2, 3, 4]
 
 
-def test_the_memory_of_earlier_replies_is_searched_and_bounded():
-    d = drafter(memory_tokens=6)
-    d.remember([40, 41, 42, 43])
+def test_the_corpus_is_searched_before_the_request_and_never_changes():
+    d = LookupDrafter(
+        LookupSettings(max_draft=4, ngram_min=2, ngram_max=4), corpus=[40, 41, 42, 43]
+    )
     d.start([1, 2])
     assert d.draft([41, 42], limit=4) == [43, 1, 2, 41]
-    d.remember([50, 51, 52, 53])  # the memory keeps its last 6 tokens: 42, 43, 50, ...
-    d.start([1, 2])
-    assert d.draft([40, 41], limit=4) == []
-    assert d.draft([42, 43], limit=2) == [50, 51]
-    off = drafter(memory_tokens=0)
-    off.remember([40, 41, 42, 43])
-    off.start([1, 2])
-    assert off.draft([41, 42], limit=4) == []
+    d.start([41, 42, 50])  # a later occurrence in the request wins over the corpus
+    assert d.draft([41, 42], limit=2) == [50, 41]
+    d.start([7])  # nothing of the last request stays: drafts depend on corpus + request only
+    assert d.draft([42, 50], limit=2) == []
+    assert LookupDrafter(LookupSettings(ngram_min=2)).draft([41, 42], limit=2) == []
 
 
 @pytest.mark.parametrize(
     "kw",
-    [{"max_draft": -1}, {"ngram_min": 0}, {"ngram_min": 5, "ngram_max": 4}, {"memory_tokens": -1}],
+    [{"max_draft": -1}, {"ngram_min": 0}, {"ngram_min": 5, "ngram_max": 4}],
 )
 def test_bad_settings_are_refused(kw):
     with pytest.raises(InvalidArgumentError):
         LookupSettings(**kw)
-
-
-def test_drafters_of_one_model_share_their_memory_in_a_process():
-    a = LookupDrafter(LookupSettings(ngram_min=2), shared="test-model-a")
-    a.remember([60, 61, 62, 63])
-    b = LookupDrafter(LookupSettings(ngram_min=2), shared="test-model-a")  # the next episode's
-    other = LookupDrafter(LookupSettings(ngram_min=2), shared="test-model-b")
-    for d in (b, other):
-        d.start([1])
-    assert b.draft([61, 62], limit=2) == [63, 1]
-    assert other.draft([61, 62], limit=2) == []

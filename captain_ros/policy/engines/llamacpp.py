@@ -219,9 +219,7 @@ class LlamaCppChat(ChatEngine):
                 corpus = self.tokenize(Path(draft_corpus).read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError) as exc:
                 raise ModelFileError(f"draft corpus {draft_corpus} cannot be read: {exc}") from exc
-        self.drafter = LookupDrafter(
-            lookup, shared=f"{path.resolve()}+{lora.resolve() if lora else ''}", corpus=corpus
-        )
+        self.drafter = LookupDrafter(lookup, corpus=corpus)
         self.ids: list[int] = []  # the tokens whose keys and values the context holds
         self.seed = self.settings.seed  # request k samples with seed + k (RE-0 seats reseed)
         self.requests = 0
@@ -392,7 +390,6 @@ class LlamaCppChat(ChatEngine):
     ) -> tuple[list[int], list[float], str]:
         self.drafter.record(*step)  # the last step's drafted and kept tokens
         self.llm.n_tokens = len(self.ids)  # drafted tokens past the reply are dropped at next eval
-        self.drafter.remember(new)
         return new, logprobs, finish
 
     def close(self) -> None:

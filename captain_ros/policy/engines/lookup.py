@@ -12,9 +12,11 @@ calls).
 :class:`LookupDrafter` differs from llama-cpp-python's class in two ways, both measured on
 recorded student episodes (docs/engines.md): it takes the *latest* occurrence (the last request
 predicts the next one better than the first), and besides the request's own tokens it searches a
-bounded *memory* of the engine's earlier replies, across requests and episodes (llama.cpp's
-lookup example keeps such a dynamic n-gram cache too). Context lookup alone saved ~10 % of decode
-calls; with the memory, ~2x.
+fixed *corpus*, a shipped student's ``drafts.txt`` (replies of its training data; llama.cpp's
+lookup example keeps such a static n-gram cache). The drafts depend only on the corpus and the
+request, never on what the process ran before, so a seeded episode is reproduced exactly by any
+process (a memory of earlier replies shared across episodes was tried and dropped: it made the
+numerics of a request depend on the process's history).
 """
 
 from __future__ import annotations
@@ -37,13 +39,11 @@ class LookupSettings:
         max_draft: Most tokens drafted per step (0 disables drafting).
         ngram_min: Shortest suffix [tokens] that must match an earlier occurrence.
         ngram_max: Longest suffix tried first [tokens].
-        memory_tokens: Tokens of earlier replies kept for the search (oldest dropped first).
     """
 
     max_draft: int = 8
     ngram_min: int = 3
     ngram_max: int = 6
-    memory_tokens: int = 8192
 
     def __post_init__(self) -> None:
         if self.max_draft < 0:
@@ -52,48 +52,28 @@ class LookupSettings:
             raise InvalidArgumentError(
                 f"need 1 <= ngram_min <= ngram_max, got {self.ngram_min}, {self.ngram_max}"
             )
-        if self.memory_tokens < 0:
-            raise InvalidArgumentError(f"memory_tokens must be >= 0, got {self.memory_tokens}")
-
-
-_SHARED: dict[str, list[int]] = {}  # memories by model, shared by the engines of a process
 
 
 class LookupDrafter:
-    """Drafts continuations from a request's tokens and a memory of earlier replies.
+    """Drafts continuations from a request's tokens and a fixed corpus.
 
     Args:
         settings: How to search.
-        shared: A key (the model's identity): drafters of the same key in one process share their
-            memory, so an evaluation worker or a policy node that builds a fresh engine per episode
-            keeps what the model wrote before. None: a memory of its own.
-        corpus: Tokens searched before the memory, for the first request of a process: a shipped
-            student's ``drafts.txt`` (replies of its training data,
+        corpus: Tokens searched before the request's (a shipped student's ``drafts.txt``,
             :func:`~captain_ros.policy.students.write_drafts`).
     """
 
-    def __init__(
-        self,
-        settings: LookupSettings | None = None,
-        shared: str | None = None,
-        corpus: Sequence[int] = (),
-    ) -> None:
+    def __init__(self, settings: LookupSettings | None = None, corpus: Sequence[int] = ()) -> None:
         self.settings = settings or LookupSettings()
-        self._corpus = [int(t) for t in corpus]  # fixed text searched first (a student's drafts)
-        self._memory: list[int] = [] if shared is None else _SHARED.setdefault(shared, [])
-        self._hay = np.zeros(0, dtype=np.int64)  # memory + the request's prompt
+        self._corpus = [int(t) for t in corpus]
+        self._hay = np.asarray(self._corpus, dtype=np.int64)  # corpus + the request's prompt
         self.drafted = 0  # tokens drafted and tokens accepted, over the engine's life
         self.accepted = 0
 
-    def remember(self, reply: Sequence[int]) -> None:
-        """Add a finished reply to the memory (the oldest tokens go past ``memory_tokens``)."""
-        keep = self.settings.memory_tokens
-        if keep and reply:
-            self._memory[:] = (self._memory + [int(t) for t in reply])[-keep:]
-
     def start(self, prompt: Sequence[int]) -> None:
-        """A new request: its prompt is searched with the memory until :meth:`start` is called again."""
-        self._hay = np.asarray([*self._corpus, *self._memory, *prompt], dtype=np.int64)
+        """A new request: its prompt is searched with the corpus until :meth:`start` is called
+        again."""
+        self._hay = np.asarray([*self._corpus, *prompt], dtype=np.int64)
 
     def draft(self, reply: Sequence[int], limit: int) -> list[int]:
         """At most ``limit`` tokens that followed the latest earlier occurrence of the last
