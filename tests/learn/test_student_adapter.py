@@ -145,7 +145,9 @@ def test_a_shipped_student_runs_as_policy_student(
     with pytest.raises(ModelFileError, match="draft corpus .* is missing"):
         model_source(shipped)
     rec_now = json.loads((shipped / "student.json").read_text())
-    (shipped / "student.json").write_text(json.dumps({k: v for k, v in rec_now.items() if k != "drafts"}))
+    (shipped / "student.json").write_text(
+        json.dumps({k: v for k, v in rec_now.items() if k != "drafts"})
+    )
 
     # a student trained on another base is refused with one line, not run with the wrong weights
     bad = json.loads((shipped / "student.json").read_text()) | {"base_sha256": "0" * 64}
