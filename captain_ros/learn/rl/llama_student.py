@@ -25,12 +25,9 @@ def base_gguf(base: str) -> Path:
     from captain_ros.learn.errors import LearnError
     from captain_ros.learn.models import smollm2_base
     from captain_ros.policy.engines import model_source
-    from captain_ros.policy.transformers_chat import smollm2_folder
 
-    if Path(base).resolve() == smollm2_base().resolve():
-        folder, name = smollm2_folder()
-        return folder / name
-    gguf = model_source(base).gguf
+    is_smollm2 = Path(base).resolve() == smollm2_base().resolve()  # its dequantized cache folder
+    gguf = model_source("smollm2" if is_smollm2 else base).gguf
     if gguf is None:
         raise LearnError(
             f"--engine llamacpp needs a GGUF of the policy folder {base}: "

@@ -65,15 +65,15 @@ class LookupDrafter:
 
     def __init__(self, settings: LookupSettings | None = None, corpus: Sequence[int] = ()) -> None:
         self.settings = settings or LookupSettings()
-        self._corpus = [int(t) for t in corpus]
-        self._hay = np.asarray(self._corpus, dtype=np.int64)  # corpus + the request's prompt
+        self._corpus = np.asarray(corpus, dtype=np.int64)
+        self._hay = self._corpus  # corpus + the request's prompt
         self.drafted = 0  # tokens drafted and tokens accepted, over the engine's life
         self.accepted = 0
 
     def start(self, prompt: Sequence[int]) -> None:
         """A new request: its prompt is searched with the corpus until :meth:`start` is called
         again."""
-        self._hay = np.asarray([*self._corpus, *prompt], dtype=np.int64)
+        self._hay = np.concatenate([self._corpus, np.asarray(prompt, dtype=np.int64)])
 
     def draft(self, reply: Sequence[int], limit: int) -> list[int]:
         """At most ``limit`` tokens that followed the latest earlier occurrence of the last
