@@ -14,6 +14,7 @@ prefill), with the prompt-lookup drafts the llamacpp engine made and kept.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -30,30 +31,32 @@ def episodes(run: Path) -> dict[int, Any]:
     return {e.seed: e for e in load_episodes(run)}
 
 
-def replies(out_dir: str) -> list[str]:
+@functools.cache
+def requests(out_dir: str) -> tuple[dict[str, Any], ...]:
+    """The request lines of an episode's trajectory (read once per episode)."""
     from captain_ros.core.episode_folder import EpisodeFiles
 
     lines = EpisodeFiles(Path(out_dir)).read_trajectory()
+    return tuple(r for r in lines if r.get("type") == "request")
+
+
+def replies(out_dir: str) -> list[str]:
     return [
         json.dumps([r.get("reasoning", ""), [c.get("code", "") for c in r.get("calls", [])]])
-        for r in lines
-        if r.get("type") == "request"
+        for r in requests(out_dir)
     ]
 
 
 def decode_stats(out_dir: str) -> tuple[float, int, int, int]:
     """(decode seconds, reply tokens, drafted tokens, kept drafted tokens) of an episode's requests
     (``policy_info.decode_s``; episodes recorded before it was written count 0 s)."""
-    from captain_ros.core.episode_folder import EpisodeFiles
-
     dec, tokens, drafted, kept = 0.0, 0, 0, 0
-    for r in EpisodeFiles(Path(out_dir)).read_trajectory():
-        if r.get("type") == "request":
-            info = r.get("policy_info") or {}
-            dec += float(info.get("decode_s", 0.0))
-            tokens += int(r.get("completion_tokens") or 0)
-            drafted += int(info.get("drafted_tokens", 0))
-            kept += int(info.get("accepted_tokens", 0))
+    for r in requests(out_dir):
+        info = r.get("policy_info") or {}
+        dec += float(info.get("decode_s", 0.0))
+        tokens += int(r.get("completion_tokens") or 0)
+        drafted += int(info.get("drafted_tokens", 0))
+        kept += int(info.get("accepted_tokens", 0))
     return dec, tokens, drafted, kept
 
 
