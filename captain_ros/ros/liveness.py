@@ -115,6 +115,19 @@ class Liveness:
             if self.on_lost is not None:
                 self.on_lost(self.instance)
 
+    def wait_alive(self, timeout_s: float) -> bool:
+        """Block until a process of the role is alive (its heartbeat heard), at most
+        ``timeout_s``. A respawned process answers its services before every subscriber has
+        heard its heartbeat: a watcher that starts an episode must wait for it, or it would
+        take the new process for the dead one."""
+        deadline = time.monotonic() + timeout_s
+        while not (self.alive and self.instance):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(left, 0.02))
+        return True
+
     def lost_since(self, instance: str) -> str | None:
         """Why the process ``instance`` is no longer the live one (None: it still is)."""
         if not self.alive:

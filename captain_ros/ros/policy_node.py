@@ -64,6 +64,10 @@ HARDWARE_TRUTH_WAIT_S = 2.0
 """How long a goal on a hardware backend looks for an emulated rig's ``privileged_state`` [s] (the
 robot node's parameter services, discovered with it, were found already)."""
 
+ROBOT_HEARTBEAT_WAIT_S = 5.0
+"""How long a goal waits to hear the robot process's heartbeat once its parameter services
+answered [s]: a respawned robot answers before this node's liveliness reader has its instance."""
+
 PARAMS = (
     Param("policy", "scripted", "Default policy when a goal leaves it empty (scripted | openai | "
           "transformers | replay:FILE)."),
@@ -263,6 +267,12 @@ class PolicyNode(Node):
             setup.policy.close()
             return self._abort(goal_handle, res, "robot_not_ready", "the robot node did not accept "
                                "the episode (its active_episode parameter); nothing was executed")
+        if not self.robot_alive.wait_alive(ROBOT_HEARTBEAT_WAIT_S):
+            self._set_active_episode("")
+            setup.policy.close()
+            return self._abort(goal_handle, res, "robot_not_ready", "the robot node answered but "
+                               "its heartbeat (/captain/alive/robot) was not heard within "
+                               f"{ROBOT_HEARTBEAT_WAIT_S:g} s; nothing was executed")
         self._robot_instance = self.robot_alive.instance
         self._goal = goal_handle
         self.caller.episode_id, self.caller.refuse = episode_id, self._refuse_when_canceled

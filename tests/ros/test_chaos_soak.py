@@ -27,6 +27,12 @@ LIMIT_S = 1200.0
 """The whole soak [s]: about 3 min on an idle 2-core VM, 10+ min beside a training job."""
 
 
+def why(row: dict) -> str:
+    """A goal's row in one line that pytest does not cut (its repr of a dict stops at 240 chars)."""
+    keys = ("answer", "outcome", "error", "bag", "flag", "messages", "wall_s", "back_s")
+    return "; ".join(f"{k}={row.get(k)!r}" for k in keys)
+
+
 @pytest.mark.timeout(LIMIT_S + 120)
 def test_small_chaos_soak(tmp_path: Path) -> None:
     require_ros2_cli()
@@ -65,27 +71,27 @@ def test_small_chaos_soak(tmp_path: Path) -> None:
     assert f["bags_lost_silently"] == 0, [r for r in rows if r["bag"] != "complete"]
     by = {r["chaos"]: r for r in rows}
     quiet = by["none"]
-    assert (quiet["answer"], quiet["bag"]) == ("SUCCEEDED", "complete"), quiet
-    assert quiet["messages"] > 0, quiet
+    assert (quiet["answer"], quiet["bag"]) == ("SUCCEEDED", "complete"), why(quiet)
+    assert quiet["messages"] > 0, why(quiet)
     # the policy process died with the goal: the operator's answer, and the recorder's flag
-    assert by["kill_policy"]["answer"] == "policy_lost", by["kill_policy"]
-    assert by["kill_policy"]["bag"] == "recovered", by["kill_policy"]
+    assert by["kill_policy"]["answer"] == "policy_lost", why(by["kill_policy"])
+    assert by["kill_policy"]["bag"] == "recovered", why(by["kill_policy"])
     assert "closed incomplete by the recorder" in by["kill_policy"]["flag"]
     # the robot process died: the goal ABORTED as robot_lost, its bag flagged by the result
     robot = by["kill_robot"]
-    assert (robot["answer"], robot["outcome"]) == ("ABORTED", "robot_lost"), robot
-    assert robot["bag"] == "recovered" and robot["flag"].startswith("incomplete"), robot
+    assert (robot["answer"], robot["outcome"]) == ("ABORTED", "robot_lost"), why(robot)
+    assert robot["bag"] == "recovered" and robot["flag"].startswith("incomplete"), why(robot)
     # the recorder died: the episode itself ran on; the bag is flagged and was recovered
     rec = by["kill_recorder"]
-    assert rec["answer"] == "SUCCEEDED" and rec["bag"] == "recovered", rec
-    assert "recorder" in rec["flag"] and rec["messages"] > 0, rec
+    assert rec["answer"] == "SUCCEEDED" and rec["bag"] == "recovered", why(rec)
+    assert "recorder" in rec["flag"] and rec["messages"] > 0, why(rec)
     # the e-stop: the goal ended (its calls refused), the operator's reset released the latch,
     # and its bag holds the latched state's change (it once lost it while claiming complete)
     stop = by["estop"]
-    assert stop["answer"] in ("SUCCEEDED", "ABORTED"), stop
-    assert stop["outcome"] != "success_with_finish", stop
-    assert stop["estop_reset"] == "e-stop released; motion allowed again", stop
-    assert stop["bag"] == "complete", stop
+    assert stop["answer"] in ("SUCCEEDED", "ABORTED"), why(stop)
+    assert stop["outcome"] != "success_with_finish", why(stop)
+    assert stop["estop_reset"] == "e-stop released; motion allowed again", why(stop)
+    assert stop["bag"] == "complete", why(stop)
     from captain_ros.bags.rosbag2 import read_messages
 
     states = [m.data for _t, _s, m in read_messages(stop["bag_path"], ["/captain/estop/state"])]
