@@ -94,6 +94,10 @@ def filler_messages(tokens: int, count: Any) -> list[dict[str, Any]]:
     ]
 
 
+MODEL_POSITIONS = 8192
+"""SmolLM2-135M's positions (its config's max_position_embeddings) [tokens]."""
+
+
 def tool_turn(i: int, reply: str) -> list[dict[str, Any]]:
     out = "\n".join(
         f"step {i}.{k}: joint {k % 6} at {0.1 * k:.3f} rad, gripper open, "
@@ -155,15 +159,25 @@ def bench_engine(
     eng.reset()
     eng = _with_tokens(eng, 64)
     lat, cpu, reused, prefilled = [], [], [], []
+    stopped = ""
     for i in range(requests):
         gen, c = _cpu_timed(eng.generate, msgs)
         lat.append(gen.model_s)
         cpu.append(c)
         reused.append(gen.cache.reused)
         prefilled.append(gen.cache.prefilled)
-        msgs = msgs + tool_turn(i, gen.text)
+        turn = tool_turn(i, gen.text)
+        msgs = msgs + turn
+        # each engine appends its own greedy reply, so histories differ: stop before a prompt
+        # would pass the model's positions (an engine that writes longer replies gets fewer)
+        grown = len(gen.prompt_ids) + len(gen.completion_ids) + count(json.dumps(turn)) + 64
+        if 1 <= i < requests - 1 and grown > MODEL_POSITIONS:  # keep >= 2 for p50
+            stopped = f"after {i + 1} requests: the next prompt (~{grown} tokens with its reply) "
+            stopped += f"would pass the model's {MODEL_POSITIONS} positions"
+            break
     res["requests"] = {
-        "n": requests,
+        "n": len(lat),
+        "stopped": stopped,
         "max_new_tokens": 64,
         "first_s": lat[0],
         "p50_s": statistics.median(lat[1:]),
@@ -371,6 +385,8 @@ def main() -> int:
         r = bench_engine(name, builders[name], contexts, ns.requests, ns.decode_tokens)
         print(json.dumps(r), flush=True)
         report["engines"].append(r)
+        if ns.json:  # what is measured so far survives a later engine's failure
+            Path(ns.json).write_text(json.dumps(report, indent=2))
     agreement(report["engines"], contexts)
     for r in report["engines"]:
         agree = {c: r[f"ctx{c}"].get("agree_with_transformers") for c in contexts}
