@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from captain_ros.evaluation.stats import wilson_interval
-from captain_ros.learn.re0 import PairedDraw, VerifierConfig, verify
+from captain_ros.research.re0 import PairedDraw, VerifierConfig, verify
 
 BOUNDED_LEVELS = np.array([1.0, 0.25, 0.0, -0.1, -0.3])
 

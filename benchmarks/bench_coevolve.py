@@ -62,8 +62,8 @@ def physics_rates(seconds: float = 4.0) -> dict[str, float]:
 
 def collect_bank(out: Path, roles: str, options: dict, tries: int = 6) -> Path | None:
     """A bank from the first successful CoEvolve run on train seeds 0.. (None if none succeeds)."""
-    from captain_ros.coevolve.evaluate import run_one
-    from captain_ros.coevolve.records import RunConfig
+    from captain_ros.research.coevolve.evaluate import run_one
+    from captain_ros.research.coevolve.records import RunConfig
 
     for seed in range(tries):
         run_dir = out / "bank_source" / f"base_{seed}"
@@ -87,9 +87,9 @@ def endpoint_ok(base_url: str) -> bool:
 
 
 def main() -> None:
-    from captain_ros.coevolve.evaluate import evaluate, table
-    from captain_ros.coevolve.records import RunConfig
     from captain_ros.evaluation.stats import mcnemar
+    from captain_ros.research.coevolve.evaluate import evaluate, table
+    from captain_ros.research.coevolve.records import RunConfig
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-base", type=int, default=10)

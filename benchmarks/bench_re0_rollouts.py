@@ -2,7 +2,7 @@
 
 1. Plain episodes: the testbed student (``scripted-faulty:place_offset=1,skip_verify=1,
    offset_m=0.12``: the merged expert's seeded faults, its placement 12 cm off, not verified) on ``--seeds`` train seeds in MuJoCo's stochastic mode, through the
-   evaluation runner's spawned workers (:func:`captain_ros.learn.re0.rollouts.student_job`).
+   evaluation runner's spawned workers (:func:`captain_ros.research.re0.rollouts.student_job`).
 2. The first failed one is located (rule-based) and one audited event is verified for ``--draws``
    shared draws: teacher segment -> student vs student resample -> student, both from the restored
    decision point, through the same runner and worker count (:class:`PairedRunner`); the teacher is
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.evaluation.runner import EpisodeJob, parse_seeds, run_local
-from captain_ros.learn.re0.contracts import RepairContract, scope_cost
-from captain_ros.learn.re0.locate import locate
-from captain_ros.learn.re0.loop import API
-from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner
+from captain_ros.research.re0.contracts import RepairContract, scope_cost
+from captain_ros.research.re0.locate import locate
+from captain_ros.research.re0.loop import API
+from captain_ros.research.re0.rollouts import EventSpec, PairedRunner
 
 STUDENT = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
 SEGMENT = 8
@@ -93,7 +93,7 @@ def main() -> None:
         for s in seeds
     ]
     t0 = time.perf_counter()
-    plain = run_local(jobs, a.workers, "captain_ros.learn.re0.rollouts:student_job")
+    plain = run_local(jobs, a.workers, "captain_ros.research.re0.rollouts:student_job")
     plain_s = time.perf_counter() - t0
     failed = [r for r in plain if r.outcome not in ("success_with_finish", "error")]
     errors = [r for r in plain if r.outcome == "error"]
@@ -101,7 +101,7 @@ def main() -> None:
         raise SystemExit(f"bench_re0_rollouts: a plain episode crashed: {errors[0].error[-400:]}")
     if not failed:
         raise SystemExit("bench_re0_rollouts: every plain episode succeeded; no event to audit")
-    from captain_ros.learn.re0.decision_points import RecordedEpisode
+    from captain_ros.research.re0.decision_points import RecordedEpisode
     from captain_ros.tasks import get_task
 
     src = failed[0].out_dir

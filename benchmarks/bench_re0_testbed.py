@@ -10,7 +10,7 @@ remaining fault opportunities from the draw's sampling seed, so its own verifica
 the misplacement):
 
 - ``takeover``: the clean expert taking over mid-episode (a real repair, Delta > 0);
-- ``takeover-faulty`` (:data:`~captain_ros.learn.re0.seats.HARMFUL_FAULTS`): the same takeover
+- ``takeover-faulty`` (:data:`~captain_ros.research.re0.seats.HARMFUL_FAULTS`): the same takeover
   placing 12 cm off and skipping its check (the harmful control, Delta <= 0 expected);
 - ``self``: the student itself (Delta = 0 exactly when pairing works: same state, same draw).
 
@@ -42,11 +42,11 @@ import numpy as np
 
 from captain_ros.evaluation.runner import EpisodeJob, run_local
 from captain_ros.evaluation.stats import wilson_interval
-from captain_ros.learn.re0.contracts import RepairContract, scope_cost
-from captain_ros.learn.re0.locate import locate
-from captain_ros.learn.re0.loop import API
-from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner
-from captain_ros.learn.re0.verify import PairedDraw, VerifierConfig, verify
+from captain_ros.research.re0.contracts import RepairContract, scope_cost
+from captain_ros.research.re0.locate import locate
+from captain_ros.research.re0.loop import API
+from captain_ros.research.re0.rollouts import EventSpec, PairedRunner
+from captain_ros.research.re0.verify import PairedDraw, VerifierConfig, verify
 
 
 def resampled_verdicts(
@@ -81,7 +81,7 @@ def resampled_verdicts(
 def find_event(task: str, first: int, tries: int, student: str, out: Path) -> tuple[int, Path, Any]:
     """The recorded failure: the first train seed from ``first`` on where ``student`` fails and the
     diagnostic locates a boundary (its episode folder is ``out/student_SEED``)."""
-    from captain_ros.learn.re0.decision_points import RecordedEpisode
+    from captain_ros.research.re0.decision_points import RecordedEpisode
     from captain_ros.tasks import get_task
 
     for seed in range(first, min(first + tries, 1000)):
@@ -89,7 +89,7 @@ def find_event(task: str, first: int, tries: int, student: str, out: Path) -> tu
         rec = run_local(
             [EpisodeJob(task, seed, student, "mujoco", str(src), {})],
             1,
-            "captain_ros.learn.re0.rollouts:student_job",
+            "captain_ros.research.re0.rollouts:student_job",
         )[0]
         if rec.outcome == "error":
             raise SystemExit(f"the student's episode crashed: {rec.error[-400:]}")

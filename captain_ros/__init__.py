@@ -2,12 +2,12 @@
 
 Layers, top to bottom (imports point down only; ``tests/test_layering.py`` checks it)::
 
+    research/     not the product (nothing below imports it): CoEvolve, RE-0/RE-OPD, their node
     cli/          captain run | eval | compare | report | bag | hw | up | coevolve | learn
-    ros/          thin rclpy nodes, `captain up` (the only place rclpy is imported)
-    coevolve/     two humanoids carrying one payload (roles, verifier, memory, loop)
+    ros/          thin rclpy nodes, `captain up` (rclpy is imported here and in research/ros/ only)
     evaluation/   in-process episodes, parallel/Ray evaluation, Wilson / McNemar, plots
     report/       report.html per episode
-    learn/        datasets, SFT, critic, credit, RL update, RE-0 (torch, transformers, peft, trl)
+    learn/        datasets, SFT, critic, credit, RL update (torch, transformers, peft, trl)
     harness/      episode loop and record, sandboxed session, gate, budgets, context, trajectory
     policy/       scripted expert, OpenAI-compatible client, transformers (lazy), replay
     api/          the policy-facing robot API: capability registry, client, TASK.md, RobotService

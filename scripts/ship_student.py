@@ -1,6 +1,6 @@
 """Ship a trained student in the package: ``captain_ros/data/students/NAME/``.
 
-From an arm of ``benchmarks/exp_student.py`` (``RUN/ARM/student`` trained by ``captain learn sft``,
+From an arm of ``benchmarks/experiments/exp_student.py`` (``RUN/ARM/student`` trained by ``captain learn sft``,
 ``RUN/ARM/data`` its dataset, ``RUN/ARM/package`` the exported adapter and ``student.json`` that
 its evaluation ran, ``RUN/ARM/report_heldout.json`` its held-out evaluation), this:
 
@@ -107,7 +107,7 @@ def card(
         lines.append("Not evaluated yet.")
     else:
         lines.append(
-            f"`benchmarks/exp_student.py --split heldout` (seeds "
+            f"`benchmarks/experiments/exp_student.py --split heldout` (seeds "
             f"{min(min(t['seeds']) for t in report['tasks'].values())}-"
             f"{max(max(t['seeds']) for t in report['tasks'].values())} of each task, "
             "never used while developing; greedy decoding, llama.cpp):"
@@ -159,7 +159,7 @@ def _seed_ranges(arm: Path) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--arm", required=True, help="RUN/ARM folder of benchmarks/exp_student.py")
+    ap.add_argument("--arm", required=True, help="RUN/ARM folder of benchmarks/experiments/exp_student.py")
     ap.add_argument("--name", default="default", help="the shipped student's name")
     a = ap.parse_args()
     arm = Path(a.arm)

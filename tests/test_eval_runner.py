@@ -179,8 +179,8 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
 
 WORKER_ENTRY_POINTS = [
     "captain_ros.evaluation.episode:run_job",
-    "captain_ros.learn.re0.rollouts:rollout_job",
-    "captain_ros.learn.re0.rollouts:student_job",
+    "captain_ros.research.re0.rollouts:rollout_job",
+    "captain_ros.research.re0.rollouts:student_job",
     "captain_ros.learn.rl.rollout:run_rollout_job",
 ]
 
@@ -214,9 +214,9 @@ def test_every_episode_pool_warns(monkeypatch, capsys, tmp_path):
     assert "warning: OMP_NUM_THREADS=" in capsys.readouterr().err
     RolloutPool(1).close()  # inline: nothing to oversubscribe
     assert capsys.readouterr().err == ""
-    from captain_ros.coevolve.evaluate import evaluate
-    from captain_ros.coevolve.records import RunConfig
     from captain_ros.core.errors import CaptainError
+    from captain_ros.research.coevolve.evaluate import evaluate
+    from captain_ros.research.coevolve.records import RunConfig
 
     with pytest.raises(CaptainError, match="no runs"):  # no seeds: the pool starts, then nothing
         evaluate(RunConfig(), "coevolve", [], "scripted", tmp_path, workers=2)

@@ -21,9 +21,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "captain_ros"
 # The README's layer map, top to bottom. A package may import the packages of the rows below its
 # own, never those above it nor the others of its own row.
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("research",),
     ("cli",),
     ("ros",),
-    ("coevolve",),
     ("learn",),
     ("evaluation",),
     ("report",),
@@ -44,8 +44,11 @@ EXCEPTIONS: set[tuple[str, str]] = set()
 # test_backends_never_import_the_ros_layer.)
 
 ML = ("torch", "transformers", "peft", "trl")
-# Where torch & co. may be imported outside captain_ros/learn/: the model adapters, and only
-# inside functions (so importing the module stays light).
+# Where torch & co. may be imported anywhere in a module: the learning layer and the research
+# that trains students (RE-OPD distillation).
+ML_PACKAGES = ("captain_ros.learn", "captain_ros.research.re0")
+# Where they may be imported outside those: the model adapters, and only inside functions (so
+# importing the module stays light).
 LAZY_ML_ADAPTERS = (
     "captain_ros.policy.transformers_chat",  # the in-process transformers policy
     "captain_ros.policy.chat_render",  # its chat template renderer (shared with SFT)
@@ -54,6 +57,10 @@ LAZY_ML_ADAPTERS = (
 )
 ROS_PREFIXES = ("rclpy", "rosidl", "launch", "tf2", "ament_index_python", "rosbag2_py")
 ROS_SUFFIXES = ("_msgs", "_interfaces")  # message packages: captain_ros_interfaces, geometry_msgs
+# Where rclpy and the message packages may be imported: the ros layer, and the research layer's
+# own node (CoEvolve over the humanoid controller).
+ROS_PACKAGES = ("captain_ros.ros", "captain_ros.research.ros")
+RESEARCH = "captain_ros.research"
 
 
 def module_name(path: Path) -> str:
@@ -199,6 +206,56 @@ def test_backends_never_import_the_ros_layer():
     assert registering, "the ros layer no longer registers the ROS arm transport"
 
 
+def in_research(module: str) -> bool:
+    return module == RESEARCH or module.startswith(RESEARCH + ".")
+
+
+def test_the_product_imports_no_research():
+    """No module outside ``captain_ros/research/`` imports it, at module level or lazily: a
+    deployer's install runs without CoEvolve and RE-0 (stricter than the layer map, which would
+    also report it, because it holds whatever EXCEPTIONS says)."""
+    offenders = [
+        f"{mod}:{line} imports {target}"
+        for mod, line, target, _ in imports()
+        if in_research(target) and not in_research(mod)
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def research_modules_named_by_the_product() -> list[tuple[str, str]]:
+    """``(product module, research module)`` for each research module a product module names in
+    a string (the dispatch tables of the CLI and the ROS executables)."""
+    named = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        mod = module_name(path)
+        if in_research(mod):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found = re.fullmatch(r"(captain_ros\.research(?:\.\w+)+)(?::\w+)?", node.value)
+                if found:
+                    named.append((mod, found.group(1)))
+    return named
+
+
+def test_the_research_modules_the_product_names_exist():
+    """The product reaches research only by name (``captain coevolve``, ``captain learn re0``,
+    the ``captain_coevolve`` executable); each name is a module under captain_ros/research/."""
+    named = research_modules_named_by_the_product()
+    assert {target for _, target in named} >= {
+        "captain_ros.research.coevolve.cli",
+        "captain_ros.research.re0.cli",
+        "captain_ros.research.ros.humanoid_coevolve_node",
+    }
+    missing = [
+        f"{mod} names {target}"
+        for mod, target in named
+        if not (PACKAGE.parent / f"{target.replace('.', '/')}.py").exists()
+        and not (PACKAGE.parent / target.replace(".", "/") / "__init__.py").exists()
+    ]
+    assert not missing, "\n".join(missing)
+
+
 def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     """The checker itself: a core module importing the harness is reported with its line."""
     fake = tmp_path / "captain_ros"
@@ -215,6 +272,35 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
             "captain_ros.core.bad:5 imports captain_ros.harness (core may not import harness)"
         ]
         assert ("captain_ros.harness.ok", 1, "captain_ros.core", True) in imports()
+    finally:
+        imports.cache_clear()
+
+
+def test_the_checks_see_a_product_import_of_research(tmp_path, monkeypatch):
+    """The research checkers themselves: a lazy import of research from learn/ is reported (by the
+    strict rule and by the layer map), research importing learn is not, and a dispatch table's
+    name of a research module that does not exist is reported."""
+    fake = tmp_path / "captain_ros"
+    for folder in ("learn", "research/re0", "cli"):
+        (fake / folder).mkdir(parents=True)
+    (fake / "learn" / "bad.py").write_text("def f():\n    from captain_ros.research.re0 import x\n")
+    (fake / "research" / "re0" / "ok.py").write_text("from captain_ros.learn import bad\n")
+    (fake / "cli" / "table.py").write_text('T = {"x": "captain_ros.research.re0.gone"}\n')
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    imports.cache_clear()
+    try:
+        assert [
+            f"{mod}:{line} imports {target}"
+            for mod, line, target, _ in imports()
+            if in_research(target) and not in_research(mod)
+        ] == ["captain_ros.learn.bad:2 imports captain_ros.research.re0"]
+        assert list(upward_imports()) == [
+            "captain_ros.learn.bad:2 imports captain_ros.research.re0 "
+            "(learn may not import research)"
+        ]
+        assert research_modules_named_by_the_product() == [
+            ("captain_ros.cli.table", "captain_ros.research.re0.gone")
+        ]
     finally:
         imports.cache_clear()
 
@@ -246,7 +332,7 @@ def test_the_check_sees_an_upward_import_between_harness_folders(tmp_path, monke
 def test_torch_and_transformers_only_in_learn_and_the_lazy_adapters():
     offenders = []
     for mod, line, target, top_level in imports():
-        if target.split(".")[0] not in ML or mod.startswith("captain_ros.learn"):
+        if target.split(".")[0] not in ML or mod.startswith(ML_PACKAGES):
             continue
         if mod in LAZY_ML_ADAPTERS and not top_level:
             continue
@@ -259,7 +345,7 @@ def test_rclpy_and_ros_messages_only_in_ros():
     offenders = [
         f"{mod}:{line} imports {target}"
         for mod, line, target, _ in imports()
-        if not mod.startswith("captain_ros.ros")
+        if not mod.startswith(ROS_PACKAGES)
         and (target.startswith(ROS_PREFIXES) or target.split(".")[0].endswith(ROS_SUFFIXES))
     ]
     assert not offenders, "\n".join(offenders)

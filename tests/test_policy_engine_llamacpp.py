@@ -158,7 +158,7 @@ def test_the_policy_records_its_engine_in_the_summary(model, tmp_path):
 
 
 def test_an_re0_model_seat_runs_on_llamacpp_and_reseeds(model):
-    from captain_ros.learn.re0.seats import ModelSeat, seat_options
+    from captain_ros.research.re0.seats import ModelSeat, seat_options
 
     _, gguf = model
     seat = ModelSeat(str(gguf), seat_options(10, 1.0, None, "llamacpp"))

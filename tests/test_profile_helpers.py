@@ -23,11 +23,6 @@ from captain_ros.harness.episode.budgets import Budgets  # noqa: E402
 from captain_ros.harness.episode.profiles import get_profile, library_prelude  # noqa: E402
 from captain_ros.harness.episode.taskmd import render_task_md  # noqa: E402
 from captain_ros.harness.sandbox.session import PythonSession, SessionConfig  # noqa: E402
-from captain_ros.learn.re0.decision_points import (  # noqa: E402
-    RecordedEpisode,
-    rehydrate_policy,
-    restore_decision_point,
-)
 from captain_ros.policy.expert import ScriptedExpert  # noqa: E402
 from captain_ros.policy.expert.library import (  # noqa: E402
     LIBRARY_HEADING,
@@ -37,6 +32,11 @@ from captain_ros.policy.expert.library import (  # noqa: E402
 )
 from captain_ros.policy.expert.source import registered  # noqa: E402
 from captain_ros.policy.scripted import ScriptedPolicy, library_in  # noqa: E402
+from captain_ros.research.re0.decision_points import (  # noqa: E402
+    RecordedEpisode,
+    rehydrate_policy,
+    restore_decision_point,
+)
 from captain_ros.tasks import get_task  # noqa: E402
 
 

@@ -20,7 +20,7 @@ COMMANDS = {
     "sft": ("captain_ros.cli.learn_sft", "fine-tune a student on dataset rows"),
     "critic": ("captain_ros.cli.learn_critic", "train the privileged simulator critic"),
     "rl": ("captain_ros.cli.learn_rl", "multi-turn RL with per-request credit from the critic"),
-    "re0": ("captain_ros.cli.learn_re0", "RE-0: verified repairs and RE-OPD distillation"),
+    "re0": ("captain_ros.research.re0.cli", "RE-0: verified repairs and RE-OPD distillation"),
     "export": ("captain_ros.cli.learn_export", "a student as a GGUF file for --engine llamacpp"),
 }
 

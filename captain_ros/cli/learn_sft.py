@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def cmd_sft(ns: argparse.Namespace, callbacks: Sequence[Any] = ()) -> int:
     """Run ``ns`` (:func:`build_parser`'s options); ``callbacks``: extra
-    ``transformers.TrainerCallback`` objects (``benchmarks/gpu/sft_stop_at.py`` cuts a schedule)."""
+    ``transformers.TrainerCallback`` objects (``benchmarks/experiments/gpu/sft_stop_at.py`` cuts a schedule)."""
     from captain_ros.core.errors import CaptainError
 
     try:

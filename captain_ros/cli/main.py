@@ -39,7 +39,7 @@ PASSTHROUGH = {
     "ros": ("the operator's commands to a launched graph: goal | estop-reset | keygen "
             "(signed on a secured graph)", "captain_ros.ros.operator_cli"),
     "coevolve": ("CoEvolve: two humanoids carrying one payload (run | eval | report)",
-                 "captain_ros.cli.coevolve"),
+                 "captain_ros.research.coevolve.cli"),
     "learn": (f"learning: {' | '.join(LEARN_COMMANDS)} (captain learn COMMAND --help)",
               "captain_ros.cli.learn"),
 }

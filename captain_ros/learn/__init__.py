@@ -1,8 +1,9 @@
-"""The learning layer: datasets, SFT, the simulator critic, per-request credit, RL, RE-0.
+"""The learning layer: datasets, SFT, the simulator critic, per-request credit, RL.
 
-The only layer that imports torch, transformers, peft or trl. ``import captain_ros.learn`` stays
-light: heavy libraries are imported by the submodules that need them. The pure-numpy parts
-(:mod:`captain_ros.learn.credit`, :mod:`captain_ros.learn.re0`, :mod:`captain_ros.learn.episodes`,
+The only product layer that imports torch, transformers, peft or trl (RE-0 and RE-OPD, which build
+on it, are research: :mod:`captain_ros.research.re0`). ``import captain_ros.learn`` stays light:
+heavy libraries are imported by the submodules that need them. The pure-numpy parts
+(:mod:`captain_ros.learn.credit`, :mod:`captain_ros.learn.episodes`,
 :mod:`captain_ros.learn.critic.metrics`) import no torch at all.
 
 - :mod:`captain_ros.learn.data`: ``captain learn dataset`` (episodes and bags -> rows, torch-free);

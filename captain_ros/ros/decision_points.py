@@ -2,8 +2,8 @@
 
 An episode the policy node ran over ROS recorded, before every request, a snapshot of the whole
 robot side in the robot node (``/captain/robot/snapshot``, handle in ``privileged.jsonl``).
-:class:`ServiceRestorer` is the :class:`~captain_ros.learn.re0.decision_points.HandleRestorer` that
-:func:`~captain_ros.learn.re0.decision_points.restore_decision_point` uses there: it restores a
+:class:`ServiceRestorer` is the :class:`~captain_ros.research.re0.decision_points.HandleRestorer` that
+:func:`~captain_ros.research.re0.decision_points.restore_decision_point` uses there: it restores a
 handle over ``/captain/robot/restore`` and reads the ground truth over
 ``/captain/robot/privileged_state``; the harness side (session variables included) is rebuilt from
 the log in the calling process as everywhere else. The robot node keeps its newest 512

@@ -23,7 +23,7 @@ NODES = {
     "captain_recorder": "captain_ros.ros.recorder_node",
     "captain_up": "captain_ros.ros.up",
     "captain_humanoid": "captain_ros.ros.humanoid_node",
-    "captain_coevolve": "captain_ros.ros.humanoid_coevolve_node",
+    "captain_coevolve": "captain_ros.research.ros.humanoid_coevolve_node",
     "captain_arm_driver": "captain_ros.ros.arm_bridge.driver_node",
 }
 """Executable name -> module whose ``main(argv)`` runs it (CMakeLists.txt lists the same)."""

@@ -1,11 +1,12 @@
-"""CoEvolve and the humanoid backend are ROS-free and torch-free (rclpy only under ros/)."""
+"""CoEvolve and the humanoid backend are ROS-free and torch-free (rclpy only under ros/ and research/ros/)."""
 
 import subprocess
 import sys
 
-MODULES = ["captain_ros.coevolve", "captain_ros.coevolve.loop", "captain_ros.coevolve.roles.model",
-           "captain_ros.coevolve.evaluate", "captain_ros.coevolve.report", "captain_ros.backends.humanoid.sim",
-           "captain_ros.backends.humanoid.remote", "captain_ros.cli.coevolve"]
+MODULES = ["captain_ros.research.coevolve", "captain_ros.research.coevolve.loop",
+           "captain_ros.research.coevolve.roles.model", "captain_ros.research.coevolve.evaluate",
+           "captain_ros.research.coevolve.report", "captain_ros.backends.humanoid.sim",
+           "captain_ros.backends.humanoid.remote", "captain_ros.research.coevolve.cli"]
 
 
 def test_coevolve_imports_without_rclpy_and_torch():

@@ -8,15 +8,19 @@ from dataclasses import replace
 
 import pytest
 
-from captain_ros.coevolve.loop import CoEvolveRun
-from captain_ros.coevolve.memory import Memory
-from captain_ros.coevolve.records import RunConfig, RunSummary
-from captain_ros.coevolve.report import render
-from captain_ros.coevolve.roles import make_roles
-from captain_ros.coevolve.roles.base import ProgramPair, RoleOutput, RoleSet
-from captain_ros.coevolve.roles.scripted import ScriptedCoder, ScriptedOrchestrator, program
-from captain_ros.coevolve.roles.scripted_reviser import ScriptedReviser
-from captain_ros.coevolve.strategy import Coordination, Objective, Revision, Strategy
+from captain_ros.research.coevolve.loop import CoEvolveRun
+from captain_ros.research.coevolve.memory import Memory
+from captain_ros.research.coevolve.records import RunConfig, RunSummary
+from captain_ros.research.coevolve.report import render
+from captain_ros.research.coevolve.roles import make_roles
+from captain_ros.research.coevolve.roles.base import ProgramPair, RoleOutput, RoleSet
+from captain_ros.research.coevolve.roles.scripted import (
+    ScriptedCoder,
+    ScriptedOrchestrator,
+    program,
+)
+from captain_ros.research.coevolve.roles.scripted_reviser import ScriptedReviser
+from captain_ros.research.coevolve.strategy import Coordination, Objective, Revision, Strategy
 
 
 def events(folder):
@@ -150,7 +154,7 @@ def test_an_approved_parameter_child_constrains_the_coder(tmp_path):
 def test_a_preloaded_bank_is_retrieved_and_stays_read_only(tmp_path):
     bank = tmp_path / "bank"
     m = Memory()
-    from captain_ros.coevolve.memory import ActionExemplar
+    from captain_ros.research.coevolve.memory import ActionExemplar
 
     theta = {r: {"direction_xy": [1.0, 0.0], "distance_m": 1.0, "speed_m_s": 0.18} for r in ("robot_a", "robot_b")}
     m.add_exemplar(ActionExemplar("", "coordinated_linear_transport", "reach_gate", "synchronous", "peer",

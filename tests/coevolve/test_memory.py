@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from captain_ros.coevolve.memory import ActionExemplar, Memory, StrategyRecord
-from captain_ros.coevolve.promotion import promote_accepted, promote_rejected, role_rule_of
-from captain_ros.coevolve.strategy import Coordination, Objective, Revision, Strategy
-from captain_ros.coevolve.verifier import Check, Evidence
 from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.research.coevolve.memory import ActionExemplar, Memory, StrategyRecord
+from captain_ros.research.coevolve.promotion import promote_accepted, promote_rejected, role_rule_of
+from captain_ros.research.coevolve.strategy import Coordination, Objective, Revision, Strategy
+from captain_ros.research.coevolve.verifier import Check, Evidence
 
 PIVOT = Coordination("coordinated_pivot", Objective("turn", "segment_1"), "asymmetric",
                      ("outer_mover", "inner_support"))

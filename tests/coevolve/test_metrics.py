@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from captain_ros.coevolve.metrics import RunOutcome, group_metrics, pauc_run, progress_at
 from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.research.coevolve.metrics import RunOutcome, group_metrics, pauc_run, progress_at
 
 
 def run(first, *, success=False, final=None, accepted=10, charged=10, unresolved=0, term="B"):

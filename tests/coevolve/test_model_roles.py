@@ -9,10 +9,10 @@ import math
 import httpx
 import pytest
 
-from captain_ros.coevolve.loop import CoEvolveRun
-from captain_ros.coevolve.records import RunConfig
-from captain_ros.coevolve.roles import make_roles
-from captain_ros.coevolve.roles.prompts import SYSTEM, extract_json
+from captain_ros.research.coevolve.loop import CoEvolveRun
+from captain_ros.research.coevolve.records import RunConfig
+from captain_ros.research.coevolve.roles import make_roles
+from captain_ros.research.coevolve.roles.prompts import SYSTEM, extract_json
 
 
 class RuleModel:

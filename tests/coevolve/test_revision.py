@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from captain_ros.coevolve.strategy import (
+from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.research.coevolve.strategy import (
     Coordination,
     Objective,
     Revision,
     Strategy,
     check_revision,
 )
-from captain_ros.core.errors import InvalidArgumentError
 
 PIVOT = Coordination("coordinated_pivot", Objective("turn", "segment_1"), "asymmetric",
                      ("outer_mover", "inner_support"))

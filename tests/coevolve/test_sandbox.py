@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from captain_ros.coevolve.sandbox import ProgramSandbox
-from captain_ros.coevolve.skills import SKILLS, build_client, catalog_text
+from captain_ros.research.coevolve.sandbox import ProgramSandbox
+from captain_ros.research.coevolve.skills import SKILLS, build_client, catalog_text
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,12 @@ import pytest
 
 from captain_ros.backends.humanoid.layouts import get_layout
 from captain_ros.backends.humanoid.sim import MujocoHumanoidPair
-from captain_ros.coevolve.checkpoint import CheckpointStore, RestorationError, fingerprint
-from captain_ros.coevolve.motor import MotorInterface, Trapezoid
-from captain_ros.coevolve.observation import observe
-from captain_ros.coevolve.plan import Plan
-from captain_ros.coevolve.strategy import Coordination, Objective
-from captain_ros.coevolve.verifier import Verifier
+from captain_ros.research.coevolve.checkpoint import CheckpointStore, RestorationError, fingerprint
+from captain_ros.research.coevolve.motor import MotorInterface, Trapezoid
+from captain_ros.research.coevolve.observation import observe
+from captain_ros.research.coevolve.plan import Plan
+from captain_ros.research.coevolve.strategy import Coordination, Objective
+from captain_ros.research.coevolve.verifier import Verifier
 
 LAYOUT = get_layout("base")
 PEER = ("peer", "peer")

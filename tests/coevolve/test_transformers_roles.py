@@ -9,10 +9,10 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from captain_ros.coevolve.loop import CoEvolveRun  # noqa: E402
-from captain_ros.coevolve.records import RunConfig  # noqa: E402
-from captain_ros.coevolve.roles import make_roles  # noqa: E402
-from captain_ros.coevolve.roles.prompts import SYSTEM  # noqa: E402
+from captain_ros.research.coevolve.loop import CoEvolveRun  # noqa: E402
+from captain_ros.research.coevolve.records import RunConfig  # noqa: E402
+from captain_ros.research.coevolve.roles import make_roles  # noqa: E402
+from captain_ros.research.coevolve.roles.prompts import SYSTEM  # noqa: E402
 
 pytestmark = pytest.mark.learn
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from captain_ros.coevolve.strategy import Coordination, Objective
-from captain_ros.coevolve.validation import (
+from captain_ros.research.coevolve.strategy import Coordination, Objective
+from captain_ros.research.coevolve.validation import (
     Call,
     check_pair,
     check_params,

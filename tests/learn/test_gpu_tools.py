@@ -1,4 +1,4 @@
-"""The GPU machine's scripts (benchmarks/gpu), run here on the CPU at toy sizes: the CUDA check in
+"""The GPU machine's scripts (benchmarks/experiments/gpu), run here on the CPU at toy sizes: the CUDA check in
 its --quick mode, the schedule cut by a callback, and the student rebuilt from a carried adapter."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ pytest.importorskip("trl")
 from sft_fixtures import episode_history, make_row, save_tiny, write_rows  # noqa: E402
 
 pytestmark = pytest.mark.learn
-GPU = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu"
+GPU = Path(__file__).resolve().parents[2] / "benchmarks" / "experiments" / "gpu"
 
 
 def _script(name: str) -> ModuleType:

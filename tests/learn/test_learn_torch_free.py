@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 TORCH_FREE = ["captain_ros.learn", "captain_ros.learn.episodes", "captain_ros.learn.credit",
-              "captain_ros.learn.re0", "captain_ros.learn.critic", "captain_ros.learn.critic.inputs",
+              "captain_ros.research.re0", "captain_ros.learn.critic", "captain_ros.learn.critic.inputs",
               "captain_ros.learn.critic.metrics", "captain_ros.learn.critic.synthetic",
               "captain_ros.learn.rl", "captain_ros.learn.rl.samples"]
 

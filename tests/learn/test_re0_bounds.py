@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.learn.re0 import betting_bounds, hoeffding_term, split_alpha, two_layer_radius
-from captain_ros.learn.re0.betting import plugin_bets
+from captain_ros.research.re0 import betting_bounds, hoeffding_term, split_alpha, two_layer_radius
+from captain_ros.research.re0.betting import plugin_bets
 
 
 def test_hoeffding_radius_by_hand():

@@ -6,7 +6,7 @@ import pytest
 
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.learn.errors import AlphaBudgetError
-from captain_ros.learn.re0 import (
+from captain_ros.research.re0 import (
     AdmittedEvent,
     AlphaAllocator,
     RepairContract,
@@ -21,7 +21,7 @@ from captain_ros.learn.re0 import (
     scope_cost,
     select_smallest_verified,
 )
-from captain_ros.learn.re0.verify import Verification
+from captain_ros.research.re0.verify import Verification
 
 
 def test_planned_allocation_splits_alpha_evenly_and_refuses_more():

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from captain_ros.learn.errors import LedgerError
-from captain_ros.learn.re0 import (
+from captain_ros.research.re0 import (
     LedgerWriter,
     PairedDraw,
     RepairContract,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.learn.re0 import ESCALATION, PairedDraw, VerifierConfig, decide, verify
+from captain_ros.research.re0 import ESCALATION, PairedDraw, VerifierConfig, decide, verify
 
 
 def _constant_sampler(teacher: float, student: float, calls: list):

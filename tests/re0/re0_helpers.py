@@ -12,10 +12,10 @@ from captain_ros.harness.episode import EpisodeOptions, run_episode
 from captain_ros.harness.episode.budgets import Budgets
 from captain_ros.harness.record.episode_record import EpisodeRecord
 from captain_ros.harness.sandbox.session import SessionConfig
-from captain_ros.learn.re0.decision_points import DecisionPointSource, RecordedEpisode
 from captain_ros.policy.base import Policy
 from captain_ros.policy.replay import ReplayPolicy
 from captain_ros.policy.scripted import ScriptedPolicy
+from captain_ros.research.re0.decision_points import DecisionPointSource, RecordedEpisode
 
 WALL_KEYS = ("wall_s_used", "wall_s_left")
 TESTBED_STUDENT = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
@@ -25,7 +25,7 @@ TESTBED_STUDENT = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
 def faulty_student_loop(out: Path, **settings: Any) -> Any:
     """A generation's settings for the testbed student on seed 3 of pick_place (fake robot,
     deterministic pairs), with ``settings`` on top."""
-    from captain_ros.learn.re0.loop import LoopConfig
+    from captain_ros.research.re0.loop import LoopConfig
 
     base: dict[str, Any] = {"task": "pick_place", "seeds": (3,), "student": TESTBED_STUDENT}
     return LoopConfig(**{**base, "out": str(out), "noise": None, "backend": "fake", **settings})

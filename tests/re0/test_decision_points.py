@@ -18,7 +18,9 @@ from captain_ros.harness.record.privileged_log import load_episode_record
 from captain_ros.harness.record.robot_state import RestoreRefused
 from captain_ros.harness.record.trajectory import load_history
 from captain_ros.harness.sandbox.session import SessionConfig
-from captain_ros.learn.re0.decision_points import (
+from captain_ros.policy.replay import ReplayPolicy
+from captain_ros.policy.scripted import ScriptedPolicy
+from captain_ros.research.re0.decision_points import (
     DecisionPointSource,
     RecordedEpisode,
     check_restorable,
@@ -26,8 +28,6 @@ from captain_ros.learn.re0.decision_points import (
     rehydrate_policy,
     restore_decision_point,
 )
-from captain_ros.policy.replay import ReplayPolicy
-from captain_ros.policy.scripted import ScriptedPolicy
 
 VARIABLES = [
     # request 1: variables of many kinds, a robot result kept in a variable

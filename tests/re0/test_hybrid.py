@@ -9,9 +9,9 @@ import pytest
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA
 from captain_ros.harness.record.trajectory import messages_sha256
-from captain_ros.learn.re0.contracts import RepairContract
-from captain_ros.learn.re0.hybrid import Admission, HybridPolicy, robot_symbols, within_contract
 from captain_ros.policy.base import Policy, PolicyReply, python_call
+from captain_ros.research.re0.contracts import RepairContract
+from captain_ros.research.re0.hybrid import Admission, HybridPolicy, robot_symbols, within_contract
 
 
 class Writer(Policy):

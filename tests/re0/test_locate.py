@@ -10,9 +10,9 @@ import pytest
 from re0_helpers import record
 
 from captain_ros.harness.record.privileged_log import StateRecord
-from captain_ros.learn.re0.decision_points import RecordedEpisode
-from captain_ros.learn.re0.locate import Evidence, locate
-from captain_ros.learn.re0.seats import make_seats
+from captain_ros.research.re0.decision_points import RecordedEpisode
+from captain_ros.research.re0.locate import Evidence, locate
+from captain_ros.research.re0.seats import make_seats
 from captain_ros.tasks import get_task
 
 NAMES = ("reached", "grasped", "lifted", "placed")

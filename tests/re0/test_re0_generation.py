@@ -7,13 +7,13 @@ import json
 import pytest
 from re0_helpers import TESTBED_STUDENT, faulty_student_loop
 
-from captain_ros.cli.learn_re0 import main as re0_main
-from captain_ros.learn.re0 import read_ledger
-from captain_ros.learn.re0.generation import DistillConfig, run_loop
-from captain_ros.learn.re0.locate import Located
-from captain_ros.learn.re0.loop import API, LoopConfig, contract_ladder
-from captain_ros.learn.re0.rollouts import release_points
-from captain_ros.learn.re0.seats import teacher_symbols
+from captain_ros.research.re0 import read_ledger
+from captain_ros.research.re0.cli import main as re0_main
+from captain_ros.research.re0.generation import DistillConfig, run_loop
+from captain_ros.research.re0.locate import Located
+from captain_ros.research.re0.loop import API, LoopConfig, contract_ladder
+from captain_ros.research.re0.rollouts import release_points
+from captain_ros.research.re0.seats import teacher_symbols
 
 
 def test_contracts_grow_in_scope():

@@ -14,11 +14,11 @@ torch = pytest.importorskip("torch")
 
 from tiny_student import model_job, save_tiny_student  # noqa: E402
 
-from captain_ros.cli import learn_re0  # noqa: E402
 from captain_ros.core.errors import InvalidArgumentError  # noqa: E402
-from captain_ros.learn.re0.loop import LoopConfig, seat_jobs  # noqa: E402
-from captain_ros.learn.re0.rollouts import student_job  # noqa: E402
-from captain_ros.learn.re0.seats import seat_profile  # noqa: E402
+from captain_ros.research.re0 import cli as learn_re0  # noqa: E402
+from captain_ros.research.re0.loop import LoopConfig, seat_jobs  # noqa: E402
+from captain_ros.research.re0.rollouts import student_job  # noqa: E402
+from captain_ros.research.re0.seats import seat_profile  # noqa: E402
 
 pytestmark = [pytest.mark.learn]
 

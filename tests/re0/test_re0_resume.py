@@ -7,8 +7,8 @@ import json
 import os
 
 from captain_ros.evaluation.runner import EpisodeJob
-from captain_ros.learn.re0.loop import STUDENT_JOB
-from captain_ros.learn.re0.resume import RECORD_FILE, finished, identity, run_jobs
+from captain_ros.research.re0.loop import STUDENT_JOB
+from captain_ros.research.re0.resume import RECORD_FILE, finished, identity, run_jobs
 
 STUDENT = "scripted-faulty:place_offset=1,skip_verify=1,offset_m=0.12"
 

@@ -9,12 +9,12 @@ import pytest
 from re0_helpers import record
 
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.learn.re0.allocation import AlphaAllocator
-from captain_ros.learn.re0.corpus import keep_row, trajectory_rows, turn_sources
-from captain_ros.learn.re0.ledger import LedgerWriter
-from captain_ros.learn.re0.loop import LoopConfig, run_pass
-from captain_ros.learn.re0.opd import AdmittedEvent, TurnSource, refine_or_abstain, reopd_weights
 from captain_ros.learn.rows import load_rows
+from captain_ros.research.re0.allocation import AlphaAllocator
+from captain_ros.research.re0.corpus import keep_row, trajectory_rows, turn_sources
+from captain_ros.research.re0.ledger import LedgerWriter
+from captain_ros.research.re0.loop import LoopConfig, run_pass
+from captain_ros.research.re0.opd import AdmittedEvent, TurnSource, refine_or_abstain, reopd_weights
 
 ADMITTED = AdmittedEvent("e1", lcb=0.25, admitted=True)
 REJECTED = AdmittedEvent("e2", lcb=-0.4, admitted=False)

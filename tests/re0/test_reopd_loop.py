@@ -19,12 +19,12 @@ from re0_helpers import frozen_clock  # noqa: E402, F401 (tests/re0 on the path)
 from tiny_student import model_job, save_tiny_student  # noqa: E402
 
 from captain_ros.cli.main import main  # noqa: E402
-from captain_ros.learn.re0 import read_ledger  # noqa: E402
-from captain_ros.learn.re0.contracts import RepairContract, scope_cost  # noqa: E402
-from captain_ros.learn.re0.loop import API  # noqa: E402
-from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner, release_points, student_job  # noqa: E402
-from captain_ros.learn.re0.seats import ModelSeat, TakeoverTeacher, make_seats  # noqa: E402
 from captain_ros.learn.rows import load_rows  # noqa: E402
+from captain_ros.research.re0 import read_ledger  # noqa: E402
+from captain_ros.research.re0.contracts import RepairContract, scope_cost  # noqa: E402
+from captain_ros.research.re0.loop import API  # noqa: E402
+from captain_ros.research.re0.rollouts import EventSpec, PairedRunner, release_points, student_job  # noqa: E402
+from captain_ros.research.re0.seats import ModelSeat, TakeoverTeacher, make_seats  # noqa: E402
 
 pytestmark = [pytest.mark.learn, pytest.mark.slow]
 SEAT = {"max_new_tokens": 16}

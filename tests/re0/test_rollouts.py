@@ -8,12 +8,12 @@ import pytest
 from re0_helpers import TESTBED_STUDENT, faulty_student_loop, record
 
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.learn.re0.contracts import RepairContract, scope_cost
-from captain_ros.learn.re0.locate import locate
-from captain_ros.learn.re0.loop import API, _verify_event
-from captain_ros.learn.re0.rollouts import EventSpec, PairedRunner, draw_seed, release_points
-from captain_ros.learn.re0.seats import make_seats
-from captain_ros.learn.re0.verify import VerifierConfig
+from captain_ros.research.re0.contracts import RepairContract, scope_cost
+from captain_ros.research.re0.locate import locate
+from captain_ros.research.re0.loop import API, _verify_event
+from captain_ros.research.re0.rollouts import EventSpec, PairedRunner, draw_seed, release_points
+from captain_ros.research.re0.seats import make_seats
+from captain_ros.research.re0.verify import VerifierConfig
 from captain_ros.tasks import get_task
 
 STUDENT = TESTBED_STUDENT

@@ -73,12 +73,12 @@ def test_an_episode_run_over_ros_restores_at_t_and_continues_identically(stack, 
     from captain_ros.harness.episode.budgets import Budgets
     from captain_ros.harness.episode.loop import run_episode
     from captain_ros.harness.sandbox.session import SessionConfig
-    from captain_ros.learn.re0.decision_points import (
+    from captain_ros.policy.scripted import ScriptedPolicy
+    from captain_ros.research.re0.decision_points import (
         RecordedEpisode,
         rehydrate_policy,
         restore_decision_point,
     )
-    from captain_ros.policy.scripted import ScriptedPolicy
     from captain_ros.ros.decision_points import ServiceRestorer
     from captain_ros.ros.episode_glue import ServicePrivileged
     from captain_ros.tasks import get_task

@@ -43,7 +43,7 @@ def graph(tmp_path_factory):
     procs = [
         ChildProcess(["-m", "captain_ros.ros.humanoid_node", "--ros-args", "--params-file", cfg,
                       "-p", "real_time_factor:=2.0"], domain, "humanoid"),
-        ChildProcess(["-m", "captain_ros.ros.humanoid_coevolve_node", "--ros-args", "--params-file", cfg,
+        ChildProcess(["-m", "captain_ros.research.ros.humanoid_coevolve_node", "--ros-args", "--params-file", cfg,
                       "-p", f"output_root:={tmp_path_factory.mktemp('runs')}"], domain, "coevolve"),
         ChildProcess(["-m", "captain_ros.ros.recorder_node", "--ros-args", "--params-file", cfg,
                       "-p", f"output_dir:={bags}"], domain, "recorder"),

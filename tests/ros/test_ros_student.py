@@ -4,7 +4,7 @@ The policy node builds the student from the package (the packaged SmolLM2 plus t
 student's LoRA adapter, on llama.cpp, with the `student` profile) for the goal, and the episode's
 record says so. The goal allows 3 requests (the student's first three steps: set-up, perceive,
 descend), which keeps the test short on a loaded machine; its held-out success is measured by
-benchmarks/exp_student.py, not here.
+benchmarks/experiments/exp_student.py, not here.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ target support at the end of the route, and *route gates*: lines across the corr
 lengths that the payload centre must cross in order. The scene milestones are the gates, the
 target region (payload centre within the support radius of the target) and a terminal milestone
 (placement and release, plus retreat for the base task). Geometry only: MJCF is built in
-:mod:`captain_ros.backends.humanoid.mjcf`; the milestone predicates live in ``coevolve/``.
+:mod:`captain_ros.backends.humanoid.mjcf`; the milestone predicates live in ``research/coevolve/``.
 
 The two humanoids carry the payload side by side: they face each other across the payload (the
 formation axis ``robot_a -> robot_b`` is perpendicular to the route), so transport is lateral

@@ -1,6 +1,6 @@
 """Starting the episode loop at a restored decision point (RE-0): :class:`EpisodeResume`.
 
-:func:`captain_ros.learn.re0.decision_points.restore_decision_point` builds one;
+:func:`captain_ros.research.re0.decision_points.restore_decision_point` builds one;
 :func:`captain_ros.harness.episode.loop.run_episode` takes it as ``resume=``.
 """
 
@@ -22,7 +22,7 @@ from captain_ros.harness.sandbox.session import PythonSession
 class EpisodeResume:
     """Start the loop at a restored decision point t instead of at the beginning (RE-0).
 
-    Built by :func:`captain_ros.learn.re0.decision_points.restore_decision_point`, which has already
+    Built by :func:`captain_ros.research.re0.decision_points.restore_decision_point`, which has already
     put the robot side back to s_t and rehydrated the session; the loop then goes on as the
     recorded episode would have from request ``t``. It does not observe the scene first and does
     not call ``policy.reset`` (the caller positioned the policy at h_t). The new folder gets the

@@ -1,9 +1,9 @@
 """An episode folder read back whole: :class:`RecordedEpisode`.
 
 It holds ``trajectory.jsonl``, ``summary.json`` and ``privileged.jsonl`` of one finished episode
-(for restoring a decision point, :mod:`captain_ros.learn.re0.decision_points`, and for replaying
+(for restoring a decision point, :mod:`captain_ros.research.re0.decision_points`, and for replaying
 its requests' contexts); the static part of RE-0's Valid predicate over it is
-:func:`captain_ros.learn.re0.determinism.check_restorable`.
+:func:`captain_ros.research.re0.determinism.check_restorable`.
 """
 
 from __future__ import annotations

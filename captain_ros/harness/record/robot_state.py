@@ -13,7 +13,7 @@ A :class:`RobotSideSnapshot` holds, for an in-process :class:`~captain_ros.api.R
 
 Restoring never clears a latched e-stop: a tripped latch must be reset explicitly first. The
 harness side (history, budgets, gate, session variables) is rebuilt from the episode's log by
-:mod:`captain_ros.learn.re0.decision_points`.
+:mod:`captain_ros.research.re0.decision_points`.
 """
 
 from __future__ import annotations

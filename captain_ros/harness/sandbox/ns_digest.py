@@ -1,6 +1,6 @@
 """A stable digest of the policy session's variables, computed in the sandbox after every cell.
 
-The digest lets a replayed session (:mod:`captain_ros.learn.re0.replay`) prove that it holds the same
+The digest lets a replayed session (:mod:`captain_ros.research.re0.replay`) prove that it holds the same
 variables as the recorded one at every cell, not only the same printed output: a variable that
 silently took another value (a wall-clock reading, an unseeded random draw) changes the digest.
 

@@ -78,7 +78,7 @@ class SessionConfig:
         clients: Extra handles in the session's globals, as ``(name, "module:function")`` pairs;
             the child calls ``function(transport)`` at start-up, and calls made through the handle
             reach :meth:`CellHandler.on_call` named ``"<name>.<method>"`` (e.g. CoEvolve's robot
-            handles, :func:`captain_ros.coevolve.skills.build_client`).
+            handles, :func:`captain_ros.research.coevolve.skills.build_client`).
         prelude: Python run in the session's globals at every start-up (restarts included),
             before the first cell, as policy code (the ``helpers`` profile's library); a prelude
             that fails makes the start fail.

@@ -178,7 +178,7 @@ def finished_record(job: EpisodeJob) -> EpisodeRecord | None:
     ``summary.json`` and a ``rollout.json`` of the job's episode key, sampling seed and policy
     version (the episode is a function of those and the run's options, which a resume keeps).
 
-    Not RE-0's ``learn.re0.resume.finished`` (file fingerprints of the folders a job reads): a
+    Not RE-0's ``research.re0.resume.finished`` (file fingerprints of the folders a job reads): a
     resumed RL run republishes its adapter and critic folders, so their fingerprints change while
     the versions they hold do not; here the version number is the input's identity."""
     from captain_ros.learn.rl.sync import read_version
