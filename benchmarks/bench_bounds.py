@@ -34,6 +34,7 @@ def bernoulli_arms(p_t: float, p_s: float, rho: float) -> Callable[[np.random.Ge
         u = rng.uniform()
         u2 = u if rng.uniform() < rho else rng.uniform()
         return float(u < p_t), float(u2 < p_s)
+
     return draw
 
 
@@ -53,6 +54,7 @@ def bounded_arms(shift: float, rho: float) -> Callable[[np.random.Generator], tu
         t = BOUNDED_LEVELS[min(int(np.searchsorted(cum_t, u)), 4)] - 0.45 * cost_u**4
         s = BOUNDED_LEVELS[min(int(np.searchsorted(cum_s, u2)), 4)] - 0.45 * cost_u2**4
         return float(t), float(s)
+
     return draw
 
 
@@ -60,14 +62,17 @@ def true_delta_bounded(shift: float) -> float:
     return shift * (BOUNDED_LEVELS[0] - BOUNDED_LEVELS[2])
 
 
-def run_setting(arms, bound: float, method: str, events: int, alpha: float,
-                rng: np.random.Generator) -> dict[str, object]:
+def run_setting(
+    arms, bound: float, method: str, events: int, alpha: float, rng: np.random.Generator
+) -> dict[str, object]:
     cfg = VerifierConfig(method=method, return_bound=bound)
     admitted, rejected, pairs_adm, rollouts, rollouts_adm = 0, 0, [], 0, 0
     t0 = time.perf_counter()
     for _ in range(events):
+
         def sample(first: int, count: int) -> list[PairedDraw]:
             return [PairedDraw("teacher", xi, *arms(rng)) for xi in range(first, first + count)]
+
         v = verify(sample, alpha, cfg)
         rollouts += v.rollouts_spent
         if v.admitted:
@@ -76,11 +81,19 @@ def run_setting(arms, bound: float, method: str, events: int, alpha: float,
             rollouts_adm += v.rollouts_spent
         rejected += v.verdict == "rejected"
     w = wilson_interval(admitted, events)
-    return {"method": method, "events": events, "admitted": admitted, "rate": w.rate,
-            "ci_low": w.low, "ci_high": w.high, "rejected": rejected,
-            "mean_pairs_when_admitted": float(np.mean(pairs_adm)) if pairs_adm else None,
-            "rollouts_per_admitted_event": rollouts / admitted if admitted else None,
-            "rollouts_per_event": rollouts / events, "wall_s": time.perf_counter() - t0}
+    return {
+        "method": method,
+        "events": events,
+        "admitted": admitted,
+        "rate": w.rate,
+        "ci_low": w.low,
+        "ci_high": w.high,
+        "rejected": rejected,
+        "mean_pairs_when_admitted": float(np.mean(pairs_adm)) if pairs_adm else None,
+        "rollouts_per_admitted_event": rollouts / admitted if admitted else None,
+        "rollouts_per_event": rollouts / events,
+        "wall_s": time.perf_counter() - t0,
+    }
 
 
 def settings() -> list[tuple[str, float, float, Callable]]:
@@ -107,26 +120,38 @@ def main() -> None:
     ns = ap.parse_args()
     rng = np.random.default_rng(ns.seed)
     rows = []
-    print(f"{'setting':<32} {'Delta':>6} {'method':<9} {'admit rate [95% CI]':<24} "
-          f"{'pairs|adm':>9} {'rollouts/adm':>12}")
+    print(
+        f"{'setting':<32} {'Delta':>6} {'method':<9} {'admit rate [95% CI]':<24} "
+        f"{'pairs|adm':>9} {'rollouts/adm':>12}"
+    )
     for name, delta, bound, arms in settings():
         for method in ("betting", "hoeffding"):
             r = run_setting(arms, bound, method, ns.events, ns.alpha, rng)
             r.update(setting=name, true_delta=delta, return_bound=bound)
             rows.append(r)
             mp = f"{r['mean_pairs_when_admitted']:.1f}" if r["mean_pairs_when_admitted"] else "-"
-            ra = f"{r['rollouts_per_admitted_event']:.0f}" if r["rollouts_per_admitted_event"] else "-"
-            print(f"{name:<32} {delta:>6.3f} {method:<9} {r['rate']:6.3f} [{r['ci_low']:.3f}, "
-                  f"{r['ci_high']:.3f}]{'':<6} {mp:>9} {ra:>12}", flush=True)
+            ra = (
+                f"{r['rollouts_per_admitted_event']:.0f}"
+                if r["rollouts_per_admitted_event"]
+                else "-"
+            )
+            print(
+                f"{name:<32} {delta:>6.3f} {method:<9} {r['rate']:6.3f} [{r['ci_low']:.3f}, "
+                f"{r['ci_high']:.3f}]{'':<6} {mp:>9} {ra:>12}",
+                flush=True,
+            )
     nulls = [r for r in rows if r["true_delta"] <= 0]
     for method in ("betting", "hoeffding"):
         worst = max((r for r in nulls if r["method"] == method), key=lambda r: r["rate"])
-        print(f"{method}: worst false-admission rate {worst['rate']:.4f} "
-              f"(alpha {ns.alpha}) in '{worst['setting']}'")
+        print(
+            f"{method}: worst false-admission rate {worst['rate']:.4f} "
+            f"(alpha {ns.alpha}) in '{worst['setting']}'"
+        )
     if ns.json:
         with open(ns.json, "w") as f:
-            json.dump({"alpha": ns.alpha, "events": ns.events, "seed": ns.seed, "rows": rows}, f,
-                      indent=2)
+            json.dump(
+                {"alpha": ns.alpha, "events": ns.events, "seed": ns.seed, "rows": rows}, f, indent=2
+            )
 
 
 if __name__ == "__main__":

@@ -55,9 +55,13 @@ def physics_rates(seconds: float = 4.0) -> dict[str, float]:
         b.command_velocity("robot_b", BaseVelocity(0.0, 0.2, 0.0))
         b.advance(0.1)
     bridge = (b.ticks - ticks0) * 10 / (time.perf_counter() - t0)
-    return {"raw_mj_step_per_s": round(raw), "bridge_steps_per_s": round(bridge),
-            "bridge_real_time_factor": round(bridge * b.spec.physics_dt_s, 1),
-            "nv": int(b.model.nv), "ngeom": int(b.model.ngeom)}
+    return {
+        "raw_mj_step_per_s": round(raw),
+        "bridge_steps_per_s": round(bridge),
+        "bridge_real_time_factor": round(bridge * b.spec.physics_dt_s, 1),
+        "nv": int(b.model.nv),
+        "ngeom": int(b.model.ngeom),
+    }
 
 
 def collect_bank(out: Path, roles: str, options: dict, tries: int = 6) -> Path | None:
@@ -68,7 +72,10 @@ def collect_bank(out: Path, roles: str, options: dict, tries: int = 6) -> Path |
     for seed in range(tries):
         run_dir = out / "bank_source" / f"base_{seed}"
         s = run_one(RunConfig(layout="base", seed=seed), roles, str(run_dir), options)
-        print(f"  bank source seed {seed}: {s.label} ({s.outcome.accepted}/{s.outcome.charged})", flush=True)
+        print(
+            f"  bank source seed {seed}: {s.label} ({s.outcome.accepted}/{s.outcome.charged})",
+            flush=True,
+        )
         if s.outcome.success:
             bank = out / "bank"
             shutil.rmtree(bank, ignore_errors=True)
@@ -108,26 +115,49 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     options = {k: v for k, v in (("base_url", ns.base_url), ("model", ns.model)) if v}
     if ns.roles == "openai" and not (ns.base_url and endpoint_ok(ns.base_url)):
-        print(json.dumps({"roles": "openai", "skipped": f"no reachable endpoint at {ns.base_url!r}"}))
+        print(
+            json.dumps({"roles": "openai", "skipped": f"no reachable endpoint at {ns.base_url!r}"})
+        )
         return
     t_start = time.perf_counter()
     rates = physics_rates()
     print("physics:", json.dumps(rates), flush=True)
     conds = [c for c in ns.conditions.split(",") if c]
-    bank = collect_bank(out, ns.roles, options) if ("bank" in conds or "bank" in ns.variant_conditions) else None
+    bank = (
+        collect_bank(out, ns.roles, options)
+        if ("bank" in conds or "bank" in ns.variant_conditions)
+        else None
+    )
     rows, per_seed = [], {}
-    plan = [("base", conds, ns.n_base)] + [(v, [c for c in ns.variant_conditions.split(",") if c], ns.n_variant)
-                                           for v in ns.variants.split(",") if v]
+    plan = [("base", conds, ns.n_base)] + [
+        (v, [c for c in ns.variant_conditions.split(",") if c], ns.n_variant)
+        for v in ns.variants.split(",")
+        if v
+    ]
     for layout, cs, n in plan:
         seeds = list(range(ns.first_seed, ns.first_seed + n))
         for c in cs:
             if c == "bank" and bank is None:
-                rows.append({"condition": c, "layout": layout, "skipped": "no successful source run"})
+                rows.append(
+                    {"condition": c, "layout": layout, "skipped": "no successful source run"}
+                )
                 continue
-            res = evaluate(RunConfig(layout=layout), c, seeds, ns.roles, out, str(bank or ""), ns.workers,
-                           options, lambda s, c=c: print(f"  {c:<9} {s.config.layout:<5} seed {s.config.seed} "
-                                                         f"{s.label:<8} {s.outcome.accepted}/{s.outcome.charged} "
-                                                         f"{s.wall_s:.1f}s", flush=True))
+            res = evaluate(
+                RunConfig(layout=layout),
+                c,
+                seeds,
+                ns.roles,
+                out,
+                str(bank or ""),
+                ns.workers,
+                options,
+                lambda s, c=c: print(
+                    f"  {c:<9} {s.config.layout:<5} seed {s.config.seed} "
+                    f"{s.label:<8} {s.outcome.accepted}/{s.outcome.charged} "
+                    f"{s.wall_s:.1f}s",
+                    flush=True,
+                ),
+            )
             rows.append(res.row())
             per_seed[(layout, c)] = [r.outcome.success for r in res.runs]
     for r in rows:
@@ -135,12 +165,22 @@ def main() -> None:
         mine = per_seed.get((r["layout"], r["condition"]))
         if ref and mine and r["condition"] != "coevolve":
             m = mcnemar(ref, mine)
-            r["mcnemar_vs_coevolve"] = {"only_coevolve": m.only_a, "only_this": m.only_b,
-                                        "p_value": round(m.p_value, 4)}
-    report = {"date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.processor()
-              or platform.machine(), "cpus": os.cpu_count(), "load_avg": os.getloadavg(), "roles": ns.roles,
-              "physics": rates, "bank": str(bank or ""), "rows": rows,
-              "wall_s": round(time.perf_counter() - t_start, 1)}
+            r["mcnemar_vs_coevolve"] = {
+                "only_coevolve": m.only_a,
+                "only_this": m.only_b,
+                "p_value": round(m.p_value, 4),
+            }
+    report = {
+        "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_avg": os.getloadavg(),
+        "roles": ns.roles,
+        "physics": rates,
+        "bank": str(bank or ""),
+        "rows": rows,
+        "wall_s": round(time.perf_counter() - t_start, 1),
+    }
     (out / "bench_coevolve.json").write_text(json.dumps(report, indent=1, default=str))
     print(table([r for r in rows if "skipped" not in r]))
     print(json.dumps({k: v for k, v in report.items() if k != "rows"}, default=str))

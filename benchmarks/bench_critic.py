@@ -28,8 +28,9 @@ from captain_ros.learn.critic.synthetic import synthetic_episodes
 from captain_ros.tasks.features import FEATURE_NAMES
 
 
-def raw_rate(critic: Critic, batch: int, steps: int, with_optimizer: bool,
-             bf16: bool) -> tuple[float, float]:
+def raw_rate(
+    critic: Critic, batch: int, steps: int, with_optimizer: bool, bf16: bool
+) -> tuple[float, float]:
     """States per wall second and per CPU second of bare forward + backward (+ AdamW step) on
     one fixed batch."""
     model = critic.model
@@ -42,7 +43,7 @@ def raw_rate(critic: Critic, batch: int, steps: int, with_optimizer: bool,
             out = model(x)
         return F.binary_cross_entropy_with_logits(out.float(), y)
 
-    for _ in range(3):   # warm-up
+    for _ in range(3):  # warm-up
         loss_of().backward()
     t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(steps):
@@ -73,13 +74,17 @@ def main() -> None:
     n_states = sum(e.n_requests for e in train)
     critic = Critic.for_episodes(train, FEATURE_NAMES, seed=0)
 
-    cfg = WarmStartConfig(epochs=ns.epochs, batch_size=ns.batch_size, patience=ns.epochs,
-                          bf16=None if ns.bf16 == "auto" else ns.bf16 == "on")
+    cfg = WarmStartConfig(
+        epochs=ns.epochs,
+        batch_size=ns.batch_size,
+        patience=ns.epochs,
+        bf16=None if ns.bf16 == "auto" else ns.bf16 == "on",
+    )
     bf16 = native_bf16() if cfg.bf16 is None else cfg.bf16
     raw_fb, raw_fb_cpu = raw_rate(critic, ns.batch_size, 30, with_optimizer=False, bf16=bf16)
     raw_step, raw_step_cpu = raw_rate(critic, ns.batch_size, 30, with_optimizer=True, bf16=bf16)
     raw_step_fp32, _ = raw_rate(critic, ns.batch_size, 30, with_optimizer=True, bf16=False)
-    critic = Critic.for_episodes(train, FEATURE_NAMES, seed=0)   # fresh weights for the recipe
+    critic = Critic.for_episodes(train, FEATURE_NAMES, seed=0)  # fresh weights for the recipe
     t0, c0 = time.perf_counter(), time.process_time()
     log = warm_start(critic, train, cfg)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -97,33 +102,57 @@ def main() -> None:
     rate_cpu = log["states"] * log["epochs_run"] / cpu
     res = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cpus",
-        "threads": ns.threads, "states": n_states, "episodes": len(train), "epochs": ns.epochs,
-        "batch_size": ns.batch_size, "bf16": log["bf16"], "train_states": log["states"],
-        "val_states": log["val_states"], "best_epoch": log["best_epoch"],
-        "warm_start_wall_s": wall, "warm_start_cpu_s": cpu, "target_s": 60.0,
-        "load_avg_1m": os.getloadavg()[0], "trainer_states_per_cpu_s": rate_cpu,
-        "raw_fwd_bwd_states_per_cpu_s": raw_fb_cpu, "raw_fwd_bwd_adamw_states_per_cpu_s": raw_step_cpu,
+        "threads": ns.threads,
+        "states": n_states,
+        "episodes": len(train),
+        "epochs": ns.epochs,
+        "batch_size": ns.batch_size,
+        "bf16": log["bf16"],
+        "train_states": log["states"],
+        "val_states": log["val_states"],
+        "best_epoch": log["best_epoch"],
+        "warm_start_wall_s": wall,
+        "warm_start_cpu_s": cpu,
+        "target_s": 60.0,
+        "load_avg_1m": os.getloadavg()[0],
+        "trainer_states_per_cpu_s": rate_cpu,
+        "raw_fwd_bwd_states_per_cpu_s": raw_fb_cpu,
+        "raw_fwd_bwd_adamw_states_per_cpu_s": raw_step_cpu,
         "trainer_vs_raw_step_cpu": rate_cpu / raw_step_cpu,
-        "trainer_states_per_s": rate, "raw_fwd_bwd_states_per_s": raw_fb,
-        "raw_fwd_bwd_adamw_states_per_s": raw_step, "trainer_vs_raw_step": rate / raw_step,
+        "trainer_states_per_s": rate,
+        "raw_fwd_bwd_states_per_s": raw_fb,
+        "raw_fwd_bwd_adamw_states_per_s": raw_step,
+        "trainer_vs_raw_step": rate / raw_step,
         "raw_fwd_bwd_adamw_fp32_states_per_s": raw_step_fp32,
-        "heldout_auc": m["auc"], "heldout_within_group_auc": m["within_group_auc"],
-        "heldout_brier": m["brier"], "heldout_ece": m["ece"], "final_epoch_loss": log["epoch_loss"][-1],
+        "heldout_auc": m["auc"],
+        "heldout_within_group_auc": m["within_group_auc"],
+        "heldout_brier": m["brier"],
+        "heldout_ece": m["ece"],
+        "final_epoch_loss": log["epoch_loss"][-1],
         "cotrain_round_states": sum(e.n_requests for e in rnd_eps),
-        "cotrain_score_s": t_score, "cotrain_round_s": t_round,
+        "cotrain_score_s": t_score,
+        "cotrain_round_s": t_round,
     }
-    print(f"warm start: {n_states} states ({log['states']} train + {log['val_states']} val) x "
-          f"{log['epochs_run']} epochs, bf16 {log['bf16']}, in {wall:.1f} s wall / {cpu:.1f} s CPU "
-          f"(target <= 60 s) = {rate:,.0f} states/s ({rate_cpu:,.0f} per CPU s); best epoch "
-          f"{log['best_epoch']}; load {os.getloadavg()[0]:.1f}")
-    print(f"raw ensemble (same precision) fwd+bwd: {raw_fb:,.0f} states/s; fwd+bwd+AdamW: "
-          f"{raw_step:,.0f} states/s (fp32: {raw_step_fp32:,.0f}); per CPU s {raw_fb_cpu:,.0f} / "
-          f"{raw_step_cpu:,.0f}; trainer at {rate_cpu / raw_step_cpu:.0%} of the raw step rate "
-          f"(CPU time)")
-    print(f"held-out (synthetic) AUC {m['auc']:.3f}, within-group {m['within_group_auc']:.3f}, "
-          f"Brier {m['brier']:.3f}, ECE {m['ece']:.3f}")
-    print(f"co-training round of 256 episodes ({res['cotrain_round_states']} states): scoring "
-          f"{t_score * 1e3:.0f} ms, scoring + 2 AdamW steps {t_round * 1e3:.0f} ms")
+    print(
+        f"warm start: {n_states} states ({log['states']} train + {log['val_states']} val) x "
+        f"{log['epochs_run']} epochs, bf16 {log['bf16']}, in {wall:.1f} s wall / {cpu:.1f} s CPU "
+        f"(target <= 60 s) = {rate:,.0f} states/s ({rate_cpu:,.0f} per CPU s); best epoch "
+        f"{log['best_epoch']}; load {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"raw ensemble (same precision) fwd+bwd: {raw_fb:,.0f} states/s; fwd+bwd+AdamW: "
+        f"{raw_step:,.0f} states/s (fp32: {raw_step_fp32:,.0f}); per CPU s {raw_fb_cpu:,.0f} / "
+        f"{raw_step_cpu:,.0f}; trainer at {rate_cpu / raw_step_cpu:.0%} of the raw step rate "
+        f"(CPU time)"
+    )
+    print(
+        f"held-out (synthetic) AUC {m['auc']:.3f}, within-group {m['within_group_auc']:.3f}, "
+        f"Brier {m['brier']:.3f}, ECE {m['ece']:.3f}"
+    )
+    print(
+        f"co-training round of 256 episodes ({res['cotrain_round_states']} states): scoring "
+        f"{t_score * 1e3:.0f} ms, scoring + 2 AdamW steps {t_round * 1e3:.0f} ms"
+    )
     if ns.json:
         with open(ns.json, "w") as f:
             json.dump(res, f, indent=2)

@@ -43,23 +43,43 @@ def main() -> None:
         for task in tasks:
             for seed in seeds:
                 t, c = time.perf_counter(), time.process_time()
-                s = run_one(task, seed, "scripted", "mujoco", f"{tmp}/{task}_{seed}",
-                            {"record_bag": False, "report": False})
+                s = run_one(
+                    task,
+                    seed,
+                    "scripted",
+                    "mujoco",
+                    f"{tmp}/{task}_{seed}",
+                    {"record_bag": False, "report": False},
+                )
                 reqs = EpisodeFiles(Path(f"{tmp}/{task}_{seed}")).read_trajectory_split().requests
-                rows.append({"task": task, "seed": seed, "outcome": s.outcome, "requests": s.requests,
-                             "wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c,
-                             "policy_s": [r["model_s"] for r in reqs],
-                             "backend_s": [r["backend_s"] for r in reqs],
-                             "session_s": [r["harness_s"] for r in reqs]})
-                print(f"{task:<12} seed {seed}: {s.outcome:<20} {s.requests:>2} requests "
-                      f"{rows[-1]['wall_s']:6.1f} s wall", flush=True)
+                rows.append(
+                    {
+                        "task": task,
+                        "seed": seed,
+                        "outcome": s.outcome,
+                        "requests": s.requests,
+                        "wall_s": time.perf_counter() - t,
+                        "cpu_s": time.process_time() - c,
+                        "policy_s": [r["model_s"] for r in reqs],
+                        "backend_s": [r["backend_s"] for r in reqs],
+                        "session_s": [r["harness_s"] for r in reqs],
+                    }
+                )
+                print(
+                    f"{task:<12} seed {seed}: {s.outcome:<20} {s.requests:>2} requests "
+                    f"{rows[-1]['wall_s']:6.1f} s wall",
+                    flush=True,
+                )
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     n = len(rows)
     allr = {k: [v for r in rows for v in r[k]] for k in ("policy_s", "backend_s", "session_s")}
     total = {k: sum(v) for k, v in allr.items()}
     nreq = len(allr["policy_s"])
     out = {
-        "episodes": n, "requests": nreq, "wall_s": wall, "cpu_s_main_process": cpu,
+        "episodes": n,
+        "requests": nreq,
+        "wall_s": wall,
+        "cpu_s_main_process": cpu,
         "episodes_per_hour": 3600 * n / wall,
         "per_request_median_ms": {k: 1000 * statistics.median(v) for k, v in allr.items()},
         "per_request_mean_ms": {k: 1000 * total[k] / nreq for k in allr},
@@ -69,12 +89,16 @@ def main() -> None:
     if ns.json:
         print(json.dumps(out, indent=2))
         return
-    print(f"\n{n} episodes, {nreq} requests in {wall:.0f} s: {out['episodes_per_hour']:.0f} "
-          f"scripted episodes per hour (one process; load average {out['load_average'][0]:.1f})")
+    print(
+        f"\n{n} episodes, {nreq} requests in {wall:.0f} s: {out['episodes_per_hour']:.0f} "
+        f"scripted episodes per hour (one process; load average {out['load_average'][0]:.1f})"
+    )
     print(f"{'per request':<14}{'median ms':>10}{'mean ms':>10}{'share':>8}")
     for k, label in (("policy_s", "policy"), ("session_s", "session"), ("backend_s", "backend")):
-        print(f"{label:<14}{out['per_request_median_ms'][k]:10.1f}{out['per_request_mean_ms'][k]:10.1f}"
-              f"{100 * out['share_of_request_time'][k]:7.1f}%")
+        print(
+            f"{label:<14}{out['per_request_median_ms'][k]:10.1f}{out['per_request_mean_ms'][k]:10.1f}"
+            f"{100 * out['share_of_request_time'][k]:7.1f}%"
+        )
 
 
 if __name__ == "__main__":

@@ -40,14 +40,30 @@ def episode(task_name: str, seed: int, spec: str | None, out: Path) -> dict[str,
     policy = make_policy("scripted" if spec is None else f"scripted-faulty:{spec}".rstrip(":"))
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        hs = run_episode(task, seed, service, policy, None, out / f"{task_name}_{seed}_{spec is None}",
-                         host_success=lambda: bool(task.success(backend.privileged_state())))
+        hs = run_episode(
+            task,
+            seed,
+            service,
+            policy,
+            None,
+            out / f"{task_name}_{seed}_{spec is None}",
+            host_success=lambda: bool(task.success(backend.privileged_state())),
+        )
     finally:
         backend.close()
     events = [e.to_dict() for e in getattr(policy, "events", [])]
-    return {"task": task_name, "seed": seed, "faulty": spec is not None, "host_success": bool(hs.host_success),
-            "strict_success": bool(hs.strict_success), "outcome": hs.outcome, "requests": hs.requests,
-            "faults": events, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
+    return {
+        "task": task_name,
+        "seed": seed,
+        "faulty": spec is not None,
+        "host_success": bool(hs.host_success),
+        "strict_success": bool(hs.strict_success),
+        "outcome": hs.outcome,
+        "requests": hs.requests,
+        "faults": events,
+        "wall_s": time.perf_counter() - t0,
+        "cpu_s": time.process_time() - c0,
+    }
 
 
 def report(rows: list[dict[str, Any]], tasks: tuple[str, ...]) -> None:
@@ -60,19 +76,27 @@ def report(rows: list[dict[str, Any]], tasks: tuple[str, ...]) -> None:
     for label, rs in (("mix", mix), ("clean", clean)):
         if rs:
             wall, cpu = sum(r["wall_s"] for r in rs), sum(r["cpu_s"] for r in rs)
-            print(f"{label:5s}: {len(rs)} episodes, {3600 * len(rs) / wall:.0f} episodes/hour "
-                  f"({wall / len(rs):.1f} s wall, {cpu / len(rs):.1f} s CPU of this process per episode)")
-    print("\n| task | mix host success | mix false finishes | clean host success | faults fired per episode |")
+            print(
+                f"{label:5s}: {len(rs)} episodes, {3600 * len(rs) / wall:.0f} episodes/hour "
+                f"({wall / len(rs):.1f} s wall, {cpu / len(rs):.1f} s CPU of this process per episode)"
+            )
+    print(
+        "\n| task | mix host success | mix false finishes | clean host success | faults fired per episode |"
+    )
     print("|---|---|---|---|---|")
     for t in tasks:
         m = [r for r in mix if r["task"] == t]
         c = [r for r in clean if r["task"] == t]
-        pm, pc = wilson_interval(sum(r["host_success"] for r in m), len(m)), \
-            wilson_interval(sum(r["host_success"] for r in c), len(c))
+        pm, pc = (
+            wilson_interval(sum(r["host_success"] for r in m), len(m)),
+            wilson_interval(sum(r["host_success"] for r in c), len(c)),
+        )
         fired = sum(len(r["faults"]) for r in m) / max(1, len(m))
         ff = sum(r["outcome"] == "false_finish" for r in m)
-        print(f"| {t} | {pm.successes}/{pm.n} [{pm.low:.2f}, {pm.high:.2f}] | {ff} | "
-              f"{pc.successes}/{pc.n} [{pc.low:.2f}, {pc.high:.2f}] | {fired:.2f} |")
+        print(
+            f"| {t} | {pm.successes}/{pm.n} [{pm.low:.2f}, {pm.high:.2f}] | {ff} | "
+            f"{pc.successes}/{pc.n} [{pc.low:.2f}, {pc.high:.2f}] | {fired:.2f} |"
+        )
     phases = list(dict.fromkeys(FAULTS.values()))
     spread: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for r in mix:
@@ -97,8 +121,12 @@ def main() -> None:
     ap.add_argument("--clean-seeds", default="0-1", help="seeds of the clean expert, same run")
     ap.add_argument("--spec", default="", help="fault spec (empty: the default mix)")
     ap.add_argument("--json", help="write every episode's record here")
-    ap.add_argument("--tabulate", nargs="+", metavar="JSON", help="print the tables of earlier runs' "
-                    "--json files together (runs nothing)")
+    ap.add_argument(
+        "--tabulate",
+        nargs="+",
+        metavar="JSON",
+        help="print the tables of earlier runs' --json files together (runs nothing)",
+    )
     ns = ap.parse_args()
     tasks = TASKS if ns.tasks == "all" else tuple(ns.tasks.split(","))
     if ns.tabulate:
@@ -114,16 +142,22 @@ def main() -> None:
             for s in seeds:
                 rows.append(episode(task, s, ns.spec, Path(tmp)))
                 r = rows[-1]
-                print(f"{task:13s} seed {s:4d} mix   {r['outcome']:22s} req {r['requests']:3d} "
-                      f"faults {','.join(e['fault'] for e in r['faults']) or '-'}", flush=True)
+                print(
+                    f"{task:13s} seed {s:4d} mix   {r['outcome']:22s} req {r['requests']:3d} "
+                    f"faults {','.join(e['fault'] for e in r['faults']) or '-'}",
+                    flush=True,
+                )
             for s in clean_seeds:
                 rows.append(episode(task, s, None, Path(tmp)))
-    print(f"\nload average at the start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, now "
-          f"{os.getloadavg()[0]:.1f}; {os.cpu_count()} cores")
+    print(
+        f"\nload average at the start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, now "
+        f"{os.getloadavg()[0]:.1f}; {os.cpu_count()} cores"
+    )
     report(rows, tasks)
     if ns.json:
-        Path(ns.json).write_text(json.dumps({"rows": rows, "load": [load, os.getloadavg()], "spec": ns.spec},
-                                            indent=1))
+        Path(ns.json).write_text(
+            json.dumps({"rows": rows, "load": [load, os.getloadavg()], "spec": ns.spec}, indent=1)
+        )
 
 
 if __name__ == "__main__":

@@ -28,13 +28,21 @@ def records(folder: Path) -> list[dict[str, Any]]:
 
 
 def episodes(run: Path) -> dict[tuple[str, str], Path]:
-    return {(p.parent.name, p.name): p for p in sorted(run.glob("*/seed_*"))
-            if EpisodeFiles(p).is_episode()}
+    return {
+        (p.parent.name, p.name): p
+        for p in sorted(run.glob("*/seed_*"))
+        if EpisodeFiles(p).is_episode()
+    }
 
 
 def receipts(recs: list[dict[str, Any]]) -> list[str]:
-    return [r for rec in recs if rec.get("type") == "request" for c in rec.get("calls", [])
-            for r in c.get("receipts", [])]
+    return [
+        r
+        for rec in recs
+        if rec.get("type") == "request"
+        for c in rec.get("calls", [])
+        for r in c.get("receipts", [])
+    ]
 
 
 def summary(recs: list[dict[str, Any]]) -> tuple[Any, ...]:
@@ -55,11 +63,18 @@ def compare(a: Path, b: Path) -> int:
         same_phys += pa == pb
         same_all += xa == xb
         if pa != pb or summary(ra) != summary(rb):
-            i = next((i for i, (x, y) in enumerate(zip(pa, pb, strict=False)) if x != y), min(len(pa), len(pb)))
-            print(f"differs: {key[0]} {key[1]}: {summary(ra)} vs {summary(rb)}; physical receipt {i}: "
-                  f"{pa[i:i + 1]} vs {pb[i:i + 1]}")
-    print(f"{len(common)} episodes in both runs: same outcome/requests/actions {same_out}, same physical "
-          f"receipts {same_phys}, same receipts of every call {same_all}")
+            i = next(
+                (i for i, (x, y) in enumerate(zip(pa, pb, strict=False)) if x != y),
+                min(len(pa), len(pb)),
+            )
+            print(
+                f"differs: {key[0]} {key[1]}: {summary(ra)} vs {summary(rb)}; physical receipt {i}: "
+                f"{pa[i : i + 1]} vs {pb[i : i + 1]}"
+            )
+    print(
+        f"{len(common)} episodes in both runs: same outcome/requests/actions {same_out}, same physical "
+        f"receipts {same_phys}, same receipts of every call {same_all}"
+    )
     return 0 if same_out == same_phys == len(common) else 1
 
 
@@ -72,7 +87,9 @@ def replay(run: Path) -> int:
         recs = records(folder)
         if recs[-1].get("type") != "episode_end" or recs[0].get("policy") not in (None, "scripted"):
             continue
-        expert = ScriptedExpert(task, instruction_from([{"role": "user", "content": recs[0]["task_md"]}]))
+        expert = ScriptedExpert(
+            task, instruction_from([{"role": "user", "content": recs[0]["task_md"]}])
+        )
         out, ok = None, True
         for rec in (r for r in recs if r.get("type") == "request"):
             cell = expert.next_cell(out)
@@ -96,7 +113,9 @@ def main() -> None:
     g.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"))
     g.add_argument("--replay", metavar="RUN")
     ns = ap.parse_args()
-    sys.exit(compare(Path(ns.compare[0]), Path(ns.compare[1])) if ns.compare else replay(Path(ns.replay)))
+    sys.exit(
+        compare(Path(ns.compare[0]), Path(ns.compare[1])) if ns.compare else replay(Path(ns.replay))
+    )
 
 
 if __name__ == "__main__":

@@ -54,17 +54,23 @@ def from_runs(tok: Any, runs: dict[str, Path]) -> dict[str, Any]:
     for label, run in runs.items():
         per_task: dict[str, Any] = {}
         for task_dir in sorted(p for p in run.iterdir() if p.is_dir()):
-            eps = [episode_requests(ep) for ep in sorted(task_dir.glob("seed_*"))
-                   if EpisodeFiles(ep).is_episode()]
+            eps = [
+                episode_requests(ep)
+                for ep in sorted(task_dir.glob("seed_*"))
+                if EpisodeFiles(ep).is_episode()
+            ]
             eps = [e for e in eps if e]
             if not eps:
                 continue
             code = [sum(count(tok, c) for _, c in e) for e in eps]
             reason = [sum(count(tok, r) for r, _ in e) for e in eps]
             per_task[task_dir.name] = {
-                "episodes": len(eps), "first_cell_code_tokens": count(tok, eps[0][0][1]),
-                "mean_code_tokens": statistics.mean(code), "mean_reasoning_tokens": statistics.mean(reason),
-                "mean_requests": statistics.mean(len(e) for e in eps)}
+                "episodes": len(eps),
+                "first_cell_code_tokens": count(tok, eps[0][0][1]),
+                "mean_code_tokens": statistics.mean(code),
+                "mean_reasoning_tokens": statistics.mean(reason),
+                "mean_requests": statistics.mean(len(e) for e in eps),
+            }
         table[label] = per_task
     return table
 
@@ -78,11 +84,16 @@ def current(tok: Any) -> dict[str, Any]:
     names = source.registered()
     sizes = {n: count(tok, source.session_text(n)) for n in names}
     library, _ = source.definitions(names)
-    return {"first_cell_code_tokens": count(tok, first.code),
-            "first_cell_reasoning_tokens": count(tok, first.reasoning),
-            "first_cell_functions": [ln[4:ln.index("(")] for ln in first.code.splitlines() if ln.startswith("def ")],
-            "library_tokens": count(tok, source.HEADER + "\n" + library), "library_functions": len(names),
-            "largest": sorted(sizes.items(), key=lambda kv: -kv[1])[:8]}
+    return {
+        "first_cell_code_tokens": count(tok, first.code),
+        "first_cell_reasoning_tokens": count(tok, first.reasoning),
+        "first_cell_functions": [
+            ln[4 : ln.index("(")] for ln in first.code.splitlines() if ln.startswith("def ")
+        ],
+        "library_tokens": count(tok, source.HEADER + "\n" + library),
+        "library_functions": len(names),
+        "largest": sorted(sizes.items(), key=lambda kv: -kv[1])[:8],
+    }
 
 
 def main() -> None:
@@ -97,22 +108,35 @@ def main() -> None:
     tok = tokenizer()
     res = {"current": current(tok), "runs": from_runs(tok, runs)}
     cur = res["current"]
-    print(f"current expert: first cell {cur['first_cell_code_tokens']} code tokens "
-          f"(+{cur['first_cell_reasoning_tokens']} reasoning), defines {', '.join(cur['first_cell_functions'])}")
-    print(f"whole library: {cur['library_functions']} session functions, {cur['library_tokens']} tokens; "
-          "largest: " + ", ".join(f"{n} {t}" for n, t in cur["largest"]))
+    print(
+        f"current expert: first cell {cur['first_cell_code_tokens']} code tokens "
+        f"(+{cur['first_cell_reasoning_tokens']} reasoning), defines {', '.join(cur['first_cell_functions'])}"
+    )
+    print(
+        f"whole library: {cur['library_functions']} session functions, {cur['library_tokens']} tokens; "
+        "largest: " + ", ".join(f"{n} {t}" for n, t in cur["largest"])
+    )
     if res["runs"]:
         labels = list(res["runs"])
         tasks = sorted({t for r in res["runs"].values() for t in r})
-        print("\n| task | " + " | ".join(f"{lb}: first cell / code per ep / reasoning per ep / requests"
-                                         for lb in labels) + " |")
+        print(
+            "\n| task | "
+            + " | ".join(
+                f"{lb}: first cell / code per ep / reasoning per ep / requests" for lb in labels
+            )
+            + " |"
+        )
         print("|---|" + "---|" * len(labels))
         for t in tasks:
             cells = []
             for lb in labels:
                 r = res["runs"][lb].get(t)
-                cells.append("-" if r is None else f"{r['first_cell_code_tokens']} / {r['mean_code_tokens']:.0f} / "
-                             f"{r['mean_reasoning_tokens']:.0f} / {r['mean_requests']:.1f} (n={r['episodes']})")
+                cells.append(
+                    "-"
+                    if r is None
+                    else f"{r['first_cell_code_tokens']} / {r['mean_code_tokens']:.0f} / "
+                    f"{r['mean_reasoning_tokens']:.0f} / {r['mean_requests']:.1f} (n={r['episodes']})"
+                )
             print(f"| {t} | " + " | ".join(cells) + " |")
     if ns.json:
         Path(ns.json).write_text(json.dumps(res, indent=2))

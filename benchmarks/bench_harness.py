@@ -50,22 +50,37 @@ def percentile(values: list[float], q: float) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--requests", type=int, default=60, help="requests per episode (the paper's budget: 60)")
+    ap.add_argument(
+        "--requests", type=int, default=60, help="requests per episode (the paper's budget: 60)"
+    )
     ap.add_argument("--calls", type=int, default=4, help="robot calls per request")
     ap.add_argument("--episodes", type=int, default=2)
     ap.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = ap.parse_args()
 
-    cell = "\n".join(["s = robot.get_robot_state()", "g = robot.gripper_state()", "h = robot.hold(0.01)",
-                      "t = robot.read_motion_trajectory(last_n=5)"][: args.calls] or ["pass"])
+    cell = "\n".join(
+        [
+            "s = robot.get_robot_state()",
+            "g = robot.gripper_state()",
+            "h = robot.hold(0.01)",
+            "t = robot.read_motion_trajectory(last_n=5)",
+        ][: args.calls]
+        or ["pass"]
+    )
     cell += "\nprint(s.success, round(s.value['tcp_position_m'][2], 3) if s.success else s.message)"
     overhead_ms, wall_ms, backend_ms, render_ms = [], [], [], []
     for ep in range(args.episodes):
         backend = FakeBackend(image_size=(96, 128))
         robot = RobotService(backend, MotionService(backend), PerceptionService(backend))
         with tempfile.TemporaryDirectory() as d:
-            summary = run_episode(BenchTask(), ep, robot, ReplayPolicy([{"code": cell}] * args.requests),
-                                  Budgets(max_requests=args.requests + 1), Path(d) / "ep")
+            summary = run_episode(
+                BenchTask(),
+                ep,
+                robot,
+                ReplayPolicy([{"code": cell}] * args.requests),
+                Budgets(max_requests=args.requests + 1),
+                Path(d) / "ep",
+            )
             recs = list(EpisodeFiles(Path(d) / "ep").read_trajectory_split().requests)
             history = load_history(EpisodeFiles(Path(d) / "ep").trajectory)
             for r in recs:
@@ -78,7 +93,8 @@ def main() -> int:
                     render_ms.append(1000 * (time.perf_counter() - t0))
             assert summary.requests == args.requests + 1, summary
     figures = {
-        "requests_measured": len(overhead_ms), "robot_calls_per_request": args.calls,
+        "requests_measured": len(overhead_ms),
+        "robot_calls_per_request": args.calls,
         "harness_overhead_ms_median": round(statistics.median(overhead_ms), 2),
         "harness_overhead_ms_p95": round(percentile(overhead_ms, 0.95), 2),
         "harness_overhead_ms_max": round(max(overhead_ms), 2),

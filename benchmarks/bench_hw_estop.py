@@ -44,8 +44,11 @@ def main() -> None:
             while not stop.is_set():
                 k += 1
                 try:
-                    b.servo({"arm": q0 + sign * np.array([min(0.02 * k, 1.0), 0, 0, 0, 0, 0])},
-                            0.02, ForceGuard())
+                    b.servo(
+                        {"arm": q0 + sign * np.array([min(0.02 * k, 1.0), 0, 0, 0, 0, 0])},
+                        0.02,
+                        ForceGuard(),
+                    )
                 except EStopError:
                     return
 
@@ -65,12 +68,18 @@ def main() -> None:
         b.reset_estop()
     b.close()
     z, r = np.array(zero_ms), np.array(rest_ms)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.2f}")
-    print(f"trials {ns.trials}; e-stop -> zero commanded velocity: median {np.median(z):.1f} ms, "
-          f"p95 {np.percentile(z, 95):.1f} ms, max {z.max():.1f} ms")
-    print(f"e-stop -> arm at rest (|qd| < 0.01 rad/s): median {np.median(r):.1f} ms, "
-          f"p95 {np.percentile(r, 95):.1f} ms, max {r.max():.1f} ms")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"trials {ns.trials}; e-stop -> zero commanded velocity: median {np.median(z):.1f} ms, "
+        f"p95 {np.percentile(z, 95):.1f} ms, max {z.max():.1f} ms"
+    )
+    print(
+        f"e-stop -> arm at rest (|qd| < 0.01 rad/s): median {np.median(r):.1f} ms, "
+        f"p95 {np.percentile(r, 95):.1f} ms, max {r.max():.1f} ms"
+    )
     print(f"physical floor: emulator cycle {emu_cycle_ms():.1f} ms; control tick 20.0 ms")
 
 

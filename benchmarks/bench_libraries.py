@@ -53,12 +53,16 @@ from captain_ros.tasks import TASKS, get_task  # noqa: E402
 
 HELDOUT = range(1000, 2000)
 REGION_CODE = "hand: over-segmentation + region lookup (regions.py)"
-CC = {"hand: scipy.sparse.csgraph": lc.cc_sparse_graph,
-      "scipy.ndimage.label (lattice)": lc.cc_lattice_ndimage,
-      "cv2.connectedComponents (lattice, regions.py now)": lc.cc_lattice_opencv,
-      "cv2.connectedComponentsWithStats (edge pixels)": lc.cc_edge_pixels_opencv if lc.cv2 else None}
-RECT = {"hand: scipy hull + rotating edges": lc.rect_hand,
-        "cv2.minAreaRect (fitting.py now)": lc.rect_opencv}
+CC = {
+    "hand: scipy.sparse.csgraph": lc.cc_sparse_graph,
+    "scipy.ndimage.label (lattice)": lc.cc_lattice_ndimage,
+    "cv2.connectedComponents (lattice, regions.py now)": lc.cc_lattice_opencv,
+    "cv2.connectedComponentsWithStats (edge pixels)": lc.cc_edge_pixels_opencv if lc.cv2 else None,
+}
+RECT = {
+    "hand: scipy hull + rotating edges": lc.rect_hand,
+    "cv2.minAreaRect (fitting.py now)": lc.rect_opencv,
+}
 
 
 def timed(fn: Callable[..., Any], *args: Any, repeat: int = 3) -> tuple[Any, float]:
@@ -113,8 +117,14 @@ def bench_components(frame: Any, rec: dict[str, list[float]]) -> None:
             rec[f"cc|{name}|pixels_lost_{tag}"].append(float(((ref > 0) & (lab == 0)).sum()))
 
 
-def bench_clicks(svc: PerceptionService, handle: str, frame: Any, backend: MujocoBackend,
-                 rec: dict[str, list[float]], task: str) -> None:
+def bench_clicks(
+    svc: PerceptionService,
+    handle: str,
+    frame: Any,
+    backend: MujocoBackend,
+    rec: dict[str, list[float]],
+    task: str,
+) -> None:
     """Region growing, rectangles and box fits of every visible task object of the head view."""
     seg = svc.default_segmenter
     regs, t_first = timed(regions.over_segment, frame, repeat=1)
@@ -166,7 +176,9 @@ def bench_rectangles(xy: np.ndarray, rec: dict[str, list[float]]) -> None:
         (yaw, centre, size, area), dt = timed(fn, xy)
         rec[f"rect|{name}|us"].append(1e6 * dt)
         dyaw = abs((yaw - ref[0] + np.pi / 4) % (np.pi / 2) - np.pi / 4)
-        rec[f"rect|{name}|area_rel_diff"].append(abs(size[0] * size[1] / max(ref[2][0] * ref[2][1], 1e-12) - 1))
+        rec[f"rect|{name}|area_rel_diff"].append(
+            abs(size[0] * size[1] / max(ref[2][0] * ref[2][1], 1e-12) - 1)
+        )
         rec[f"rect|{name}|yaw_diff_rad"].append(float(dyaw))
         rec[f"rect|{name}|centre_diff_m"].append(float(np.linalg.norm(centre - ref[1])))
         rec[f"rect|{name}|size_diff_m"].append(float(np.abs(np.sort(size) - np.sort(ref[2])).max()))
@@ -178,6 +190,7 @@ def bench_boxes(pts: np.ndarray, support_z_m: float, gt: dict, rec: dict[str, li
         def run() -> tuple[np.ndarray, np.ndarray]:
             g = fit(pts, support_z_m)
             return g.center_m, g.extents_m
+
         return run
 
     def hand() -> tuple[np.ndarray, np.ndarray]:
@@ -186,7 +199,8 @@ def bench_boxes(pts: np.ndarray, support_z_m: float, gt: dict, rec: dict[str, li
 
     fits: dict[str, Callable[[], tuple[np.ndarray, np.ndarray]] | None] = {
         "hand: gravity-aligned, scipy rectangle": hand,
-        "gravity-aligned, cv2 rectangle (fitting.py now)": gravity(fitting.fit_geometry)}
+        "gravity-aligned, cv2 rectangle (fitting.py now)": gravity(fitting.fit_geometry),
+    }
     for kind in ("obb", "minimal", "aabb"):
         fits[f"open3d {kind}"] = (lambda k=kind: lc.box_open3d(pts, k)) if lc.o3d else None
     for name, fn in fits.items():
@@ -210,9 +224,16 @@ def bench_ik(n_targets: int, rec: dict[str, list[float]]) -> None:
         home = np.asarray(backend.joint_state(arm).position_rad, dtype=float)
         adr = backend._arms[arm]
         site = backend.model.site(adr.tcp_site).name
-        minks = {f"mink {lc.mink_version()} (daqp, lm_damping {d:g})":
-                 lc.mink_solver(backend.model, site, adr.dof_adr, adr.qpos_adr, d)
-                 for d in (0.0, 1.0)} if lc.mink else {}
+        minks = (
+            {
+                f"mink {lc.mink_version()} (daqp, lm_damping {d:g})": lc.mink_solver(
+                    backend.model, site, adr.dof_adr, adr.qpos_adr, d
+                )
+                for d in (0.0, 1.0)
+            }
+            if lc.mink
+            else {}
+        )
         q_live = backend.data.qpos.copy()
         got = 0
         while got < n_targets // 2:
@@ -224,13 +245,25 @@ def bench_ik(n_targets: int, rec: dict[str, list[float]]) -> None:
             got += 1
             target = Pose(p.copy(), matrix_to_quat(t[:3, :3]))
             residual = functools.partial(_residual, kin, target)
-            for start, q0 in (("cold", home), ("warm", np.clip(q_true + rng.normal(0, 0.02, 6), lo, hi))):
+            for start, q0 in (
+                ("cold", home),
+                ("warm", np.clip(q_true + rng.normal(0, 0.02, 6), lo, hi)),
+            ):
                 res, dt = timed(ik.solve, kin, target, q0, lo, hi, 100, repeat=1)
-                _record_ik(rec, "DLS (captain_ros.motion.ik)", start, res.position_error_m,
-                           res.rotation_error_rad, dt, res.iterations)
+                _record_ik(
+                    rec,
+                    "DLS (captain_ros.motion.ik)",
+                    start,
+                    res.position_error_m,
+                    res.rotation_error_rad,
+                    dt,
+                    res.iterations,
+                )
                 if not res.converged:  # where the unconverged solves stopped
                     at_limit = np.any((res.q <= lo + 1e-6) | (res.q >= hi - 1e-6))
-                    rec[f"ik|DLS (captain_ros.motion.ik)|{start}|failed_at_a_joint_limit"].append(float(at_limit))
+                    rec[f"ik|DLS (captain_ros.motion.ik)|{start}|failed_at_a_joint_limit"].append(
+                        float(at_limit)
+                    )
                 for name, mk in minks.items():
                     q_full = q_live.copy()
                     q_full[adr.qpos_adr] = q0
@@ -241,14 +274,18 @@ def bench_ik(n_targets: int, rec: dict[str, list[float]]) -> None:
             _goal_checks(rec, "joint-space", kin, target, t, home, lo, hi, q_live, adr, minks)
         for _ in range(n_targets // 2):  # task-like goals: over the table, tool down +- 20 deg tilt
             target = task_target(rng, np.asarray(spec.base_pose.position_m))
-            _goal_checks(rec, "task", kin, target, target.matrix(), home, lo, hi, q_live, adr, minks)
+            _goal_checks(
+                rec, "task", kin, target, target.matrix(), home, lo, hi, q_live, adr, minks
+            )
         q = home.copy()
         for _ in range(200):  # floor: one kinematics + Jacobian evaluation at a new configuration
             q = q + 1e-4
             t0 = time.perf_counter()
             ik.tool_matrix(kin, q)
             kin.jacobian(q)
-            rec["ik|floor: mj_kinematics + mj_comPos + mj_jacSite|all|us"].append(1e6 * (time.perf_counter() - t0))
+            rec["ik|floor: mj_kinematics + mj_comPos + mj_jacSite|all|us"].append(
+                1e6 * (time.perf_counter() - t0)
+            )
         backend.close()
 
 
@@ -259,16 +296,32 @@ def task_target(rng: np.random.Generator, base_m: np.ndarray) -> Pose:
     reachable."""
     p = base_m + np.array([rng.uniform(0.15, 0.45), rng.uniform(-0.25, 0.25), 0.0])
     p[2] = rng.uniform(0.01, 0.14)
-    yaw, tilt, axis = rng.uniform(-np.pi / 2, np.pi / 2), rng.uniform(0, np.pi / 9), rng.uniform(0, 2 * np.pi)
+    yaw, tilt, axis = (
+        rng.uniform(-np.pi / 2, np.pi / 2),
+        rng.uniform(0, np.pi / 9),
+        rng.uniform(0, 2 * np.pi),
+    )
     down = np.array([0.0, 0.0, 1.0, 0.0])  # TOOL_DOWN_QUAT_WXYZ of the rig
     q_yaw = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
-    q_tilt = np.array([np.cos(tilt / 2), np.cos(axis) * np.sin(tilt / 2), np.sin(axis) * np.sin(tilt / 2), 0.0])
+    q_tilt = np.array(
+        [np.cos(tilt / 2), np.cos(axis) * np.sin(tilt / 2), np.sin(axis) * np.sin(tilt / 2), 0.0]
+    )
     return Pose(p, quat_multiply(q_tilt, quat_multiply(q_yaw, down)))
 
 
-def _goal_checks(rec: dict[str, list[float]], kind: str, kin: Any, target: Pose, t: np.ndarray,
-                 home: np.ndarray, lo: np.ndarray, hi: np.ndarray, q_live: np.ndarray, adr: Any,
-                 minks: dict[str, Any]) -> None:
+def _goal_checks(
+    rec: dict[str, list[float]],
+    kind: str,
+    kin: Any,
+    target: Pose,
+    t: np.ndarray,
+    home: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    q_live: np.ndarray,
+    adr: Any,
+    minks: dict[str, Any],
+) -> None:
     """The planner's goal check with each solver: from the current configuration, then 5 seeded
     random restarts (``planner.check_goal``); records convergence and which solver alone found one."""
     residual = functools.partial(_residual, kin, target)
@@ -279,8 +332,15 @@ def _goal_checks(rec: dict[str, list[float]], kind: str, kin: Any, target: Pose,
         if res.converged:
             break
     dls_ok = res.converged
-    _record_ik(rec, "DLS (captain_ros.motion.ik)", f"restarts_{kind}", res.position_error_m,
-               res.rotation_error_rad, time.perf_counter() - t0, res.iterations)
+    _record_ik(
+        rec,
+        "DLS (captain_ros.motion.ik)",
+        f"restarts_{kind}",
+        res.position_error_m,
+        res.rotation_error_rad,
+        time.perf_counter() - t0,
+        res.iterations,
+    )
     for name, mk in minks.items():
         t0 = time.perf_counter()
         for s0 in seeds:
@@ -300,8 +360,16 @@ def _residual(kin: Any, target: Pose, q: np.ndarray) -> tuple[float, float]:
     return ik._norms(ik.pose_error(kin, q, target))
 
 
-def _record_ik(rec: dict[str, list[float]], name: str, start: str, pe: float, re: float, dt: float,
-               it: int, inside: bool = True) -> bool:
+def _record_ik(
+    rec: dict[str, list[float]],
+    name: str,
+    start: str,
+    pe: float,
+    re: float,
+    dt: float,
+    it: int,
+    inside: bool = True,
+) -> bool:
     ok = pe < ik.POS_TOL_M and re < ik.ROT_TOL_RAD and inside
     rec[f"ik|{name}|{start}|converged"].append(float(ok))
     rec[f"ik|{name}|{start}|ms"].append(1e3 * dt)
@@ -324,9 +392,12 @@ def run(n_scenes: int, seed0: int, tasks: list[str], n_targets: int) -> dict[str
         bench_clicks(svc, handle, svc.observations.get(handle).frame("head"), backend, rec, task)
     if n_targets:
         bench_ik(n_targets, rec)
-    return {"metrics": {k: stats(v) for k, v in sorted(rec.items())},
-            "versions": versions(), "machine": f"{platform.processor() or platform.machine()}, "
-            f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"}
+    return {
+        "metrics": {k: stats(v) for k, v in sorted(rec.items())},
+        "versions": versions(),
+        "machine": f"{platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}",
+    }
 
 
 def versions() -> dict[str, str]:
@@ -343,14 +414,20 @@ def versions() -> dict[str, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenes", type=int, default=60)
-    ap.add_argument("--seed0", type=int, default=0, help="first TRAIN seed (held-out 1000-1999 refused)")
+    ap.add_argument(
+        "--seed0", type=int, default=0, help="first TRAIN seed (held-out 1000-1999 refused)"
+    )
     ap.add_argument("--tasks", default="", help="comma-separated subset of the task suite")
     ap.add_argument("--ik-targets", type=int, default=300, help="IK targets over both rigs")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     t0 = time.time()
-    res = run(args.scenes, args.seed0, [t for t in args.tasks.split(",") if t] or list(TASKS),
-              args.ik_targets)
+    res = run(
+        args.scenes,
+        args.seed0,
+        [t for t in args.tasks.split(",") if t] or list(TASKS),
+        args.ik_targets,
+    )
     res["wall_s"] = round(time.time() - t0, 1)
     res["command"] = " ".join(["python", *sys.argv])
     if args.out:

@@ -44,8 +44,9 @@ def colour_word(rgba: np.ndarray) -> str:
     if rgb.max() - rgb.min() < 0.15 * max(rgb.max(), 1e-6):
         return "grey"
     rgb = rgb / max(rgb.max(), 1e-6)
-    return min(COLOURS, key=lambda n: float(np.abs(np.asarray(COLOURS[n]) /
-                                                   max(COLOURS[n]) - rgb).sum()))
+    return min(
+        COLOURS, key=lambda n: float(np.abs(np.asarray(COLOURS[n]) / max(COLOURS[n]) - rgb).sum())
+    )
 
 
 def ground_truth(backend: MujocoBackend, name: str) -> dict | None:
@@ -53,8 +54,11 @@ def ground_truth(backend: MujocoBackend, name: str) -> dict | None:
     m, d = backend.model, backend.data
     bid = m.body(name).id
     geoms = [g for g in range(m.ngeom) if int(m.geom_bodyid[g]) == bid]
-    rgba = m.mat_rgba[m.geom_matid[geoms[0]]] if geoms and m.geom_matid[geoms[0]] >= 0 else \
-        (m.geom_rgba[geoms[0]] if geoms else np.ones(4))
+    rgba = (
+        m.mat_rgba[m.geom_matid[geoms[0]]]
+        if geoms and m.geom_matid[geoms[0]] >= 0
+        else (m.geom_rgba[geoms[0]] if geoms else np.ones(4))
+    )
     out = {"colour": colour_word(rgba)}
     if len(geoms) != 1:
         return out
@@ -97,12 +101,18 @@ def stats(x: list[float]) -> dict:
     a = np.asarray(x, dtype=float)
     if a.size == 0:
         return {"n": 0}
-    return {"n": int(a.size), "median": float(np.median(a)), "p95": float(np.percentile(a, 95)),
-            "mean": float(a.mean()), "max": float(a.max())}
+    return {
+        "n": int(a.size),
+        "median": float(np.median(a)),
+        "p95": float(np.percentile(a, 95)),
+        "mean": float(a.mean()),
+        "max": float(a.max()),
+    }
 
 
-def run(n_scenes: int, min_visible_px: int, seed0: int, tasks: str = "",
-        merge_views: bool = True) -> dict:
+def run(
+    n_scenes: int, min_visible_px: int, seed0: int, tasks: str = "", merge_views: bool = True
+) -> dict:
     names = [t for t in tasks.split(",") if t] or list(TASKS)
     rec: dict[str, list[float]] = defaultdict(list)
     per_task: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -135,17 +145,27 @@ def run(n_scenes: int, min_visible_px: int, seed0: int, tasks: str = "",
             lat["mark_point_s"].append(time.perf_counter() - t0)
             m_iou = iou(svc.detection(mp.value["id"]).mask, gt_mask) if mp.success else 0.0
             if m_iou < 0.8:
-                outliers.append({"task": task.name, "seed": seed, "object": name,
-                                 "via": "mark_point", "iou": round(m_iou, 3),
-                                 "visible_px": int(gt_mask.sum())})
+                outliers.append(
+                    {
+                        "task": task.name,
+                        "seed": seed,
+                        "object": name,
+                        "via": "mark_point",
+                        "iou": round(m_iou, 3),
+                        "visible_px": int(gt_mask.sum()),
+                    }
+                )
             rec["mark_point_iou"].append(m_iou)
             per_task[task.name]["mark_point_iou"].append(m_iou)
             prompt = prompt_for(name, gt["colour"])
             t0 = time.perf_counter()
             sg = svc.segment(prompt, handle, "head")
             lat["segment_s"].append(time.perf_counter() - t0)
-            s_iou = iou(svc.detection(sg.value["detections"][0]["id"]).mask, gt_mask) \
-                if sg.success else 0.0
+            s_iou = (
+                iou(svc.detection(sg.value["detections"][0]["id"]).mask, gt_mask)
+                if sg.success
+                else 0.0
+            )
             rec["segment_iou"].append(s_iou)
             per_task[task.name]["segment_iou"].append(s_iou)
             if "center_m" not in gt:
@@ -154,7 +174,9 @@ def run(n_scenes: int, min_visible_px: int, seed0: int, tasks: str = "",
                 if not res.success:
                     rec[f"{tag}_geometry_failed"].append(1.0)
                     continue
-                det_id = res.value["id"] if tag == "mark_point" else res.value["detections"][0]["id"]
+                det_id = (
+                    res.value["id"] if tag == "mark_point" else res.value["detections"][0]["id"]
+                )
                 t0 = time.perf_counter()
                 mg = svc.measure_object_geometry(det_id)
                 lat["measure_object_geometry_s"].append(time.perf_counter() - t0)
@@ -163,18 +185,31 @@ def run(n_scenes: int, min_visible_px: int, seed0: int, tasks: str = "",
                     continue
                 ce, ee = geom_errors(mg.value, gt)
                 if ce > 0.015 or ee > 0.015:
-                    outliers.append({"task": task.name, "seed": seed, "object": name, "via": tag,
-                                     "center_err_m": round(ce, 4), "extents_err_m": round(ee, 4),
-                                     "views": mg.value["views"], "visible_px": int(gt_mask.sum())})
+                    outliers.append(
+                        {
+                            "task": task.name,
+                            "seed": seed,
+                            "object": name,
+                            "via": tag,
+                            "center_err_m": round(ce, 4),
+                            "extents_err_m": round(ee, 4),
+                            "views": mg.value["views"],
+                            "visible_px": int(gt_mask.sum()),
+                        }
+                    )
                 rec[f"{tag}_center_err_m"].append(ce)
                 rec[f"{tag}_extents_err_m"].append(ee)
                 per_task[task.name][f"{tag}_center_err_m"].append(ce)
                 per_task[task.name][f"{tag}_extents_err_m"].append(ee)
         backend.close()
-    return {"scenes": n_scenes, "skipped_objects_min_visible": skipped,
-            "metrics": {k: stats(v) for k, v in rec.items()},
-            "per_task": {t: {k: stats(v) for k, v in d.items()} for t, d in per_task.items()},
-            "latency_s": {k: stats(v) for k, v in lat.items()}, "outliers": outliers}
+    return {
+        "scenes": n_scenes,
+        "skipped_objects_min_visible": skipped,
+        "metrics": {k: stats(v) for k, v in rec.items()},
+        "per_task": {t: {k: stats(v) for k, v in d.items()} for t, d in per_task.items()},
+        "latency_s": {k: stats(v) for k, v in lat.items()},
+        "outliers": outliers,
+    }
 
 
 def main() -> None:
@@ -183,8 +218,11 @@ def main() -> None:
     ap.add_argument("--min-visible-px", type=int, default=40)
     ap.add_argument("--seed0", type=int, default=0)
     ap.add_argument("--tasks", default="", help="comma-separated subset of the task suite")
-    ap.add_argument("--no-merge-views", action="store_true",
-                    help="measure from the clicked camera only (no wrist/head point merging)")
+    ap.add_argument(
+        "--no-merge-views",
+        action="store_true",
+        help="measure from the clicked camera only (no wrist/head point merging)",
+    )
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     t0 = time.time()

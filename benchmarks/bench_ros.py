@@ -53,8 +53,12 @@ def _cpu_s() -> float:
 
 def _percentiles(samples_s: list[float]) -> dict[str, float]:
     ms = sorted(1e3 * s for s in samples_s)
-    return {"p50_ms": round(statistics.median(ms), 3), "p90_ms": round(ms[int(0.9 * len(ms))], 3),
-            "p99_ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 3), "n": len(ms)}
+    return {
+        "p50_ms": round(statistics.median(ms), 3),
+        "p90_ms": round(ms[int(0.9 * len(ms))], 3),
+        "p99_ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 3),
+        "n": len(ms),
+    }
 
 
 def _round_trips(ctx: object, service: str, capability: str, n: int) -> dict[str, float]:
@@ -100,12 +104,26 @@ def bench_latency(n: int, domain: int) -> dict[str, dict[str, float]]:
     finally:
         echo.send_signal(2)
         echo.wait(20)
-    stack = subprocess.Popen([sys.executable, "-m", "captain_ros.ros.robot_stack", "--ros-args",
-                              "-p", "backend:=mujoco", "-p", "camera_rate_hz:=0.0"], env=env, cwd=ROOT,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stack = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "captain_ros.ros.robot_stack",
+            "--ros-args",
+            "-p",
+            "backend:=mujoco",
+            "-p",
+            "camera_rate_hz:=0.0",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         out["robot_geometry on the perception node"] = _round_trips(
-            ctx, "/captain/perception/call", "robot_geometry", max(50, n // 5))
+            ctx, "/captain/perception/call", "robot_geometry", max(50, n // 5)
+        )
     finally:
         stack.send_signal(2)
         stack.wait(20)
@@ -130,12 +148,24 @@ def episode_in_process(task_name: str, seed: int, out_dir: Path) -> dict[str, fl
     s = run_episode(task, seed, svc, make_policy("scripted"), Budgets(), out_dir)
     total, cpu = time.perf_counter() - t0, _cpu_s() - c0
     backend.close()
-    return {"episode_wall_s": s.wall_s, "total_s": total, "cpu_s": cpu, "outcome": s.outcome,
-            "calls": s.robot_calls, "backend_s": s.backend_s, "harness_s": s.harness_s}
+    return {
+        "episode_wall_s": s.wall_s,
+        "total_s": total,
+        "cpu_s": cpu,
+        "outcome": s.outcome,
+        "calls": s.robot_calls,
+        "backend_s": s.backend_s,
+        "harness_s": s.harness_s,
+    }
 
 
-def episode_ros(task_name: str, seed: int, out_dir: Path, domain: int,
-                robot_params: dict[str, float] | None = None) -> dict[str, float]:
+def episode_ros(
+    task_name: str,
+    seed: int,
+    out_dir: Path,
+    domain: int,
+    robot_params: dict[str, float] | None = None,
+) -> dict[str, float]:
     import rclpy
     from captain_ros_interfaces.action import RunEpisode
     from rclpy.node import Node
@@ -144,20 +174,29 @@ def episode_ros(task_name: str, seed: int, out_dir: Path, domain: int,
     from captain_ros.ros.action_client import ActionClient
     from captain_ros.ros.env import apply_ros_environment
     from captain_ros.ros.runner import Executors
+
     CONFIG, compose = _up.CONFIG, _up.compose
 
     apply_ros_environment(ROOT / "build" / "ros-bench", domain)
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
     t0, c0 = time.perf_counter(), _cpu_s()
-    nodes = compose(str(CONFIG), "mujoco", str(out_dir / "bags"), ctx, robot_params=robot_params,
-                    allowed_root=str(out_dir))
+    nodes = compose(
+        str(CONFIG),
+        "mujoco",
+        str(out_dir / "bags"),
+        ctx,
+        robot_params=robot_params,
+        allowed_root=str(out_dir),
+    )
     op = Node("bench_operator", context=ctx)
     client = ActionClient(op, RunEpisode, "/captain/run_episode")
     executors = Executors([*nodes, op]).start()
     assert client.wait_for_server(timeout_sec=30.0)
     done = threading.Event()
-    fut = client.send_goal_async(RunEpisode.Goal(task=task_name, seed=seed, output_dir=str(out_dir)))
+    fut = client.send_goal_async(
+        RunEpisode.Goal(task=task_name, seed=seed, output_dir=str(out_dir))
+    )
     fut.add_done_callback(lambda _f: done.set())
     done.wait()
     res_done = threading.Event()
@@ -171,25 +210,48 @@ def episode_ros(task_name: str, seed: int, out_dir: Path, domain: int,
     for n in nodes:
         n.destroy_node()
     ctx.try_shutdown()
-    return {"episode_wall_s": r.wall_time_s, "total_s": total, "cpu_s": cpu, "outcome": r.outcome_label,
-            "calls": r.calls, "backend_s": summary["backend_s"], "harness_s": summary["harness_s"]}
+    return {
+        "episode_wall_s": r.wall_time_s,
+        "total_s": total,
+        "cpu_s": cpu,
+        "outcome": r.outcome_label,
+        "calls": r.calls,
+        "backend_s": summary["backend_s"],
+        "harness_s": summary["harness_s"],
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=1000, help="round trips for the latency figure")
+    parser.add_argument(
+        "--calls", type=int, default=1000, help="round trips for the latency figure"
+    )
     parser.add_argument("--episodes", type=int, default=1, help="episodes per mode")
     parser.add_argument("--task", default="pick_place")
     parser.add_argument("--seed", type=int, default=1000)
     parser.add_argument("--domain-id", type=int, default=91)
     parser.add_argument("--skip-episodes", action="store_true")
-    parser.add_argument("--camera-rate-hz", type=float, default=None,
-                        help="override the robot node's camera preview rate (default: config)")
-    parser.add_argument("--joint-state-rate-hz", type=float, default=None,
-                        help="override the robot node's state publishing rate (default: config)")
+    parser.add_argument(
+        "--camera-rate-hz",
+        type=float,
+        default=None,
+        help="override the robot node's camera preview rate (default: config)",
+    )
+    parser.add_argument(
+        "--joint-state-rate-hz",
+        type=float,
+        default=None,
+        help="override the robot node's state publishing rate (default: config)",
+    )
     args = parser.parse_args()
-    overrides = {k: v for k, v in (("camera_rate_hz", args.camera_rate_hz),
-                                   ("joint_state_rate_hz", args.joint_state_rate_hz)) if v is not None}
+    overrides = {
+        k: v
+        for k, v in (
+            ("camera_rate_hz", args.camera_rate_hz),
+            ("joint_state_rate_hz", args.joint_state_rate_hz),
+        )
+        if v is not None
+    }
     report: dict[str, object] = {"robot_overrides": overrides}
     if args.calls > 0:
         report["latency"] = bench_latency(args.calls, args.domain_id)
@@ -197,18 +259,38 @@ def main() -> int:
         rows = []
         with tempfile.TemporaryDirectory() as tmp:
             for k in range(args.episodes):  # alternate so drift in machine load hits both
-                rows.append(("in-process", episode_in_process(args.task, args.seed, Path(tmp) / f"ip{k}")))
-                rows.append(("ros", episode_ros(args.task, args.seed, Path(tmp) / f"ros{k}",
-                                                args.domain_id + 1 + k, overrides)))
+                rows.append(
+                    ("in-process", episode_in_process(args.task, args.seed, Path(tmp) / f"ip{k}"))
+                )
+                rows.append(
+                    (
+                        "ros",
+                        episode_ros(
+                            args.task,
+                            args.seed,
+                            Path(tmp) / f"ros{k}",
+                            args.domain_id + 1 + k,
+                            overrides,
+                        ),
+                    )
+                )
         ip = [r for m, r in rows if m == "in-process"]
         ros = [r for m, r in rows if m == "ros"]
         mean = lambda rs, key: statistics.fmean(r[key] for r in rs)  # noqa: E731
-        report["episodes"] = {"runs": [{"mode": m, **r} for m, r in rows],
-                              "ratio_episode_wall": round(mean(ros, "episode_wall_s") / mean(ip, "episode_wall_s"), 3),
-                              "ratio_total": round(mean(ros, "total_s") / mean(ip, "total_s"), 3),
-                              "ratio_cpu": round(mean(ros, "cpu_s") / mean(ip, "cpu_s"), 3),
-                              "median_ratio_episode_wall": round(statistics.median(
-                                  b["episode_wall_s"] / a["episode_wall_s"] for a, b in zip(ip, ros, strict=True)), 3)}
+        report["episodes"] = {
+            "runs": [{"mode": m, **r} for m, r in rows],
+            "ratio_episode_wall": round(
+                mean(ros, "episode_wall_s") / mean(ip, "episode_wall_s"), 3
+            ),
+            "ratio_total": round(mean(ros, "total_s") / mean(ip, "total_s"), 3),
+            "ratio_cpu": round(mean(ros, "cpu_s") / mean(ip, "cpu_s"), 3),
+            "median_ratio_episode_wall": round(
+                statistics.median(
+                    b["episode_wall_s"] / a["episode_wall_s"] for a, b in zip(ip, ros, strict=True)
+                ),
+                3,
+            ),
+        }
     print(json.dumps(report, indent=2))
     return 0
 

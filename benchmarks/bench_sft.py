@@ -44,15 +44,28 @@ def tiny_base(folder: Path) -> Path:
 
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.train_from_iterator(["robot.move_to(x) print(r)"] * 10, trainers.BpeTrainer(
-        vocab_size=400, special_tokens=["<unk>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        ["robot.move_to(x) print(r)"] * 10,
+        trainers.BpeTrainer(
+            vocab_size=400,
+            special_tokens=["<unk>", "<|im_start|>", "<|im_end|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<|im_end|>")
     fast.chat_template = "{% for m in messages %}{{ m.content }}{% endfor %}"
     torch.manual_seed(0)
-    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(fast), hidden_size=256, intermediate_size=768,
-                                         num_hidden_layers=4, num_attention_heads=4,
-                                         num_key_value_heads=2, max_position_embeddings=8192))
+    model = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=len(fast),
+            hidden_size=256,
+            intermediate_size=768,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=8192,
+        )
+    )
     model.save_pretrained(folder)
     fast.save_pretrained(folder)
     return folder
@@ -87,7 +100,8 @@ class RawStep:
         self.opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=0.0)
         gen = torch.Generator().manual_seed(1)
         self.ids = torch.randint(0, vocab, (1, seq_len), generator=gen).to(
-            next(model.parameters()).device)
+            next(model.parameters()).device
+        )
 
     def __call__(self) -> float:
         was_training = self.model.training
@@ -141,9 +155,19 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench_sft_"))
     base = tiny_base(tmp / "tiny") if args.base == "tiny" else resolve_base(args.base)
     bf16 = bf16_supported(args.device) if args.bf16 == "auto" else args.bf16 == "on"
-    opts = SftOptions(data="(synthetic)", base=str(base), out=str(tmp / "out"), method=args.method,
-                      max_steps=args.steps + 1, grad_accum=1, warmup=0.0, progress=False,
-                      save_steps=10_000, bf16="on" if bf16 else "off", device=args.device)
+    opts = SftOptions(
+        data="(synthetic)",
+        base=str(base),
+        out=str(tmp / "out"),
+        method=args.method,
+        max_steps=args.steps + 1,
+        grad_accum=1,
+        warmup=0.0,
+        progress=False,
+        save_steps=10_000,
+        bf16="on" if bf16 else "off",
+        device=args.device,
+    )
     tok = AutoTokenizer.from_pretrained(str(base))
     vocab = AutoModelForCausalLM.from_pretrained(str(base)).config.vocab_size
     seqs = synthetic(vocab, args.seq_len, args.steps + 1)
@@ -156,19 +180,31 @@ def main() -> int:
     trainer.train()
     train_s, raw = paired.trainer_s[1:], paired.raw_s[1:]  # the first pair is warm-up
     ratios = [r / t for r, t in zip(raw, train_s, strict=True)]
-    res = {"base": args.base, "method": args.method, "bf16": bf16, "seq_len": args.seq_len,
-           "device": args.device, "threads": args.threads, "raw_s_per_step": raw,
-           "trainer_s_per_step": train_s, "paired_ratios": ratios,
-           "raw_tokens_per_s": args.seq_len / min(raw),
-           "trainer_tokens_per_s": args.seq_len / min(train_s),
-           "ratio_median_of_pairs": statistics.median(ratios), "ratio_best": min(raw) / min(train_s),
-           "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-           "machine": platform.processor() or platform.machine(), "load_avg": os.getloadavg(),
-           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    print(f"{args.base} {args.method} seq {args.seq_len} bf16={bf16}: best step raw "
-          f"{res['raw_tokens_per_s']:.0f} tok/s, trainer {res['trainer_tokens_per_s']:.0f} tok/s "
-          f"(ratio {res['ratio_best']:.1%}); median of paired ratios "
-          f"{res['ratio_median_of_pairs']:.1%} (load {res['load_avg'][0]:.1f})")
+    res = {
+        "base": args.base,
+        "method": args.method,
+        "bf16": bf16,
+        "seq_len": args.seq_len,
+        "device": args.device,
+        "threads": args.threads,
+        "raw_s_per_step": raw,
+        "trainer_s_per_step": train_s,
+        "paired_ratios": ratios,
+        "raw_tokens_per_s": args.seq_len / min(raw),
+        "trainer_tokens_per_s": args.seq_len / min(train_s),
+        "ratio_median_of_pairs": statistics.median(ratios),
+        "ratio_best": min(raw) / min(train_s),
+        "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "machine": platform.processor() or platform.machine(),
+        "load_avg": os.getloadavg(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    print(
+        f"{args.base} {args.method} seq {args.seq_len} bf16={bf16}: best step raw "
+        f"{res['raw_tokens_per_s']:.0f} tok/s, trainer {res['trainer_tokens_per_s']:.0f} tok/s "
+        f"(ratio {res['ratio_best']:.1%}); median of paired ratios "
+        f"{res['ratio_median_of_pairs']:.1%} (load {res['load_avg'][0]:.1f})"
+    )
     if args.json:
         args.json.write_text(json.dumps(res, indent=2))
     return 0

@@ -28,8 +28,11 @@ DOWN = [0.0, 0.0, 1.0, 0.0]
 CUBES = "".join(
     f'<body name="cube{i}" pos="{0.30 + 0.06 * i} {0.12 - 0.12 * i} 0.02"><freejoint name="cube{i}"/>'
     f'<geom type="box" size="0.02 0.02 0.02" rgba="0.8 0.{2 + 3 * i} 0.2 1" mass="0.05"/></body>'
-    for i in range(3))
-SCENE = SceneSpec(rig="piper", worldbody_xml=CUBES, object_bodies=("cube0", "cube1", "cube2"), seed=0)
+    for i in range(3)
+)
+SCENE = SceneSpec(
+    rig="piper", worldbody_xml=CUBES, object_bodies=("cube0", "cube1", "cube2"), seed=0
+)
 
 
 def bench_guarded_moves(moves: int) -> tuple[float, float, float]:
@@ -98,16 +101,24 @@ def main() -> None:
     tps, rt, rt_cpu = (max(r[0][i] for r in runs) for i in range(3))
     steps, steps_cpu = (max(r[1][i] for r in runs) for i in range(2))
     dt = 0.002
-    print(f"guarded move_to (incl. planning): {tps:,.0f} control ticks (20 ms) per wall s = {rt:.1f}x "
-          f"real time; {rt_cpu:.1f}x per CPU-second of one core (target >= 25x)")
-    print(f"raw mj_step, same scene: {steps:,.0f} steps per wall s = {steps * dt:.1f}x real time; "
-          f"{steps_cpu * dt:.1f}x per CPU-second; guarded-control overhead "
-          f"{100 * (1 - rt_cpu / (steps_cpu * dt)):.0f}% of CPU time")
+    print(
+        f"guarded move_to (incl. planning): {tps:,.0f} control ticks (20 ms) per wall s = {rt:.1f}x "
+        f"real time; {rt_cpu:.1f}x per CPU-second of one core (target >= 25x)"
+    )
+    print(
+        f"raw mj_step, same scene: {steps:,.0f} steps per wall s = {steps * dt:.1f}x real time; "
+        f"{steps_cpu * dt:.1f}x per CPU-second; guarded-control overhead "
+        f"{100 * (1 - rt_cpu / (steps_cpu * dt)):.0f}% of CPU time"
+    )
     lat = bench_observation(a.frames)
-    print(f"observation head + wrist RGB-D 512x512: median {1000 * statistics.median(lat):.1f} ms, "
-          f"p90 {1000 * float(np.percentile(lat, 90)):.1f} ms (target <= 120 ms)")
+    print(
+        f"observation head + wrist RGB-D 512x512: median {1000 * statistics.median(lat):.1f} ms, "
+        f"p90 {1000 * float(np.percentile(lat, 90)):.1f} ms (target <= 120 ms)"
+    )
     ts, tr = bench_snapshot()
-    print(f"snapshot {1e6 * ts:.1f} us + restore {1e6 * tr:.1f} us = {1e6 * (ts + tr):.1f} us (target <= 100 us)")
+    print(
+        f"snapshot {1e6 * ts:.1f} us + restore {1e6 * tr:.1f} us = {1e6 * (ts + tr):.1f} us (target <= 100 us)"
+    )
 
 
 if __name__ == "__main__":

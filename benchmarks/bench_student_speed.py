@@ -54,7 +54,9 @@ def raw_request(model: Any, cache: Any, new_ids: list[int], n_gen: int) -> tuple
         tok = out.logits[0, -1].argmax()
         t1 = time.perf_counter()
         for _ in range(max(0, n_gen - 1)):
-            out = model(input_ids=tok.view(1, 1), past_key_values=out.past_key_values, use_cache=True)
+            out = model(
+                input_ids=tok.view(1, 1), past_key_values=out.past_key_values, use_cache=True
+            )
             tok = out.logits[0, -1].argmax()
         t2 = time.perf_counter()
     return t1 - t0, t2 - t1
@@ -84,7 +86,9 @@ def main() -> int:
     rows = []
     for t in range(1, min(len(history.turns), args.requests) + 1):
         messages = render(history.upto(t))
-        prompt_ids = chat.tokenizer(chat.render(messages, TOOLS), add_special_tokens=False)["input_ids"]
+        prompt_ids = chat.tokenizer(chat.render(messages, TOOLS), add_special_tokens=False)[
+            "input_ids"
+        ]
         if len(prompt_ids) > limit:
             break
         before = copy.deepcopy(chat.prefix.cache)
@@ -96,36 +100,62 @@ def main() -> int:
                 before.crop(-extra)
         else:
             before = None
-        assert before_ids[:gen.cache.reused] == list(gen.prompt_ids[:gen.cache.reused])
-        prefill_s, decode_s = raw_request(chat.model, before, list(gen.prompt_ids[gen.cache.reused:]),
-                                          len(gen.completion_ids))
-        rows.append({"t": t, "prompt_tokens": len(gen.prompt_ids), "reused": gen.cache.reused,
-                     "prefilled": gen.cache.prefilled, "generated": len(gen.completion_ids),
-                     "model_s": gen.model_s, "raw_prefill_s": prefill_s, "raw_decode_s": decode_s,
-                     "prefill_tok_s": gen.cache.prefilled / prefill_s,
-                     "gen_tok_s": (len(gen.completion_ids) - 1) / decode_s if decode_s else None,
-                     "ratio": gen.model_s / (prefill_s + decode_s)})
+        assert before_ids[: gen.cache.reused] == list(gen.prompt_ids[: gen.cache.reused])
+        prefill_s, decode_s = raw_request(
+            chat.model, before, list(gen.prompt_ids[gen.cache.reused :]), len(gen.completion_ids)
+        )
+        rows.append(
+            {
+                "t": t,
+                "prompt_tokens": len(gen.prompt_ids),
+                "reused": gen.cache.reused,
+                "prefilled": gen.cache.prefilled,
+                "generated": len(gen.completion_ids),
+                "model_s": gen.model_s,
+                "raw_prefill_s": prefill_s,
+                "raw_decode_s": decode_s,
+                "prefill_tok_s": gen.cache.prefilled / prefill_s,
+                "gen_tok_s": (len(gen.completion_ids) - 1) / decode_s if decode_s else None,
+                "ratio": gen.model_s / (prefill_s + decode_s),
+            }
+        )
         r = rows[-1]
-        print(f"request {t:>2}: prompt {r['prompt_tokens']:>5} tok, reused {r['reused']:>5}, "
-              f"prefilled {r['prefilled']:>5}, generated {r['generated']:>3}: model {r['model_s']:.2f} s"
-              f" vs raw {prefill_s:.2f} + {decode_s:.2f} s -> {r['ratio']:.2f}x", flush=True)
-    plain = TransformersChat(folder, device="cpu", max_new_tokens=args.max_new_tokens,
-                             temperature=0, reuse_cache=False)
+        print(
+            f"request {t:>2}: prompt {r['prompt_tokens']:>5} tok, reused {r['reused']:>5}, "
+            f"prefilled {r['prefilled']:>5}, generated {r['generated']:>3}: model {r['model_s']:.2f} s"
+            f" vs raw {prefill_s:.2f} + {decode_s:.2f} s -> {r['ratio']:.2f}x",
+            flush=True,
+        )
+    plain = TransformersChat(
+        folder, device="cpu", max_new_tokens=args.max_new_tokens, temperature=0, reuse_cache=False
+    )
     uncached = []
-    for r in rows[1:1 + args.uncached]:
+    for r in rows[1 : 1 + args.uncached]:
         gen = plain.generate(render(history.upto(r["t"])), TOOLS)
         uncached.append({"t": r["t"], "model_s": gen.model_s, "cached_model_s": r["model_s"]})
-        print(f"request {r['t']:>2} without the cache: {gen.model_s:.2f} s (with: {r['model_s']:.2f} s)")
+        print(
+            f"request {r['t']:>2} without the cache: {gen.model_s:.2f} s (with: {r['model_s']:.2f} s)"
+        )
     ratios = [r["ratio"] for r in rows]
-    res = {"model": args.model, "episode": str(episode), "max_new_tokens": args.max_new_tokens,
-           "threads": args.threads, "requests": rows, "uncached": uncached,
-           "ratio_median": statistics.median(ratios), "ratio_max": max(ratios),
-           "ratio_total": sum(r["model_s"] for r in rows) / sum(r["raw_prefill_s"] + r["raw_decode_s"]
-                                                               for r in rows),
-           "machine": platform.processor() or platform.machine(), "load_avg": os.getloadavg(),
-           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    print(f"{len(rows)} requests: model time / physical limit median {res['ratio_median']:.2f}x, "
-          f"max {res['ratio_max']:.2f}x, total {res['ratio_total']:.2f}x (load {res['load_avg'][0]:.1f})")
+    res = {
+        "model": args.model,
+        "episode": str(episode),
+        "max_new_tokens": args.max_new_tokens,
+        "threads": args.threads,
+        "requests": rows,
+        "uncached": uncached,
+        "ratio_median": statistics.median(ratios),
+        "ratio_max": max(ratios),
+        "ratio_total": sum(r["model_s"] for r in rows)
+        / sum(r["raw_prefill_s"] + r["raw_decode_s"] for r in rows),
+        "machine": platform.processor() or platform.machine(),
+        "load_avg": os.getloadavg(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    print(
+        f"{len(rows)} requests: model time / physical limit median {res['ratio_median']:.2f}x, "
+        f"max {res['ratio_max']:.2f}x, total {res['ratio_total']:.2f}x (load {res['load_avg'][0]:.1f})"
+    )
     if args.json:
         args.json.write_text(json.dumps(res, indent=2))
     return 0

@@ -35,16 +35,18 @@ mink = optional("mink")
 
 
 # --------------------------------------------------------------------- connected components
-def joins(valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
-          ) -> tuple[np.ndarray, np.ndarray]:
+def joins(
+    valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Which 4-neighbour pairs are joined: both valid and no break between them."""
     jh = valid[:, :-1] & valid[:, 1:] & ~break_h
     jv = valid[:-1, :] & valid[1:, :] & ~break_v
     return jh, jv
 
 
-def cc_sparse_graph(valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
-                    ) -> tuple[np.ndarray, int]:
+def cc_sparse_graph(
+    valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
+) -> tuple[np.ndarray, int]:
     """Hand-written: components of the pixel graph via ``scipy.sparse.csgraph``."""
     h, w = valid.shape
     idx = np.arange(h * w).reshape(h, w)
@@ -74,15 +76,17 @@ def lattice(valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray) -> np.n
     return g
 
 
-def cc_lattice_ndimage(valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
-                       ) -> tuple[np.ndarray, int]:
+def cc_lattice_ndimage(
+    valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
+) -> tuple[np.ndarray, int]:
     """``scipy.ndimage.label`` on the lattice image."""
     lab, n = ndimage.label(lattice(valid, break_h, break_v))
     return lab[::2, ::2].astype(np.int32), int(n)
 
 
-def cc_lattice_opencv(valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
-                      ) -> tuple[np.ndarray, int]:
+def cc_lattice_opencv(
+    valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
+) -> tuple[np.ndarray, int]:
     """``cv2.connectedComponents`` (4-connectivity) on the lattice image: what ``regions.py``
     runs now."""
     from captain_ros.perception.regions import connected_regions
@@ -90,15 +94,17 @@ def cc_lattice_opencv(valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarra
     return connected_regions(valid, break_h, break_v)
 
 
-def cc_edge_pixels_opencv(valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
-                          ) -> tuple[np.ndarray, int]:
+def cc_edge_pixels_opencv(
+    valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
+) -> tuple[np.ndarray, int]:
     """``cv2.connectedComponentsWithStats`` on pixels (an edge marks the pixel left of / above
     it): the usual pixel formulation, which drops one-pixel-wide faces along edges."""
     edge = np.zeros(valid.shape, dtype=bool)
     edge[:, :-1] |= break_h
     edge[:-1, :] |= break_v
-    n, lab, _stats, _c = cv2.connectedComponentsWithStats((valid & ~edge).astype(np.uint8),
-                                                          connectivity=4, ltype=cv2.CV_32S)
+    n, lab, _stats, _c = cv2.connectedComponentsWithStats(
+        (valid & ~edge).astype(np.uint8), connectivity=4, ltype=cv2.CV_32S
+    )
     return lab, int(n - 1)
 
 
@@ -112,8 +118,9 @@ def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 # --------------------------------------------------------------------- region growing
-def flood_depth_opencv(depth_m: np.ndarray, foreground: np.ndarray, u: int, v: int,
-                       step_m: float = 0.015) -> np.ndarray:
+def flood_depth_opencv(
+    depth_m: np.ndarray, foreground: np.ndarray, u: int, v: int, step_m: float = 0.015
+) -> np.ndarray:
     """``cv2.floodFill`` from (u, v) over neighbours whose depth differs by < ``step_m``,
     never entering non-foreground pixels (the table)."""
     h, w = depth_m.shape
@@ -193,7 +200,9 @@ def box_open3d(points_m: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]
     if kind == "aabb":
         box = pc.get_axis_aligned_bounding_box()
         return np.asarray(box.get_center()), np.asarray(box.get_extent())
-    box = pc.get_oriented_bounding_box() if kind == "obb" else pc.get_minimal_oriented_bounding_box()
+    box = (
+        pc.get_oriented_bounding_box() if kind == "obb" else pc.get_minimal_oriented_bounding_box()
+    )
     r, ext = np.asarray(box.R), np.asarray(box.extent)
     k = int(np.argmax(np.abs(r[2, :])))
     xy = np.sort(np.delete(ext, k))
@@ -201,9 +210,14 @@ def box_open3d(points_m: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]
 
 
 # --------------------------------------------------------------------- IK
-def mink_solver(model: Any, site: str, dof_adr: np.ndarray, qpos_adr: np.ndarray,
-                lm_damping: float = 0.0, damping: float = 1e-4
-                ) -> Callable[..., tuple[np.ndarray, int]]:
+def mink_solver(
+    model: Any,
+    site: str,
+    dof_adr: np.ndarray,
+    qpos_adr: np.ndarray,
+    lm_damping: float = 0.0,
+    damping: float = 1e-4,
+) -> Callable[..., tuple[np.ndarray, int]]:
     """An IK solve of the tool site with mink (FrameTask + ConfigurationLimit, daqp), every joint
     but the arm's frozen; stops on ``residual(q_arm) -> (pos_err_m, rot_err_rad)`` below the
     tolerances of ``captain_ros.motion.ik`` (the same test the DLS solver stops on).
@@ -211,16 +225,20 @@ def mink_solver(model: Any, site: str, dof_adr: np.ndarray, qpos_adr: np.ndarray
     from captain_ros.motion.ik import POS_TOL_M, ROT_TOL_RAD
 
     config = mink.Configuration(model)
-    task = mink.FrameTask(site, "site", position_cost=1.0, orientation_cost=1.0,
-                          lm_damping=lm_damping)
+    task = mink.FrameTask(
+        site, "site", position_cost=1.0, orientation_cost=1.0, lm_damping=lm_damping
+    )
     arm = {int(d) for d in dof_adr}
     limits = [mink.ConfigurationLimit(model)]
     others = [i for i in range(model.nv) if i not in arm]
     constraints = [mink.DofFreezingTask(model, dof_indices=others)] if others else []
 
-    def solve(q_full: np.ndarray, target: np.ndarray,
-              residual: Callable[[np.ndarray], tuple[float, float]],
-              max_iters: int = 100) -> tuple[np.ndarray, int]:
+    def solve(
+        q_full: np.ndarray,
+        target: np.ndarray,
+        residual: Callable[[np.ndarray], tuple[float, float]],
+        max_iters: int = 100,
+    ) -> tuple[np.ndarray, int]:
         config.update(q_full.copy())
         task.set_target(mink.SE3.from_matrix(target))
         it = 0
@@ -228,8 +246,9 @@ def mink_solver(model: Any, site: str, dof_adr: np.ndarray, qpos_adr: np.ndarray
             pe, re = residual(config.q[qpos_adr])
             if (pe < POS_TOL_M and re < ROT_TOL_RAD) or it == max_iters:
                 break
-            vel = mink.solve_ik(config, [task], 1.0, "daqp", damping=damping, limits=limits,
-                                constraints=constraints)
+            vel = mink.solve_ik(
+                config, [task], 1.0, "daqp", damping=damping, limits=limits, constraints=constraints
+            )
             config.integrate_inplace(vel, 1.0)
         return config.q[qpos_adr].copy(), it
 

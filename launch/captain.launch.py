@@ -58,7 +58,9 @@ from captain_ros.backends.registry import BACKENDS, GRAPH_ONLY, REGISTRY, names
 
 # every name from the backend registry (captain_ros/backends/registry.py), none listed here
 IMPLEMENTED_BACKENDS = names(launched=True)  # xr1: refused with the ros_arm line
-HUMANOID_BACKENDS = ("humanoid",)  # the humanoid pair (GRAPH_ONLY): its own controller node and CoEvolve node
+HUMANOID_BACKENDS = (
+    "humanoid",
+)  # the humanoid pair (GRAPH_ONLY): its own controller node and CoEvolve node
 KNOWN_BACKENDS = (*BACKENDS, *GRAPH_ONLY)
 NOT_LAUNCHED_BACKENDS = names(launched=False)  # refused with the registry's line (captain run)
 POLICY_RESPAWN_DELAY_S = 1.0
@@ -66,8 +68,16 @@ ROBOT_RESPAWN_DELAY_S = 1.0
 RESPAWN_MIN_UPTIME_S = 60.0
 """A respawned process that exits by itself sooner after its start failed to start: the launch
 stops (a crash loop helps nobody); a signal's death is respawned at any time."""
-PASS_THROUGH = ("backend_config", "can", "segmenter", "sam_folder", "pointer", "vlm_folder",
-                "vlm_url", "vlm_model")
+PASS_THROUGH = (
+    "backend_config",
+    "can",
+    "segmenter",
+    "sam_folder",
+    "pointer",
+    "vlm_folder",
+    "vlm_url",
+    "vlm_model",
+)
 """Launch arguments passed to the robot process's nodes when not empty."""
 
 
@@ -89,16 +99,32 @@ def _humanoid_nodes(context):
     layout = LaunchConfiguration("layout").perform(context)
     seed = int(LaunchConfiguration("seed").perform(context))
     return [
-        Node(package="captain_ros", executable="captain_humanoid", name="captain_humanoid",
-             output="screen", parameters=[params_file, {"layout": layout, "seed": seed}],
-             on_exit=Shutdown(reason="humanoid controller exited")),
-        Node(package="captain_ros", executable="captain_coevolve", name="captain_coevolve",
-             output="screen", parameters=[params_file]),
+        Node(
+            package="captain_ros",
+            executable="captain_humanoid",
+            name="captain_humanoid",
+            output="screen",
+            parameters=[params_file, {"layout": layout, "seed": seed}],
+            on_exit=Shutdown(reason="humanoid controller exited"),
+        ),
+        Node(
+            package="captain_ros",
+            executable="captain_coevolve",
+            name="captain_coevolve",
+            output="screen",
+            parameters=[params_file],
+        ),
         # respawned when it dies: the new recorder recovers the crashed bag and takes the next one
-        Node(package="captain_ros", executable="captain_recorder", name="captain_recorder",
-             output="screen", parameters=[params_file, {"output_dir": bag_dir}],
-             respawn=True, respawn_delay=1.0,
-             condition=IfCondition(LaunchConfiguration("record"))),
+        Node(
+            package="captain_ros",
+            executable="captain_recorder",
+            name="captain_recorder",
+            output="screen",
+            parameters=[params_file, {"output_dir": bag_dir}],
+            respawn=True,
+            respawn_delay=1.0,
+            condition=IfCondition(LaunchConfiguration("record")),
+        ),
     ]
 
 
@@ -121,22 +147,34 @@ def _stop_if_refused(process, name):
         if event.returncode == EXIT_REFUSED:
             return [Shutdown(reason=f"{name} refused to start (its line above)")]
         if event.returncode > 0 and uptime < RESPAWN_MIN_UPTIME_S:
-            return [Shutdown(reason=f"{name} exited ({event.returncode}) {uptime:.0f} s after its "
-                                    "start: not respawned (its output above says why)")]
+            return [
+                Shutdown(
+                    reason=f"{name} exited ({event.returncode}) {uptime:.0f} s after its "
+                    "start: not respawned (its output above says why)"
+                )
+            ]
         return None
 
-    return [RegisterEventHandler(OnProcessStart(target_action=process, on_start=on_start)),
-            RegisterEventHandler(OnProcessExit(target_action=process, on_exit=on_exit))]
+    return [
+        RegisterEventHandler(OnProcessStart(target_action=process, on_start=on_start)),
+        RegisterEventHandler(OnProcessExit(target_action=process, on_exit=on_exit)),
+    ]
 
 
 def _with_sim_driver(context, robot, robot_stack):
     """The simulated ros2_control-style driver, and the robot process once the driver is up (it
     has written the calibration files the robot process reads at configure)."""
     calibration_dir = os.path.abspath(LaunchConfiguration("calibration_dir").perform(context))
-    driver = Node(package="captain_ros", executable="captain_arm_driver", name="captain_arm_driver",
-                  output="screen", parameters=[{"task": robot["task"], "seed": robot["seed"],
-                                                "calibration_dir": calibration_dir}],
-                  on_exit=Shutdown(reason="arm driver exited"))
+    driver = Node(
+        package="captain_ros",
+        executable="captain_arm_driver",
+        name="captain_arm_driver",
+        output="screen",
+        parameters=[
+            {"task": robot["task"], "seed": robot["seed"], "calibration_dir": calibration_dir}
+        ],
+        on_exit=Shutdown(reason="arm driver exited"),
+    )
     started = []
 
     def on_output(event):
@@ -145,14 +183,20 @@ def _with_sim_driver(context, robot, robot_stack):
             return [robot_stack]
         return None
 
-    return [driver, RegisterEventHandler(OnProcessIO(target_action=driver, on_stdout=on_output,
-                                                     on_stderr=on_output))]
+    return [
+        driver,
+        RegisterEventHandler(
+            OnProcessIO(target_action=driver, on_stdout=on_output, on_stderr=on_output)
+        ),
+    ]
 
 
-NO_SROS2 = ("the ROS 2 wheels in the lock ship Fast DDS without its security plugins (a node "
-            "with ROS_SECURITY_ENABLE=true fails: \"This Fast DDS version doesn't have the security "
-            "libraries\"); SROS2 is unavailable. Use secure:=true key_file:=KEY (application-"
-            "layer credentials, docs/ros.md)")
+NO_SROS2 = (
+    "the ROS 2 wheels in the lock ship Fast DDS without its security plugins (a node "
+    "with ROS_SECURITY_ENABLE=true fails: \"This Fast DDS version doesn't have the security "
+    'libraries"); SROS2 is unavailable. Use secure:=true key_file:=KEY (application-'
+    "layer credentials, docs/ros.md)"
+)
 
 
 def _secure_key(context):
@@ -164,8 +208,10 @@ def _secure_key(context):
         return ""
     path = key_path(LaunchConfiguration("key_file").perform(context))
     if not path:
-        raise RuntimeError("secure:=true needs the deployment's key: key_file:=PATH or "
-                           "CAPTAIN_KEY_FILE (captain ros keygen PATH writes one)")
+        raise RuntimeError(
+            "secure:=true needs the deployment's key: key_file:=PATH or "
+            "CAPTAIN_KEY_FILE (captain ros keygen PATH writes one)"
+        )
     load_key(path)  # raises CredentialError with the reason
     return os.path.abspath(path)
 
@@ -178,10 +224,14 @@ def _graph_access(context):
     if os.environ.get("ROS_SECURITY_ENABLE", "").lower() == "true":
         raise RuntimeError(f"ROS_SECURITY_ENABLE=true refused: {NO_SROS2}")
     env = graph_environment(os.environ, LaunchConfiguration("domain_id").perform(context))
-    return [*(SetEnvironmentVariable(k, v) for k, v in env.items()),
-            LogInfo(msg=f"captain graph on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, discovery "
-                        f"{env['ROS_AUTOMATIC_DISCOVERY_RANGE']} (limits who finds the graph; it "
-                        "is not access control: docs/ros.md)")]
+    return [
+        *(SetEnvironmentVariable(k, v) for k, v in env.items()),
+        LogInfo(
+            msg=f"captain graph on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, discovery "
+            f"{env['ROS_AUTOMATIC_DISCOVERY_RANGE']} (limits who finds the graph; it "
+            "is not access control: docs/ros.md)"
+        ),
+    ]
 
 
 def _nodes(context, *args, **kwargs):
@@ -199,8 +249,10 @@ def _graph_nodes(context):
         raise RuntimeError(f"params_file:={params_file} does not exist")
     if backend in HUMANOID_BACKENDS:
         if LaunchConfiguration("secure").perform(context).lower() in ("true", "1"):
-            raise RuntimeError(f"secure:=true covers the arm graph only; backend:={backend} (its "
-                               "controller and CoEvolve nodes) takes no credentials yet")
+            raise RuntimeError(
+                f"secure:=true covers the arm graph only; backend:={backend} (its "
+                "controller and CoEvolve nodes) takes no credentials yet"
+            )
         return _humanoid_nodes(context)
     if backend == "xr1":
         raise RuntimeError(f"backend:=xr1 is {GRAPH_ONLY['xr1']}")
@@ -210,7 +262,8 @@ def _graph_nodes(context):
         known = "known" if backend in KNOWN_BACKENDS else "unknown"
         raise RuntimeError(
             f"backend:={backend} ({known}) is not implemented yet; implemented backends: "
-            f"{', '.join(IMPLEMENTED_BACKENDS)}")
+            f"{', '.join(IMPLEMENTED_BACKENDS)}"
+        )
     task = LaunchConfiguration("task").perform(context)
     seed = int(seed_text)
     policy = LaunchConfiguration("policy").perform(context)
@@ -239,78 +292,157 @@ def _graph_nodes(context):
     # Respawned where its world is a simulation (a fresh scene; the goal it served ended as
     # robot_lost); a real rig's robot process is not restarted behind the operator's back
     simulated = backend in ("mujoco", "fake") or bool(robot.get("emulate")) or bool(driver)
-    on_exit = {"respawn": True, "respawn_delay": ROBOT_RESPAWN_DELAY_S} if simulated else {
-        "on_exit": Shutdown(reason="the robot process exited on a real rig: the launch stops; "
-                                   "check the arm, then launch again")}
-    robot_stack = Node(package="captain_ros", executable="captain_robot_stack", output="screen",
-                       parameters=[params_file, robot], **on_exit)
+    on_exit = (
+        {"respawn": True, "respawn_delay": ROBOT_RESPAWN_DELAY_S}
+        if simulated
+        else {
+            "on_exit": Shutdown(
+                reason="the robot process exited on a real rig: the launch stops; "
+                "check the arm, then launch again"
+            )
+        }
+    )
+    robot_stack = Node(
+        package="captain_ros",
+        executable="captain_robot_stack",
+        output="screen",
+        parameters=[params_file, robot],
+        **on_exit,
+    )
     robot_side = [robot_stack] if not driver else _with_sim_driver(context, robot, robot_stack)
     # respawned when it dies: the goal it ran is lost with it (`captain ros goal` says so at
     # once); the robot node closes its episode gate and the recorder its bag
-    policy_node = Node(package="captain_ros", executable="captain_policy", name="captain_policy",
-                       output="screen", parameters=[params_file, {
-                           "policy": policy, "expect_recorder": record, "engine": engine,
-                           **policy_extra}],
-                       respawn=True, respawn_delay=POLICY_RESPAWN_DELAY_S)
+    policy_node = Node(
+        package="captain_ros",
+        executable="captain_policy",
+        name="captain_policy",
+        output="screen",
+        parameters=[
+            params_file,
+            {"policy": policy, "expect_recorder": record, "engine": engine, **policy_extra},
+        ],
+        respawn=True,
+        respawn_delay=POLICY_RESPAWN_DELAY_S,
+    )
     # respawned when it dies: the new recorder recovers the crashed bag and takes the next one
-    recorder = Node(package="captain_ros", executable="captain_recorder", name="captain_recorder",
-                    output="screen", parameters=[params_file, {"output_dir": bag_dir}],
-                    respawn=True, respawn_delay=1.0,
-                    condition=IfCondition(LaunchConfiguration("record")))
+    recorder = Node(
+        package="captain_ros",
+        executable="captain_recorder",
+        name="captain_recorder",
+        output="screen",
+        parameters=[params_file, {"output_dir": bag_dir}],
+        respawn=True,
+        respawn_delay=1.0,
+        condition=IfCondition(LaunchConfiguration("record")),
+    )
     respawned = [(policy_node, "the policy process"), (recorder, "the recorder")]
     if simulated:
         respawned.append((robot_stack, "the robot process"))
-    return [*robot_side, policy_node, recorder,
-            *(h for action, name in respawned for h in _stop_if_refused(action, name))]
+    return [
+        *robot_side,
+        policy_node,
+        recorder,
+        *(h for action, name in respawned for h in _stop_if_refused(action, name)),
+    ]
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        DeclareLaunchArgument("backend", default_value="mujoco",
-                              description=f"robot backend: {' | '.join(KNOWN_BACKENDS)}"),
-        DeclareLaunchArgument("task", default_value="pick_place", description="task of the scene"),
-        DeclareLaunchArgument("seed", default_value="1000", description="scene seed"),
-        DeclareLaunchArgument("policy", default_value="scripted",
-                              description="scripted | openai | transformers | replay:FILE"),
-        DeclareLaunchArgument("engine", default_value="auto",
-                              description="inference engine of policy:=transformers (auto | "
-                                          "llamacpp | transformers)"),
-        DeclareLaunchArgument("layout", default_value="base",
-                              description="humanoid backend: corridor layout base | l2 | l3 | l4"),
-        DeclareLaunchArgument("params_file", default_value=_default_params_file(),
-                              description="ROS 2 params file of the nodes"),
-        DeclareLaunchArgument("record", default_value="true", description="start the recorder"),
-        DeclareLaunchArgument("bag_dir", default_value="runs/bags", description="bag directory"),
-        DeclareLaunchArgument("backend_config", default_value="",
-                              description="hardware rig config ('' = the backend's default)"),
-        DeclareLaunchArgument("can", default_value="", description="piper: can0 or can0,can1"),
-        DeclareLaunchArgument("emulate", default_value="false",
-                              description="piper: the CAN emulator instead of hardware"),
-        DeclareLaunchArgument("arm_driver", default_value="",
-                              description="ros_arm: 'sim' starts the simulated arm driver"),
-        DeclareLaunchArgument("calibration_dir", default_value="build/ros_arm_sim",
-                              description="arm_driver:=sim: where it writes the camera calibration"),
-        DeclareLaunchArgument("allowed_root", default_value="",
-                              description="folder that goals' output_dir and replay: files must "
-                                          "lie under ('' = the policy node's output_root)"),
-        DeclareLaunchArgument("domain_id", default_value="",
-                              description="ROS_DOMAIN_ID of every node ('' = the environment's, "
-                                          "else 42)"),
-        DeclareLaunchArgument("secure", default_value="false",
-                              description="true: goals, robot calls, the e-stop reset, "
-                                          "snapshot/restore and load_scene need a credential "
-                                          "made with key_file (docs/ros.md; not SROS2: the Fast "
-                                          "DDS wheel has no security plugins)"),
-        DeclareLaunchArgument("key_file", default_value="",
-                              description="secure:=true: the deployment's key file, mode 0600 "
-                                          "('' = $CAPTAIN_KEY_FILE)"),
-        DeclareLaunchArgument("segmenter", default_value="", description="default | sam"),
-        DeclareLaunchArgument("sam_folder", default_value="", description="SAM checkpoint folder"),
-        DeclareLaunchArgument("pointer", default_value="",
-                              description="default | vlm_local | vlm_endpoint"),
-        DeclareLaunchArgument("vlm_folder", default_value="", description="local VLM folder"),
-        DeclareLaunchArgument("vlm_url", default_value="",
-                              description="OpenAI-compatible pointing endpoint"),
-        DeclareLaunchArgument("vlm_model", default_value="", description="served pointing model"),
-        OpaqueFunction(function=_nodes),
-    ])
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                "backend",
+                default_value="mujoco",
+                description=f"robot backend: {' | '.join(KNOWN_BACKENDS)}",
+            ),
+            DeclareLaunchArgument(
+                "task", default_value="pick_place", description="task of the scene"
+            ),
+            DeclareLaunchArgument("seed", default_value="1000", description="scene seed"),
+            DeclareLaunchArgument(
+                "policy",
+                default_value="scripted",
+                description="scripted | openai | transformers | replay:FILE",
+            ),
+            DeclareLaunchArgument(
+                "engine",
+                default_value="auto",
+                description="inference engine of policy:=transformers (auto | "
+                "llamacpp | transformers)",
+            ),
+            DeclareLaunchArgument(
+                "layout",
+                default_value="base",
+                description="humanoid backend: corridor layout base | l2 | l3 | l4",
+            ),
+            DeclareLaunchArgument(
+                "params_file",
+                default_value=_default_params_file(),
+                description="ROS 2 params file of the nodes",
+            ),
+            DeclareLaunchArgument("record", default_value="true", description="start the recorder"),
+            DeclareLaunchArgument(
+                "bag_dir", default_value="runs/bags", description="bag directory"
+            ),
+            DeclareLaunchArgument(
+                "backend_config",
+                default_value="",
+                description="hardware rig config ('' = the backend's default)",
+            ),
+            DeclareLaunchArgument("can", default_value="", description="piper: can0 or can0,can1"),
+            DeclareLaunchArgument(
+                "emulate",
+                default_value="false",
+                description="piper: the CAN emulator instead of hardware",
+            ),
+            DeclareLaunchArgument(
+                "arm_driver",
+                default_value="",
+                description="ros_arm: 'sim' starts the simulated arm driver",
+            ),
+            DeclareLaunchArgument(
+                "calibration_dir",
+                default_value="build/ros_arm_sim",
+                description="arm_driver:=sim: where it writes the camera calibration",
+            ),
+            DeclareLaunchArgument(
+                "allowed_root",
+                default_value="",
+                description="folder that goals' output_dir and replay: files must "
+                "lie under ('' = the policy node's output_root)",
+            ),
+            DeclareLaunchArgument(
+                "domain_id",
+                default_value="",
+                description="ROS_DOMAIN_ID of every node ('' = the environment's, else 42)",
+            ),
+            DeclareLaunchArgument(
+                "secure",
+                default_value="false",
+                description="true: goals, robot calls, the e-stop reset, "
+                "snapshot/restore and load_scene need a credential "
+                "made with key_file (docs/ros.md; not SROS2: the Fast "
+                "DDS wheel has no security plugins)",
+            ),
+            DeclareLaunchArgument(
+                "key_file",
+                default_value="",
+                description="secure:=true: the deployment's key file, mode 0600 "
+                "('' = $CAPTAIN_KEY_FILE)",
+            ),
+            DeclareLaunchArgument("segmenter", default_value="", description="default | sam"),
+            DeclareLaunchArgument(
+                "sam_folder", default_value="", description="SAM checkpoint folder"
+            ),
+            DeclareLaunchArgument(
+                "pointer", default_value="", description="default | vlm_local | vlm_endpoint"
+            ),
+            DeclareLaunchArgument("vlm_folder", default_value="", description="local VLM folder"),
+            DeclareLaunchArgument(
+                "vlm_url", default_value="", description="OpenAI-compatible pointing endpoint"
+            ),
+            DeclareLaunchArgument(
+                "vlm_model", default_value="", description="served pointing model"
+            ),
+            OpaqueFunction(function=_nodes),
+        ]
+    )

@@ -50,8 +50,10 @@ def terminal_share(episodes: list, deltas: dict) -> dict:
         last[kind] = last.get(kind, 0.0) + float(d[-1])
         total += float(d.sum())
     end = sum(last.values())
-    return {"share": end / total if total else 0.0,
-            "kinds": {k: v / end for k, v in last.items()} if end else {}}
+    return {
+        "share": end / total if total else 0.0,
+        "kinds": {k: v / end for k, v in last.items()} if end else {},
+    }
 
 
 def probe_figures(critic: Critic, run_dirs: list[str]) -> dict:
@@ -65,14 +67,20 @@ def probe_figures(critic: Critic, run_dirs: list[str]) -> dict:
     for ep in eps:
         vals = np.asarray(values[ep.episode_id].v_t, dtype=np.float64)
         by.setdefault("success" if ep.success else "failure", []).append(
-            (float(vals[0]), float(vals[-1])))
+            (float(vals[0]), float(vals[-1]))
+        )
     return {
         "episodes": len(eps),
         "successes": sum(bool(ep.success) for ep in eps),
         "metrics": evaluate(critic, eps),
-        "mean_v": {k: {"first": float(np.mean([a for a, _ in p])),
-                       "last": float(np.mean([b for _, b in p])), "n": len(p)}
-                   for k, p in sorted(by.items())},
+        "mean_v": {
+            k: {
+                "first": float(np.mean([a for a, _ in p])),
+                "last": float(np.mean([b for _, b in p])),
+                "n": len(p),
+            }
+            for k, p in sorted(by.items())
+        },
         "skipped": [list(s) for s in rep.skipped],
     }
 
@@ -81,12 +89,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--episodes", nargs="+")
-    src.add_argument("--synthetic", type=int, metavar="GROUPS",
-                     help="dry run on the synthetic rule (GROUPS start states x 4), not the mix")
+    src.add_argument(
+        "--synthetic",
+        type=int,
+        metavar="GROUPS",
+        help="dry run on the synthetic rule (GROUPS start states x 4), not the mix",
+    )
     ap.add_argument("--heldout-fraction", type=float, default=0.2)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--probe", nargs="+", default=[],
-                    help="run dirs scored with the held-out critic but never trained on")
+    ap.add_argument(
+        "--probe",
+        nargs="+",
+        default=[],
+        help="run dirs scored with the held-out critic but never trained on",
+    )
     ap.add_argument("--json", default=None)
     ns = ap.parse_args()
     torch.set_num_threads(ns.threads)
@@ -96,8 +112,9 @@ def main() -> int:
         rep = load_run_dirs(ns.episodes)
         eps, skipped = list(rep.episodes), [list(s) for s in rep.skipped]
     if len(eps) < 1000:
-        print(f"warning: {len(eps)} episodes; the issue asks for >= 1,000 of the mix",
-              file=sys.stderr)
+        print(
+            f"warning: {len(eps)} episodes; the issue asks for >= 1,000 of the mix", file=sys.stderr
+        )
     train, held = split_groups(eps, ns.heldout_fraction, HELDOUT_SALT)
     if not train or not held:
         print("error: need episodes on both sides of the group split", file=sys.stderr)
@@ -107,23 +124,27 @@ def main() -> int:
     m = evaluate(critic, held)
     values = critic.episode_values(held)
     credits = round_credit(held, values, RunningStd())
-    ca = credit_analysis(held, values, {c.episode_id: c.advantages for c in credits},
-                         FEATURE_NAMES)
+    ca = credit_analysis(held, values, {c.episode_id: c.advantages for c in credits}, FEATURE_NAMES)
     # The full A adds the group outcome term to every request of an episode alike, so its |A|
     # shares follow the request counts; the critic's own part (A_GAE minus its episode mean)
     # shows where the critic puts the credit.
-    ca_gae = credit_analysis(held, values,
-                             {c.episode_id: c.gae - c.gae.mean() for c in credits}, FEATURE_NAMES)
+    ca_gae = credit_analysis(
+        held, values, {c.episode_id: c.gae - c.gae.mean() for c in credits}, FEATURE_NAMES
+    )
     ca_td = credit_analysis(held, values, {c.episode_id: c.deltas for c in credits}, FEATURE_NAMES)
     probe = probe_figures(critic, ns.probe) if ns.probe else None
     n_req = sum(ca["requests"].values())
     terminal = terminal_share(held, {c.episode_id: c.deltas for c in credits})
-    print(f"{len(train)} training / {len(held)} held-out episodes ({len(skipped)} skipped); "
-          f"warm start {log['wall_s']:.1f} s")
+    print(
+        f"{len(train)} training / {len(held)} held-out episodes ({len(skipped)} skipped); "
+        f"warm start {log['wall_s']:.1f} s"
+    )
     for k in ("auc", "within_group_auc", "brier", "ece"):
         print(f"  {k:<17} {m[k]:.3f}   anchor {ANCHORS.get(k, ANCHORS.get('warm_start_' + k))}")
-    print("  |A| share by request kind: full A / A_GAE - episode mean / one-step |delta| / "
-          "share of requests")
+    print(
+        "  |A| share by request kind: full A / A_GAE - episode mean / one-step |delta| / "
+        "share of requests"
+    )
     for k, v in ca["abs_advantage_share"].items():
         anchor = ca["anchors"]["abs_advantage_share"].get(k)
         g = ca_gae["abs_advantage_share"][k]
@@ -131,27 +152,50 @@ def main() -> int:
         shown_g = "n/a" if g is None else f"{100 * g:.1f} %"
         d = ca_td["abs_advantage_share"][k]
         shown_d = "n/a" if d is None else f"{100 * d:.1f} %"
-        print(f"  |A| share {k:<11} {shown:>8} / {shown_g:>7} / {shown_d:>7} / "
-              f"{100 * ca['requests'][k] / max(1, n_req):.1f} %   anchor "
-              f"{'-' if anchor is None else f'{100 * anchor:.1f} %'}")
-    print(f"  terminal delta_T: {100 * terminal['share']:.1f} % of the |delta| mass, on "
-          + ", ".join(f"{k} {100 * v:.0f} %" for k, v in terminal["kinds"].items()))
+        print(
+            f"  |A| share {k:<11} {shown:>8} / {shown_g:>7} / {shown_d:>7} / "
+            f"{100 * ca['requests'][k] / max(1, n_req):.1f} %   anchor "
+            f"{'-' if anchor is None else f'{100 * anchor:.1f} %'}"
+        )
+    print(
+        f"  terminal delta_T: {100 * terminal['share']:.1f} % of the |delta| mass, on "
+        + ", ".join(f"{k} {100 * v:.0f} %" for k, v in terminal["kinds"].items())
+    )
     for k, v in ca["median_delta_v"].items():
         shown = "n/a" if v is None else f"{v:+.4f}"
-        print(f"  median dV {k:<14} {shown:>8}   anchor "
-              f"{ca['anchors']['median_delta_v'][k]:+.4f} (n = {ca['n_delta_v'][k]})")
+        print(
+            f"  median dV {k:<14} {shown:>8}   anchor "
+            f"{ca['anchors']['median_delta_v'][k]:+.4f} (n = {ca['n_delta_v'][k]})"
+        )
     if probe:
         pm = probe["metrics"]
-        print(f"  probe ({probe['episodes']} episodes, {probe['successes']} successes): "
-              + ", ".join(f"{k} {pm[k]:.3f}" for k in ("auc", "within_group_auc", "brier", "ece"))
-              + "; mean V first/last state: "
-              + ", ".join(f"{k} {v['first']:.3f}/{v['last']:.3f} (n = {v['n']})"
-                          for k, v in probe["mean_v"].items()))
+        print(
+            f"  probe ({probe['episodes']} episodes, {probe['successes']} successes): "
+            + ", ".join(f"{k} {pm[k]:.3f}" for k in ("auc", "within_group_auc", "brier", "ece"))
+            + "; mean V first/last state: "
+            + ", ".join(
+                f"{k} {v['first']:.3f}/{v['last']:.3f} (n = {v['n']})"
+                for k, v in probe["mean_v"].items()
+            )
+        )
     if ns.json:
         with open(ns.json, "w") as f:
-            json.dump({"metrics": m, "credit": ca, "credit_critic_part": ca_gae, "credit_td": ca_td, "terminal_delta": terminal, "training": log, "probe": probe,
-                       "skipped": skipped, "synthetic": bool(ns.synthetic)}, f, indent=2,
-                      default=str)
+            json.dump(
+                {
+                    "metrics": m,
+                    "credit": ca,
+                    "credit_critic_part": ca_gae,
+                    "credit_td": ca_td,
+                    "terminal_delta": terminal,
+                    "training": log,
+                    "probe": probe,
+                    "skipped": skipped,
+                    "synthetic": bool(ns.synthetic),
+                },
+                f,
+                indent=2,
+                default=str,
+            )
     return 0
 
 

@@ -41,7 +41,9 @@ def preflight(base: str, dry: bool) -> None:
     if dry:
         return
     if not torch.cuda.is_available():
-        raise SystemExit("no CUDA device: run benchmarks/experiments/exp_sft_pick_place.py on CPU instead")
+        raise SystemExit(
+            "no CUDA device: run benchmarks/experiments/exp_sft_pick_place.py on CPU instead"
+        )
     if not torch.cuda.is_bf16_supported():
         raise SystemExit("this GPU has no bf16: pass --bf16 off through the sft options")
 
@@ -61,18 +63,49 @@ def main() -> int:
     preflight(a.base, a.dry_run)
     stages = a.stages.split(",")
     if "bench" in stages:
-        cmd = [sys.executable, str(HERE.parents[1] / "bench_sft.py"), "--base", a.base, "--device", "cuda",
-               "--bf16", "on", "--seq-len", "8192", "--method", a.method,
-               "--json", str(Path(a.run) / "bench_sft_gpu.json")]
+        cmd = [
+            sys.executable,
+            str(HERE.parents[1] / "bench_sft.py"),
+            "--base",
+            a.base,
+            "--device",
+            "cuda",
+            "--bf16",
+            "on",
+            "--seq-len",
+            "8192",
+            "--method",
+            a.method,
+            "--json",
+            str(Path(a.run) / "bench_sft_gpu.json"),
+        ]
         print("$ " + " ".join(cmd), flush=True)
         if not a.dry_run:
             Path(a.run).mkdir(parents=True, exist_ok=True)
             subprocess.run(cmd, check=True)
     ns = argparse.Namespace(
-        run=a.run, episodes=a.episodes, heldout=a.heldout, workers=a.workers, base=a.base,
-        max_new_tokens=a.max_new_tokens, eval_args=["--device", "cuda"],
-        sft_args=["--device", "cuda", "--bf16", "on", "--method", a.method, "--batch-size", "1",
-                  "--grad-accum", "16", "--max-length", "32768"])
+        run=a.run,
+        episodes=a.episodes,
+        heldout=a.heldout,
+        workers=a.workers,
+        base=a.base,
+        max_new_tokens=a.max_new_tokens,
+        eval_args=["--device", "cuda"],
+        sft_args=[
+            "--device",
+            "cuda",
+            "--bf16",
+            "on",
+            "--method",
+            a.method,
+            "--batch-size",
+            "1",
+            "--grad-accum",
+            "16",
+            "--max-length",
+            "32768",
+        ],
+    )
     cmds = exp.stage_commands(ns)
     # one model per GPU: evaluate with a single worker; the zero-shot baseline is this base
     for c in cmds["eval"]:
