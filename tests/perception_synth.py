@@ -45,24 +45,40 @@ class Cylinder:
     rgb: tuple[int, int, int]
 
 
-def render(objects, world_from_camera, width=512, height=512, fovy_deg=58.0, name="head",
-           stamp_s=0.0, table=((-0.1, 0.9), (-0.6, 0.6))) -> CameraFrame:
+def render(
+    objects,
+    world_from_camera,
+    width=512,
+    height=512,
+    fovy_deg=58.0,
+    name="head",
+    stamp_s=0.0,
+    table=((-0.1, 0.9), (-0.6, 0.6)),
+) -> CameraFrame:
     """Ray-cast an RGB-D frame (with an id image: 0 table/floor, i+1 object i) with the fake
     rig's ray caster (:mod:`captain_ros.backends.fake.raycast`)."""
     k = intrinsics_from_fovy(fovy_deg, width, height)
     d = camera_rays(height, width, fovy_deg) @ world_from_camera[:3, :3].T
     o = world_from_camera[:3, 3]
-    on_table = hit_rectangle(o, d, 0.0, np.array([table[0][0], table[1][0]]),
-                             np.array([table[0][1], table[1][1]]))
+    on_table = hit_rectangle(
+        o, d, 0.0, np.array([table[0][0], table[1][0]]), np.array([table[0][1], table[1][1]])
+    )
     floor = hit_rectangle(o, d, -0.75, np.full(2, -np.inf), np.full(2, np.inf))
     t_best = np.where(np.isfinite(on_table), on_table, floor)
     ids = np.zeros(len(d), dtype=np.int32)
     n_all = np.tile([0.0, 0.0, 1.0], (len(d), 1))
-    rgb = np.where(np.isfinite(on_table)[:, None], np.array(TABLE_RGB, float), np.array(FLOOR_RGB, float))
+    rgb = np.where(
+        np.isfinite(on_table)[:, None], np.array(TABLE_RGB, float), np.array(FLOOR_RGB, float)
+    )
     for i, ob in enumerate(objects):
         if isinstance(ob, Box):
-            t, n = hit_box(o, d, np.asarray(ob.center, float), rpy_matrix(0.0, 0.0, ob.yaw),
-                           np.asarray(ob.size, float))
+            t, n = hit_box(
+                o,
+                d,
+                np.asarray(ob.center, float),
+                rpy_matrix(0.0, 0.0, ob.yaw),
+                np.asarray(ob.size, float),
+            )
         else:
             t, n = hit_cylinder(o, d, np.asarray(ob.center, float), ob.radius, ob.height)
         closer = t < t_best
@@ -72,8 +88,7 @@ def render(objects, world_from_camera, width=512, height=512, fovy_deg=58.0, nam
         rgb[closer] = ob.rgb
     img = np.clip(rgb * shade(n_all)[:, None], 0, 255).astype(np.uint8).reshape(height, width, 3)
     depth = np.where(np.isfinite(t_best), t_best, 0.0).astype(np.float32).reshape(height, width)
-    return CameraFrame(name, img, depth, k, world_from_camera, stamp_s,
-                       ids.reshape(height, width))
+    return CameraFrame(name, img, depth, k, world_from_camera, stamp_s, ids.reshape(height, width))
 
 
 HEAD_POSE = look_at([0.95, 0.0, 0.6], [0.35, 0.0, 0.0])
@@ -100,10 +115,23 @@ class SynthBackend(Backend):
         arms = []
         for i, n in enumerate(names):
             base = Pose([0.0, 0.25 * (1 - 2 * i) if self.dual else 0.0, 0.0])
-            arms.append(ArmSpec(n, tuple(f"{n}_j{j}" for j in range(6)), -np.ones(6) * 3,
-                                np.ones(6) * 3, np.ones(6), base, 0.65, 0.07,
-                                (0.04, 0.02, 0.008), f"{n}_wrist" if self.dual else "wrist"))
-            self.tcp.setdefault(n, Pose([0.3, base.position_m[1], 0.35], [0, 0.7071068, 0.7071068, 0]))
+            arms.append(
+                ArmSpec(
+                    n,
+                    tuple(f"{n}_j{j}" for j in range(6)),
+                    -np.ones(6) * 3,
+                    np.ones(6) * 3,
+                    np.ones(6),
+                    base,
+                    0.65,
+                    0.07,
+                    (0.04, 0.02, 0.008),
+                    f"{n}_wrist" if self.dual else "wrist",
+                )
+            )
+            self.tcp.setdefault(
+                n, Pose([0.3, base.position_m[1], 0.35], [0, 0.7071068, 0.7071068, 0])
+            )
             self.opening.setdefault(n, 0.07)
             self.holding.setdefault(n, False)
         cams = ("head",) + tuple(a.wrist_camera for a in arms)
@@ -129,20 +157,31 @@ class SynthBackend(Backend):
                 arm = next(a for a in self._spec.arms if a.wrist_camera == c)
                 p = self.tcp[arm.name].position_m
                 pose = look_at(p + [0.0, 0.0, 0.02], p + [0.0, 0.0, -1.0])
-            out[c] = render(self.objects, pose, self.size_px, self.size_px, name=c,
-                            stamp_s=self.clock)
+            out[c] = render(
+                self.objects, pose, self.size_px, self.size_px, name=c, stamp_s=self.clock
+            )
         return out
 
     def joint_state(self, arm):
-        return JointState(tuple(f"{arm}_j{j}" for j in range(6)), np.zeros(6), np.zeros(6),
-                          np.zeros(6), self.clock)
+        return JointState(
+            tuple(f"{arm}_j{j}" for j in range(6)),
+            np.zeros(6),
+            np.zeros(6),
+            np.zeros(6),
+            self.clock,
+        )
 
     def ee_pose(self, arm):
         return self.tcp[arm]
 
     def gripper(self, arm):
-        return GripperState(self.opening[arm], self.opening[arm], 5.0 if self.holding[arm] else 0.0,
-                            self.holding[arm], self.clock)
+        return GripperState(
+            self.opening[arm],
+            self.opening[arm],
+            5.0 if self.holding[arm] else 0.0,
+            self.holding[arm],
+            self.clock,
+        )
 
     def contact_force_n(self, arm):
         return 0.0

@@ -17,11 +17,22 @@ from captain_ros.core.result import FailureCategory
 
 PAPER_GROUPS = {
     "perception": ["observe", "segment", "point", "mark_point", "select_detection", "track_target"],
-    "measurement": ["measure_object_geometry", "measure_image_points", "inspect_contact_geometry",
-                    "inspect_release_geometry", "compare_object_observations"],
+    "measurement": [
+        "measure_object_geometry",
+        "measure_image_points",
+        "inspect_contact_geometry",
+        "inspect_release_geometry",
+        "compare_object_observations",
+    ],
     "motion": ["move_to", "hold", "recover", "release"],
     "planning": ["check_motion", "preview_motion"],
-    "state": ["get_robot_state", "gripper_state", "robot_geometry", "read_motion_trajectory", "transform_pose"],
+    "state": [
+        "get_robot_state",
+        "gripper_state",
+        "robot_geometry",
+        "read_motion_trajectory",
+        "transform_pose",
+    ],
 }
 
 
@@ -77,16 +88,28 @@ def test_generated_client_has_the_registry_signatures():
         assert getattr(robot, c.name).__doc__ == c.doc
     r = robot.move_to([0.3, 0.0, 0.2], jaw=None)
     assert isinstance(r, RobotResult) and r.success and r.value == 1 and bool(r)
-    assert sent[-1] == ("move_to", {"position": [0.3, 0.0, 0.2], "orientation": None, "jaw": None, "arm": None,
-                                    "speed_m_s": 0.05, "duration_s": None, "mode": "guarded",
-                                    "force_limit_n": None})
+    assert sent[-1] == (
+        "move_to",
+        {
+            "position": [0.3, 0.0, 0.2],
+            "orientation": None,
+            "jaw": None,
+            "arm": None,
+            "speed_m_s": 0.05,
+            "duration_s": None,
+            "mode": "guarded",
+            "force_limit_n": None,
+        },
+    )
     with pytest.raises(TypeError):
         robot.segment()  # a missing required argument is a plain Python error in the cell
     assert "class Robot" in client_source()
 
 
 def test_result_dict_attribute_access_and_repr():
-    r = RobotResult({"success": False, "failure_category": "contact", "message": "stopped", "value": None})
+    r = RobotResult(
+        {"success": False, "failure_category": "contact", "message": "stopped", "value": None}
+    )
     assert not r and r.failure_category == "contact"
     assert "FAILED contact" in repr(r)
     with pytest.raises(AttributeError):
@@ -103,35 +126,44 @@ def test_task_md_api_section_lists_everything():
     assert md == api_section_md({"requests": 60})  # deterministic
 
 
-@pytest.mark.parametrize(("name", "kwargs", "match"), [
-    ("move_to", {"position": [0.1, 0.2]}, "exactly 3"),
-    ("move_to", {"position": [0.1, float("nan"), 0.2]}, "finite"),
-    ("move_to", {"position": [0.1, 0.2, 0.3], "jaw": "open"}, "never both"),
-    ("move_to", {}, "needs a position"),
-    ("move_to", {"jaw": "wide"}, "open"),
-    ("move_to", {"jaw": -0.01}, ">= 0"),
-    ("move_to", {"position": [0, 0, 0.2], "orientation": [1, 1, 0, 0]}, "unit quaternion"),
-    ("move_to", {"position": [0, 0, 0.2], "mode": "yolo"}, "one of guarded"),
-    ("move_to", {"position": [0, 0, 0.2], "speed_m_s": 0}, "> 0"),
-    ("move_to", {"position": "0,0,0"}, "list of 3"),
-    ("move_to", {"position": [True, 0, 0]}, "number"),
-    ("segment", {}, "missing 'text'"),
-    ("segment", {"text": "x", "colour": "red"}, "unexpected argument"),
-    ("measure_image_points", {"handle": "obs_1", "camera": "head", "points": []}, "non-empty"),
-    ("read_motion_trajectory", {"last_n": 2.5}, "integer"),
-    ("measure_object_geometry", {"obj": 3}, "detection id"),
-])
+@pytest.mark.parametrize(
+    ("name", "kwargs", "match"),
+    [
+        ("move_to", {"position": [0.1, 0.2]}, "exactly 3"),
+        ("move_to", {"position": [0.1, float("nan"), 0.2]}, "finite"),
+        ("move_to", {"position": [0.1, 0.2, 0.3], "jaw": "open"}, "never both"),
+        ("move_to", {}, "needs a position"),
+        ("move_to", {"jaw": "wide"}, "open"),
+        ("move_to", {"jaw": -0.01}, ">= 0"),
+        ("move_to", {"position": [0, 0, 0.2], "orientation": [1, 1, 0, 0]}, "unit quaternion"),
+        ("move_to", {"position": [0, 0, 0.2], "mode": "yolo"}, "one of guarded"),
+        ("move_to", {"position": [0, 0, 0.2], "speed_m_s": 0}, "> 0"),
+        ("move_to", {"position": "0,0,0"}, "list of 3"),
+        ("move_to", {"position": [True, 0, 0]}, "number"),
+        ("segment", {}, "missing 'text'"),
+        ("segment", {"text": "x", "colour": "red"}, "unexpected argument"),
+        ("measure_image_points", {"handle": "obs_1", "camera": "head", "points": []}, "non-empty"),
+        ("read_motion_trajectory", {"last_n": 2.5}, "integer"),
+        ("measure_object_geometry", {"obj": 3}, "detection id"),
+    ],
+)
 def test_validation_rejects_with_an_actionable_message(name, kwargs, match):
     with pytest.raises(InvalidArgumentError, match=match):
         validate_call(registry.get(name), kwargs)
 
 
 def test_validation_normalises():
-    out = validate_call(registry.get("move_to"), {"position": (1, 2, 3), "orientation": [2 ** -0.5, 0, 0, 2 ** -0.5]})
+    out = validate_call(
+        registry.get("move_to"), {"position": (1, 2, 3), "orientation": [2**-0.5, 0, 0, 2**-0.5]}
+    )
     assert out["position"] == [1.0, 2.0, 3.0] and out["mode"] == "guarded"
-    out = validate_call(registry.get("measure_object_geometry"), {"obj": {"id": "det_1"}, "destination": "det_2"})
+    out = validate_call(
+        registry.get("measure_object_geometry"), {"obj": {"id": "det_1"}, "destination": "det_2"}
+    )
     assert out["obj"] == "det_1"
-    out = validate_call(registry.get("select_detection"), {"detection_ids": [{"id": "det_1"}, "det_2"]})
+    out = validate_call(
+        registry.get("select_detection"), {"detection_ids": [{"id": "det_1"}, "det_2"]}
+    )
     assert out["detection_ids"] == ["det_1", "det_2"]
     with pytest.raises(UnknownNameError, match="valid: arm"):
         validate_call(registry.get("hold"), {"arm": "left"}, ["arm"])
@@ -139,14 +171,20 @@ def test_validation_normalises():
 
 def test_move_to_both_arms_takes_per_arm_poses():
     cap = registry.get("move_to")
-    out = validate_call(cap, {"position": {"left": [0.3, 0.2, 0.2], "right": (0.3, -0.2, 0.2)}, "arm": "both"},
-                        ["left", "right"])
+    out = validate_call(
+        cap,
+        {"position": {"left": [0.3, 0.2, 0.2], "right": (0.3, -0.2, 0.2)}, "arm": "both"},
+        ["left", "right"],
+    )
     assert out["position"] == {"left": [0.3, 0.2, 0.2], "right": [0.3, -0.2, 0.2]}
     with pytest.raises(UnknownNameError, match="valid: arm"):
         validate_call(cap, {"position": {"arm": [0.3, 0, 0.2]}, "arm": "both"}, ["arm"])
     with pytest.raises(InvalidArgumentError, match="finite"):
-        validate_call(cap, {"position": {"left": [0.3, float("inf"), 0.2], "right": [0.3, 0, 0.2]}, "arm": "both"},
-                      ["left", "right"])
+        validate_call(
+            cap,
+            {"position": {"left": [0.3, float("inf"), 0.2], "right": [0.3, 0, 0.2]}, "arm": "both"},
+            ["left", "right"],
+        )
     with pytest.raises(InvalidArgumentError, match="needs position"):
         validate_call(cap, {"position": [0.3, 0, 0.2], "arm": "both"}, ["left", "right"])
     with pytest.raises(InvalidArgumentError, match="list of 3"):

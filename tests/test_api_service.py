@@ -30,7 +30,9 @@ class TinyMotion:
 
     def move_to(self, **kw):
         self.calls.append(("move_to", kw))
-        return Result.ok("moved", {"stop_reason": "reached"}, executed=True, receipt="move_to: reached")
+        return Result.ok(
+            "moved", {"stop_reason": "reached"}, executed=True, receipt="move_to: reached"
+        )
 
     def hold(self, duration_s=1.0, arm=None):
         raise EStopError("latched by operator")
@@ -72,26 +74,40 @@ def test_dispatch_by_method_name_and_default_receipt(tiny):
     assert isinstance(svc, RobotCaller)
     r = svc.call("move_to", {"position": [0.3, 0.0, 0.2]})
     assert r.success and r.executed and r.receipt == "move_to: reached"
-    assert motion.calls[0][1]["position"] == [0.3, 0.0, 0.2] and motion.calls[0][1]["mode"] == "guarded"
+    assert (
+        motion.calls[0][1]["position"] == [0.3, 0.0, 0.2]
+        and motion.calls[0][1]["mode"] == "guarded"
+    )
     r = svc.call("observe", {})
     assert r.success and r.receipt.startswith("observe: ok")
-    assert set(svc.bound) == {"move_to", "hold", "recover", "release", "check_motion", "preview_motion",
-                              "read_motion_trajectory", "observe"}
+    assert set(svc.bound) == {
+        "move_to",
+        "hold",
+        "recover",
+        "release",
+        "check_motion",
+        "preview_motion",
+        "read_motion_trajectory",
+        "observe",
+    }
 
 
-@pytest.mark.parametrize(("name", "kwargs", "category", "text"), [
-    ("hold", {}, FailureCategory.ESTOP, "latched"),
-    ("recover", {}, FailureCategory.INTERNAL_ERROR, "RuntimeError"),
-    ("release", {}, FailureCategory.INTERNAL_ERROR, "not a Result"),
-    ("check_motion", {"position": [0, 0, 0]}, FailureCategory.UNKNOWN_ID, "valid: world"),
-    ("preview_motion", {"position": [0, 0, 0]}, FailureCategory.NOT_SUPPORTED, "no previews"),
-    ("read_motion_trajectory", {}, FailureCategory.INVALID_ARGUMENT, "nothing moved"),
-    ("segment", {"text": "red"}, FailureCategory.NOT_SUPPORTED, "not available"),
-    ("grasp", {}, FailureCategory.UNKNOWN_ID, "valid: observe"),
-    ("move_to", {"position": [1, 2]}, FailureCategory.INVALID_ARGUMENT, "exactly 3"),
-    ("hold", {"arm": "left"}, FailureCategory.UNKNOWN_ID, "valid: arm"),
-    ("finish", {}, FailureCategory.NOT_SUPPORTED, "harness"),
-])
+@pytest.mark.parametrize(
+    ("name", "kwargs", "category", "text"),
+    [
+        ("hold", {}, FailureCategory.ESTOP, "latched"),
+        ("recover", {}, FailureCategory.INTERNAL_ERROR, "RuntimeError"),
+        ("release", {}, FailureCategory.INTERNAL_ERROR, "not a Result"),
+        ("check_motion", {"position": [0, 0, 0]}, FailureCategory.UNKNOWN_ID, "valid: world"),
+        ("preview_motion", {"position": [0, 0, 0]}, FailureCategory.NOT_SUPPORTED, "no previews"),
+        ("read_motion_trajectory", {}, FailureCategory.INVALID_ARGUMENT, "nothing moved"),
+        ("segment", {"text": "red"}, FailureCategory.NOT_SUPPORTED, "not available"),
+        ("grasp", {}, FailureCategory.UNKNOWN_ID, "valid: observe"),
+        ("move_to", {"position": [1, 2]}, FailureCategory.INVALID_ARGUMENT, "exactly 3"),
+        ("hold", {"arm": "left"}, FailureCategory.UNKNOWN_ID, "valid: arm"),
+        ("finish", {}, FailureCategory.NOT_SUPPORTED, "harness"),
+    ],
+)
 def test_failures_become_results(tiny, name, kwargs, category, text):
     _, svc = tiny
     r = svc.call(name, kwargs)
@@ -102,7 +118,10 @@ def test_failures_become_results(tiny, name, kwargs, category, text):
 def test_bad_call_shapes_never_raise(tiny):
     _, svc = tiny
     assert svc.call(None, None).failure_category == FailureCategory.UNKNOWN_ID  # type: ignore[arg-type]
-    assert svc.call("observe", ["not", "a", "dict"]).failure_category == FailureCategory.INVALID_ARGUMENT  # type: ignore[arg-type]
+    assert (
+        svc.call("observe", ["not", "a", "dict"]).failure_category
+        == FailureCategory.INVALID_ARGUMENT
+    )  # type: ignore[arg-type]
     assert svc.call("observe", None).success
 
 
@@ -124,14 +143,27 @@ def test_real_services_bind_every_capability():
 
 
 # --- property test: random arguments for every capability return a Result and never raise ----------
-_floats = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64),
-                    st.floats(-1.0, 1.0), st.integers(-5, 5))
+_floats = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.floats(-1.0, 1.0),
+    st.integers(-5, 5),
+)
 _values = st.recursive(
-    st.one_of(st.none(), st.booleans(), _floats, st.text(max_size=12),
-              st.sampled_from(["det_1", "obs_1", "head", "wrist", "arm", "open", "close", "world", "score"])),
-    lambda inner: st.one_of(st.lists(inner, max_size=5), st.dictionaries(st.sampled_from(["id", "u", "x"]), inner,
-                                                                          max_size=2)),
-    max_leaves=8)
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        _floats,
+        st.text(max_size=12),
+        st.sampled_from(
+            ["det_1", "obs_1", "head", "wrist", "arm", "open", "close", "world", "score"]
+        ),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5),
+        st.dictionaries(st.sampled_from(["id", "u", "x"]), inner, max_size=2),
+    ),
+    max_leaves=8,
+)
 
 
 def _kwargs_for(cap: registry.Capability):
@@ -139,7 +171,8 @@ def _kwargs_for(cap: registry.Capability):
     plausible = {
         "position": st.lists(st.floats(-0.2, 0.6), min_size=3, max_size=3),
         "duration_s": st.one_of(st.none(), st.floats(0.01, 2.0)),
-        "speed_m_s": st.floats(0.01, 0.5), "distance_m": st.floats(0.001, 0.1),
+        "speed_m_s": st.floats(0.01, 0.5),
+        "distance_m": st.floats(0.001, 0.1),
     }
     pieces = {n: st.one_of(_values, plausible.get(n, _values)) for n in names}
     return st.fixed_dictionaries({}, optional={**pieces, "bogus": _values})
@@ -155,7 +188,9 @@ def test_random_arguments_return_a_result_and_never_raise(real_stack, name):
     backend, svc = real_stack
     cap = registry.get(name)
 
-    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @settings(
+        max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
+    )
     @given(_kwargs_for(cap))
     def check(kwargs):
         r = svc.call(name, kwargs)
@@ -163,8 +198,11 @@ def test_random_arguments_return_a_result_and_never_raise(real_stack, name):
         assert r.success == (r.failure_category is None)
         assert len(r.receipt) <= RECEIPT_MAX_CHARS and r.receipt
         d = r.to_dict()
-        assert all(not isinstance(v, float) or math.isfinite(v) for v in d["value"].values()) \
-            if isinstance(d["value"], dict) else True
+        assert (
+            all(not isinstance(v, float) or math.isfinite(v) for v in d["value"].values())
+            if isinstance(d["value"], dict)
+            else True
+        )
 
     check()
     assert not backend.estopped
@@ -172,8 +210,14 @@ def test_random_arguments_return_a_result_and_never_raise(real_stack, name):
 
 def test_two_arm_move_through_the_real_motion_service():
     backend, svc = make_stack(rig="piper_dual", image_size=(48, 64))
-    r = svc.call("move_to", {"position": {"left": [0.3, 0.25, 0.25], "right": [0.3, -0.25, 0.25]}, "arm": "both",
-                             "speed_m_s": 0.2})
+    r = svc.call(
+        "move_to",
+        {
+            "position": {"left": [0.3, 0.25, 0.25], "right": [0.3, -0.25, 0.25]},
+            "arm": "both",
+            "speed_m_s": 0.2,
+        },
+    )
     assert r.success, r.message
     state = backend.privileged_state()
     assert state.arm("left").tcp_position_m[1] == pytest.approx(0.25, abs=2e-3)

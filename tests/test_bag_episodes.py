@@ -27,18 +27,25 @@ class Clock:
 
 def _router(tmp_path: Path, clock: Clock) -> EpisodeRouter:
     # a "now" before every stamp: a message is written only once its window has ended
-    return EpisodeRouter(lambda ep: BagWriter(tmp_path / ep, STORE), buffer_s=30.0, clock=clock,
-                         now_ns=lambda: 0)
+    return EpisodeRouter(
+        lambda ep: BagWriter(tmp_path / ep, STORE), buffer_s=30.0, clock=clock, now_ns=lambda: 0
+    )
 
 
 def test_messages_go_to_the_window_they_were_published_in(tmp_path: Path) -> None:
     clock = Clock()
     r = _router(tmp_path, clock)
     q = qos(10)
-    r.message("/tf_static", "std_msgs/msg/String", qos(1, transient_local=True), _data("static"), 1 * S,
-              latched=True)
-    r.message("/a", "std_msgs/msg/String", q, _data("before"), 9 * S)       # before the episode
-    r.message("/a", "std_msgs/msg/String", q, _data("early"), 10 * S + 5)   # arrives before 'start'
+    r.message(
+        "/tf_static",
+        "std_msgs/msg/String",
+        qos(1, transient_local=True),
+        _data("static"),
+        1 * S,
+        latched=True,
+    )
+    r.message("/a", "std_msgs/msg/String", q, _data("before"), 9 * S)  # before the episode
+    r.message("/a", "std_msgs/msg/String", q, _data("early"), 10 * S + 5)  # arrives before 'start'
     r.start("ep1", 10 * S)
     r.message("/a", "std_msgs/msg/String", q, _data("in"), 11 * S)
     r.message("/a", "std_msgs/msg/String", q, _data("after"), 12 * S + 1)  # before 'end' arrives
@@ -142,4 +149,9 @@ def test_header_stamps_are_read_from_the_cdr_bytes() -> None:
         assert stamp_of_cdr(msgtype, data) == stamp_of_message(msg)
         assert abs(stamp_of_cdr(msgtype, data) - int(at_s * 1e9)) < 1000
     assert stamp_of_cdr("std_msgs/msg/String", _data("no header")) is None
-    assert stamp_of_cdr("tf2_msgs/msg/TFMessage", STORE.serialize_cdr(m.tf([]), "tf2_msgs/msg/TFMessage")) is None
+    assert (
+        stamp_of_cdr(
+            "tf2_msgs/msg/TFMessage", STORE.serialize_cdr(m.tf([]), "tf2_msgs/msg/TFMessage")
+        )
+        is None
+    )

@@ -16,8 +16,9 @@ CAPTAIN = [sys.executable, "-m", "captain_ros.cli.main"]
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MUJOCO_GL": "egl"}
-    return subprocess.run([*CAPTAIN, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [*CAPTAIN, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +38,15 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     corrupt.mkdir()
     (corrupt / "summary.json").write_text('{"task": "pick_place", "seed"')
     truncated, _ = _truncated_bag(d / "truncated_bag")
-    return {"dir": d, "bad": bad, "full": full, "ro": ro, "empty": empty, "corrupt": corrupt,
-            "truncated": truncated}
+    return {
+        "dir": d,
+        "bad": bad,
+        "full": full,
+        "ro": ro,
+        "empty": empty,
+        "corrupt": corrupt,
+        "truncated": truncated,
+    }
 
 
 def _truncated_bag(path: Path) -> tuple[Path, int]:
@@ -54,8 +62,12 @@ def _truncated_bag(path: Path) -> tuple[Path, int]:
     msg = store.types["std_msgs/msg/String"]
     for chunk in range(2):
         for i in range(10):
-            w.write_msg("/chatter", (chunk * 10 + i + 1) * 1000, msg(data=f"m{chunk}-{i}" * 20),
-                        "std_msgs/msg/String")
+            w.write_msg(
+                "/chatter",
+                (chunk * 10 + i + 1) * 1000,
+                msg(data=f"m{chunk}-{i}" * 20),
+                "std_msgs/msg/String",
+            )
         w.flush()
         if chunk == 0:
             (mcap,) = path.glob("*.mcap")
@@ -71,7 +83,10 @@ CASES = [
     (["run", "--task", "nosuch"], "unknown task 'nosuch'; valid:"),
     (["run", "--seed", "-5"], "seed must be a non-negative int"),
     (["run", "--policy", "nosuchpolicy"], "unknown policy 'nosuchpolicy'; valid:"),
-    (["run", "--policy", "replay:/nonexistent/requests.jsonl"], "No such file or directory: /nonexistent"),
+    (
+        ["run", "--policy", "replay:/nonexistent/requests.jsonl"],
+        "No such file or directory: /nonexistent",
+    ),
     (["run", "--policy", "replay:{bad}"], "bad.jsonl:2: not JSON"),
     (["run", "--backend", "fake", "--out", "{ro}/ep"], "cannot write to"),
     (["run", "--backend", "fake", "--max-requests", "1", "--out", "{full}"], "is not empty"),
@@ -93,8 +108,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("args, message", CASES, ids=[" ".join(a[:3]) for a, _ in CASES])
-def test_bad_input_is_one_line_and_a_nonzero_exit(files: dict[str, Path], args: list[str],
-                                                  message: str) -> None:
+def test_bad_input_is_one_line_and_a_nonzero_exit(
+    files: dict[str, Path], args: list[str], message: str
+) -> None:
     if os.geteuid() == 0 and "{ro}" in " ".join(args):
         # root ignores directory permissions: make the parent a file instead (still unwritable)
         args = [a.replace("{ro}/ep", "{bad}/ep") for a in args]
@@ -131,11 +147,30 @@ def test_overwrite_replaces_a_non_empty_out(files: dict[str, Path]) -> None:
     replay.write_text(json.dumps({"code": "x = 1"}) + "\n")
     out = files["dir"] / "again"
     for flags in ([], ["--overwrite"]):
-        proc = _run("run", "--backend", "fake", "--policy", f"replay:{replay}", "--no-bag",
-                    "--out", str(out), *flags, cwd=files["dir"])
+        proc = _run(
+            "run",
+            "--backend",
+            "fake",
+            "--policy",
+            f"replay:{replay}",
+            "--no-bag",
+            "--out",
+            str(out),
+            *flags,
+            cwd=files["dir"],
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
-    proc = _run("run", "--backend", "fake", "--policy", f"replay:{replay}", "--no-bag",
-                "--out", str(out), cwd=files["dir"])
+    proc = _run(
+        "run",
+        "--backend",
+        "fake",
+        "--policy",
+        f"replay:{replay}",
+        "--no-bag",
+        "--out",
+        str(out),
+        cwd=files["dir"],
+    )
     assert proc.returncode == 2 and "is not empty" in proc.stderr and "--overwrite" in proc.stderr
 
 

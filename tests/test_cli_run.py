@@ -35,8 +35,14 @@ def test_captain_run_scripted_pick_place_succeeds_and_writes_the_folder(pick_pla
     bag = summarize_bag(out / "bag")
     assert bag.counts["/captain/receipts"] == s.robot_calls
     assert bag.counts["/captain/episode_events"] == 2
-    observes = sum(1 for r in records if r["type"] == "request"
-                   for c in r["calls"] for rc_ in c.get("robot_calls", []) if rc_["name"] == "observe")
+    observes = sum(
+        1
+        for r in records
+        if r["type"] == "request"
+        for c in r["calls"]
+        for rc_ in c.get("robot_calls", [])
+        if rc_["name"] == "observe"
+    )
     assert bag.counts["/captain/observations"] == observes
     for cam in ("head", "wrist"):
         assert bag.counts[f"/camera/{cam}/image_raw"] == observes
@@ -57,10 +63,25 @@ def test_captain_run_scripted_pick_place_succeeds_and_writes_the_folder(pick_pla
 
 def test_run_prints_live_receipts_and_summary(tmp_path, capsys):
     replay = tmp_path / "r.jsonl"
-    replay.write_text(json.dumps({"reasoning": "look", "code": "r = robot.observe(); print(r.success)"})
-                      + "\n")
-    rc = main(["run", "--task", "pick_place", "--seed", "1001", "--backend", "fake",
-               "--policy", f"replay:{replay}", "--out", str(tmp_path / "ep"), "--no-bag"])
+    replay.write_text(
+        json.dumps({"reasoning": "look", "code": "r = robot.observe(); print(r.success)"}) + "\n"
+    )
+    rc = main(
+        [
+            "run",
+            "--task",
+            "pick_place",
+            "--seed",
+            "1001",
+            "--backend",
+            "fake",
+            "--policy",
+            f"replay:{replay}",
+            "--out",
+            str(tmp_path / "ep"),
+            "--no-bag",
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0
     assert "request 1" in text and "observe: ok" in text and "> look" in text
@@ -72,15 +93,40 @@ def test_run_prints_live_receipts_and_summary(tmp_path, capsys):
 def test_run_json_flag_prints_only_json(tmp_path, capsys):
     replay = tmp_path / "r.jsonl"
     replay.write_text(json.dumps({"code": "x = 1"}) + "\n")
-    main(["run", "--task", "stack", "--seed", "1002", "--backend", "fake", "--policy",
-          f"replay:{replay}", "--out", str(tmp_path / "ep"), "--json", "--no-bag"])
+    main(
+        [
+            "run",
+            "--task",
+            "stack",
+            "--seed",
+            "1002",
+            "--backend",
+            "fake",
+            "--policy",
+            f"replay:{replay}",
+            "--out",
+            str(tmp_path / "ep"),
+            "--json",
+            "--no-bag",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["task"] == "stack" and data["policy"].startswith("replay:")
 
 
 def test_eval_check_and_compare(tmp_path, capsys):
-    main(["eval", "--task", "pick_place,stack", "--seeds", "1000-1002", "--check",
-          "--out", str(tmp_path / "a")])
+    main(
+        [
+            "eval",
+            "--task",
+            "pick_place,stack",
+            "--seeds",
+            "1000-1002",
+            "--check",
+            "--out",
+            str(tmp_path / "a"),
+        ]
+    )
     text = capsys.readouterr().out
     assert "pick_place" in text and "100.0%" in text
     data = json.loads((tmp_path / "a" / "eval.json").read_text())

@@ -21,24 +21,53 @@ def make_history(n_turns: int, out_chars: int = 100, images_per_turn: int = 1) -
     turns = []
     for i in range(1, n_turns + 1):
         code = f"r{i} = robot.observe()\nrobot.move_to([0.3, 0.0, 0.{i % 9 + 1}])\nimage(r{i}.value['handle'])"
-        imgs = tuple(ImageRef(f"images/r{i:03d}_{k}.png", "head", f"obs_{i}") for k in range(images_per_turn))
+        imgs = tuple(
+            ImageRef(f"images/r{i:03d}_{k}.png", "head", f"obs_{i}") for k in range(images_per_turn)
+        )
         out = f"[receipt] move_to: reached {i} " + "x" * out_chars
-        turns.append(Turn(i, f"thinking {i}", (ToolCall(f"call_{i}", code),), (ToolOutput(f"call_{i}", out, imgs),)))
-    initial = (ImageRef("images/r000_initial_head.png", "head", "obs_1"),
-               ImageRef("images/r000_initial_wrist.png", "wrist", "obs_1"))
+        turns.append(
+            Turn(
+                i,
+                f"thinking {i}",
+                (ToolCall(f"call_{i}", code),),
+                (ToolOutput(f"call_{i}", out, imgs),),
+            )
+        )
+    initial = (
+        ImageRef("images/r000_initial_head.png", "head", "obs_1"),
+        ImageRef("images/r000_initial_wrist.png", "wrist", "obs_1"),
+    )
     return History("SYSTEM", "# TASK\nput red on blue", initial, tuple(turns))
 
 
 def images(msgs):
-    return [p["image"] for m in msgs if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
+    return [
+        p["image"]
+        for m in msgs
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if p["type"] == "image"
+    ]
 
 
 def test_structure_of_rendered_messages():
     msgs = render(make_history(2))
-    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "user", "assistant", "tool", "user"]
+    assert [m["role"] for m in msgs] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "user",
+        "assistant",
+        "tool",
+        "user",
+    ]
     assert msgs[0]["content"] == "SYSTEM" and msgs[1]["content"][0]["text"].startswith("# TASK")
     call = msgs[2]["tool_calls"][0]
-    assert call["function"]["name"] == "python" and "robot.observe" in json.loads(call["function"]["arguments"])["code"]
+    assert (
+        call["function"]["name"] == "python"
+        and "robot.observe" in json.loads(call["function"]["arguments"])["code"]
+    )
     assert msgs[3]["tool_call_id"] == call["id"] and "[receipt]" in msgs[3]["content"]
 
 
@@ -64,17 +93,30 @@ def test_only_the_12_most_recent_images_are_kept():
     msgs = render(make_history(8, images_per_turn=2))  # 2 initial + 16
     kept = images(msgs)
     assert len(kept) == 12
-    assert kept[-1] == "images/r008_1.png" and "images/r002_1.png" not in kept and kept[0] == "images/r003_0.png"
-    omitted = [p["text"] for m in msgs if isinstance(m["content"], list) for p in m["content"]
-               if p["type"] == "text" and p["text"].startswith("[image omitted")]
+    assert (
+        kept[-1] == "images/r008_1.png"
+        and "images/r002_1.png" not in kept
+        and kept[0] == "images/r003_0.png"
+    )
+    omitted = [
+        p["text"]
+        for m in msgs
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if p["type"] == "text" and p["text"].startswith("[image omitted")
+    ]
     assert len(omitted) == 6
     assert len(images(render(make_history(8, images_per_turn=2), ContextConfig(max_images=3)))) == 3
-    assert images(render(make_history(1), image_root="/ep"))[0] == "/ep/images/r000_initial_head.png"
+    assert (
+        images(render(make_history(1), image_root="/ep"))[0] == "/ep/images/r000_initial_head.png"
+    )
 
 
 def test_no_compaction_below_the_threshold():
     msgs = render(make_history(5))
-    assert not any(isinstance(m["content"], str) and "Context compacted" in m["content"] for m in msgs)
+    assert not any(
+        isinstance(m["content"], str) and "Context compacted" in m["content"] for m in msgs
+    )
 
 
 def test_compaction_keeps_task_and_recent_turns_and_lists_removed_commands():
@@ -85,7 +127,9 @@ def test_compaction_keeps_task_and_recent_turns_and_lists_removed_commands():
     assert msgs[0]["content"] == "SYSTEM" and msgs[1]["content"][0]["text"] == h.task_md
     notice = msgs[2]["content"]
     assert notice.startswith("[Context compacted: requests 1-")
-    assert "- request 1: robot.observe, robot.move_to" in notice and "scene may have changed" in notice
+    assert (
+        "- request 1: robot.observe, robot.move_to" in notice and "scene may have changed" in notice
+    )
     removed = int(notice.split("requests 1-")[1].split(" ")[0])
     # the most recent turns are verbatim
     kept_turns = [m for m in msgs if m["role"] == "assistant"]
@@ -94,7 +138,10 @@ def test_compaction_keeps_task_and_recent_turns_and_lists_removed_commands():
     assert full[-3:] == msgs[-3:]
     # the recent turns are never removed even if they alone exceed the threshold
     tiny = render(h, ContextConfig(compact_at_tokens=10, keep_recent_turns=2))
-    assert [m["content"] for m in tiny if m["role"] == "assistant"] == ["thinking 29", "thinking 30"]
+    assert [m["content"] for m in tiny if m["role"] == "assistant"] == [
+        "thinking 29",
+        "thinking 30",
+    ]
 
 
 def test_compaction_is_turn_by_turn_and_monotone():
@@ -108,7 +155,14 @@ def test_compaction_is_turn_by_turn_and_monotone():
 
 
 def test_turn_commands_and_notices():
-    t = Turn(4, "r", (ToolCall("a", "x = 1\nprint(x)"), ToolCall("b", "robot.observe(); robot.observe(); finish()")))
+    t = Turn(
+        4,
+        "r",
+        (
+            ToolCall("a", "x = 1\nprint(x)"),
+            ToolCall("b", "robot.observe(); robot.observe(); finish()"),
+        ),
+    )
     assert turn_commands(t) == "`x = 1`; robot.observe, finish"
     malformed = Turn(5, "oops", (), (), "Malformed tool call: empty code")
     msgs = render(History("S", "T", (), (malformed,)))
@@ -117,11 +171,14 @@ def test_turn_commands_and_notices():
 
 
 def test_without_receipts_keeps_what_the_code_printed_and_counts_the_receipts():
-    text = ('NOTE {"held": true}\n[receipt] jaw arm: blocked\n[receipt] move_to arm: reached\n'
-            "[... 3 more receipts not shown]")
+    text = (
+        'NOTE {"held": true}\n[receipt] jaw arm: blocked\n[receipt] move_to arm: reached\n'
+        "[... 3 more receipts not shown]"
+    )
     assert without_receipts(text) == 'NOTE {"held": true}\n[5 receipts in the episode record]'
     assert without_receipts("Traceback (most recent call last):\nValueError: x") == (
-        "Traceback (most recent call last):\nValueError: x")
+        "Traceback (most recent call last):\nValueError: x"
+    )
     assert without_receipts("[receipt] finish: ACCEPTED") == "[1 receipt in the episode record]"
     lean = render(make_history(2), ContextConfig(receipts=False))
     full = render(make_history(2))

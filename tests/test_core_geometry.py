@@ -31,7 +31,9 @@ def test_quat_matrix_round_trip(q):
     assert np.allclose(m @ m.T, np.eye(3), atol=1e-9)
     assert np.isclose(np.linalg.det(m), 1.0)
     q2 = matrix_to_quat(m)
-    assert np.allclose(q2, q, atol=1e-6) or np.allclose(q2, -q, atol=1e-6)  # q and -q: same rotation
+    assert np.allclose(q2, q, atol=1e-6) or np.allclose(
+        q2, -q, atol=1e-6
+    )  # q and -q: same rotation
     assert q2[0] >= 0
 
 
@@ -39,8 +41,9 @@ def test_quat_matrix_round_trip(q):
 @given(quats, quats)
 def test_quat_product_matches_matrix_product(a, b):
     a, b = _unit(a), _unit(b)
-    assert np.allclose(quat_to_matrix(quat_multiply(a, b)), quat_to_matrix(a) @ quat_to_matrix(b),
-                       atol=1e-9)
+    assert np.allclose(
+        quat_to_matrix(quat_multiply(a, b)), quat_to_matrix(a) @ quat_to_matrix(b), atol=1e-9
+    )
     assert np.allclose(quat_multiply(a, quat_conjugate(a)), [1, 0, 0, 0], atol=1e-9)
 
 
@@ -60,15 +63,18 @@ def test_yaw_of_quat():
     assert yaw_of_quat(q) == pytest.approx(yaw)
 
 
-@pytest.mark.parametrize("position, quat", [
-    ([0, 0, np.nan], [1, 0, 0, 0]),
-    ([0, 0], [1, 0, 0, 0]),
-    ([0, 0, 0], [1, 0, 0]),
-    ([0, 0, 0], [2, 0, 0, 0]),
-    ([0, 0, 0], [0, 0, 0, 0]),
-    ("abc", [1, 0, 0, 0]),
-    ([0, 0, 0], [1, 0, np.inf, 0]),
-])
+@pytest.mark.parametrize(
+    "position, quat",
+    [
+        ([0, 0, np.nan], [1, 0, 0, 0]),
+        ([0, 0], [1, 0, 0, 0]),
+        ([0, 0, 0], [1, 0, 0]),
+        ([0, 0, 0], [2, 0, 0, 0]),
+        ([0, 0, 0], [0, 0, 0, 0]),
+        ("abc", [1, 0, 0, 0]),
+        ([0, 0, 0], [1, 0, np.inf, 0]),
+    ],
+)
 def test_pose_rejects_bad_input(position, quat):
     with pytest.raises(InvalidArgumentError):
         Pose(position, quat)

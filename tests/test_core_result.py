@@ -23,9 +23,13 @@ def test_receipt_is_capped_at_300_chars():
 
 
 def test_to_dict_is_json_and_round_trips():
-    r = Result.fail(FailureCategory.UNREACHABLE, "move closer", executed=False,
-                    value={"q": np.arange(3.0), "nan": float("nan"), "f": np.float32(1.5)},
-                    diagnostics={"residual_m": np.float64(0.02)})
+    r = Result.fail(
+        FailureCategory.UNREACHABLE,
+        "move closer",
+        executed=False,
+        value={"q": np.arange(3.0), "nan": float("nan"), "f": np.float32(1.5)},
+        diagnostics={"residual_m": np.float64(0.02)},
+    )
     d = r.to_dict()
     text = json.dumps(d)
     back = Result.from_dict(json.loads(text))

@@ -36,22 +36,42 @@ def fake_job(job: dict) -> dict:
     host = seed % 4 != 0
     finished = seed % 5 != 0
     return EpisodeRecord(
-        task=job["task"], seed=seed, policy=job["policy"], backend=job["backend"],
-        outcome=("success_with_finish" if host and finished else
-                 "missed_finish" if host else "false_finish" if finished else "other_failure"),
-        host_success=host, strict_success=host and finished, finished=finished,
-        requests=10 + seed % 3, physical_actions=20,
-        wall_s=1.0, model_s=0.2, harness_s=0.2, backend_s=0.6, out_dir=job["out_dir"],
-        extra={"pid": os.getpid()}).to_dict()
+        task=job["task"],
+        seed=seed,
+        policy=job["policy"],
+        backend=job["backend"],
+        outcome=(
+            "success_with_finish"
+            if host and finished
+            else "missed_finish"
+            if host
+            else "false_finish"
+            if finished
+            else "other_failure"
+        ),
+        host_success=host,
+        strict_success=host and finished,
+        finished=finished,
+        requests=10 + seed % 3,
+        physical_actions=20,
+        wall_s=1.0,
+        model_s=0.2,
+        harness_s=0.2,
+        backend_s=0.6,
+        out_dir=job["out_dir"],
+        extra={"pid": os.getpid()},
+    ).to_dict()
 
 
 def test_oversubscribed_openmp_threads_are_named():
     msg = oversubscription(2, {"OMP_NUM_THREADS": "2"}, cores=2)
-    assert msg == ("warning: OMP_NUM_THREADS=2 with 2 workers is 4 threads on 2 cores; unset it "
-                   "(workers default to 1 thread each) or lower it")
-    assert oversubscription(2, {}, cores=2) is None            # worker_environment's 1 thread
+    assert msg == (
+        "warning: OMP_NUM_THREADS=2 with 2 workers is 4 threads on 2 cores; unset it "
+        "(workers default to 1 thread each) or lower it"
+    )
+    assert oversubscription(2, {}, cores=2) is None  # worker_environment's 1 thread
     assert oversubscription(2, {"OMP_NUM_THREADS": "1"}, cores=2) is None
-    assert oversubscription(1, {"OMP_NUM_THREADS": "8"}, cores=2) is None   # in-process
+    assert oversubscription(1, {"OMP_NUM_THREADS": "8"}, cores=2) is None  # in-process
     assert oversubscription(4, {"OMP_NUM_THREADS": "2"}, cores=8) is None
     assert oversubscription(2, {"OMP_NUM_THREADS": "lots"}, cores=2) is None
 
@@ -101,22 +121,40 @@ def test_evaluate_writes_json_and_png_with_figures(tmp_path):
 
 
 def test_aggregate_counts_false_finishes_and_overhead():
-    eps = [EpisodeRecord.from_dict(fake_job({"task": "t", "seed": s, "policy": "p",
-                                              "backend": "fake", "out_dir": ""}))
-           for s in (0, 1, 2, 3, 4, 5)]
+    eps = [
+        EpisodeRecord.from_dict(
+            fake_job({"task": "t", "seed": s, "policy": "p", "backend": "fake", "out_dir": ""})
+        )
+        for s in (0, 1, 2, 3, 4, 5)
+    ]
     agg = aggregate(eps)
     # seed 0: host False finished False; seed 4: host False, finished True -> false finish
     assert agg["false_finish"]["successes"] == 1
     assert agg["strict_success"]["successes"] == 3  # seeds 1, 2, 3
-    assert agg["requests_per_episode"]["mean"] == pytest.approx(sum(10 + s % 3 for s in range(6)) / 6)
+    assert agg["requests_per_episode"]["mean"] == pytest.approx(
+        sum(10 + s % 3 for s in range(6)) / 6
+    )
     assert agg["harness_overhead_per_request_s"]["median"] == pytest.approx(0.2 / 11, rel=0.2)
 
 
 def test_paired_comparison_of_two_runs(tmp_path):
-    a = [EpisodeRecord("t", s, "a", "fake", "success_with_finish", True, True, True)
-         for s in range(10)]
-    b = [EpisodeRecord("t", s, "b", "fake", "other_failure" if s < 7 else "success_with_finish",
-                        s >= 7, s >= 7, s >= 7) for s in range(12)]
+    a = [
+        EpisodeRecord("t", s, "a", "fake", "success_with_finish", True, True, True)
+        for s in range(10)
+    ]
+    b = [
+        EpisodeRecord(
+            "t",
+            s,
+            "b",
+            "fake",
+            "other_failure" if s < 7 else "success_with_finish",
+            s >= 7,
+            s >= 7,
+            s >= 7,
+        )
+        for s in range(12)
+    ]
     cmp = compare(a, b)
     assert cmp["paired"] == 10 and cmp["only_in_b"] == 2
     assert cmp["mcnemar"]["only_a"] == 7 and cmp["mcnemar"]["only_b"] == 0
@@ -133,7 +171,9 @@ def test_local_ray_cluster_runs_jobs(tmp_path):
     ray = pytest.importorskip("ray")
     from captain_ros.evaluation.runner import run_ray
 
-    jobs = [EpisodeJob("pick_place", s, "scripted", "fake", str(tmp_path / str(s))) for s in (1, 2, 13)]
+    jobs = [
+        EpisodeJob("pick_place", s, "scripted", "fake", str(tmp_path / str(s))) for s in (1, 2, 13)
+    ]
     try:
         eps = run_ray(jobs, "local", job_path="captain_ros.evaluation.selftest:echo_job")
     finally:

@@ -36,8 +36,16 @@ def _episode(task_name: str, seed: int, out: Path) -> tuple[Any, list[dict[str, 
                 states.append(backend.privileged_state())
 
     try:
-        hs = run_episode(task, seed, service, make_policy("scripted", {}), None, out / f"{task_name}_{seed}",
-                         observers=[AfterMotion()], privileged=BackendPrivileged(backend))
+        hs = run_episode(
+            task,
+            seed,
+            service,
+            make_policy("scripted", {}),
+            None,
+            out / f"{task_name}_{seed}",
+            observers=[AfterMotion()],
+            privileged=BackendPrivileged(backend),
+        )
     finally:
         backend.close()
     return hs, states
@@ -53,8 +61,11 @@ def test_drawer_retreat_does_not_push_the_drawer_shut(tmp_path):
     hs, states = _episode("open_drawer", 48, tmp_path)
     assert hs.outcome == "success_with_finish" and hs.host_success
     slide = [s.joint("drawer_slide") for s in states]
-    released = next(i for i, s in enumerate(states) if i and states[i - 1].object("drawer_handle").held
-                    and not s.object("drawer_handle").held)
+    released = next(
+        i
+        for i, s in enumerate(states)
+        if i and states[i - 1].object("drawer_handle").held and not s.object("drawer_handle").held
+    )
     # once let go, the drawer stays where the pull left it (the way home passes over its panel)
     assert max(slide[released:]) - min(slide[released:]) < 0.005
     assert slide[-1] >= 0.10
@@ -64,7 +75,9 @@ def test_stack_retreat_leaves_the_tower_standing(tmp_path):
     hs, states = _episode("stack", 6, tmp_path)
     assert hs.outcome == "success_with_finish" and hs.host_success
     red_z = [s.object("red_cube").position_m[2] for s in states]
-    on_top = next(i for i, z in enumerate(red_z) if z > 0.08 and not states[i].object("red_cube").held)
+    on_top = next(
+        i for i, z in enumerate(red_z) if z > 0.08 and not states[i].object("red_cube").held
+    )
     assert min(red_z[on_top:]) > 0.08  # two 3.5 cm cubes below it until the end
 
 

@@ -27,10 +27,15 @@ from captain_ros.policy.scripted import FaultyScriptedPolicy
 HAPPY: dict[str, dict[str, Any]] = {
     "start": {"ready": True, "poses": {"arm": [[0.23, 0.0, 0.12], [0.0, 0.0, -1.0, 0.0]]}},
     "perceive": {"found": {"red_cube": True, "plate": True, "blue_cube": True, "green_cube": True}},
-    "descend": {"down_ok": True}, "close_lift": {"held": True}, "place": {"placed": True},
-    "verify": {"dist": 0.004, "resting": True, "gap": 0.001}, "finish": {"accepted": False},
-    "other_object": {"wrong": "blue_cylinder"}, "skew": {"skewed": "plate"},
-    "let_go": {"released": True, "held": False}, "free_spot": {"free": [0.3, 0.1]},
+    "descend": {"down_ok": True},
+    "close_lift": {"held": True},
+    "place": {"placed": True},
+    "verify": {"dist": 0.004, "resting": True, "gap": 0.001},
+    "finish": {"accepted": False},
+    "other_object": {"wrong": "blue_cylinder"},
+    "skew": {"skewed": "plate"},
+    "let_go": {"released": True, "held": False},
+    "free_spot": {"free": [0.3, 0.1]},
 }
 
 
@@ -55,11 +60,22 @@ def faulty(task: str, seed: int, spec: FaultSpec) -> tuple[FaultInjector, list[s
 
 def test_specs_parse_and_refuse_nonsense():
     spec = FaultSpec.parse("grasp_offset=0.3,early_finish=0.1,seed=7,offset_m=0.02")
-    assert spec.rates == {"grasp_offset": 0.3, "early_finish": 0.1} and spec.seed == 7 and spec.offset_m == 0.02
+    assert (
+        spec.rates == {"grasp_offset": 0.3, "early_finish": 0.1}
+        and spec.seed == 7
+        and spec.offset_m == 0.02
+    )
     assert FaultSpec.parse(spec.to_text()) == spec
     assert set(FaultSpec.parse("").rates) == set(FAULTS)
-    for bad in ("grasp_offset", "teleport=0.2", "grasp_offset=1.5", "grasp_offset=x", "seed=1.5",
-                "offset_m=0", "offset_m=0.5"):
+    for bad in (
+        "grasp_offset",
+        "teleport=0.2",
+        "grasp_offset=1.5",
+        "grasp_offset=x",
+        "seed=1.5",
+        "offset_m=0",
+        "offset_m=0.5",
+    ):
         with pytest.raises(InvalidArgumentError):
             FaultSpec.parse(bad)
     pol = make_policy("scripted-faulty:skip_verify=1,seed=3")
@@ -121,17 +137,21 @@ def test_each_fault_shows_in_the_cells_where_it_strikes():
     assert "skew(S, 'plate'" in cells[i - 1]
     inj, cells = only("skip_verify")
     i = next(i for i, c in enumerate(cells) if "place(S" in c)
-    assert "finish(S" in cells[i + 1] and not any("verify(S" in c for c in cells[:i + 2])
+    assert "finish(S" in cells[i + 1] and not any("verify(S" in c for c in cells[: i + 2])
     inj, cells = only("early_finish")
     i = next(i for i, c in enumerate(cells) if "close_lift(S" in c)
     assert "finish(S, 'done')" in cells[i + 1]
-    assert [e.request for e in inj.events] == [None]  # numbered by the policy, which counts requests
+    assert [e.request for e in inj.events] == [
+        None
+    ]  # numbered by the policy, which counts requests
 
 
 def test_the_policy_numbers_the_requests_that_carry_faults():
     pol = FaultyScriptedPolicy(FaultSpec(rates={"premature_release": 1.0}))
     pol.reset("pick_place", 0)
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "## Instruction\n\nput the red cube on the plate\n"}]
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "## Instruction\n\nput the red cube on the plate\n"}
+    ]
     infos = []
     for _ in range(7):
         reply = pol.act(messages, [])
@@ -139,28 +159,47 @@ def test_the_policy_numbers_the_requests_that_carry_faults():
         code = json.loads(reply.tool_calls[0]["function"]["arguments"])["code"]
         last = code.strip().splitlines()[-1]
         name = last.split("(")[1].lstrip("*")
-        messages += [{"role": "assistant", "content": "", "tool_calls": list(reply.tool_calls)},
-                     {"role": "tool", "content": "NOTE " + json.dumps(HAPPY.get(name, {}))}]
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": list(reply.tool_calls)},
+            {"role": "tool", "content": "NOTE " + json.dumps(HAPPY.get(name, {}))},
+        ]
     fired = [i + 1 for i, f in enumerate(infos) if f]
-    assert fired == [5] and infos[4][0]["fault"] == "premature_release" and infos[4][0]["request"] == 5
+    assert (
+        fired == [5] and infos[4][0]["fault"] == "premature_release" and infos[4][0]["request"] == 5
+    )
     assert pol.events[0].request == 5 and json.loads(json.dumps(infos))  # JSON for the record
 
 
 # --- real episodes -----------------------------------------------------------------------
-def _episode(spec: str, tmp: Path, task: str = "pick_place", seed: int = 0) -> tuple[Any, list[dict[str, Any]], Any]:
+def _episode(
+    spec: str, tmp: Path, task: str = "pick_place", seed: int = 0
+) -> tuple[Any, list[dict[str, Any]], Any]:
     t, backend, service = build_robot(task, seed)
     states: list[dict[str, Any]] = []
 
     class AfterMotion(EpisodeObserver):  # the ground truth after each motion (test-only read)
         def on_call(self, event: CallEvent) -> None:
             if event.name in ("move_to", "release"):
-                states.append({"call": event.name, "jaw": event.kwargs.get("jaw"),
-                               **backend.privileged_state().to_dict()})
+                states.append(
+                    {
+                        "call": event.name,
+                        "jaw": event.kwargs.get("jaw"),
+                        **backend.privileged_state().to_dict(),
+                    }
+                )
 
     pol = make_policy(spec)
     try:
-        hs = run_episode(t, seed, service, pol, None, tmp / spec.replace(":", "_"),
-                         observers=[AfterMotion()], privileged=BackendPrivileged(backend))
+        hs = run_episode(
+            t,
+            seed,
+            service,
+            pol,
+            None,
+            tmp / spec.replace(":", "_"),
+            observers=[AfterMotion()],
+            privileged=BackendPrivileged(backend),
+        )
     finally:
         backend.close()
     return hs, states, pol
@@ -184,7 +223,9 @@ def test_faults_change_real_episodes_as_intended(tmp_path):
     """pick_place, train seed 0 (the clean expert succeeds on it in 8 requests)."""
     hs, states, pol = _episode("scripted-faulty:wrong_object=1", tmp_path)
     assert pol.events[0].detail["effect"] is True
-    assert any(o["held"] for s in states for n, o in s["objects"].items() if n not in ("red_cube", "plate"))
+    assert any(
+        o["held"] for s in states for n, o in s["objects"].items() if n not in ("red_cube", "plate")
+    )
 
     hs, states, pol = _episode("scripted-faulty:grasp_offset=1,offset_m=0.03", tmp_path)
     first_close = next(s for s in states if s["jaw"] == "close")
@@ -194,18 +235,28 @@ def test_faults_change_real_episodes_as_intended(tmp_path):
     hs, states, pol = _episode("scripted-faulty:premature_release=1", tmp_path)
     i = next(i for i, s in enumerate(states) if s["objects"]["red_cube"]["held"])
     dropped = next(s for s in states[i:] if not s["objects"]["red_cube"]["held"])
-    assert dropped["call"] == "release" and _xy_dist(dropped["objects"]["red_cube"]["position_m"],
-                                                      dropped["objects"]["plate"]["position_m"]) > 0.1
+    assert (
+        dropped["call"] == "release"
+        and _xy_dist(
+            dropped["objects"]["red_cube"]["position_m"], dropped["objects"]["plate"]["position_m"]
+        )
+        > 0.1
+    )
 
     hs, states, pol = _episode("scripted-faulty:place_offset=1,offset_m=0.05", tmp_path)
     put = next(s for s in states if s["call"] == "release")
-    assert _xy_dist(put["objects"]["red_cube"]["position_m"], put["objects"]["plate"]["position_m"]) > 0.035
+    assert (
+        _xy_dist(put["objects"]["red_cube"]["position_m"], put["objects"]["plate"]["position_m"])
+        > 0.035
+    )
 
     hs, states, pol = _episode("scripted-faulty:early_finish=1", tmp_path)
     cells = _cells(tmp_path / "scripted-faulty_early_finish=1")
     first_finish = next(i for i, (line, _) in enumerate(cells) if "finish(S" in line)
     assert first_finish < next(i for i, (line, _) in enumerate(cells) if "place(S" in line)
-    assert cells[first_finish][1]["accepted"] is False  # no measurement of the cube on the plate yet
+    assert (
+        cells[first_finish][1]["accepted"] is False
+    )  # no measurement of the cube on the plate yet
 
     hs, states, pol = _episode("scripted-faulty:skip_verify=1", tmp_path)
     cells = _cells(tmp_path / "scripted-faulty_skip_verify=1")

@@ -87,7 +87,9 @@ def test_helpers_on_a_real_robot(rig):
     state = robot.get_robot_state()["value"]
     assert notes["arms"] == ["arm"] and S.ready[None] == S.ready["arm"]
     assert S.ready["arm"] == (state["end_effector_position_m"], state["end_effector_quat_wxyz"])
-    assert kit.base_xy(S).tolist() == [0.0, 0.0] and kit.bearing(S, [0.0, 0.3]) == pytest.approx(math.pi / 2)
+    assert kit.base_xy(S).tolist() == [0.0, 0.0] and kit.bearing(S, [0.0, 0.3]) == pytest.approx(
+        math.pi / 2
+    )
     assert not kit.ok(S, [2.0, 0.0, 0.1]) and not kit.holding(S)
     # a checked straight move lands where asked
     target = [0.26, 0.03, 0.14]
@@ -127,12 +129,22 @@ def test_the_session_text_drives_the_robot_exactly_like_the_module():
                 exec(compile(source.HEADER + "\n" + text, "<library>", "exec"), ns)  # noqa: S102
                 f = {n: ns[n] for n in ("State", "start", "perceive", "descend", "close_lift")}
             else:
-                f = {"State": kit.State, "start": kit.start, "perceive": skills.perceive,
-                     "descend": skills.descend, "close_lift": skills.close_lift}
+                f = {
+                    "State": kit.State,
+                    "start": kit.start,
+                    "perceive": skills.perceive,
+                    "descend": skills.descend,
+                    "close_lift": skills.close_lift,
+                }
             S = f["State"](robot)
-            notes = [f["start"](S),
-                     f["perceive"](S, {"red_cube": "red cube", "plate": "plate"}, dest=("red_cube", "plate")),
-                     f["descend"](S, "red_cube"), f["close_lift"](S, "red_cube")]
+            notes = [
+                f["start"](S),
+                f["perceive"](
+                    S, {"red_cube": "red cube", "plate": "plate"}, dest=("red_cube", "plate")
+                ),
+                f["descend"](S, "red_cube"),
+                f["close_lift"](S, "red_cube"),
+            ]
             runs.append((notes, backend.privileged_state().to_dict()["objects"]))
         finally:
             backend.close()

@@ -26,7 +26,17 @@ def test_every_plan_module_is_registered():
     # the six tasks of tasks/ and robosuite's Lift, Stack, TwoArmLift, Door and NutAssemblySquare
     assert len(PLANS) == 11
     names = source.registered()
-    for n in ("State", "val", "go", "approach", "find", "perceive", "grab_handle", "insert", "lift_box"):
+    for n in (
+        "State",
+        "val",
+        "go",
+        "approach",
+        "find",
+        "perceive",
+        "grab_handle",
+        "insert",
+        "lift_box",
+    ):
         assert n in names
     assert names[0] == "State"  # registration order: the library first, then skills, then plans
 
@@ -39,8 +49,11 @@ def test_session_text_is_the_bare_code_and_reads_only_session_names(name):
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
             assert not node.decorator_list
             first = node.body[0]
-            assert not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                        and isinstance(first.value.value, str)), f"{name}: docstring left in"
+            assert not (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ), f"{name}: docstring left in"
         if isinstance(node, ast.FunctionDef):
             assert node.returns is None
             assert all(a.annotation is None for a in ast.walk(node.args) if isinstance(a, ast.arg))
@@ -60,7 +73,17 @@ def test_no_session_function_shadows_another(name):
 def test_dependencies_are_transitive_and_in_registration_order():
     closure = source.closure(["descend"])
     assert closure.index("val") < closure.index("go") < closure.index("descend") == len(closure) - 1
-    assert {"approach", "tool_q", "qmul", "wrap", "ok", "feasible", "tcp", "jaw", "stop_reason"} <= set(closure)
+    assert {
+        "approach",
+        "tool_q",
+        "qmul",
+        "wrap",
+        "ok",
+        "feasible",
+        "tcp",
+        "jaw",
+        "stop_reason",
+    } <= set(closure)
     assert "find" not in closure and "State" not in closure  # no looking; S is made by the setup
     text, new = source.definitions(["descend"], have=closure[:-1])
     assert new == ["descend"] and text.startswith("def descend(S, name")
@@ -98,7 +121,11 @@ def test_the_text_behaves_bit_for_bit_like_the_module():
     rng = np.random.default_rng(0)
     for _ in range(200):
         a, b = rng.normal(size=4).tolist(), rng.normal(size=4).tolist()
-        yaw, tilt, roll = rng.uniform(-4, 4), float(rng.choice([180, 172, 164, 140])), rng.uniform(-3, 3)
+        yaw, tilt, roll = (
+            rng.uniform(-4, 4),
+            float(rng.choice([180, 172, 164, 140])),
+            rng.uniform(-3, 3),
+        )
         v = rng.normal(size=3)
         assert ns["qmul"](a, b) == kit.qmul(a, b)
         assert ns["tool_q"](yaw, tilt, roll) == kit.tool_q(yaw, tilt, roll)
@@ -116,17 +143,27 @@ def test_the_text_behaves_bit_for_bit_like_the_module():
 def test_the_whole_library_runs_in_the_real_sandboxed_session(tmp_path):
     class NoRobot:
         def on_call(self, name, kwargs):
-            return {"success": False, "executed": False, "failure_category": "not_available",
-                    "message": "no robot in this test", "value": None, "diagnostics": {}, "budget": {}}
+            return {
+                "success": False,
+                "executed": False,
+                "failure_category": "not_available",
+                "message": "no robot in this test",
+                "value": None,
+                "diagnostics": {},
+                "budget": {},
+            }
 
         def on_image(self, handle, camera):
             return "no image"
 
     text, names = source.definitions(source.registered())
     with PythonSession(tmp_path / "ws") as sess:
-        res = sess.run_cell(source.HEADER + "\n" + text + "\nS = State(robot, 3)\n"
-                            "note(n=len([k for k in globals() if callable(globals()[k])]), "
-                            "q=tool_q(0.5, 172, 0.25), epoch=S.epoch, tcp=tcp(S).tolist())", NoRobot())
+        res = sess.run_cell(
+            source.HEADER + "\n" + text + "\nS = State(robot, 3)\n"
+            "note(n=len([k for k in globals() if callable(globals()[k])]), "
+            "q=tool_q(0.5, 172, 0.25), epoch=S.epoch, tcp=tcp(S).tolist())",
+            NoRobot(),
+        )
     assert res.error is None, res.text()
     assert not res.violations
     notes = parse_notes(res.output)

@@ -23,10 +23,15 @@ from captain_ros.policy.factory import make_policy
 from captain_ros.policy.replay import ReplayPolicy
 from captain_ros.policy.scripted import ScriptedPolicy, TakeoverPolicy
 
-HAPPY = {"start": {"ready": True}, "settle": {"held": {"arm": False}},
-         "verify": {"dist": 0.2, "resting": True, "gap": 0.0},
-         "perceive": {"found": {"red_cube": True, "plate": True}}, "descend": {"down_ok": True},
-         "close_lift": {"held": True}, "place": {"placed": True}}
+HAPPY = {
+    "start": {"ready": True},
+    "settle": {"held": {"arm": False}},
+    "verify": {"dist": 0.2, "resting": True, "gap": 0.0},
+    "perceive": {"found": {"red_cube": True, "plate": True}},
+    "descend": {"down_ok": True},
+    "close_lift": {"held": True},
+    "place": {"placed": True},
+}
 
 
 def _answer(code: str, overrides: dict[str, Any] | None = None) -> str:
@@ -68,7 +73,8 @@ def test_the_segment_ends_at_max_requests_with_the_hand_back_in_its_last_cell():
         out = _answer(cell.code)
     assert len(cells) == 4 and e.cells == 4 and e.handed_back and e.done
     assert cells[-1].startswith("try:\n") and cells[-1].rstrip().endswith(
-        "\n".join("    " + ln for ln in HAND_BACK.splitlines()))
+        "\n".join("    " + ln for ln in HAND_BACK.splitlines())
+    )
     assert not any(HAND_BACK in c for c in cells[:-1])
     compile(cells[-1], "<last>", "exec")
     assert e.next_cell(out) is None
@@ -76,8 +82,20 @@ def test_the_segment_ends_at_max_requests_with_the_hand_back_in_its_last_cell():
 
 def test_a_call_the_contract_does_not_allow_ends_the_segment_early():
     # no finish(): the expert may move and look, but declaring completion is left to the student
-    allowed = {"observe", "segment", "mark_point", "measure_object_geometry", "move_to", "check_motion",
-               "get_robot_state", "gripper_state", "robot_geometry", "release", "hold", "recover"}
+    allowed = {
+        "observe",
+        "segment",
+        "mark_point",
+        "measure_object_geometry",
+        "move_to",
+        "check_motion",
+        "get_robot_state",
+        "gripper_state",
+        "robot_geometry",
+        "release",
+        "hold",
+        "recover",
+    }
     e = ScriptedExpert.takeover("pick_place", max_requests=30, allowed_symbols=allowed)
     cells, out = [], None
     while (cell := e.next_cell(out)) is not None:
@@ -101,11 +119,21 @@ def test_every_task_can_be_taken_over_and_every_cell_compiles():
 
 
 # --- real episodes -----------------------------------------------------------------------
-def _run(task_name: str, seed: int, policy: Policy, out: Path, session: PythonSession | None = None) -> Any:
+def _run(
+    task_name: str, seed: int, policy: Policy, out: Path, session: PythonSession | None = None
+) -> Any:
     task, backend, service = build_robot(task_name, seed)
     try:
-        return run_episode(task, seed, service, policy, None, out, session=session,
-                           host_success=lambda: bool(task.success(backend.privileged_state())))
+        return run_episode(
+            task,
+            seed,
+            service,
+            policy,
+            None,
+            out,
+            session=session,
+            host_success=lambda: bool(task.success(backend.privileged_state())),
+        )
     finally:
         backend.close()
 
@@ -121,11 +149,15 @@ def _cells(folder: Path) -> list[tuple[int, str, str]]:
 
 @pytest.mark.slow
 def test_hand_back_restores_the_students_names_and_keeps_its_session(tmp_path):
-    student = ReplayPolicy([
-        {"code": "go = 'my go'\nS = ['my', 'S']\nkept = 42\nprint('ok')"},
-        {"code": "print('NOTE ' + __import__('json').dumps({'go': go, 'S': S, 'kept': kept, "
-                 "'settle': callable(globals().get('settle')), 'foreign': '_foreign' in globals()}))"},
-    ])
+    student = ReplayPolicy(
+        [
+            {"code": "go = 'my go'\nS = ['my', 'S']\nkept = 42\nprint('ok')"},
+            {
+                "code": "print('NOTE ' + __import__('json').dumps({'go': go, 'S': S, 'kept': kept, "
+                "'settle': callable(globals().get('settle')), 'foreign': '_foreign' in globals()}))"
+            },
+        ]
+    )
     pol = TakeoverPolicy(student, at_request=2, max_requests=3)
     hs = _run("pick_place", 0, pol, tmp_path / "ep")
     cells = _cells(tmp_path / "ep")
@@ -142,15 +174,21 @@ def test_the_expert_repairs_a_faulty_step_mid_episode(tmp_path):
     """pick_place train seed 0: the faulty expert lets the cube drop right after lifting it
     (request 5); the expert takes over at request 6 and puts it on the plate."""
     faulty = make_policy("scripted-faulty:premature_release=1")
-    alone = _run("pick_place", 0, make_policy("scripted-faulty:premature_release=1"), tmp_path / "alone")
+    alone = _run(
+        "pick_place", 0, make_policy("scripted-faulty:premature_release=1"), tmp_path / "alone"
+    )
     pol = TakeoverPolicy(faulty, at_request=6, max_requests=15)
     hs = _run("pick_place", 0, pol, tmp_path / "repaired")
-    assert [e.request for e in faulty.events] == [5] and faulty.events[0].fault == "premature_release"
+    assert [e.request for e in faulty.events] == [5] and faulty.events[
+        0
+    ].fault == "premature_release"
     cells = _cells(tmp_path / "repaired")
     assert "let_go(S)" in cells[4][1] and cells[5][1].startswith("_foreign = dict(globals())")
     assert hs.host_success and hs.outcome == "success_with_finish"
     assert pol.segment_requests[0] == 6 and len(pol.segment_requests) <= 15
-    assert alone.requests > 8  # alone it needed a corrective round (or failed); repaired it finishes
+    assert (
+        alone.requests > 8
+    )  # alone it needed a corrective round (or failed); repaired it finishes
 
 
 @pytest.mark.slow
@@ -160,7 +198,9 @@ def test_the_expert_takes_over_a_box_held_by_one_arm(tmp_path):
     faulty = make_policy("scripted-faulty:premature_release=1")
     pol = TakeoverPolicy(faulty, at_request=7, max_requests=20)
     hs = _run("two_arm_lift", 0, pol, tmp_path / "box")
-    assert [(e.fault, e.call, e.request) for e in faulty.events] == [("premature_release", "lift_box", 6)]
+    assert [(e.fault, e.call, e.request) for e in faulty.events] == [
+        ("premature_release", "lift_box", 6)
+    ]
     cells = _cells(tmp_path / "box")
     took = next(i for i, (_, code, _) in enumerate(cells) if code.startswith("_foreign"))
     assert any("note(**hands(S))" in code for _, code, _ in cells[took:])
@@ -197,7 +237,9 @@ def test_a_restarted_session_is_detected_and_the_task_resumed(tmp_path):
     cells = _cells(tmp_path / "ep")
     expert = pol.inner.expert
     assert expert is not None and expert.restarts == 1 and sess.restarts == 1
-    probe = next(i for i, (_, code, _) in enumerate(cells) if code.startswith("import json\nprint(\"NOTE"))
+    probe = next(
+        i for i, (_, code, _) in enumerate(cells) if code.startswith('import json\nprint("NOTE')
+    )
     assert parse_notes(cells[probe][2]) == {"epoch": None}
     assert "S = State(robot, 2)" in cells[probe + 1][1] and "start(S, poses=" in cells[probe + 1][1]
     assert hs.host_success and hs.outcome == "success_with_finish"

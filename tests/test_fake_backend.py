@@ -52,11 +52,15 @@ def test_fk_and_jacobian_match_finite_differences():
             dq = np.zeros(6)
             dq[j] = eps
             p1 = kin.fk(q + dq)
-            np.testing.assert_allclose((p1.position_m - kin.fk(q).position_m) / eps, jac[:3, j], atol=1e-5)
+            np.testing.assert_allclose(
+                (p1.position_m - kin.fk(q).position_m) / eps, jac[:3, j], atol=1e-5
+            )
             dr = (quat_to_matrix(p1.quat_wxyz) - r0) / eps @ r0.T  # skew(omega)
             omega = np.array([dr[2, 1], dr[0, 2], dr[1, 0]])
             np.testing.assert_allclose(omega, jac[3:, j], atol=1e-4)
-        np.testing.assert_allclose(quat_to_matrix(kin.fk(q).quat_wxyz), rpy_matrix(*q[3:]), atol=1e-9)
+        np.testing.assert_allclose(
+            quat_to_matrix(kin.fk(q).quat_wxyz), rpy_matrix(*q[3:]), atol=1e-9
+        )
 
 
 def test_servo_clips_to_velocity_and_joint_limits():
@@ -198,11 +202,15 @@ def test_collisions_report_table_and_arm_arm():
 
 
 def test_boxes_from_scene_spec():
-    scene = SceneSpec("piper", '<body name="cube" pos="0.4 0.1 0.02"><freejoint name="cube_j"/>'
-                      '<geom type="box" size="0.02 0.02 0.02" rgba="0 1 0 1"/></body>'
-                      '<body name="can" pos="0.5 -0.1 0.05" quat="0.9238795 0 0 0.3826834">'
-                      '<geom type="cylinder" size="0.03 0.05" material="m_can"/></body>',
-                      asset_xml='<material name="m_can" rgba="0 0 1 1"/>', object_bodies=("cube", "can"))
+    scene = SceneSpec(
+        "piper",
+        '<body name="cube" pos="0.4 0.1 0.02"><freejoint name="cube_j"/>'
+        '<geom type="box" size="0.02 0.02 0.02" rgba="0 1 0 1"/></body>'
+        '<body name="can" pos="0.5 -0.1 0.05" quat="0.9238795 0 0 0.3826834">'
+        '<geom type="cylinder" size="0.03 0.05" material="m_can"/></body>',
+        asset_xml='<material name="m_can" rgba="0 0 1 1"/>',
+        object_bodies=("cube", "can"),
+    )
     boxes = boxes_from_scene(scene)
     assert [bx.name for bx in boxes] == ["cube", "can"]
     np.testing.assert_allclose(boxes[1].size_m, [0.06, 0.06, 0.10])
@@ -215,4 +223,6 @@ def test_boxes_from_scene_spec():
 def test_box_validation():
     with pytest.raises(InvalidArgumentError):
         FakeBox("bad", [0, 0], [0.1, 0.1, 0.1])
-    assert math.isclose(FakeBox("ok", [0, 0, 0], [0.1, 0.1, 0.1], yaw_rad=0.3).rotation[1, 0], math.sin(0.3))
+    assert math.isclose(
+        FakeBox("ok", [0, 0, 0], [0.1, 0.1, 0.1], yaw_rad=0.3).rotation[1, 0], math.sin(0.3)
+    )

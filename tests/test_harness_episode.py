@@ -24,7 +24,15 @@ from captain_ros.policy.replay import ReplayPolicy, load_requests
 
 def run(tmp_path, requests, budgets=None, **kw) -> tuple[EpisodeRecord, list[dict]]:
     backend, robot = make_stack()
-    s = run_episode(RedOnBlueTask(), 0, robot, ReplayPolicy(requests), budgets or Budgets(), tmp_path / "ep", **kw)
+    s = run_episode(
+        RedOnBlueTask(),
+        0,
+        robot,
+        ReplayPolicy(requests),
+        budgets or Budgets(),
+        tmp_path / "ep",
+        **kw,
+    )
     return s, read_records(tmp_path / "ep" / "trajectory.jsonl")
 
 
@@ -36,20 +44,28 @@ def test_success_with_finish_and_a_complete_log(tmp_path):
     assert s.wall_s == pytest.approx(s.model_s + s.backend_s + s.harness_s, rel=1e-6)
     assert [r["type"] for r in recs] == ["episode_start"] + ["request"] * 4 + ["episode_end"]
     ep = tmp_path / "ep"
-    assert (ep / "TASK.md").read_text().startswith("# TASK: red_on_blue") and (ep / "workspace" / "TASK.md").exists()
-    assert recs[0]["initial_images"] and all((ep / i["path"]).exists() for i in recs[0]["initial_images"])
+    assert (ep / "TASK.md").read_text().startswith("# TASK: red_on_blue") and (
+        ep / "workspace" / "TASK.md"
+    ).exists()
+    assert recs[0]["initial_images"] and all(
+        (ep / i["path"]).exists() for i in recs[0]["initial_images"]
+    )
     req = recs[2]
     call = req["calls"][0]
     assert [c["name"] for c in call["robot_calls"]] == ["move_to"] * 5
     assert call["receipts_total"] == 5 and "[receipt] move_to" in call["output"]
     assert req["budget"]["physical_actions_used"] == 5
     assert call["robot_calls"][0]["result"]["budget"]["physical_actions_left"] == 149
-    assert recs[-2]["gate"][0]["accepted"] and recs[-1]["summary"]["outcome"] == "success_with_finish"
+    assert (
+        recs[-2]["gate"][0]["accepted"] and recs[-1]["summary"]["outcome"] == "success_with_finish"
+    )
     assert all(r["model_s"] >= 0 and r["harness_s"] >= 0 for r in recs[1:-1])
 
 
 def test_every_history_h_t_is_rebuilt_exactly_from_the_log(tmp_path):
-    ctx = ContextConfig(compact_at_tokens=1500, max_images=2)  # exercise compaction and image limits
+    ctx = ContextConfig(
+        compact_at_tokens=1500, max_images=2
+    )  # exercise compaction and image limits
     s, recs = run(tmp_path, SOLVE_RED_ON_BLUE, context_config=ctx)
     history = load_history(tmp_path / "ep" / "trajectory.jsonl")
     requests = [r for r in recs if r["type"] == "request"]
@@ -67,7 +83,9 @@ def test_missed_finish(tmp_path):
 
 def test_false_finish_after_two_rejections(tmp_path):
     s, recs = run(tmp_path, [{"code": "print(robot.finish('done').message)"}] * 3)
-    assert s.outcome == "false_finish" and s.gate_rejections == 2 and s.finished and not s.host_success
+    assert (
+        s.outcome == "false_finish" and s.gate_rejections == 2 and s.finished and not s.host_success
+    )
     outputs = [r["calls"][0]["output"] for r in recs if r["type"] == "request"]
     assert "rejected" in outputs[0] and "rejected" in outputs[1] and "accepted" in outputs[2]
 
@@ -78,9 +96,19 @@ def test_request_budget(tmp_path):
 
 
 def test_physical_action_budget_ends_the_episode(tmp_path):
-    s, recs = run(tmp_path, [{"code": ["for _ in range(3):\n    print(robot.hold(0.1).failure_category)",
-                                       "robot.hold(0.1)"]}, {"code": "print('never')"}],
-                  Budgets(max_physical_actions=2))
+    s, recs = run(
+        tmp_path,
+        [
+            {
+                "code": [
+                    "for _ in range(3):\n    print(robot.hold(0.1).failure_category)",
+                    "robot.hold(0.1)",
+                ]
+            },
+            {"code": "print('never')"},
+        ],
+        Budgets(max_physical_actions=2),
+    )
     assert s.outcome == "budget_exhausted" and s.budget_exhausted == "physical_actions"
     assert s.physical_actions == 2 and s.requests == 1
     req = recs[1]
@@ -97,17 +125,48 @@ def test_wall_time_budget(tmp_path):
             return super().act(messages, tools)
 
     backend, robot = make_stack()
-    s = run_episode(RedOnBlueTask(), 0, robot, SlowPolicy([{"code": "1"}] * 10), Budgets(max_wall_s=1.0),
-                    tmp_path / "ep", clock=lambda: now[0])
+    s = run_episode(
+        RedOnBlueTask(),
+        0,
+        robot,
+        SlowPolicy([{"code": "1"}] * 10),
+        Budgets(max_wall_s=1.0),
+        tmp_path / "ep",
+        clock=lambda: now[0],
+    )
     assert s.outcome == "budget_exhausted" and s.budget_exhausted == "wall_time" and s.requests == 3
     assert s.model_s == pytest.approx(1.2) and s.wall_s == pytest.approx(1.2)
 
 
 def test_malformed_output_becomes_an_observation_and_counts(tmp_path):
     lines = [
-        {"tool_calls": [{"id": "a", "type": "function", "function": {"name": "python", "arguments": "{not json"}}]},
-        {"tool_calls": [{"id": "b", "type": "function", "function": {"name": "bash", "arguments": '{"code": "ls"}'}}]},
-        {"tool_calls": [{"id": "c", "type": "function", "function": {"name": "python", "arguments": '{"code": "  "}'}}]},
+        {
+            "tool_calls": [
+                {
+                    "id": "a",
+                    "type": "function",
+                    "function": {"name": "python", "arguments": "{not json"},
+                }
+            ]
+        },
+        {
+            "tool_calls": [
+                {
+                    "id": "b",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": '{"code": "ls"}'},
+                }
+            ]
+        },
+        {
+            "tool_calls": [
+                {
+                    "id": "c",
+                    "type": "function",
+                    "function": {"name": "python", "arguments": '{"code": "  "}'},
+                }
+            ]
+        },
         {"code": "def f(:\n    pass"},
         {"code": "print('still alive')"},
     ]
@@ -117,7 +176,10 @@ def test_malformed_output_becomes_an_observation_and_counts(tmp_path):
     assert "could not be parsed" in reqs[0]["notice"]
     assert "unknown tool 'bash'" in reqs[1]["notice"]
     assert "empty code" in reqs[2]["notice"]
-    assert reqs[3]["calls"][0]["output"].startswith("SyntaxError") and "not run" in reqs[3]["calls"][0]["output"]
+    assert (
+        reqs[3]["calls"][0]["output"].startswith("SyntaxError")
+        and "not run" in reqs[3]["calls"][0]["output"]
+    )
     assert reqs[4]["calls"][0]["output"] == "still alive"
     history = load_history(tmp_path / "ep" / "trajectory.jsonl")
     assert "[harness] Malformed tool call" in json.dumps(render(history))
@@ -150,19 +212,35 @@ def test_swappable_robot_caller_and_host_success(tmp_path):
             return service.image(handle, camera)
 
     caller = Forwarding()
-    s = run_episode(RedOnBlueTask(), 0, caller, ReplayPolicy(SOLVE_RED_ON_BLUE), Budgets(), tmp_path / "ep",
-                    host_success=lambda: RedOnBlueTask().success(backend.privileged_state()))
-    assert s.outcome == "success_with_finish" and "finish" not in caller.names and "move_to" in caller.names
+    s = run_episode(
+        RedOnBlueTask(),
+        0,
+        caller,
+        ReplayPolicy(SOLVE_RED_ON_BLUE),
+        Budgets(),
+        tmp_path / "ep",
+        host_success=lambda: RedOnBlueTask().success(backend.privileged_state()),
+    )
+    assert (
+        s.outcome == "success_with_finish"
+        and "finish" not in caller.names
+        and "move_to" in caller.names
+    )
 
 
 def test_replay_file_and_reasoning(tmp_path):
     path = tmp_path / "requests.jsonl"
-    path.write_text('{"code": "x = 2", "reasoning": "set x"}\n\n{"code": ["print(x * 21)", "print(x)"]}\n')
+    path.write_text(
+        '{"code": "x = 2", "reasoning": "set x"}\n\n{"code": ["print(x * 21)", "print(x)"]}\n'
+    )
     assert len(load_requests(path)) == 2
     backend, robot = make_stack()
     s = run_episode(RedOnBlueTask(), 0, robot, ReplayPolicy(path), Budgets(), tmp_path / "ep")
     recs = read_records(tmp_path / "ep" / "trajectory.jsonl")
-    assert recs[1]["reasoning"] == "set x" and [c["output"] for c in recs[2]["calls"]] == ["42", "2"]
+    assert recs[1]["reasoning"] == "set x" and [c["output"] for c in recs[2]["calls"]] == [
+        "42",
+        "2",
+    ]
     assert s.requests == 3 and s.end_reason == "no_tool_call"
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"code": 1}\n')
@@ -171,11 +249,21 @@ def test_replay_file_and_reasoning(tmp_path):
 
 
 def test_images_attached_by_policy_are_logged_and_rendered(tmp_path):
-    s, recs = run(tmp_path, [{"code": "o = robot.observe()\nfor c in ['head', 'wrist', 'head', 'wrist', 'head']:\n"
-                                      "    print(image(o.value['handle'], c))"}])
+    s, recs = run(
+        tmp_path,
+        [
+            {
+                "code": "o = robot.observe()\nfor c in ['head', 'wrist', 'head', 'wrist', 'head']:\n"
+                "    print(image(o.value['handle'], c))"
+            }
+        ],
+    )
     call = recs[1]["calls"][0]
     assert len(call["images"]) == 4 and "at most 4" in call["output"]
-    assert all(i["path"].startswith("images/") and (tmp_path / "ep" / i["path"]).is_file() for i in call["images"])
+    assert all(
+        i["path"].startswith("images/") and (tmp_path / "ep" / i["path"]).is_file()
+        for i in call["images"]
+    )
     history = load_history(tmp_path / "ep" / "trajectory.jsonl")
     parts = [p for m in render(history) if isinstance(m["content"], list) for p in m["content"]]
     assert sum(p["type"] == "image" for p in parts) == 6  # 2 initial + 4 attached
@@ -227,9 +315,17 @@ def test_broken_policy_reply_and_broken_caller_do_not_crash(tmp_path):
 
     s = run_episode(RedOnBlueTask(), 0, Exploding(), Weird(), Budgets(), tmp_path / "ep")
     assert s.end_reason == "policy_error" and s.outcome == "other_failure"
-    assert json.loads((tmp_path / "ep" / "summary.json").read_text())["end_reason"] == "policy_error"
+    assert (
+        json.loads((tmp_path / "ep" / "summary.json").read_text())["end_reason"] == "policy_error"
+    )
     # a caller that raises inside a cell becomes an internal_error Result for the policy
-    s2 = run_episode(RedOnBlueTask(), 0, Exploding(), ReplayPolicy([{"code": "print(robot.observe().failure_category)"}]),
-                     Budgets(), tmp_path / "ep2")
+    s2 = run_episode(
+        RedOnBlueTask(),
+        0,
+        Exploding(),
+        ReplayPolicy([{"code": "print(robot.observe().failure_category)"}]),
+        Budgets(),
+        tmp_path / "ep2",
+    )
     out = read_records(tmp_path / "ep2" / "trajectory.jsonl")[1]["calls"][0]["output"]
     assert out.startswith("internal_error") and s2.requests == 2

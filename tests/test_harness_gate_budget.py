@@ -32,7 +32,9 @@ class FakeCaller:
             return Result.fail(FailureCategory.INVALID_ARGUMENT, "bad position")
         if name == "measure_object_geometry":
             return Result.ok("measured", {"object_id": kwargs["obj"], "center_m": [0.1, 0.2, 0.3]})
-        return Result.ok(f"{name} done", {}, executed=name in ("move_to", "hold"), receipt=f"{name}: fine")
+        return Result.ok(
+            f"{name} done", {}, executed=name in ("move_to", "hold"), receipt=f"{name}: fine"
+        )
 
     def image(self, handle, camera):
         return np.full((8, 8, 3), 120, np.uint8) if handle == "obs_1" else None
@@ -42,7 +44,10 @@ def test_gate_rejects_twice_then_accepts():
     gate = CompletionGate(lambda ms: (False, "red is 5 cm from blue"))
     r1, r2, r3 = gate.finish("a"), gate.finish("b"), gate.finish("c")
     assert [r.success for r in (r1, r2, r3)] == [False, False, True]
-    assert r1.failure_category == FailureCategory.GATE_REJECTED and "red is 5 cm from blue" in r1.message
+    assert (
+        r1.failure_category == FailureCategory.GATE_REJECTED
+        and "red is 5 cm from blue" in r1.message
+    )
     assert "2 more call(s)" in r1.message and "1 more call(s)" in r2.message
     assert "accepted after 2 rejections" in r3.message and r3.receipt.startswith("finish: ACCEPTED")
     assert gate.accepted and gate.rejections == 2
@@ -51,7 +56,9 @@ def test_gate_rejects_twice_then_accepts():
 
 def test_gate_reads_only_recorded_successful_measurements():
     seen = []
-    gate = CompletionGate(lambda ms: (seen.append(list(ms)) or (len(ms) == 1, "need one measurement")))
+    gate = CompletionGate(
+        lambda ms: seen.append(list(ms)) or (len(ms) == 1, "need one measurement")
+    )
     gate.record("measure_object_geometry", Result.fail(FailureCategory.NOT_DETECTED, "nope"))
     gate.record("segment", Result.ok("x", {"detections": []}))
     assert not gate.finish().success
@@ -80,15 +87,25 @@ def test_budgets_and_tracker():
     tr.requests = 2
     assert tr.exhausted() == "requests"
     snap = tr.snapshot()
-    assert snap["requests_left"] == 0 and snap["physical_actions_used"] == 1 and snap["wall_s_left"] == 0.0
+    assert (
+        snap["requests_left"] == 0
+        and snap["physical_actions_used"] == 1
+        and snap["wall_s_left"] == 0.0
+    )
 
 
-@pytest.mark.parametrize(("host", "finish", "budget", "label"), [
-    (True, True, None, "success_with_finish"), (True, False, None, "missed_finish"),
-    (True, False, "requests", "missed_finish"), (False, True, None, "false_finish"),
-    (False, True, "requests", "false_finish"), (False, False, "wall_time", "budget_exhausted"),
-    (False, False, None, "other_failure"),
-])
+@pytest.mark.parametrize(
+    ("host", "finish", "budget", "label"),
+    [
+        (True, True, None, "success_with_finish"),
+        (True, False, None, "missed_finish"),
+        (True, False, "requests", "missed_finish"),
+        (False, True, None, "false_finish"),
+        (False, True, "requests", "false_finish"),
+        (False, False, "wall_time", "budget_exhausted"),
+        (False, False, None, "other_failure"),
+    ],
+)
 def test_outcome_labels(host, finish, budget, label):
     assert outcome_label(host, finish, budget) == label and label in OUTCOMES
 
@@ -97,21 +114,29 @@ def test_outcome_labels(host, finish, budget, label):
 def calls(tmp_path):
     clock = Clock()
     tracker = BudgetTracker(Budgets(60, 100.0, 2), clock)
-    ec = EpisodeCalls(FakeCaller(), tracker, CompletionGate(lambda ms: (bool(ms), "measure first")), tmp_path)
+    ec = EpisodeCalls(
+        FakeCaller(), tracker, CompletionGate(lambda ms: (bool(ms), "measure first")), tmp_path
+    )
     ec.begin_cell(1, 0)
     return ec, clock
 
 
 def test_physical_actions_are_counted_and_refused_when_spent(calls):
     ec, _ = calls
-    assert ec.execute("move_to", {"position": "bad"}).failure_category == FailureCategory.INVALID_ARGUMENT
+    assert (
+        ec.execute("move_to", {"position": "bad"}).failure_category
+        == FailureCategory.INVALID_ARGUMENT
+    )
     assert ec.tracker.physical_actions == 0  # nothing was attempted
     assert ec.execute("observe", {}).budget["physical_actions_left"] == 2
     assert ec.execute("move_to", {"position": [0.3, 0, 0.2]}).success
     r = ec.execute("hold", {})
     assert r.success and r.budget["physical_actions_left"] == 0 and ec.exhausted is None
     r = ec.execute("hold", {})
-    assert r.failure_category == FailureCategory.BUDGET_EXHAUSTED and ec.exhausted == "physical_actions"
+    assert (
+        r.failure_category == FailureCategory.BUDGET_EXHAUSTED
+        and ec.exhausted == "physical_actions"
+    )
     assert ec.robot.calls.count("hold") == 1
     assert ec.execute("get_robot_state", {}).success  # free calls still work
 
@@ -157,9 +182,16 @@ def test_images_at_most_four_per_cell(calls):
 
 def test_call_observer_sees_every_final_result(tmp_path):
     seen: list = []
-    tracker = BudgetTracker(Budgets(max_requests=5, max_wall_s=100.0, max_physical_actions=2), Clock())
-    ec = EpisodeCalls(FakeCaller(), tracker, CompletionGate(lambda ms: (True, "")), tmp_path,
-                      observer=lambda ev: seen.append((ev.name, ev.kwargs, ev.result, ev.duration_s, ev.index)))
+    tracker = BudgetTracker(
+        Budgets(max_requests=5, max_wall_s=100.0, max_physical_actions=2), Clock()
+    )
+    ec = EpisodeCalls(
+        FakeCaller(),
+        tracker,
+        CompletionGate(lambda ms: (True, "")),
+        tmp_path,
+        observer=lambda ev: seen.append((ev.name, ev.kwargs, ev.result, ev.duration_s, ev.index)),
+    )
     ec.begin_cell(1, 0)
     ec.execute("move_to", {"position": [0.3, 0, 0.2]})
     ec.execute("teleport", {})
@@ -176,6 +208,8 @@ def test_a_failing_observer_does_not_break_calls(tmp_path):
         raise RuntimeError("observer bug")
 
     tracker = BudgetTracker(Budgets(), Clock())
-    ec = EpisodeCalls(FakeCaller(), tracker, CompletionGate(lambda ms: (True, "")), tmp_path, observer=boom)
+    ec = EpisodeCalls(
+        FakeCaller(), tracker, CompletionGate(lambda ms: (True, "")), tmp_path, observer=boom
+    )
     ec.begin_cell(1, 0)
     assert ec.execute("observe", {}).success

@@ -9,11 +9,18 @@ import pytest
 
 from captain_ros.harness.sandbox import wire
 
-FRAMES = [wire.Config("/tmp/ws", ["/usr/lib"], 100, 1 << 30, 60, 1 << 20, 65534, 65534),
-          wire.Ready(12), wire.Exec("print(1)", 3), wire.Exit(), wire.Call("move_to", {"jaw": 0.01}),
-          wire.CallReply({"success": True}), wire.ImageRequest("obs_1", "wrist"),
-          wire.ImageReply("attached"), wire.ErrorReply("no"),
-          wire.Done("out", "Traceback", True, ["sandbox: open"])]
+FRAMES = [
+    wire.Config("/tmp/ws", ["/usr/lib"], 100, 1 << 30, 60, 1 << 20, 65534, 65534),
+    wire.Ready(12),
+    wire.Exec("print(1)", 3),
+    wire.Exit(),
+    wire.Call("move_to", {"jaw": 0.01}),
+    wire.CallReply({"success": True}),
+    wire.ImageRequest("obs_1", "wrist"),
+    wire.ImageReply("attached"),
+    wire.ErrorReply("no"),
+    wire.Done("out", "Traceback", True, ["sandbox: open"]),
+]
 
 
 @pytest.mark.parametrize("frame", FRAMES, ids=lambda f: f.kind)
@@ -27,14 +34,17 @@ def test_every_frame_round_trips_through_a_pipe(frame: wire.Frame) -> None:
         os.close(w)
 
 
-@pytest.mark.parametrize("obj, why", [
-    ({"type": "budget", "left": 10}, "unknown frame type"),
-    ([1, 2], "unknown frame type"),
-    ({"type": "call"}, "missing"),
-    ({"type": "call", "name": 3}, "field 'name'"),
-    ({"type": "exec", "code": "x", "cell": True}, "field 'cell'"),
-    ({"type": "done", "violations": "not a list"}, "field 'violations'"),
-])
+@pytest.mark.parametrize(
+    "obj, why",
+    [
+        ({"type": "budget", "left": 10}, "unknown frame type"),
+        ([1, 2], "unknown frame type"),
+        ({"type": "call"}, "missing"),
+        ({"type": "call", "name": 3}, "field 'name'"),
+        ({"type": "exec", "code": "x", "cell": True}, "field 'cell'"),
+        ({"type": "done", "violations": "not a list"}, "field 'violations'"),
+    ],
+)
 def test_malformed_frames_are_wire_errors(obj: object, why: str) -> None:
     with pytest.raises(wire.WireError, match=why):
         wire.decode(obj)
@@ -46,7 +56,9 @@ def _raw(body: bytes) -> bytes:
 
 
 def _nested(depth: int) -> bytes:
-    return b'{"type":"call","name":"segment","kwargs":{"text":' + b"[" * depth + b"]" * depth + b"}}"
+    return (
+        b'{"type":"call","name":"segment","kwargs":{"text":' + b"[" * depth + b"]" * depth + b"}}"
+    )
 
 
 @pytest.mark.parametrize("depth", [wire.MAX_FRAME_DEPTH + 1, 900, 100_000])
@@ -79,8 +91,11 @@ def test_encoding_refuses_what_the_reader_would() -> None:
             out = [out]
         return out
 
-    for bad, why in ((EvilTolist(), "converting it failed"), (nested(5000), "nested too deep"),
-                     (nested(wire.MAX_FRAME_DEPTH), "nested deeper")):
+    for bad, why in (
+        (EvilTolist(), "converting it failed"),
+        (nested(5000), "nested too deep"),
+        (nested(wire.MAX_FRAME_DEPTH), "nested deeper"),
+    ):
         with pytest.raises(wire.WireError, match=why):
             wire.encode_frame(wire.Call("move_to", {"position": bad}))
     assert wire.encode_frame(wire.Call("move_to", {"position": nested(wire.MAX_FRAME_DEPTH - 2)}))

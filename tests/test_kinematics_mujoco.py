@@ -19,7 +19,14 @@ URDF = data_path("urdf")
 
 
 def _rpy(r: float, p: float, y: float) -> np.ndarray:
-    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    cr, sr, cp, sp, cy, sy = (
+        math.cos(r),
+        math.sin(r),
+        math.cos(p),
+        math.sin(p),
+        math.cos(y),
+        math.sin(y),
+    )
     rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
     ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
     rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
@@ -52,7 +59,11 @@ def urdf_link_pose(path: Path, link: str, q: dict[str, float]) -> np.ndarray:
         step[:3, 3] = xyz
         move = np.eye(4)
         ax = j.find("axis")
-        axis = np.array([float(v) for v in ax.get("xyz").split()]) if ax is not None else np.array([1.0, 0, 0])
+        axis = (
+            np.array([float(v) for v in ax.get("xyz").split()])
+            if ax is not None
+            else np.array([1.0, 0, 0])
+        )
         val = q.get(j.get("name"), 0.0)
         if j.get("type") == "revolute":
             move[:3, :3] = _axis_angle(axis, val)
@@ -102,11 +113,17 @@ def test_urdf_joint_limits_match_mujoco() -> None:
     for j in root.findall("joint"):
         if j.get("type") in ("revolute", "prismatic"):
             lim = j.find("limit")
-            np.testing.assert_allclose([float(lim.get("lower")), float(lim.get("upper"))],
-                                       m.jnt_range[m.joint(j.get("name")).id], atol=1e-5)
+            np.testing.assert_allclose(
+                [float(lim.get("lower")), float(lim.get("upper"))],
+                m.jnt_range[m.joint(j.get("name")).id],
+                atol=1e-5,
+            )
     # published datasheet limits [deg]
-    np.testing.assert_allclose(np.degrees(m.jnt_range[:6]),
-                               [[-154, 154], [0, 195], [-175, 0], [-106, 106], [-75, 75], [-100, 100]], atol=1e-3)
+    np.testing.assert_allclose(
+        np.degrees(m.jnt_range[:6]),
+        [[-154, 154], [0, 195], [-175, 0], [-106, 106], [-75, 75], [-100, 100]],
+        atol=1e-3,
+    )
 
 
 def test_jacobian_matches_finite_differences(dual: MujocoBackend) -> None:

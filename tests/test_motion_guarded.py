@@ -12,8 +12,10 @@ from captain_ros.motion import MotionService
 
 DOWN = [0.0, 0.0, 1.0, 0.0]  # tool z pointing down, fingers closing along world y
 CUBE_XY = (0.30, 0.02)
-CUBE = (f'<body name="cube" pos="{CUBE_XY[0]} {CUBE_XY[1]} 0.02"><freejoint name="cube"/>'
-        '<geom type="box" size="0.02 0.02 0.02" rgba="0.9 0.1 0.1 1" mass="0.05"/></body>')
+CUBE = (
+    f'<body name="cube" pos="{CUBE_XY[0]} {CUBE_XY[1]} 0.02"><freejoint name="cube"/>'
+    '<geom type="box" size="0.02 0.02 0.02" rgba="0.9 0.1 0.1 1" mass="0.05"/></body>'
+)
 
 
 def cube_rig(rig: str = "piper") -> tuple[MujocoBackend, MotionService]:
@@ -44,7 +46,9 @@ def test_guarded_descent_stops_at_contact_and_barely_moves_cube(above_cube: tupl
     b, m = fresh(above_cube)
     assert m.move_to(jaw="close").success
     p0 = cube_pos(b)
-    r = m.move_to([CUBE_XY[0], CUBE_XY[1], 0.035])  # would push the closed fingers 2.5 cm into the cube
+    r = m.move_to(
+        [CUBE_XY[0], CUBE_XY[1], 0.035]
+    )  # would push the closed fingers 2.5 cm into the cube
     assert not r.success and r.failure_category == FailureCategory.CONTACT and r.executed
     assert r.value["stop_reason"] == "contact" and r.value["peak_force_n"] > 5.0
     assert r.value["executed_distance_m"] < r.value["planned_distance_m"]
@@ -83,11 +87,20 @@ def test_prechecks_reject_and_nothing_moves(above_cube: tuple) -> None:
     cases = [
         (dict(position=[0.30, 0.0, -0.01]), FailureCategory.COLLISION),  # into the table
         (dict(position=[0.70, 0.60, 0.50]), FailureCategory.UNREACHABLE),  # beyond the reach
-        (dict(position=[0.70, 0.0, 0.05], orientation=DOWN), FailureCategory.UNREACHABLE),  # IK fails
-        (dict(position=[0.30, 0.0, 0.15], orientation=DOWN), FailureCategory.JOINT_LIMIT),  # needs |J5| > 75 deg
+        (
+            dict(position=[0.70, 0.0, 0.05], orientation=DOWN),
+            FailureCategory.UNREACHABLE,
+        ),  # IK fails
+        (
+            dict(position=[0.30, 0.0, 0.15], orientation=DOWN),
+            FailureCategory.JOINT_LIMIT,
+        ),  # needs |J5| > 75 deg
         (dict(position=[2.0, 0.0, 0.1]), FailureCategory.WORKSPACE),
         (dict(position=[np.nan, 0.0, 0.1]), FailureCategory.INVALID_ARGUMENT),
-        (dict(position=[0.3, 0.0, 0.1], orientation=[1.0, 0.5, 0.0, 0.0]), FailureCategory.INVALID_ARGUMENT),
+        (
+            dict(position=[0.3, 0.0, 0.1], orientation=[1.0, 0.5, 0.0, 0.0]),
+            FailureCategory.INVALID_ARGUMENT,
+        ),
         (dict(position=[0.3, 0.0]), FailureCategory.INVALID_ARGUMENT),
         (dict(position=[0.3, 0.0, 0.1], jaw="open"), FailureCategory.INVALID_ARGUMENT),
         (dict(position=[0.3, 0.0, 0.1], arm="left"), FailureCategory.UNKNOWN_ID),
@@ -148,19 +161,29 @@ def test_dual_rig_routing_both_arms_and_arm_arm_collision() -> None:
     assert set(both.value["arms"]) == {"left", "right"}
     clash = m.move_to([0.30, -0.04, 0.08], arm="left")  # into the right arm's gripper
     assert clash.failure_category == FailureCategory.COLLISION, clash.message
-    assert m.move_to({"left": [0.3, 0.1, 0.1]}, arm="both").failure_category == FailureCategory.INVALID_ARGUMENT
+    assert (
+        m.move_to({"left": [0.3, 0.1, 0.1]}, arm="both").failure_category
+        == FailureCategory.INVALID_ARGUMENT
+    )
 
 
 def test_two_arm_lift_moves_both_arms_together() -> None:
     from captain_ros.core.geometry import quat_multiply
 
-    bar = ('<body name="bar" pos="0.32 0 0.025"><freejoint name="bar"/>'
-           '<geom type="box" size="0.025 0.16 0.025" rgba="0.2 0.6 0.2 1" mass="0.2"/></body>')
-    b = MujocoBackend(SceneSpec(rig="piper_dual", worldbody_xml=bar, object_bodies=("bar",), seed=2))
+    bar = (
+        '<body name="bar" pos="0.32 0 0.025"><freejoint name="bar"/>'
+        '<geom type="box" size="0.025 0.16 0.025" rgba="0.2 0.6 0.2 1" mass="0.2"/></body>'
+    )
+    b = MujocoBackend(
+        SceneSpec(rig="piper_dual", worldbody_xml=bar, object_bodies=("bar",), seed=2)
+    )
     m = MotionService(b)
+
     # top-down, fingers closing along world x (tool turned 90 deg about its z axis)
     def turned(sign: float) -> list[float]:
-        return quat_multiply(np.array(DOWN), np.array([np.cos(np.pi / 4), 0.0, 0.0, sign * np.sin(np.pi / 4)])).tolist()
+        return quat_multiply(
+            np.array(DOWN), np.array([np.cos(np.pi / 4), 0.0, 0.0, sign * np.sin(np.pi / 4)])
+        ).tolist()
 
     grasp = {"left": [0.32, 0.11, 0.025], "right": [0.32, -0.11, 0.025]}
     above = {a: [p[0], p[1], 0.085] for a, p in grasp.items()}

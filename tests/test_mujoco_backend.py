@@ -13,12 +13,16 @@ from captain_ros.core.privileged import PrivilegedState
 from captain_ros.core.scene import SceneSpec
 from captain_ros.core.types import ForceGuard
 
-CUBE = ('<body name="cube" pos="0.42 0.12 0.02"><freejoint name="cube"/>'
-        '<geom type="box" size="0.02 0.02 0.02" rgba="0.9 0.1 0.1 1" mass="0.05"/></body>')
-DRAWER = ('<body name="cabinet" pos="0.45 -0.2 0.05"><geom type="box" size="0.06 0.06 0.05" rgba="0.5 0.5 0.6 1"/>'
-          '<body name="drawer" pos="0 0 0"><joint name="drawer_slide" type="slide" axis="-1 0 0" range="0 0.1"/>'
-          '<geom type="box" size="0.05 0.05 0.03" pos="-0.02 0 0" rgba="0.6 0.4 0.3 1" contype="0" conaffinity="0"/>'
-          '</body></body>')
+CUBE = (
+    '<body name="cube" pos="0.42 0.12 0.02"><freejoint name="cube"/>'
+    '<geom type="box" size="0.02 0.02 0.02" rgba="0.9 0.1 0.1 1" mass="0.05"/></body>'
+)
+DRAWER = (
+    '<body name="cabinet" pos="0.45 -0.2 0.05"><geom type="box" size="0.06 0.06 0.05" rgba="0.5 0.5 0.6 1"/>'
+    '<body name="drawer" pos="0 0 0"><joint name="drawer_slide" type="slide" axis="-1 0 0" range="0 0.1"/>'
+    '<geom type="box" size="0.05 0.05 0.03" pos="-0.02 0 0" rgba="0.6 0.4 0.3 1" contype="0" conaffinity="0"/>'
+    "</body></body>"
+)
 
 
 def scene(**kw: object) -> SceneSpec:
@@ -41,7 +45,11 @@ def test_empty_scene_and_factory() -> None:
         for a in b.spec.arm_names:
             assert b.contact_force_n(a) == 0.0
             assert b.kinematics(a).collisions({}) == []
-    assert MujocoBackend(None, rig="piper_dual").spec.cameras == ("head", "left_wrist", "right_wrist")
+    assert MujocoBackend(None, rig="piper_dual").spec.cameras == (
+        "head",
+        "left_wrist",
+        "right_wrist",
+    )
     with pytest.raises(UnknownNameError):
         make_backend("nope")
 
@@ -68,8 +76,13 @@ def test_capture_rgbd_geometry_is_consistent(backend: MujocoBackend) -> None:
 
 def test_jitter_changes_light_and_camera() -> None:
     a = MujocoBackend(scene())
-    b = MujocoBackend(scene(light_diffuse=(0.3, 0.3, 0.3), camera_jitter_m=np.array([0.02, 0.0, 0.0]),
-                            camera_jitter_rad=np.array([0.0, 0.05, 0.0])))
+    b = MujocoBackend(
+        scene(
+            light_diffuse=(0.3, 0.3, 0.3),
+            camera_jitter_m=np.array([0.02, 0.0, 0.0]),
+            camera_jitter_rad=np.array([0.0, 0.05, 0.0]),
+        )
+    )
     fa, fb = a.capture(["head"])["head"], b.capture(["head"])["head"]
     assert not np.allclose(fa.world_from_camera, fb.world_from_camera)
     assert fb.rgb.mean() < fa.rgb.mean()
@@ -153,10 +166,14 @@ def test_head_camera_sees_the_workspace_in_front_of_the_ready_arm() -> None:
     for i, x in enumerate((0.22, 0.30, 0.38)):
         for j, y in enumerate((-0.12, 0.0, 0.12)):
             names.append(f"c{i}{j}")
-            cubes += (f'<body name="c{i}{j}" pos="{x} {y} 0.02">'
-                      '<geom type="box" size="0.02 0.02 0.02" rgba="1 0 0 1"/></body>')
-    b = MujocoBackend(SceneSpec(rig="piper", worldbody_xml=cubes, object_bodies=tuple(names)),
-                      render_segmentation=True)
+            cubes += (
+                f'<body name="c{i}{j}" pos="{x} {y} 0.02">'
+                '<geom type="box" size="0.02 0.02 0.02" rgba="1 0 0 1"/></body>'
+            )
+    b = MujocoBackend(
+        SceneSpec(rig="piper", worldbody_xml=cubes, object_bodies=tuple(names)),
+        render_segmentation=True,
+    )
     seg = b.capture(["head"])["head"].segmentation
     counts = np.bincount(seg.ravel(), minlength=len(names) + 1)[1:]
     assert counts.min() > 200, dict(zip(names, counts.tolist(), strict=True))

@@ -87,9 +87,11 @@ def test_fit_rejects_too_few_points_and_bad_shape():
 
 
 def test_over_segment_separates_objects_and_grow_from_seed():
-    objs = [Box((0.45, 0.05, 0.025), (0.05, 0.05, 0.05), (200, 30, 30), 0.3),
-            Cylinder((0.35, -0.12, 0.01), 0.09, 0.02, (235, 235, 235)),
-            Box((0.35, -0.12, 0.04), (0.04, 0.04, 0.04), (30, 160, 40))]  # green cube on the plate
+    objs = [
+        Box((0.45, 0.05, 0.025), (0.05, 0.05, 0.05), (200, 30, 30), 0.3),
+        Cylinder((0.35, -0.12, 0.01), 0.09, 0.02, (235, 235, 235)),
+        Box((0.35, -0.12, 0.04), (0.04, 0.04, 0.04), (30, 160, 40)),
+    ]  # green cube on the plate
     frame = render(objs, HEAD_POSE, 256, 256)
     regions = over_segment(frame)
     for i in (1, 2, 3):
@@ -106,8 +108,12 @@ def test_over_segment_separates_objects_and_grow_from_seed():
 
 
 def test_wrist_view_from_above_measures_top_face():
-    frame = render([Box((0.4, 0.0, 0.02), (0.05, 0.03, 0.04), (20, 20, 200), 0.4)],
-                   look_at([0.4, 0.0, 0.35], [0.4, 0.0, -1.0]), 200, 200)
+    frame = render(
+        [Box((0.4, 0.0, 0.02), (0.05, 0.03, 0.04), (20, 20, 200), 0.4)],
+        look_at([0.4, 0.0, 0.35], [0.4, 0.0, -1.0]),
+        200,
+        200,
+    )
     pts = world_points_image(frame)[frame.segmentation == 1]
     g = fit_geometry(pts, 0.0)
     assert g.extents_m[:2] == pytest.approx([0.05, 0.03], abs=2e-3)

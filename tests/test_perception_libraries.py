@@ -53,7 +53,9 @@ def test_a_break_between_pixels_keeps_a_one_pixel_wide_face():
     bh = np.zeros((5, 5), dtype=bool)
     bh[:, 2] = bh[:, 3] = True  # column 3 is cut off on both sides, but stays a region
     labels, n = connected_regions(valid, bh, np.zeros((4, 6), dtype=bool))
-    assert n == 3 and set(np.unique(labels[:, 3])) == {2} and labels[0, 0] == 1 and labels[0, 5] == 3
+    assert (
+        n == 3 and set(np.unique(labels[:, 3])) == {2} and labels[0, 0] == 1 and labels[0, 5] == 3
+    )
 
 
 def _rect_points(centre, size, yaw, n, rng, edge_only=False):
@@ -68,7 +70,9 @@ def _rect_points(centre, size, yaw, n, rng, edge_only=False):
 @pytest.mark.parametrize("yaw", [0.0, 0.3, -0.7, 1.2, np.pi / 4 - 1e-3])
 def test_min_area_rectangle_matches_a_brute_force_search(yaw):
     rng = np.random.default_rng(7)
-    xy = _rect_points(np.array([0.42, -0.17]), np.array([0.05, 0.03]), yaw, 600, rng, edge_only=True)
+    xy = _rect_points(
+        np.array([0.42, -0.17]), np.array([0.05, 0.03]), yaw, 600, rng, edge_only=True
+    )
     got_yaw, centre, size, hull_area = min_area_rectangle(xy)
     assert -np.pi / 4 <= got_yaw < np.pi / 4
     angles = np.linspace(0, np.pi / 2, 20001)

@@ -38,8 +38,9 @@ class MolmoServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append((dict(self.headers), body))
                 ok = self.path == "/v1/chat/completions"
-                data = json.dumps({"choices": [{"message": {"role": "assistant",
-                                                            "content": outer.reply}}]}).encode()
+                data = json.dumps(
+                    {"choices": [{"message": {"role": "assistant", "content": outer.reply}}]}
+                ).encode()
                 self.send_response(200 if ok else 404)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -65,8 +66,11 @@ def cube_scene() -> Iterator[tuple[SynthBackend, str]]:
 
     s = PerceptionService(b)
     frame = s.observations.get(s.observe(["head"]).value["handle"]).frame("head")
-    (u, v), = project_points(frame, np.array([[0.45, 0.05, 0.05]]))[0]
-    yield b, f'<point x="{100 * u / 128:.1f}" y="{100 * v / 128:.1f}" alt="red cube">red cube</point>'
+    ((u, v),) = project_points(frame, np.array([[0.45, 0.05, 0.05]]))[0]
+    yield (
+        b,
+        f'<point x="{100 * u / 128:.1f}" y="{100 * v / 128:.1f}" alt="red cube">red cube</point>',
+    )
 
 
 def test_default_selection_is_the_weight_free_pair() -> None:
@@ -76,26 +80,34 @@ def test_default_selection_is_the_weight_free_pair() -> None:
     assert isinstance(svc.segmenter, DefaultSegmenter) and isinstance(svc.pointer, DefaultPointer)
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"segmenter": "yolo"}, "segmenter 'yolo'; valid: default, sam"),
-    ({"pointer": "molmo"}, "pointer 'molmo'; valid: default, vlm_local, vlm_endpoint"),
-    ({"segmenter": "sam", "sam_folder": "/nonexistent"}, "holds no SAM checkpoint"),
-    ({"pointer": "vlm_local"}, "vlm_folder '' holds no model"),
-    ({"pointer": "vlm_endpoint", "vlm_url": "http://x/v1"}, "needs vlm_url .* and vlm_model"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"segmenter": "yolo"}, "segmenter 'yolo'; valid: default, sam"),
+        ({"pointer": "molmo"}, "pointer 'molmo'; valid: default, vlm_local, vlm_endpoint"),
+        ({"segmenter": "sam", "sam_folder": "/nonexistent"}, "holds no SAM checkpoint"),
+        ({"pointer": "vlm_local"}, "vlm_folder '' holds no model"),
+        ({"pointer": "vlm_endpoint", "vlm_url": "http://x/v1"}, "needs vlm_url .* and vlm_model"),
+    ],
+)
 def test_incomplete_selections_are_refused(kw: dict[str, str], match: str) -> None:
     with pytest.raises(InvalidArgumentError, match=match):
         PerceptionModels(**kw)
 
 
-def test_endpoint_pointer_over_http(cube_scene: tuple[SynthBackend, str],
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_endpoint_pointer_over_http(
+    cube_scene: tuple[SynthBackend, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend, reply = cube_scene
     server = MolmoServer(reply)
     monkeypatch.setenv("TEST_VLM_KEY", "secret")
     try:
-        m = PerceptionModels(pointer="vlm_endpoint", vlm_url=server.url, vlm_model="molmo-7b-d",
-                             vlm_api_key_env="TEST_VLM_KEY")
+        m = PerceptionModels(
+            pointer="vlm_endpoint",
+            vlm_url=server.url,
+            vlm_model="molmo-7b-d",
+            vlm_api_key_env="TEST_VLM_KEY",
+        )
         svc = m.service(backend)
         r = svc.point("red cube", None, "head")
         assert r.success, r.message
@@ -104,16 +116,32 @@ def test_endpoint_pointer_over_http(cube_scene: tuple[SynthBackend, str],
         assert body["model"] == "molmo-7b-d" and headers["Authorization"] == "Bearer secret"
         r = svc.segment("red cube", None, "head")  # the default segmenter, the VLM's points
         assert r.success and r.value["detections"], r.message
-        assert np.linalg.norm(np.asarray(r.value["detections"][0]["centroid_m"][:2])
-                              - [0.45, 0.05]) < 0.02
+        assert (
+            np.linalg.norm(np.asarray(r.value["detections"][0]["centroid_m"][:2]) - [0.45, 0.05])
+            < 0.02
+        )
     finally:
         server.close()
 
 
 def test_cli_refuses_an_incomplete_selection(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "captain_ros.cli.main", "run", "--backend", "fake",
-                          "--pointer", "vlm_endpoint", "--out", str(tmp_path / "ep")],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "captain_ros.cli.main",
+            "run",
+            "--backend",
+            "fake",
+            "--pointer",
+            "vlm_endpoint",
+            "--out",
+            str(tmp_path / "ep"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2, out.stderr[-2000:]
     lines = [x for x in out.stderr.strip().splitlines() if x.strip()]
     assert len(lines) == 1 and "vlm_endpoint needs vlm_url" in lines[0]
@@ -132,30 +160,55 @@ def tiny_sam(folder: Path) -> Path:
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    vision = SamVisionConfig(hidden_size=32, output_channels=16, num_hidden_layers=2,
-                             num_attention_heads=2, image_size=64, patch_size=8, mlp_dim=64,
-                             window_size=4, global_attn_indexes=[1], num_pos_feats=8)
-    prompt = SamPromptEncoderConfig(hidden_size=16, image_size=64, patch_size=8,
-                                    mask_input_channels=4)
-    decoder = SamMaskDecoderConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                   mlp_dim=32, iou_head_hidden_dim=16)
-    cfg = SamConfig(vision_config=vision.to_dict(), prompt_encoder_config=prompt.to_dict(),
-                    mask_decoder_config=decoder.to_dict())
+    vision = SamVisionConfig(
+        hidden_size=32,
+        output_channels=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=64,
+        patch_size=8,
+        mlp_dim=64,
+        window_size=4,
+        global_attn_indexes=[1],
+        num_pos_feats=8,
+    )
+    prompt = SamPromptEncoderConfig(
+        hidden_size=16, image_size=64, patch_size=8, mask_input_channels=4
+    )
+    decoder = SamMaskDecoderConfig(
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        mlp_dim=32,
+        iou_head_hidden_dim=16,
+    )
+    cfg = SamConfig(
+        vision_config=vision.to_dict(),
+        prompt_encoder_config=prompt.to_dict(),
+        mask_decoder_config=decoder.to_dict(),
+    )
     SamModel(cfg).save_pretrained(folder)
-    SamImageProcessorPil(size={"longest_edge": 64},
-                         pad_size={"height": 64, "width": 64}).save_pretrained(folder)
+    SamImageProcessorPil(
+        size={"longest_edge": 64}, pad_size={"height": 64, "width": 64}
+    ).save_pretrained(folder)
     return folder
 
 
 @pytest.mark.learn
-def test_sam_folder_selected_with_the_endpoint_pointer(cube_scene: tuple[SynthBackend, str],
-                                                       tmp_path: Path) -> None:
+def test_sam_folder_selected_with_the_endpoint_pointer(
+    cube_scene: tuple[SynthBackend, str], tmp_path: Path
+) -> None:
     folder = tiny_sam(tmp_path / "tiny_sam")
     backend, reply = cube_scene
     server = MolmoServer(reply)
     try:
-        m = PerceptionModels(segmenter="sam", sam_folder=str(folder), pointer="vlm_endpoint",
-                             vlm_url=server.url, vlm_model="molmo")
+        m = PerceptionModels(
+            segmenter="sam",
+            sam_folder=str(folder),
+            pointer="vlm_endpoint",
+            vlm_url=server.url,
+            vlm_model="molmo",
+        )
         svc = m.service(backend)
         assert type(svc.segmenter).__name__ == "SamSegmenter"
         assert svc.segmenter.pointer is svc.pointer

@@ -21,21 +21,29 @@ def uv(points):
     return [(round(p.u, 2), round(p.v, 2)) for p in points]
 
 
-@pytest.mark.parametrize("text,expected", [
-    ('<point x="50" y="25" alt="cup">cup</point>', [(256, 128)]),
-    ('<point x="50.0" y="25.0" alt="cup">cup</point>', [(256, 128)]),
-    ('Sure! <points x1="10" y1="10" x2="90.5" y2="50" alt="cubes">cubes</points> done',
-     [(51.2, 51.2), (463.36, 256)]),
-    ("<point x='12.5' y='100'>edge</point>", []),  # y=100 % is the bottom border: off the image
-    ('<point x="300" y="200" alt="a">a</point>', [(300, 200)]),  # > 100: pixels
-    ('<points coords="1 500 250 2 100 900">x</points>', [(256, 128), (51.2, 460.8)]),
-    ('<points coords="500 250;100 900">x</points>', [(256, 128), (51.2, 460.8)]),
-    ('```json\n[{"point_2d": [100, 200], "label": "cube"}]\n```', [(100, 200)]),
-    ("The cube is at (0.5, 0.25).", [(256, 128)]),
-    ("The cube is at (300, 40).", [(300, 40)]),
-    ("no idea", []), ("", []), ('<point x="nan" y="3">', []), ('<point x="5"', []),
-    ('<point x="-5" y="10">a</point><point x="20" y="30">b</point>', [(102.4, 153.6)]),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ('<point x="50" y="25" alt="cup">cup</point>', [(256, 128)]),
+        ('<point x="50.0" y="25.0" alt="cup">cup</point>', [(256, 128)]),
+        (
+            'Sure! <points x1="10" y1="10" x2="90.5" y2="50" alt="cubes">cubes</points> done',
+            [(51.2, 51.2), (463.36, 256)],
+        ),
+        ("<point x='12.5' y='100'>edge</point>", []),  # y=100 % is the bottom border: off the image
+        ('<point x="300" y="200" alt="a">a</point>', [(300, 200)]),  # > 100: pixels
+        ('<points coords="1 500 250 2 100 900">x</points>', [(256, 128), (51.2, 460.8)]),
+        ('<points coords="500 250;100 900">x</points>', [(256, 128), (51.2, 460.8)]),
+        ('```json\n[{"point_2d": [100, 200], "label": "cube"}]\n```', [(100, 200)]),
+        ("The cube is at (0.5, 0.25).", [(256, 128)]),
+        ("The cube is at (300, 40).", [(300, 40)]),
+        ("no idea", []),
+        ("", []),
+        ('<point x="nan" y="3">', []),
+        ('<point x="5"', []),
+        ('<point x="-5" y="10">a</point><point x="20" y="30">b</point>', [(102.4, 153.6)]),
+    ],
+)
 def test_parse_points(text, expected):
     got = uv(parse_points(text, 512, 512))
     assert len(got) == len(expected)
@@ -67,8 +75,9 @@ class FakeChatServer:
         self.requests.append((request, body))
         if request.url.path != "/v1/chat/completions":
             return httpx.Response(404, json={"error": "not found"})
-        return httpx.Response(200, json={"choices": [{"message": {"role": "assistant",
-                                                                  "content": self.reply(body)}}]})
+        return httpx.Response(
+            200, json={"choices": [{"message": {"role": "assistant", "content": self.reply(body)}}]}
+        )
 
 
 def test_endpoint_pointer_with_fake_server_drives_point():
@@ -89,8 +98,9 @@ def test_endpoint_pointer_with_fake_server_drives_point():
         return f'<point x="{pct[0]:.1f}" y="{pct[1]:.1f}" alt="red cube">red cube</point>'
 
     server = FakeChatServer(reply)
-    client = EndpointVLM("http://vlm.local/v1", "molmo", api_key="k",
-                         transport=httpx.MockTransport(server))
+    client = EndpointVLM(
+        "http://vlm.local/v1", "molmo", api_key="k", transport=httpx.MockTransport(server)
+    )
     svc = PerceptionService(b, pointer=VLMPointer(client))
     r = svc.point("red cube", None, "head")
     assert r.success, r.message
@@ -105,24 +115,39 @@ def test_endpoint_pointer_with_fake_server_drives_point():
 
 def test_endpoint_pointer_failures_are_structured():
     b = SynthBackend(objects=[], size_px=64)
-    down = EndpointVLM("http://vlm.local/v1", "m",
-                       transport=httpx.MockTransport(lambda r: httpx.Response(500, text="boom")))
+    down = EndpointVLM(
+        "http://vlm.local/v1",
+        "m",
+        transport=httpx.MockTransport(lambda r: httpx.Response(500, text="boom")),
+    )
     r = PerceptionService(b, pointer=VLMPointer(down)).point("cube")
     assert not r.success and r.failure_category.value == "internal_error"
     assert "endpoint" in r.message and "mark_point" in r.message
-    junk = EndpointVLM("http://vlm.local/v1", "m", transport=httpx.MockTransport(
-        lambda r: httpx.Response(200, json={"choices": [{"message": {"content": "no idea"}}]})))
+    junk = EndpointVLM(
+        "http://vlm.local/v1",
+        "m",
+        transport=httpx.MockTransport(
+            lambda r: httpx.Response(200, json={"choices": [{"message": {"content": "no idea"}}]})
+        ),
+    )
     r2 = PerceptionService(b, pointer=VLMPointer(junk)).point("cube")
     assert r2.failure_category.value == "not_detected"
-    bad_json = EndpointVLM("http://vlm.local/v1", "m", transport=httpx.MockTransport(
-        lambda r: httpx.Response(200, json={"nope": 1})))
-    assert PerceptionService(b, pointer=VLMPointer(bad_json)).point("cube").failure_category \
-        .value == "internal_error"
+    bad_json = EndpointVLM(
+        "http://vlm.local/v1",
+        "m",
+        transport=httpx.MockTransport(lambda r: httpx.Response(200, json={"nope": 1})),
+    )
+    assert (
+        PerceptionService(b, pointer=VLMPointer(bad_json)).point("cube").failure_category.value
+        == "internal_error"
+    )
 
 
 def test_import_is_torch_free():
-    code = ("import sys, captain_ros.perception, captain_ros.perception.sam, "
-            "captain_ros.perception.vlm_pointer; "
-            "print('torch' in sys.modules, 'transformers' in sys.modules)")
+    code = (
+        "import sys, captain_ros.perception, captain_ros.perception.sam, "
+        "captain_ros.perception.vlm_pointer; "
+        "print('torch' in sys.modules, 'transformers' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False False", out.stderr

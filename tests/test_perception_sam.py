@@ -26,26 +26,46 @@ def sam_folder(tmp_path_factory):
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    vision = SamVisionConfig(hidden_size=32, output_channels=16, num_hidden_layers=2,
-                             num_attention_heads=2, image_size=64, patch_size=8, mlp_dim=64,
-                             window_size=4, global_attn_indexes=[1], num_pos_feats=8)
-    prompt = SamPromptEncoderConfig(hidden_size=16, image_size=64, patch_size=8,
-                                    mask_input_channels=4)
-    decoder = SamMaskDecoderConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                   mlp_dim=32, iou_head_hidden_dim=16)
-    cfg = SamConfig(vision_config=vision.to_dict(), prompt_encoder_config=prompt.to_dict(),
-                    mask_decoder_config=decoder.to_dict())
+    vision = SamVisionConfig(
+        hidden_size=32,
+        output_channels=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=64,
+        patch_size=8,
+        mlp_dim=64,
+        window_size=4,
+        global_attn_indexes=[1],
+        num_pos_feats=8,
+    )
+    prompt = SamPromptEncoderConfig(
+        hidden_size=16, image_size=64, patch_size=8, mask_input_channels=4
+    )
+    decoder = SamMaskDecoderConfig(
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        mlp_dim=32,
+        iou_head_hidden_dim=16,
+    )
+    cfg = SamConfig(
+        vision_config=vision.to_dict(),
+        prompt_encoder_config=prompt.to_dict(),
+        mask_decoder_config=decoder.to_dict(),
+    )
     folder = tmp_path_factory.mktemp("tiny_sam")
     SamModel(cfg).save_pretrained(folder)
-    SamImageProcessorPil(size={"longest_edge": 64},
-                         pad_size={"height": 64, "width": 64}).save_pretrained(folder)
+    SamImageProcessorPil(
+        size={"longest_edge": 64}, pad_size={"height": 64, "width": 64}
+    ).save_pretrained(folder)
     return folder
 
 
 @pytest.fixture(scope="module")
 def scene():
-    return SynthBackend(objects=[Box((0.45, 0.05, 0.025), (0.05, 0.05, 0.05), (200, 30, 30))],
-                        size_px=96)
+    return SynthBackend(
+        objects=[Box((0.45, 0.05, 0.025), (0.05, 0.05, 0.05), (200, 30, 30))], size_px=96
+    )
 
 
 def test_point_and_box_prompts_give_full_size_masks(sam_folder, scene):

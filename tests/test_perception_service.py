@@ -45,8 +45,10 @@ def test_observe_returns_handle_cameras_robot_and_images(svc, handle):
     assert len(r.receipt) <= RECEIPT_MAX_CHARS
 
 
-@pytest.mark.parametrize("text,truth", [("red cube", RED), ("blue block", BLUE),
-                                        ("green plate", PLATE), ("plate", PLATE)])
+@pytest.mark.parametrize(
+    "text,truth",
+    [("red cube", RED), ("blue block", BLUE), ("green plate", PLATE), ("plate", PLATE)],
+)
 def test_segment_finds_objects_with_metric_geometry(svc, handle, text, truth):
     r = svc.segment(text, handle)
     assert r.success, r.message
@@ -102,8 +104,9 @@ def test_measure_combines_head_and_wrist_views():
 
 
 def test_floating_object_is_not_resting():
-    b = SynthBackend(objects=[Box((0.45, 0.0, 0.12), (0.05, 0.05, 0.05), (200, 30, 30))],
-                     size_px=320)
+    b = SynthBackend(
+        objects=[Box((0.45, 0.0, 0.12), (0.05, 0.05, 0.05), (200, 30, 30))], size_px=320
+    )
     s = PerceptionService(b)
     det = s.segment("red cube").value["detections"][0]["id"]
     v = s.measure_object_geometry(det).value
@@ -165,10 +168,14 @@ def test_point_default_pointer_lands_on_object(svc, handle):
 
 
 def test_select_detection_orders(svc, handle):
-    ids = [svc.segment(t, handle).value["detections"][0]["id"]
-           for t in ("red cube", "plate", "blue block")]
-    pick = {by: svc.select_detection(ids, by).value["centroid_m"] for by in
-            ("leftmost", "rightmost", "highest", "lowest", "largest", "nearest")}
+    ids = [
+        svc.segment(t, handle).value["detections"][0]["id"]
+        for t in ("red cube", "plate", "blue block")
+    ]
+    pick = {
+        by: svc.select_detection(ids, by).value["centroid_m"]
+        for by in ("leftmost", "rightmost", "highest", "lowest", "largest", "nearest")
+    }
     assert pick["leftmost"] == pytest.approx(list(BLUE.center), abs=0.005)
     assert pick["rightmost"] == pytest.approx(list(PLATE.center), abs=0.005)
     assert pick["highest"] == pytest.approx(list(RED.center), abs=0.005)
@@ -208,7 +215,9 @@ def test_measure_image_points(svc, handle):
     bad = svc.measure_image_points(handle, "head", [[u, 5000]])
     assert bad.failure_category.value == "invalid_argument"
     assert svc.measure_image_points(handle, "head", []).failure_category.value == "invalid_argument"
-    assert svc.measure_image_points(handle, "head", "x").failure_category.value == "invalid_argument"
+    assert (
+        svc.measure_image_points(handle, "head", "x").failure_category.value == "invalid_argument"
+    )
 
 
 def test_inspect_contact_geometry(svc, handle):
@@ -217,6 +226,7 @@ def test_inspect_contact_geometry(svc, handle):
     down = np.array([0.0, 1.0, 0.0, 0.0])  # tool z pointing down
     q = np.array([math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)])
     from captain_ros.core.geometry import quat_multiply
+
     quat = quat_multiply(q, down)
     ok = svc.inspect_contact_geometry(cube, [0.45, 0.05, 0.035], quat.tolist(), 0.07)
     assert ok.success and ok.value["both_pads_contact"] is True, ok.value
@@ -228,10 +238,14 @@ def test_inspect_contact_geometry(svc, handle):
     assert miss.value["both_pads_contact"] is False and miss.value["miss_distance_m"] > 0.05
     low = svc.inspect_contact_geometry(cube, [0.45, 0.05, 0.005], quat.tolist(), 0.07)
     assert low.value["support_clearance_m"] < 0 and "below the support" in low.message
-    assert svc.inspect_contact_geometry(cube, [0, 0, 0], [1, 1, 1, 1]).failure_category.value \
+    assert (
+        svc.inspect_contact_geometry(cube, [0, 0, 0], [1, 1, 1, 1]).failure_category.value
         == "invalid_argument"
-    assert svc.inspect_contact_geometry(cube, [0.4, 0, 0.1], None, 0.5).failure_category.value \
+    )
+    assert (
+        svc.inspect_contact_geometry(cube, [0.4, 0, 0.1], None, 0.5).failure_category.value
         == "invalid_argument"
+    )
 
 
 def test_inspect_release_geometry_with_held_object():
@@ -290,22 +304,32 @@ def test_dual_rig_wrist_cameras_and_frames():
     r = s.observe()
     assert r.value["cameras"] == ["head", "left_wrist", "right_wrist"]
     assert set(r.value["robot"]["arms"]) == {"left", "right"}
-    assert s.transform_pose([0, 0, 0], None, "left_base", "world").value["position_m"] == \
-        pytest.approx([0, 0.25, 0])
+    assert s.transform_pose([0, 0, 0], None, "left_base", "world").value[
+        "position_m"
+    ] == pytest.approx([0, 0.25, 0])
     assert s.transform_pose([0, 0, 0], None, "tcp", "world").failure_category.value == "unknown_id"
 
 
-@pytest.mark.parametrize("call", [
-    lambda s: s.segment(None), lambda s: s.segment(""), lambda s: s.segment("cube", 5),
-    lambda s: s.point(3), lambda s: s.mark_point(None, None, None, None),
-    lambda s: s.measure_object_geometry("det_0"), lambda s: s.measure_object_geometry(None),
-    lambda s: s.measure_object_geometry("det_1", shape="blob"),
-    lambda s: s.track_target({"id": "det_777"}),
-    lambda s: s.compare_object_observations("x", "y"),
-    lambda s: s.inspect_release_geometry("det_404"), lambda s: s.gripper_state(7),
-    lambda s: s.observe(["nope"]), lambda s: s.observe(5),
-    lambda s: s.measure_image_points("obs_1", "head", [[1, 2, 3]]),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.segment(None),
+        lambda s: s.segment(""),
+        lambda s: s.segment("cube", 5),
+        lambda s: s.point(3),
+        lambda s: s.mark_point(None, None, None, None),
+        lambda s: s.measure_object_geometry("det_0"),
+        lambda s: s.measure_object_geometry(None),
+        lambda s: s.measure_object_geometry("det_1", shape="blob"),
+        lambda s: s.track_target({"id": "det_777"}),
+        lambda s: s.compare_object_observations("x", "y"),
+        lambda s: s.inspect_release_geometry("det_404"),
+        lambda s: s.gripper_state(7),
+        lambda s: s.observe(["nope"]),
+        lambda s: s.observe(5),
+        lambda s: s.measure_image_points("obs_1", "head", [[1, 2, 3]]),
+    ],
+)
 def test_bad_input_never_raises(svc, handle, call):
     r = call(svc)
     assert not r.success and r.failure_category is not None and r.message

@@ -29,47 +29,82 @@ class FakeServer:
         self.headers.append(request.headers)
         if self.fail > 0:
             self.fail -= 1
-            return httpx.Response(self.fail_status, json={"error": "busy"},
-                                  headers={"retry-after": "0.25"})
-        usage = {"prompt_tokens": 120, "completion_tokens": 17,
-                 "completion_tokens_details": {"reasoning_tokens": 5}}
+            return httpx.Response(
+                self.fail_status, json={"error": "busy"}, headers={"retry-after": "0.25"}
+            )
+        usage = {
+            "prompt_tokens": 120,
+            "completion_tokens": 17,
+            "completion_tokens_details": {"reasoning_tokens": 5},
+        }
         args = json.dumps({"code": CODE})
         if not body.get("stream"):
             msg = {"role": "assistant", "content": "Observing.", "reasoning_content": "look first"}
             if self.reply_calls:
-                msg["tool_calls"] = [{"id": "call_a", "type": "function",
-                                      "function": {"name": "python", "arguments": args}}]
-            return httpx.Response(200, json={"choices": [{"message": msg,
-                                                          "finish_reason": "tool_calls"}],
-                                             "usage": usage})
+                msg["tool_calls"] = [
+                    {
+                        "id": "call_a",
+                        "type": "function",
+                        "function": {"name": "python", "arguments": args},
+                    }
+                ]
+            return httpx.Response(
+                200,
+                json={"choices": [{"message": msg, "finish_reason": "tool_calls"}], "usage": usage},
+            )
         chunks = [
             {"choices": [{"delta": {"role": "assistant", "reasoning_content": "look "}}]},
             {"choices": [{"delta": {"reasoning_content": "first"}}]},
             {"choices": [{"delta": {"content": "Obser"}}]},
             {"choices": [{"delta": {"content": "ving."}}]},
-            {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
-                                                    "function": {"name": "python",
-                                                                 "arguments": args[:10]}}]}}]},
-            {"choices": [{"delta": {"tool_calls": [{"index": 0,
-                                                    "function": {"arguments": args[10:]}}]}}]},
+            {
+                "choices": [
+                    {
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "call_a",
+                                    "type": "function",
+                                    "function": {"name": "python", "arguments": args[:10]},
+                                }
+                            ]
+                        }
+                    }
+                ]
+            },
+            {
+                "choices": [
+                    {"delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[10:]}}]}}
+                ]
+            },
             {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]},
             {"choices": [], "usage": usage},
         ]
         text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-        return httpx.Response(200, content=text.encode(),
-                              headers={"content-type": "text/event-stream"})
+        return httpx.Response(
+            200, content=text.encode(), headers={"content-type": "text/event-stream"}
+        )
 
 
 def _client(server: FakeServer, **kw) -> tuple[OpenAIChatClient, list[float]]:
     sleeps: list[float] = []
-    client = OpenAIChatClient("http://fake/v1", "tiny", api_key="sk-test",
-                              transport=httpx.MockTransport(server), sleep=sleeps.append,
-                              backoff_s=0.5, **kw)
+    client = OpenAIChatClient(
+        "http://fake/v1",
+        "tiny",
+        api_key="sk-test",
+        transport=httpx.MockTransport(server),
+        sleep=sleeps.append,
+        backoff_s=0.5,
+        **kw,
+    )
     return client, sleeps
 
 
-MESSAGES = [{"role": "system", "content": "You control a robot."},
-            {"role": "user", "content": "Put the red cube on the plate."}]
+MESSAGES = [
+    {"role": "system", "content": "You control a robot."},
+    {"role": "user", "content": "Put the red cube on the plate."},
+]
 
 
 def test_streaming_reassembles_content_reasoning_tool_calls_and_usage():
@@ -79,7 +114,10 @@ def test_streaming_reassembles_content_reasoning_tool_calls_and_usage():
     out = client.complete(MESSAGES, on_delta=lambda ch, t: seen.append((ch, t)))
     assert out.content == "Observing."
     assert out.reasoning == "look first"
-    assert out.tool_calls[0]["function"] == {"name": "python", "arguments": json.dumps({"code": CODE})}
+    assert out.tool_calls[0]["function"] == {
+        "name": "python",
+        "arguments": json.dumps({"code": CODE}),
+    }
     assert out.tool_calls[0]["id"] == "call_a"
     assert out.finish_reason == "tool_calls"
     assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (120, 17)
@@ -118,8 +156,13 @@ def test_retries_with_backoff_then_succeeds():
         resp.headers.pop("retry-after", None)
         return resp
 
-    client = OpenAIChatClient("http://fake/v1", "tiny", transport=httpx.MockTransport(no_retry_after),
-                              sleep=sleeps.append, backoff_s=0.5)
+    client = OpenAIChatClient(
+        "http://fake/v1",
+        "tiny",
+        transport=httpx.MockTransport(no_retry_after),
+        sleep=sleeps.append,
+        backoff_s=0.5,
+    )
     sleeps.clear()
     client.complete(MESSAGES)
     assert sleeps == [0.5, 1.0]  # exponential backoff
@@ -149,8 +192,13 @@ def test_timeouts_and_connection_errors_are_retried():
         return FakeServer()(request)
 
     sleeps: list[float] = []
-    client = OpenAIChatClient("http://fake/v1", "tiny", transport=httpx.MockTransport(flaky),
-                              sleep=sleeps.append, backoff_s=0.1)
+    client = OpenAIChatClient(
+        "http://fake/v1",
+        "tiny",
+        transport=httpx.MockTransport(flaky),
+        sleep=sleeps.append,
+        backoff_s=0.1,
+    )
     out = client.complete(MESSAGES)
     assert out.attempts == 3 and len(sleeps) == 2
 
@@ -164,8 +212,9 @@ def test_malformed_stream_chunk_is_retried():
             return httpx.Response(200, content=b"data: {not json\n\n")
         return FakeServer()(request)
 
-    client = OpenAIChatClient("http://fake/v1", "tiny", transport=httpx.MockTransport(garbage_once),
-                              sleep=lambda s: None)
+    client = OpenAIChatClient(
+        "http://fake/v1", "tiny", transport=httpx.MockTransport(garbage_once), sleep=lambda s: None
+    )
     assert client.complete(MESSAGES).attempts == 2
 
 

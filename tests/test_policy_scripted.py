@@ -35,7 +35,9 @@ def test_parse_notes_merges_lines_and_ignores_noise():
 def test_colour_words_from_the_instruction():
     assert colour_of("grab the cyan handle and pull the drawer out", ("handle",)) == "cyan"
     assert colour_of("open the drawer", ("handle",)) is None
-    assert colour_of("insert the orange peg into the hole of the green block", ("block",)) == "green"
+    assert (
+        colour_of("insert the orange peg into the hole of the green block", ("block",)) == "green"
+    )
 
 
 def test_verified_needs_a_resting_or_touching_object_within_tolerance():
@@ -64,8 +66,10 @@ def test_every_cell_of_every_plan_compiles_and_plans_react_to_failures():
             compile(cell.code, f"<{task} cell {n}>", "exec")
             for line in cell.code.splitlines():
                 if line.startswith("def "):
-                    name = line[4:line.index("(")]
-                    assert name not in defined, f"{task}: {name} defined twice (cells {defined[name]}, {n})"
+                    name = line[4 : line.index("(")]
+                    assert name not in defined, (
+                        f"{task}: {name} defined twice (cells {defined[name]}, {n})"
+                    )
                     defined[name] = n
             # every request fails to find anything: the expert must stop without finishing
             cell = expert.next_cell('NOTE {"found": {}, "ready": true}')
@@ -78,13 +82,19 @@ def test_every_cell_of_every_plan_compiles_and_plans_react_to_failures():
 def test_pick_place_plan_follows_its_notes_to_finish():
     e = ScriptedExpert("pick_place", "put the red cube on the plate")
     replies = [
-        (SETUP_OUT, "perceive(S, {'red_cube': 'red cube', 'plate': 'plate'}, dest=('red_cube', 'plate'))"),
+        (
+            SETUP_OUT,
+            "perceive(S, {'red_cube': 'red cube', 'plate': 'plate'}, dest=('red_cube', 'plate'))",
+        ),
         ('NOTE {"found": {"red_cube": true, "plate": true}}', "note(**descend(S, 'red_cube'))"),
         ('NOTE {"down_ok": true}', "note(**close_lift(S, 'red_cube'))"),
         ('NOTE {"held": true}', "perceive(S, {'plate': 'plate'}, keep=True)"),
         ('NOTE {"found": {"plate": true}}', "note(**place(S, 'red_cube', 'plate'))"),
         ('NOTE {"placed": true}', "note(**verify(S, 'red_cube', 'red cube', 'plate', 'plate'))"),
-        ('NOTE {"dist": 0.004, "resting": true, "gap": 0.001}', "finish(S, 'red cube on the plate, 0.4 cm"),
+        (
+            'NOTE {"dist": 0.004, "resting": true, "gap": 0.001}',
+            "finish(S, 'red cube on the plate, 0.4 cm",
+        ),
     ]
     cell = e.next_cell(None)
     for output, expected in replies:
@@ -110,7 +120,9 @@ def test_a_cell_without_a_note_is_followed_by_a_probe_and_the_plan_goes_on_if_th
     probe = e.next_cell("Traceback (most recent call last):\nKeyError: 'center_m'")
     assert probe.code == PROBE and e.restarts == 0
     compile(probe.code, "<probe>", "exec")
-    cell = e.next_cell('NOTE {"epoch": 1}')  # the session still holds S: the plan gets {} for the failed cell
+    cell = e.next_cell(
+        'NOTE {"epoch": 1}'
+    )  # the session still holds S: the plan gets {} for the failed cell
     assert "S = State(" not in cell.code and "aside(S)" in cell.code  # nothing found: look again
     assert e.restarts == 0
 
@@ -126,7 +138,9 @@ def test_a_lost_session_is_told_by_the_sentinel_not_by_wording():
     cell = e.next_cell('NOTE {"epoch": null}')  # no state: a fresh session
     assert e.restarts == 1 and "S = State(robot, 2)" in cell.code
     # the state comes back with the start pose from my notes, and the helpers are defined again
-    assert "note(**start(S, poses={'arm': [[0.23, 0.0, 0.12], [0.0, 0.0, -1.0, 0.0]]}))" in cell.code
+    assert (
+        "note(**start(S, poses={'arm': [[0.23, 0.0, 0.12], [0.0, 0.0, -1.0, 0.0]]}))" in cell.code
+    )
     # then the task's resume plan: take stock of the hands, measure afresh where the task stands
     assert cell.code.rstrip().endswith("note(**settle(S))") and "def settle(" in cell.code
     compile(cell.code, "<resetup>", "exec")
@@ -158,23 +172,33 @@ def test_probes_give_up_when_the_session_never_answers():
 
 def test_policy_adapter_reads_task_md_and_tool_outputs():
     task_md = "## Task: pick_place\n\nplace the red cube onto the blue plate\n\n## How judged\n- x"
-    messages = [{"role": "system", "content": "sys"},
-                {"role": "user", "content": [{"type": "text", "text": task_md}]}]
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": [{"type": "text", "text": task_md}]},
+    ]
     assert instruction_from(messages) == "place the red cube onto the blue plate"
-    harness_md = ("# TASK: two_arm_lift\n\n## Instruction\n\nlift the long green box with both arms\n\n"
-                  "## How the final scene is judged\n\n- the box is 10 cm up; see 'red block' in the API")
+    harness_md = (
+        "# TASK: two_arm_lift\n\n## Instruction\n\nlift the long green box with both arms\n\n"
+        "## How the final scene is judged\n\n- the box is 10 cm up; see 'red block' in the API"
+    )
     assert instruction_from([{"role": "user", "content": harness_md}]) == (
-        "lift the long green box with both arms")
+        "lift the long green box with both arms"
+    )
     assert outputs_since_last_reply(messages) is None
     pol = ScriptedPolicy()
     pol.reset("pick_place", 1000)
     reply = pol.act(messages, [])
-    assert pol.expert is not None and pol.expert.instruction == "place the red cube onto the blue plate"
+    assert (
+        pol.expert is not None
+        and pol.expert.instruction == "place the red cube onto the blue plate"
+    )
     call = reply.tool_calls[0]
     assert call["function"]["name"] == "python"
     assert "S = State(robot, 1)" in json.loads(call["function"]["arguments"])["code"]
-    messages += [{"role": "assistant", "content": reply.reasoning, "tool_calls": [call]},
-                 {"role": "tool", "tool_call_id": call["id"], "content": SETUP_OUT}]
+    messages += [
+        {"role": "assistant", "content": reply.reasoning, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": SETUP_OUT},
+    ]
     assert outputs_since_last_reply(messages) == SETUP_OUT
     reply = pol.act(messages, [])
     assert "perceive(S" in json.loads(reply.tool_calls[0]["function"]["arguments"])["code"]

@@ -41,9 +41,22 @@ def server(tmp_path_factory):
     exe = Path(sys.executable).with_name("transformers")
     log = open(tmp_path_factory.mktemp("log") / "serve.log", "w")  # noqa: SIM115
     env = dict(os.environ, OMP_NUM_THREADS="2")
-    proc = subprocess.Popen([str(exe), "serve", str(model_dir), "--device", "cpu", "--host",
-                             "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                            env=env)
+    proc = subprocess.Popen(
+        [
+            str(exe),
+            "serve",
+            str(model_dir),
+            "--device",
+            "cpu",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(240):
@@ -71,8 +84,15 @@ def test_streaming_and_non_streaming_against_transformers_serve(server):
     base_url, model = server
     msgs = [{"role": "user", "content": "Write Python code that prints 2+2 in a ```python block."}]
     for stream in (True, False):
-        client = OpenAIChatClient(base_url, model, stream=stream, max_tokens=48, temperature=0.0,
-                                  timeout_s=120, max_retries=1)
+        client = OpenAIChatClient(
+            base_url,
+            model,
+            stream=stream,
+            max_tokens=48,
+            temperature=0.0,
+            timeout_s=120,
+            max_retries=1,
+        )
         out = client.complete(msgs, tools=None)
         assert out.content.strip(), out
         assert out.finish_reason in ("stop", "length")
@@ -85,11 +105,28 @@ def test_episode_end_to_end_with_the_openai_policy(server, tmp_path):
     from captain_ros.evaluation.episode import run_one
 
     base_url, model = server
-    s = run_one("pick_place", 1000, "openai", "fake", tmp_path / "ep",
-                {"base_url": base_url, "model": model, "max_tokens": 96, "temperature": 0.0,
-                 "max_requests": 2, "record_bag": False, "timeout_s": 180})
+    s = run_one(
+        "pick_place",
+        1000,
+        "openai",
+        "fake",
+        tmp_path / "ep",
+        {
+            "base_url": base_url,
+            "model": model,
+            "max_tokens": 96,
+            "temperature": 0.0,
+            "max_requests": 2,
+            "record_bag": False,
+            "timeout_s": 180,
+        },
+    )
     # SmolLM2 does not solve the task; the episode must still run to a proper end
-    assert 1 <= s.requests <= 2 and s.outcome in ("other_failure", "budget_exhausted", "false_finish")
+    assert 1 <= s.requests <= 2 and s.outcome in (
+        "other_failure",
+        "budget_exhausted",
+        "false_finish",
+    )
     assert s.end_reason in ("no_tool_call", "budget:requests", "finish")
     assert s.model_s > 0
     import json

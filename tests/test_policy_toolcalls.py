@@ -11,9 +11,14 @@ CODE = 'obs = robot.observe()\nprint(obs["success"], "done")'
 
 
 def test_structured_openai_tool_calls():
-    calls = [{"id": "c1", "type": "function",
-              "function": {"name": "python", "arguments": json.dumps({"code": CODE})}},
-             {"id": "c2", "function": {"name": "python", "arguments": {"code": "x = 1"}}}]
+    calls = [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "python", "arguments": json.dumps({"code": CODE})},
+        },
+        {"id": "c2", "function": {"name": "python", "arguments": {"code": "x = 1"}}},
+    ]
     r = parse_reply("I will look first.", calls, reasoning_content="thinking hard")
     assert r.code_cells == (CODE, "x = 1")
     assert r.tool_call_ids == ("c1", "c2")
@@ -22,8 +27,11 @@ def test_structured_openai_tool_calls():
 
 
 def test_hermes_tool_call_with_think():
-    text = ("<think>The cube is red; observe.</think>\nLet me observe.\n<tool_call>\n"
-            + json.dumps({"name": "python", "arguments": {"code": CODE}}) + "\n</tool_call>")
+    text = (
+        "<think>The cube is red; observe.</think>\nLet me observe.\n<tool_call>\n"
+        + json.dumps({"name": "python", "arguments": {"code": CODE}})
+        + "\n</tool_call>"
+    )
     r = parse_reply(text)
     assert r.code_cells == (CODE,)
     assert r.reasoning.startswith("The cube is red; observe.")

@@ -24,7 +24,8 @@ CHAT_TEMPLATE = (
     "{% if tools %}<|im_start|>system\n# Tools\n{% for t in tools %}{{ t | tojson }}\n"
     "{% endfor %}<|im_end|>\n{% endif %}"
     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 def _tokenizer():
@@ -33,16 +34,22 @@ def _tokenizer():
 
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    corpus = ["robot.observe() print(obs) tool_call python code move_to position",
-              "<|im_start|>system You control a robot arm.<|im_end|>"] * 20
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<|im_start|>",
-                                                                   "<|im_end|>", "<pad>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    corpus = [
+        "robot.observe() print(obs) tool_call python code move_to position",
+        "<|im_start|>system You control a robot arm.<|im_end|>",
+    ] * 20
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<unk>", "<|im_start|>", "<|im_end|>", "<pad>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(corpus, trainer)
     from tokenizers import decoders
+
     tok.decoder = decoders.ByteLevel()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<|im_end|>",
-                                   pad_token="<pad>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="<unk>", eos_token="<|im_end|>", pad_token="<pad>"
+    )
     fast.chat_template = CHAT_TEMPLATE
     return fast
 
@@ -52,9 +59,17 @@ def tiny_folder(request, tmp_path_factory):
     torch.set_num_threads(1)
     torch.manual_seed(0)
     tok = _tokenizer()
-    common = dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-                  eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    common = dict(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
     if request.param == "qwen2":
         model = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common))
     else:
@@ -65,9 +80,16 @@ def tiny_folder(request, tmp_path_factory):
     return folder
 
 
-MESSAGES = [{"role": "system", "content": "You control a robot arm."},
-            {"role": "user", "content": [{"type": "text", "text": "Observe the scene."},
-                                         {"type": "image_url", "image_url": {"url": "data:,"}}]}]
+MESSAGES = [
+    {"role": "system", "content": "You control a robot arm."},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Observe the scene."},
+            {"type": "image_url", "image_url": {"url": "data:,"}},
+        ],
+    },
+]
 
 
 def test_tiny_model_completes_with_usage_and_template(tiny_folder):
@@ -80,7 +102,9 @@ def test_tiny_model_completes_with_usage_and_template(tiny_folder):
     assert out.usage.prompt_tokens == n_prompt
     assert 1 <= out.usage.completion_tokens <= 12
     assert out.finish_reason in ("stop", "length")
-    again = TransformersChat(tiny_folder, device="cpu", max_new_tokens=12, seed=1).complete(MESSAGES)
+    again = TransformersChat(tiny_folder, device="cpu", max_new_tokens=12, seed=1).complete(
+        MESSAGES
+    )
     assert again.content == out.content  # seeded sampling is reproducible
     assert chat.usage_total.completion_tokens == out.usage.completion_tokens
     parse_reply(out.content)  # whatever a random model says parses without raising
@@ -88,8 +112,10 @@ def test_tiny_model_completes_with_usage_and_template(tiny_folder):
 
 def test_template_without_tools_gets_a_tool_note(tiny_folder, tmp_path):
     chat = TransformersChat(tiny_folder, device="cpu", max_new_tokens=4, temperature=0)
-    chat.tokenizer.chat_template = CHAT_TEMPLATE.split("{% for m in")[0].replace(
-        "{% if tools %}", "{% if false %}") + CHAT_TEMPLATE[CHAT_TEMPLATE.index("{% for m in"):]
+    chat.tokenizer.chat_template = (
+        CHAT_TEMPLATE.split("{% for m in")[0].replace("{% if tools %}", "{% if false %}")
+        + CHAT_TEMPLATE[CHAT_TEMPLATE.index("{% for m in") :]
+    )
     prompt = chat.render(MESSAGES, tools=[PYTHON_TOOL])
     assert "You have one tool, `python`" in prompt
     assert prompt.index("You have one tool") > prompt.index("You control a robot arm.")
@@ -100,7 +126,8 @@ def test_flatten_content():
     assert flatten_content(None) == ""
     assert flatten_content("abc") == "abc"
     assert flatten_content([{"type": "text", "text": "a"}, {"type": "image", "image": "x"}]) == (
-        "a\n[image attached; this model cannot see images]")
+        "a\n[image attached; this model cannot see images]"
+    )
     assert json.dumps(PYTHON_TOOL)  # schema is JSON
 
 
@@ -109,8 +136,9 @@ def test_packaged_smollm2_writes_code():
     torch.set_num_threads(2)
     folder, gguf = smollm2_folder()
     chat = TransformersChat(folder, gguf_file=gguf, device="cpu", max_new_tokens=48, temperature=0)
-    out = chat.complete([{"role": "user", "content": "Write Python that prints 2+2, in a "
-                                                     "```python block."}])
+    out = chat.complete(
+        [{"role": "user", "content": "Write Python that prints 2+2, in a ```python block."}]
+    )
     assert out.usage.completion_tokens > 5
     reply = parse_reply(out.content)
     assert reply.code_cells and "print" in reply.code_cells[0]

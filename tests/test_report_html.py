@@ -6,21 +6,57 @@ from captain_ros.report.html import render_report, write_report
 
 
 def _folder(tmp_path):
-    (tmp_path / "summary.json").write_text(json.dumps({
-        "task": "pick_place", "seed": 3, "outcome": "false_finish", "host_success": False,
-        "strict_success": False, "requests": 1, "physical_actions": 2, "wall_s": 3.0,
-        "model_s": 1.0, "harness_s": 2.0, "backend_s": 1.5, "policy": "scripted", "backend": "fake"}))
+    (tmp_path / "summary.json").write_text(
+        json.dumps(
+            {
+                "task": "pick_place",
+                "seed": 3,
+                "outcome": "false_finish",
+                "host_success": False,
+                "strict_success": False,
+                "requests": 1,
+                "physical_actions": 2,
+                "wall_s": 3.0,
+                "model_s": 1.0,
+                "harness_s": 2.0,
+                "backend_s": 1.5,
+                "policy": "scripted",
+                "backend": "fake",
+            }
+        )
+    )
     recs = [
-        {"type": "episode_start", "task": "pick_place", "seed": 3, "task_md": "## Task\nput <b>it</b>",
-         "initial_images": [{"path": "images/r000_initial_head.png", "camera": "head", "handle": "obs_1"}]},
-        {"type": "request", "t": 1, "reasoning": "I will <script>alert(1)</script> look",
-         "calls": [{"code": "print('a' < 'b')", "output": "True\n[move_to] reached; peak 0.5 N",
-                    "images": [{"path": "images/r001_wrist.png", "camera": "wrist"}]}],
-         "gate": [{"accepted": False, "reason": "measure first"}], "model_s": 1.0, "backend_s": 0.5,
-         "harness_s": 0.01, "malformed": ["unknown tool 'bash'"]},
+        {
+            "type": "episode_start",
+            "task": "pick_place",
+            "seed": 3,
+            "task_md": "## Task\nput <b>it</b>",
+            "initial_images": [
+                {"path": "images/r000_initial_head.png", "camera": "head", "handle": "obs_1"}
+            ],
+        },
+        {
+            "type": "request",
+            "t": 1,
+            "reasoning": "I will <script>alert(1)</script> look",
+            "calls": [
+                {
+                    "code": "print('a' < 'b')",
+                    "output": "True\n[move_to] reached; peak 0.5 N",
+                    "images": [{"path": "images/r001_wrist.png", "camera": "wrist"}],
+                }
+            ],
+            "gate": [{"accepted": False, "reason": "measure first"}],
+            "model_s": 1.0,
+            "backend_s": 0.5,
+            "harness_s": 0.01,
+            "malformed": ["unknown tool 'bash'"],
+        },
         {"type": "episode_end", "summary": {}},
     ]
-    (tmp_path / "trajectory.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\nnot json\n")
+    (tmp_path / "trajectory.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in recs) + "\nnot json\n"
+    )
     return tmp_path
 
 
@@ -69,9 +105,14 @@ def test_overview_comes_first_and_task_md_is_folded(harness_episode):
     out, html = harness_episode
     assert html.index("id='overview'") < html.index("id='req-1'") < html.index("id='req-4'")
     fold = html.index("<details class='task'>")
-    assert html.index("id='overview'") < fold < html.index("# TASK: red_on_blue") < \
-        html.index("</details>") < html.index("id='req-1'")
-    overview = html[html.index("id='overview'"):fold]
+    assert (
+        html.index("id='overview'")
+        < fold
+        < html.index("# TASK: red_on_blue")
+        < html.index("</details>")
+        < html.index("id='req-1'")
+    )
+    overview = html[html.index("id='overview'") : fold]
     assert "4 requests, 8 physical actions" in overview
     assert all(f"href='#req-{t}'" in overview for t in range(1, 5))
     assert "finish accepted" in overview and "move_to x5" in overview
@@ -82,26 +123,36 @@ def test_overview_rows_follow_the_records(harness_episode):
     ep = EpisodeFolder.load(out)
     rows = [request_row(r) for r in ep.requests]
     used = [r["budget"]["physical_actions_used"] for r in ep.requests]
-    assert [row.physical_count for row in rows] == [b - a for a, b in zip([0, *used], used, strict=False)]
+    assert [row.physical_count for row in rows] == [
+        b - a for a, b in zip([0, *used], used, strict=False)
+    ]
     assert [row.outcome for row in rows] == ["ok", "ok", "ok", "finish accepted"]
     assert rows[2].physical.startswith("move_to x2") and "release" in rows[2].physical
-    assert rows[0].calls == 4 and rows[0].failures == "" and rows[3].gate.startswith("finish accepted")
+    assert (
+        rows[0].calls == 4 and rows[0].failures == "" and rows[3].gate.startswith("finish accepted")
+    )
 
 
 def test_each_request_with_sweeps_has_a_path_and_force_plot(harness_episode):
     out, html = harness_episode
     ep = EpisodeFolder.load(out)
     traces = motion_traces(ep.requests[1])
-    sweeps = [rc for c in ep.requests[1]["calls"] for rc in c["robot_calls"]
-              if rc["name"] == "move_to" and rc["kwargs"].get("jaw") is None]
+    sweeps = [
+        rc
+        for c in ep.requests[1]["calls"]
+        for rc in c["robot_calls"]
+        if rc["name"] == "move_to" and rc["kwargs"].get("jaw") is None
+    ]
     assert len(traces) == len(sweeps) == 3
     for tr, rc in zip(traces, sweeps, strict=True):
         assert len(tr.t_s) >= 3 and np.all(np.diff(tr.t_s) > 0) and np.all(tr.force_n >= 0)
         assert np.allclose(tr.position_m[-1], rc["result"]["value"]["tcp_position_m"], atol=2e-4)
     assert motion_traces(ep.requests[0]) == []  # no motion, no plot
-    body = [html[html.index(f"id='req-{t}'"):] for t in (1, 2, 3, 4)]
-    has_svg = ["<svg" in b[: b.index("</div><div class='req'") if t < 4 else None]
-               for t, b in zip((1, 2, 3, 4), body, strict=True)]
+    body = [html[html.index(f"id='req-{t}'") :] for t in (1, 2, 3, 4)]
+    has_svg = [
+        "<svg" in b[: b.index("</div><div class='req'") if t < 4 else None]
+        for t, b in zip((1, 2, 3, 4), body, strict=True)
+    ]
     assert has_svg == [False, True, True, False]
     assert html.count("<svg") == 2 and "tool path (top view" in html and "contact force" in html
 
@@ -112,10 +163,25 @@ def test_policy_and_backend_read_what_exists_and_say_unknown(harness_episode, tm
     assert "<td>backend</td><td>unknown (not recorded)</td>" in html
     assert "<td>finish() accepted</td><td><span class='ok'>True</span>" in html  # finish_called
     # the evaluation runner's summary (other key names, its own harness_s) reads the same
-    (tmp_path / "summary.json").write_text(json.dumps({
-        "task": "stack", "seed": 4, "policy": "scripted", "backend": "mujoco", "outcome": "missed_finish",
-        "host_success": True, "strict_success": False, "finished": False, "wall_s": 10.0,
-        "model_s": 1.0, "harness_s": 9.0, "backend_s": 6.0, "extra": {"end_reason": "no_tool_call"}}))
+    (tmp_path / "summary.json").write_text(
+        json.dumps(
+            {
+                "task": "stack",
+                "seed": 4,
+                "policy": "scripted",
+                "backend": "mujoco",
+                "outcome": "missed_finish",
+                "host_success": True,
+                "strict_success": False,
+                "finished": False,
+                "wall_s": 10.0,
+                "model_s": 1.0,
+                "harness_s": 9.0,
+                "backend_s": 6.0,
+                "extra": {"end_reason": "no_tool_call"},
+            }
+        )
+    )
     page = render_report(tmp_path)
     assert "<td>policy</td><td>scripted</td>" in page and "<td>backend</td><td>mujoco</td>" in page
     assert "robot calls 6.0 s, session and harness 3.0 s" in page and "no_tool_call" in page
@@ -125,26 +191,83 @@ def test_cli_episode_names_policy_and_backend_and_plots_its_motions(tmp_path):
     from captain_ros.cli.main import main
 
     replay = tmp_path / "r.jsonl"
-    replay.write_text(json.dumps({"reasoning": "move", "code": "p = robot.get_robot_state().value\n"
-                                  "robot.move_to([0.25, 0.0, 0.20], [0, 1, 0, 0], speed_m_s=0.2)"}) + "\n")
+    replay.write_text(
+        json.dumps(
+            {
+                "reasoning": "move",
+                "code": "p = robot.get_robot_state().value\n"
+                "robot.move_to([0.25, 0.0, 0.20], [0, 1, 0, 0], speed_m_s=0.2)",
+            }
+        )
+        + "\n"
+    )
     out = tmp_path / "ep"
-    assert main(["run", "--task", "pick_place", "--seed", "5", "--backend", "fake", "--policy",
-                 f"replay:{replay}", "--out", str(out), "--no-bag"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--task",
+                "pick_place",
+                "--seed",
+                "5",
+                "--backend",
+                "fake",
+                "--policy",
+                f"replay:{replay}",
+                "--out",
+                str(out),
+                "--no-bag",
+            ]
+        )
+        == 0
+    )
     html = (out / "report.html").read_text()
-    assert f"<td>policy</td><td>replay:{replay}</td>" in html and "<td>backend</td><td>fake</td>" in html
+    assert (
+        f"<td>policy</td><td>replay:{replay}</td>" in html
+        and "<td>backend</td><td>fake</td>" in html
+    )
     assert html.count("<svg") == 1
 
 
 def test_malformed_logs_are_skipped_and_read_motion_trajectory_is_the_fallback(tmp_path):
-    samples = [{"t_s": 0.02 * i, "position_m": [0.3, 0.0, 0.2 - 0.01 * i], "force_n": float(i)}
-               for i in range(6)]
+    samples = [
+        {"t_s": 0.02 * i, "position_m": [0.3, 0.0, 0.2 - 0.01 * i], "force_n": float(i)}
+        for i in range(6)
+    ]
     bad = {"t_s": [0, 1, float("nan")], "position_m": [[0, 0, 0]] * 3, "force_n": [0, 0, 0]}
-    req = {"type": "request", "t": 1, "calls": [{"code": "x", "output": "", "robot_calls": [
-        {"name": "move_to", "kwargs": {}, "result": {"success": True, "executed": True,
-                                                     "diagnostics": {"trace": {"arm": bad}}}},
-        {"name": "move_to", "kwargs": {}, "result": {"success": True, "diagnostics": {"trace": "x"}}},
-        {"name": "read_motion_trajectory", "kwargs": {}, "result": {
-            "success": True, "value": {"arm": "arm", "samples": samples}}}, "not a dict"]}, 7]}
+    req = {
+        "type": "request",
+        "t": 1,
+        "calls": [
+            {
+                "code": "x",
+                "output": "",
+                "robot_calls": [
+                    {
+                        "name": "move_to",
+                        "kwargs": {},
+                        "result": {
+                            "success": True,
+                            "executed": True,
+                            "diagnostics": {"trace": {"arm": bad}},
+                        },
+                    },
+                    {
+                        "name": "move_to",
+                        "kwargs": {},
+                        "result": {"success": True, "diagnostics": {"trace": "x"}},
+                    },
+                    {
+                        "name": "read_motion_trajectory",
+                        "kwargs": {},
+                        "result": {"success": True, "value": {"arm": "arm", "samples": samples}},
+                    },
+                    "not a dict",
+                ],
+            },
+            7,
+        ],
+    }
     (tmp_path / "trajectory.jsonl").write_text(json.dumps(req) + "\n[1, 2]\n")
     (tmp_path / "summary.json").write_text("{broken")
     assert motion_traces(req) == []

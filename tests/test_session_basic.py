@@ -20,8 +20,16 @@ class Recorder:
 
     def on_call(self, name, kwargs):
         self.calls.append((name, kwargs))
-        return {"success": True, "executed": False, "failure_category": None, "message": f"did {name}",
-                "value": {"echo": kwargs}, "diagnostics": {}, "budget": {"requests_left": 7}, "receipt": f"{name}: ok"}
+        return {
+            "success": True,
+            "executed": False,
+            "failure_category": None,
+            "message": f"did {name}",
+            "value": {"echo": kwargs},
+            "diagnostics": {},
+            "budget": {"requests_left": 7},
+            "receipt": f"{name}: ok",
+        }
 
     def on_image(self, handle, camera):
         self.images.append((handle, camera))
@@ -30,7 +38,10 @@ class Recorder:
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
-    s = PythonSession(tmp_path_factory.mktemp("ep") / "workspace", SessionConfig(cell_timeout_s=2.0, max_output_chars=2000))
+    s = PythonSession(
+        tmp_path_factory.mktemp("ep") / "workspace",
+        SessionConfig(cell_timeout_s=2.0, max_output_chars=2000),
+    )
     yield s
     s.close()
 
@@ -44,17 +55,23 @@ def test_globals_persist_and_last_expression_is_shown(session):
 
 
 def test_preimported_modules(session):
-    r = session.run_cell("print(np.linalg.norm(np.ones(4)), math.pi > 3, scipy.__name__)\n"
-                         "from scipy.spatial.transform import Rotation\nimport json, itertools, collections\n"
-                         "print(Rotation.from_euler('z', 0.5).as_quat().round(3).tolist())", Recorder())
+    r = session.run_cell(
+        "print(np.linalg.norm(np.ones(4)), math.pi > 3, scipy.__name__)\n"
+        "from scipy.spatial.transform import Rotation\nimport json, itertools, collections\n"
+        "print(Rotation.from_euler('z', 0.5).as_quat().round(3).tolist())",
+        Recorder(),
+    )
     assert r.error is None, r.text()
     assert r.output.startswith("2.0 True scipy") and "0.247" in r.output
 
 
 def test_robot_calls_cross_the_pipe(session):
     h = Recorder()
-    r = session.run_cell("res = robot.move_to([0.3, 0.0, 0.2], mode='manipulation')\n"
-                         "print(res.success, res['message'], res.value['echo']['mode'], res.budget)", h)
+    r = session.run_cell(
+        "res = robot.move_to([0.3, 0.0, 0.2], mode='manipulation')\n"
+        "print(res.success, res['message'], res.value['echo']['mode'], res.budget)",
+        h,
+    )
     assert r.output.strip() == "True did move_to manipulation {'requests_left': 7}"
     assert h.calls[0][0] == "move_to" and h.calls[0][1]["position"] == [0.3, 0.0, 0.2]
     # numpy arguments are converted to plain data
@@ -76,11 +93,17 @@ def test_images_are_requested_from_the_harness(session):
 
 
 def test_output_is_captured_and_truncated(session):
-    r = session.run_cell("import warnings\nprint('start')\nfor i in range(5000): print(i)\nprint('end')", Recorder())
+    r = session.run_cell(
+        "import warnings\nprint('start')\nfor i in range(5000): print(i)\nprint('end')", Recorder()
+    )
     assert r.output.startswith("start") and r.output.rstrip().endswith("end")
     assert "characters of output truncated" in r.output and len(r.output) < 2200
     r = session.run_cell("1/0", Recorder())
-    assert "ZeroDivisionError" in r.error and 'File "<cell' in r.error and "sandbox/child.py" not in r.error
+    assert (
+        "ZeroDivisionError" in r.error
+        and 'File "<cell' in r.error
+        and "sandbox/child.py" not in r.error
+    )
 
 
 def test_timeout_interrupts_and_keeps_variables(session):
@@ -104,7 +127,9 @@ def test_time_in_robot_calls_does_not_count_against_the_cell(tmp_path):
 
 
 def test_code_that_ignores_the_interrupt_is_killed_and_restarted(tmp_path):
-    with PythonSession(tmp_path / "ws", SessionConfig(cell_timeout_s=1.0, interrupt_grace_s=0.5)) as s:
+    with PythonSession(
+        tmp_path / "ws", SessionConfig(cell_timeout_s=1.0, interrupt_grace_s=0.5)
+    ) as s:
         s.run_cell("v = 1", Recorder())
         pid = s.pid
         r = s.run_cell("sum(range(10**13))", Recorder())  # C loop: the interrupt is never seen
@@ -125,8 +150,11 @@ def test_a_killed_process_is_restarted_with_a_notice(tmp_path):
 
 
 def test_workspace_is_the_cwd_and_writable(session):
-    r = session.run_cell("open('notes.txt', 'w').write('remember')\nprint(open('notes.txt').read())\n"
-                         "import pathlib\nprint(sorted(p.name for p in pathlib.Path('.').iterdir()))", Recorder())
+    r = session.run_cell(
+        "open('notes.txt', 'w').write('remember')\nprint(open('notes.txt').read())\n"
+        "import pathlib\nprint(sorted(p.name for p in pathlib.Path('.').iterdir()))",
+        Recorder(),
+    )
     assert r.error is None, r.text()
     assert "remember" in r.output and "notes.txt" in r.output
     assert (session.workspace / "notes.txt").read_text() == "remember"
@@ -141,4 +169,7 @@ def test_a_failing_handler_becomes_a_failed_result(session):
             raise RuntimeError("bug")
 
     r = session.run_cell("print(robot.observe().failure_category)\nprint(image('obs_1'))", Broken())
-    assert r.output.splitlines() == ["internal_error", "image not attached: internal error (RuntimeError)"]
+    assert r.output.splitlines() == [
+        "internal_error",
+        "image not attached: internal error (RuntimeError)",
+    ]

@@ -15,8 +15,12 @@ from captain_ros.motion import MotionService
 
 CUBES = "".join(
     f'<body name="cube{i}" pos="{0.28 + 0.05 * i} {0.02 - 0.04 * i} {0.02 + 0.05 * i}"><freejoint name="cube{i}"/>'
-    f'<geom type="box" size="0.02 0.02 0.02" rgba="0.2 0.{i}5 0.8 1" mass="0.05"/></body>' for i in range(3))
-SCENE = SceneSpec(rig="piper", worldbody_xml=CUBES, object_bodies=("cube0", "cube1", "cube2"), seed=11)
+    f'<geom type="box" size="0.02 0.02 0.02" rgba="0.2 0.{i}5 0.8 1" mass="0.05"/></body>'
+    for i in range(3)
+)
+SCENE = SceneSpec(
+    rig="piper", worldbody_xml=CUBES, object_bodies=("cube0", "cube1", "cube2"), seed=11
+)
 
 
 def replay(backend: MujocoBackend, n_ticks: int = 40) -> np.ndarray:

@@ -64,7 +64,14 @@ PROMPTS = {
     "two_arm_lift": [("{colour} box", None)],
     "open_drawer": [("{colour} handle", None)],
 }
-GATE_SEEDS = {"pick_place": 0, "stack": 2, "restack": 0, "insertion": 0, "two_arm_lift": 0, "open_drawer": 0}
+GATE_SEEDS = {
+    "pick_place": 0,
+    "stack": 2,
+    "restack": 0,
+    "insertion": 0,
+    "two_arm_lift": 0,
+    "open_drawer": 0,
+}
 
 
 def _words(name: str, seed: int) -> dict[str, str]:

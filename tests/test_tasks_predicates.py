@@ -74,7 +74,9 @@ def test_pick_place_predicate_milestones_and_features() -> None:
     put(s, "red_cube", plate[:2].tolist() + [top])  # released
     assert t.success(S(s)) and all(t.milestones(S(s))[3:])
     tr.update(S(s))
-    assert t.features(S(s), tr)[F["frac_satisfied"]] == 1 and t.features(S(s), tr)[F["ever_held"]] == 1
+    assert (
+        t.features(S(s), tr)[F["frac_satisfied"]] == 1 and t.features(S(s), tr)[F["ever_held"]] == 1
+    )
 
     for dx, dz in ((0.05, 0.0), (0.0, 0.03), (0.0, -0.02)):  # off-centre, floating, sunk
         s2 = copy.deepcopy(s)
@@ -90,17 +92,35 @@ def test_pick_place_predicate_milestones_and_features() -> None:
         assert t.features(S(s2), tr)[F["target_tilt_rad"]] == pytest.approx(0.0, abs=1e-6)
 
 
-def rec(label: str, center: Any, extents: Any, resting: bool = True, dest: dict | None = None) -> dict:
+def rec(
+    label: str, center: Any, extents: Any, resting: bool = True, dest: dict | None = None
+) -> dict:
     c = np.asarray(center, dtype=float)
-    return {"object_id": "det_1", "label": label, "center_m": c.tolist(), "extents_m": list(extents),
-            "yaw_rad": 0.0, "shape": "box", "radius_m": None, "footprint_m": list(extents[:2]),
-            "top_z_m": float(c[2] + extents[2] / 2), "resting": resting, "destination": dest}
+    return {
+        "object_id": "det_1",
+        "label": label,
+        "center_m": c.tolist(),
+        "extents_m": list(extents),
+        "yaw_rad": 0.0,
+        "shape": "box",
+        "radius_m": None,
+        "footprint_m": list(extents[:2]),
+        "top_z_m": float(c[2] + extents[2] / 2),
+        "resting": resting,
+        "destination": dest,
+    }
 
 
 def dest(label: str, center: Any, top_z: float, obj_center: Any) -> dict:
     off = np.asarray(obj_center, dtype=float)[:2] - np.asarray(center, dtype=float)[:2]
-    return {"id": "det_2", "label": label, "center_m": list(center), "top_z_m": top_z,
-            "offset_xy_m": off.tolist(), "distance_xy_m": float(np.linalg.norm(off))}
+    return {
+        "id": "det_2",
+        "label": label,
+        "center_m": list(center),
+        "top_z_m": top_z,
+        "offset_xy_m": off.tolist(),
+        "distance_xy_m": float(np.linalg.norm(off)),
+    }
 
 
 def test_pick_place_gate_reads_the_latest_measurement() -> None:
@@ -112,12 +132,18 @@ def test_pick_place_gate_reads_the_latest_measurement() -> None:
     ok, why = t.gate_check([])
     assert not ok and "measure_object_geometry" in why
     far = [0.36, 0.1, plate_top + 0.0175]
-    ok, why = t.gate_check([good, rec("red cube", far, [0.035] * 3, dest=dest("plate", plate_c, plate_top, far))])
+    ok, why = t.gate_check(
+        [good, rec("red cube", far, [0.035] * 3, dest=dest("plate", plate_c, plate_top, far))]
+    )
     assert not ok and "from the centre" in why  # the latest one counts
-    held = rec("red cube", on, [0.035] * 3, resting=False, dest=dest("plate", plate_c, plate_top, on))
+    held = rec(
+        "red cube", on, [0.035] * 3, resting=False, dest=dest("plate", plate_c, plate_top, on)
+    )
     assert not t.gate_check([held])[0]
     high = [0.31, 0.1, plate_top + 0.0175 + 0.05]
-    ok, why = t.gate_check([rec("red cube", high, [0.035] * 3, dest=dest("plate", plate_c, plate_top, high))])
+    ok, why = t.gate_check(
+        [rec("red cube", high, [0.035] * 3, dest=dest("plate", plate_c, plate_top, high))]
+    )
     assert not ok and "sitting" in why
     # a measurement of another object does not count; an unlabelled one (mark_point) may
     blue = rec("blue cube", on, [0.035] * 3, dest=dest("plate", plate_c, plate_top, on))
@@ -135,7 +161,9 @@ def test_stack_and_restack_predicates_and_gates() -> None:
     b = pos(s0, "blue_cube")
     put(s, "green_cube", b + [0, 0, 2 * CUBE_HALF_M])
     assert t.goals[0].satisfied(S(s)) and not t.success(S(s))
-    assert t.features(S(s))[F["n_satisfied"]] == 1 and t.features(S(s))[F["active_goal_frac"]] == 0.5
+    assert (
+        t.features(S(s))[F["n_satisfied"]] == 1 and t.features(S(s))[F["active_goal_frac"]] == 0.5
+    )
     put(s, "red_cube", b + [0.005, 0, 4 * CUBE_HALF_M])
     assert t.success(S(s)) and t.milestones(S(s))[-1]
     put(s, "green_cube", b + [0.03, 0, 2 * CUBE_HALF_M])  # middle slid off-centre
@@ -196,7 +224,9 @@ def test_two_arm_lift_needs_both_arms_and_height() -> None:
     x = t.features(S(s))
     assert x[F["ee1_x_m"]] != 0  # both arms' tool points are features on the dual rig
     top = BOX_HALF_M[2] * 2 + 0.09
-    assert t.gate_check([rec("green box", [0.3, 0, top - BOX_HALF_M[2]], [0.035, 0.32, 0.035], resting=False)])[0]
+    assert t.gate_check(
+        [rec("green box", [0.3, 0, top - BOX_HALF_M[2]], [0.035, 0.32, 0.035], resting=False)]
+    )[0]
     assert not t.gate_check([rec("green box", [0.3, 0, 0.0175], [0.035, 0.32, 0.035])])[0]
 
 
@@ -213,10 +243,20 @@ def test_insertion_predicate_and_gate() -> None:
     assert not t.success(S(s))
     blk_top = BLOCK_HEIGHT_M
     peg_c = [0.3, 0.1, PEG_HALF_HEIGHT_M]
-    inside = rec("blue peg", peg_c, [0.025, 0.025, 2 * PEG_HALF_HEIGHT_M], dest=dest("orange block", [0.3, 0.1, 0.0175], blk_top, peg_c))
+    inside = rec(
+        "blue peg",
+        peg_c,
+        [0.025, 0.025, 2 * PEG_HALF_HEIGHT_M],
+        dest=dest("orange block", [0.3, 0.1, 0.0175], blk_top, peg_c),
+    )
     assert t.gate_check([inside])[0]
     above = [0.3, 0.1, PEG_HALF_HEIGHT_M + BLOCK_HEIGHT_M]
-    on_rim = rec("blue peg", above, [0.025, 0.025, 2 * PEG_HALF_HEIGHT_M], dest=dest("orange block", [0.3, 0.1, 0.0175], blk_top, above))
+    on_rim = rec(
+        "blue peg",
+        above,
+        [0.025, 0.025, 2 * PEG_HALF_HEIGHT_M],
+        dest=dest("orange block", [0.3, 0.1, 0.0175], blk_top, above),
+    )
     assert not t.gate_check([on_rim])[0]
 
 

@@ -76,7 +76,9 @@ def test_layouts_spread_widely_over_50_seeds(name: str) -> None:
     pos = _positions(name, range(50))
     spread = {b: float(np.sqrt(np.var(p[:, :2], axis=0).sum())) for b, p in pos.items()}
     # single-arm tasks: per-object xy standard deviation about 15 cm (paper appendix D)
-    need = 0.04 if name == "two_arm_lift" else 0.12  # the box must stay within both arms' lift reach
+    need = (
+        0.04 if name == "two_arm_lift" else 0.12
+    )  # the box must stay within both arms' lift reach
     movable = [b for b in spread if b not in ("cabinet", "drawer")]
     assert all(spread[b] >= need for b in movable), spread
 

@@ -27,7 +27,9 @@ def test_model_is_two_humanoids_with_14_pd_arm_joints_and_a_free_payload(pair):
     assert spec.robot_names == ("robot_a", "robot_b")
     assert spec.control_dt_s == pytest.approx(0.02) and spec.physics_dt_s == pytest.approx(0.002)
     for r in spec.robots:
-        assert len(r.arms.joint_names) == 14 and r.arms.kp_nm_rad == 24.0 and r.arms.kd_nm_s_rad == 1.5
+        assert (
+            len(r.arms.joint_names) == 14 and r.arms.kp_nm_rad == 24.0 and r.arms.kd_nm_s_rad == 1.5
+        )
         for n in r.arms.joint_names:
             a = m.actuator(f"{n}_servo")
             assert a.gainprm[0] == 24.0 and tuple(a.biasprm[1:3]) == (-24.0, -1.5)
@@ -111,7 +113,11 @@ def test_privileged_state_and_monitor(pair):
     # palms just under its ends: the pedestal carries most of the 2 kg payload until initialization
     assert sum(sum(f) for f in s["palm_force_n"].values()) < 0.3 * 2.0 * 9.81
     assert s["payload"]["lowest_z_m"] == pytest.approx(0.80, abs=0.005)  # resting on the pedestal
-    assert set(s["monitor"]) >= {"max_payload_tilt_rad", "min_payload_lowest_z_m", "environment_contacts"}
+    assert set(s["monitor"]) >= {
+        "max_payload_tilt_rad",
+        "min_payload_lowest_z_m",
+        "environment_contacts",
+    }
 
 
 @pytest.mark.parametrize("name", list(LAYOUTS))
@@ -122,7 +128,8 @@ def test_layouts_have_ordered_gates_walls_and_a_target(name):
     assert len(lay.wall_segments()) >= 2 * lay.n_segments + 2
     s, lat, seg = lay.project(lay.point_at(lay.gates[1].s_m) + np.array([0.0, 0.0]))
     assert s == pytest.approx(lay.gates[1].s_m, abs=1e-6) and abs(lat) < 1e-9
-    assert lay.corner_s() and all(abs(lay.turn_at_corner(i)) == pytest.approx(math.pi / 2)
-                                  for i in range(len(lay.corner_s())))
+    assert lay.corner_s() and all(
+        abs(lay.turn_at_corner(i)) == pytest.approx(math.pi / 2) for i in range(len(lay.corner_s()))
+    )
     with pytest.raises(UnknownNameError):
         get_layout("l9")

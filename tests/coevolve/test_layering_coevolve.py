@@ -3,10 +3,16 @@
 import subprocess
 import sys
 
-MODULES = ["captain_ros.research.coevolve", "captain_ros.research.coevolve.loop",
-           "captain_ros.research.coevolve.roles.model", "captain_ros.research.coevolve.evaluate",
-           "captain_ros.research.coevolve.report", "captain_ros.backends.humanoid.sim",
-           "captain_ros.backends.humanoid.remote", "captain_ros.research.coevolve.cli"]
+MODULES = [
+    "captain_ros.research.coevolve",
+    "captain_ros.research.coevolve.loop",
+    "captain_ros.research.coevolve.roles.model",
+    "captain_ros.research.coevolve.evaluate",
+    "captain_ros.research.coevolve.report",
+    "captain_ros.backends.humanoid.sim",
+    "captain_ros.backends.humanoid.remote",
+    "captain_ros.research.coevolve.cli",
+]
 
 
 def test_coevolve_imports_without_rclpy_and_torch():
@@ -19,6 +25,7 @@ def test_coevolve_imports_without_rclpy_and_torch():
         "sys.meta_path.insert(0, Block())\n"
         f"for m in {MODULES!r}:\n"
         "    importlib.import_module(m)\n"
-        "print('ok')\n")
+        "print('ok')\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

@@ -68,7 +68,9 @@ def test_generation_stall_is_label_g_and_charges_nothing(tmp_path):
     s = CoEvolveRun(RunConfig(seed=5, stall_limit=4), roles, tmp_path).run()
     assert s.label == "G" and s.outcome.charged == 0 and s.prevalidation_failures == 4
     assert s.model_calls == 4
-    assert [e["stage"] for e in events(tmp_path) if e["type"] == "prevalidation"] == ["orchestrator"] * 4
+    assert [e["stage"] for e in events(tmp_path) if e["type"] == "prevalidation"] == [
+        "orchestrator"
+    ] * 4
 
 
 def test_cancel_is_label_c(tmp_path):
@@ -87,8 +89,14 @@ class FastPivot(ScriptedOrchestrator):
 
     def commit(self, ctx):
         if ctx.phase.kind != "initialize":
-            return RoleOutput(Coordination("coordinated_pivot", Objective("turn", "segment_0"), "asymmetric",
-                                           ("outer_mover", "inner_support")))
+            return RoleOutput(
+                Coordination(
+                    "coordinated_pivot",
+                    Objective("turn", "segment_0"),
+                    "asymmetric",
+                    ("outer_mover", "inner_support"),
+                )
+            )
         return super().commit(ctx)
 
 
@@ -97,9 +105,13 @@ class FastCoder(ScriptedCoder):
         if ctx.z.primitive != "coordinated_pivot":
             return super().implement(ctx)
         rate = 0.5 - 0.01 * ctx.attempt  # a new (still too fast) guess each time
-        theta = {"robot_a": {"role": "outer_mover", "angle_rad": 1.5, "angular_speed_rad_s": rate},
-                 "robot_b": {"role": "inner_support", "angle_rad": 1.5, "angular_speed_rad_s": rate}}
-        return RoleOutput(ProgramPair({r: program(r, "coordinated_pivot", theta[r]) for r in theta}))
+        theta = {
+            "robot_a": {"role": "outer_mover", "angle_rad": 1.5, "angular_speed_rad_s": rate},
+            "robot_b": {"role": "inner_support", "angle_rad": 1.5, "angular_speed_rad_s": rate},
+        }
+        return RoleOutput(
+            ProgramPair({r: program(r, "coordinated_pivot", theta[r]) for r in theta})
+        )
 
 
 def test_drops_reaching_the_limit_are_label_d(tmp_path):
@@ -122,7 +134,9 @@ class ConstantCoder(FastCoder):
     def implement(self, ctx):
         if ctx.constraint is not None:
             theta = ctx.constraint.child.theta
-            return RoleOutput(ProgramPair({r: program(r, ctx.z.primitive, theta[r]) for r in theta}))
+            return RoleOutput(
+                ProgramPair({r: program(r, ctx.z.primitive, theta[r]) for r in theta})
+            )
         return super().implement(replace(ctx, attempt=5))  # rate 0.45, as the child
 
 
@@ -147,8 +161,11 @@ def test_an_approved_parameter_child_constrains_the_coder(tmp_path):
     CoEvolveRun(RunConfig(seed=5, stall_limit=2), roles, tmp_path).run()
     evs = events(tmp_path)
     assert any(e["type"] == "revision" and e["approved"] for e in evs)
-    assert any(e["type"] == "prevalidation" and "differ from the approved parameter revision" in e["reason"]
-               for e in evs)
+    assert any(
+        e["type"] == "prevalidation"
+        and "differ from the approved parameter revision" in e["reason"]
+        for e in evs
+    )
 
 
 def test_a_preloaded_bank_is_retrieved_and_stays_read_only(tmp_path):
@@ -156,13 +173,28 @@ def test_a_preloaded_bank_is_retrieved_and_stays_read_only(tmp_path):
     m = Memory()
     from captain_ros.research.coevolve.memory import ActionExemplar
 
-    theta = {r: {"direction_xy": [1.0, 0.0], "distance_m": 1.0, "speed_m_s": 0.18} for r in ("robot_a", "robot_b")}
-    m.add_exemplar(ActionExemplar("", "coordinated_linear_transport", "reach_gate", "synchronous", "peer",
-                                  "traverse_straight", "none", {}, theta))
+    theta = {
+        r: {"direction_xy": [1.0, 0.0], "distance_m": 1.0, "speed_m_s": 0.18}
+        for r in ("robot_a", "robot_b")
+    }
+    m.add_exemplar(
+        ActionExemplar(
+            "",
+            "coordinated_linear_transport",
+            "reach_gate",
+            "synchronous",
+            "peer",
+            "traverse_straight",
+            "none",
+            {},
+            theta,
+        )
+    )
     m.save(bank)
     before = (bank / "action_exemplars.json").read_text()
-    s = CoEvolveRun(RunConfig(seed=5, budget=2, memory_in=str(bank)), make_roles("scripted"),
-                    tmp_path / "run").run()
+    s = CoEvolveRun(
+        RunConfig(seed=5, budget=2, memory_in=str(bank)), make_roles("scripted"), tmp_path / "run"
+    ).run()
     tx = [e for e in events(tmp_path / "run") if e["type"] == "transaction"]
     assert tx[1]["exemplars_used"] == ["A001"] and tx[1]["theta"]["robot_a"]["speed_m_s"] == 0.18
     assert s.memory_hits >= 1 and (bank / "action_exemplars.json").read_text() == before
@@ -172,6 +204,11 @@ def test_a_preloaded_bank_is_retrieved_and_stays_read_only(tmp_path):
 def test_report_escapes_untrusted_text(tmp_path):
     CoEvolveRun(RunConfig(seed=5, budget=1), make_roles("scripted"), tmp_path).run()
     with (tmp_path / "run.jsonl").open("a") as f:
-        f.write(json.dumps({"type": "prevalidation", "stage": "coder", "reason": "<script>alert(1)</script>"}) + "\n")
+        f.write(
+            json.dumps(
+                {"type": "prevalidation", "stage": "coder", "reason": "<script>alert(1)</script>"}
+            )
+            + "\n"
+        )
     page = render(tmp_path)
     assert "<script>alert" not in page and "&lt;script&gt;" in page

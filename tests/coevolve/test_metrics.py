@@ -28,7 +28,9 @@ def test_step_function_convention():
     assert pauc_run(run((None, None)), 80) == 0.0  # no certified milestone scores zero
     assert pauc_run(run((1, 1)), 80) == pytest.approx(100 * 79 / 80)
     # progress after termination is held constant until B: a run that stopped at 30 keeps its credit
-    assert pauc_run(run((10, None), charged=30, accepted=20), 80) == pytest.approx(100 * 0.5 * 70 / 80)
+    assert pauc_run(run((10, None), charged=30, accepted=20), 80) == pytest.approx(
+        100 * 0.5 * 70 / 80
+    )
     # milestones after the horizon earn nothing within it
     assert pauc_run(run((100, 120)), 80) == 0.0
 
@@ -52,7 +54,9 @@ def test_unresolved_outcomes_make_ea_a_lower_bound():
 
 
 def test_runs_without_charged_transactions_are_left_out_of_ea():
-    m = group_metrics([run((None,), accepted=0, charged=0, term="G"), run((2,), accepted=3, charged=4)], 80)
+    m = group_metrics(
+        [run((None,), accepted=0, charged=0, term="G"), run((2,), accepted=3, charged=4)], 80
+    )
     assert m.ea == pytest.approx(75.0) and m.vp == 50.0
 
 

@@ -61,20 +61,35 @@ def test_initialization_lifts_the_payload_and_completes_the_phase(lifted):
 
 def test_transport_that_crosses_a_gate_certifies_it(lifted):
     args = {"direction_xy": [1.0, 0.0], "distance_m": 1.5, "speed_m_s": 0.2}
-    ev, trace, post = run(lifted, z("coordinated_linear_transport", "reach_gate", "gate_1"),
-                          {"robot_a": args, "robot_b": dict(args)})
+    ev, trace, post = run(
+        lifted,
+        z("coordinated_linear_transport", "reach_gate", "gate_1"),
+        {"robot_a": args, "robot_b": dict(args)},
+    )
     assert ev.accepted and ev.setup_only and ev.certified == ()  # 1.5 m: not yet at gate 1 (2.2 m)
     assert post.route["s_m"] == pytest.approx(1.5, abs=0.15)
-    assert [c.name for c in ev.checks] == ["payload_not_dropped", "payload_supported", "formation_spacing",
-                                           "formation_facing", "payload_tilt_during", "payload_tilt_final",
-                                           "robots_upright", "environment_contacts", "phase_validity",
-                                           "progress"]
+    assert [c.name for c in ev.checks] == [
+        "payload_not_dropped",
+        "payload_supported",
+        "formation_spacing",
+        "formation_facing",
+        "payload_tilt_during",
+        "payload_tilt_final",
+        "robots_upright",
+        "environment_contacts",
+        "phase_validity",
+        "progress",
+    ]
 
 
 def test_a_quarter_turn_too_fast_for_the_outer_robot_is_rejected_with_the_clipped_command(lifted):
-    theta = {"robot_a": {"role": "outer_mover", "angle_rad": 1.57, "angular_speed_rad_s": 0.4},
-             "robot_b": {"role": "inner_support", "angle_rad": 1.57, "angular_speed_rad_s": 0.4}}
-    pivot = z("coordinated_pivot", "turn", "segment_0", "asymmetric", ("outer_mover", "inner_support"))
+    theta = {
+        "robot_a": {"role": "outer_mover", "angle_rad": 1.57, "angular_speed_rad_s": 0.4},
+        "robot_b": {"role": "inner_support", "angle_rad": 1.57, "angular_speed_rad_s": 0.4},
+    }
+    pivot = z(
+        "coordinated_pivot", "turn", "segment_0", "asymmetric", ("outer_mover", "inner_support")
+    )
     ev, trace, _ = run(lifted, pivot, theta)
     assert not ev.accepted and ev.failure_level in ("drop", "support", "stability")
     assert trace.clipped["robot_a"] and "vy" in trace.clipped["robot_a"][0]
@@ -84,15 +99,25 @@ def test_a_quarter_turn_too_fast_for_the_outer_robot_is_rejected_with_the_clippe
 def test_a_robot_walked_into_the_wall_is_an_environment_contact(lifted):
     bridge, _, store, plan, _ = lifted
     away = {"direction_xy": [1.0, 0.0], "distance_m": 1.2, "speed_m_s": 0.2}
-    ev, _, post = run(lifted, z("coordinated_linear_transport", "reach_gate", "gate_1"),
-                      {"robot_a": away, "robot_b": dict(away)})
+    ev, _, post = run(
+        lifted,
+        z("coordinated_linear_transport", "reach_gate", "gate_1"),
+        {"robot_a": away, "robot_b": dict(away)},
+    )
     assert ev.accepted  # clear of the start pedestal
     store.commit(2, post, (), plan)
     try:
         args = {"direction_xy": [0.0, 1.0], "distance_m": 0.6, "speed_m_s": 0.15}
-        ev, _, _ = run(lifted, z("coordinated_linear_transport", "recentre", "segment_0"),
-                       {"robot_a": args, "robot_b": dict(args)})
-        assert not ev.accepted and ev.failure_type == "wall_contact" and ev.culprit.startswith("robot_b")
+        ev, _, _ = run(
+            lifted,
+            z("coordinated_linear_transport", "recentre", "segment_0"),
+            {"robot_a": args, "robot_b": dict(args)},
+        )
+        assert (
+            not ev.accepted
+            and ev.failure_type == "wall_contact"
+            and ev.culprit.startswith("robot_b")
+        )
         check = next(c for c in ev.checks if c.name == "environment_contacts")
         assert any("robot_b" in c and "wall_" in c for c in check.value)
     finally:
@@ -112,7 +137,10 @@ def test_rollback_restores_the_checkpoint_bit_for_bit(lifted):
     ck = store.rollback()
     assert bridge.privileged_state()["digest"] != "" and ck.transaction == 1
     args = {"direction_xy": [1.0, 0.0], "distance_m": 0.3, "speed_m_s": 0.2}
-    motor.execute(z("coordinated_linear_transport", "reach_gate", "gate_1"), {"robot_a": args, "robot_b": args})
+    motor.execute(
+        z("coordinated_linear_transport", "reach_gate", "gate_1"),
+        {"robot_a": args, "robot_b": args},
+    )
     assert bridge.snapshot().digest != ck.digest
     assert store.rollback() is ck and bridge.restore(ck.snapshot) == ck.digest
 
@@ -132,8 +160,10 @@ def test_rollback_restores_the_checkpoint_bit_for_bit(lifted):
 def test_fingerprints_block_an_identical_rejected_transaction_only_at_its_checkpoint(lifted):
     _, _, store, _, _ = lifted
     theta = {"robot_a": {"hold_s": 3.0}, "robot_b": {"hold_s": 3.0}}
-    progs = {"robot_a": "robot_a.release(hold_s=3.0)\nrobot_a.stop()",
-             "robot_b": "robot_b.release(hold_s=3.0)\nrobot_b.stop()"}
+    progs = {
+        "robot_a": "robot_a.release(hold_s=3.0)\nrobot_a.stop()",
+        "robot_b": "robot_b.release(hold_s=3.0)\nrobot_b.stop()",
+    }
     fp = fingerprint(store.latest.id, progs, theta)
     reformatted = {r: "# comment\n" + p.replace("=3.0", " = 3.0") for r, p in progs.items()}
     assert fingerprint(store.latest.id, reformatted, theta) == fp  # normalised policy
@@ -151,4 +181,6 @@ def test_trapezoid_profile_covers_the_distance():
         covered = sum(p.rate(k * dt) * dt for k in range(int(p.duration_s / dt) + 2))
         assert covered == pytest.approx(total, rel=5e-3)
         assert max(abs(p.rate(k * dt)) for k in range(int(p.duration_s / dt))) <= v + 1e-12
-    assert Trapezoid(0.0, 0.3, 0.5).duration_s == 0.0 and math.isfinite(Trapezoid(1, 1, 1).duration_s)
+    assert Trapezoid(0.0, 0.3, 0.5).duration_s == 0.0 and math.isfinite(
+        Trapezoid(1, 1, 1).duration_s
+    )

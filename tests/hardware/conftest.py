@@ -24,7 +24,8 @@ def piper() -> Iterator[Any]:
     from captain_ros.backends import make_backend
     from captain_ros.tasks import get_task
 
-    b = make_backend("piper", get_task("pick_place").sample(3), emulate=True, can=fresh_can(),
-                   image_size_px=96)
+    b = make_backend(
+        "piper", get_task("pick_place").sample(3), emulate=True, can=fresh_can(), image_size_px=96
+    )
     yield b
     b.close()

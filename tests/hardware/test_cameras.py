@@ -14,8 +14,13 @@ def _raw(h: int = 48, w: int = 64) -> RawRGBD:
     rng = np.random.default_rng(0)
     depth_m = rng.uniform(0.3, 1.5, (h, w))
     depth_m[0, 0] = 0.0
-    return RawRGBD(rng.integers(0, 255, (h, w, 3), dtype=np.uint8), encode_depth(depth_m), 0.001,
-                   Intrinsics(w, h, 50.0, 51.0, (w - 1) / 2, (h - 1) / 2), 1.25)
+    return RawRGBD(
+        rng.integers(0, 255, (h, w, 3), dtype=np.uint8),
+        encode_depth(depth_m),
+        0.001,
+        Intrinsics(w, h, 50.0, 51.0, (w - 1) / 2, (h - 1) / 2),
+        1.25,
+    )
 
 
 def test_raw_rgbd_to_camera_frame() -> None:
@@ -52,8 +57,17 @@ def test_realsense_software_device_frames() -> None:
 
     def stream(kind, fmt, bpp, idx):  # type: ignore[no-untyped-def]
         vs = rs.video_stream()
-        vs.type, vs.index, vs.uid, vs.width, vs.height, vs.fps, vs.bpp, vs.fmt, vs.intrinsics = \
-            kind, idx, idx, w, h, 30, bpp, fmt, intr
+        vs.type, vs.index, vs.uid, vs.width, vs.height, vs.fps, vs.bpp, vs.fmt, vs.intrinsics = (
+            kind,
+            idx,
+            idx,
+            w,
+            h,
+            30,
+            bpp,
+            fmt,
+            intr,
+        )
         return sensor.add_video_stream(vs)
 
     color_p = stream(rs.stream.color, rs.format.rgb8, 3, 0)
@@ -79,6 +93,7 @@ def test_realsense_software_device_frames() -> None:
             frames = got
             break
     assert frames is not None, "the software device never delivered a colour+depth pair"
+
     class SameGrid:  # colour and depth share one grid here; rs.align on software-device frames
         def process(self, fs):  # type: ignore[no-untyped-def]  # returned empty depth (see
             return fs  # docs/hardware.md); a live camera uses rs.align(rs.stream.color)

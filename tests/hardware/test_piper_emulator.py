@@ -159,7 +159,7 @@ def test_joint_limit_and_acceleration_are_clipped(piper) -> None:  # type: ignor
     beyond[4] = spec.upper_rad[4] + 1.0
     rep = piper.servo({"arm": beyond}, 0.02, ForceGuard())
     assert rep.q_applied["arm"][4] <= spec.upper_rad[4]
-    assert abs(rep.q_applied["arm"][4] - q0[4]) <= piper.config.max_accel_rad_s2 * 0.02 ** 2 + 1e-9
+    assert abs(rep.q_applied["arm"][4] - q0[4]) <= piper.config.max_accel_rad_s2 * 0.02**2 + 1e-9
     assert "acceleration" in piper.last_clipped["arm"]
 
 
@@ -188,8 +188,14 @@ def test_watchdog_holds_when_commands_stop(piper) -> None:  # type: ignore[no-un
 
 
 def test_enable_refused_when_twin_and_joints_disagree() -> None:
-    b = make_backend("piper", get_task("pick_place").sample(3), emulate=True, can=fresh_can(),
-                   image_size_px=64, enable=False)
+    b = make_backend(
+        "piper",
+        get_task("pick_place").sample(3),
+        emulate=True,
+        can=fresh_can(),
+        image_size_px=64,
+        enable=False,
+    )
     try:
         b.emulator.offset_joint_feedback("arm", 2, 0.1)
         time.sleep(0.05)
@@ -206,8 +212,10 @@ def test_bus_down_and_bad_config_are_clear() -> None:
     with pytest.raises(InvalidArgumentError, match="unknown piper key.*speed_rate.*valid"):
         PiperConfig.from_dict({"speed_rate": 50})
     with pytest.raises(HardwareError, match="no feedback"):  # virtual bus, nobody answers
-        make_backend("piper", config=PiperConfig(can={"arm": fresh_can()}, bustype="virtual",
-                                            feedback_timeout_s=0.2))
+        make_backend(
+            "piper",
+            config=PiperConfig(can={"arm": fresh_can()}, bustype="virtual", feedback_timeout_s=0.2),
+        )
 
 
 def test_status_frame_codes() -> None:

@@ -17,9 +17,17 @@ from tests.hardware.conftest import fresh_can
 def test_expert_pick_place_through_the_piper_backend(tmp_path: Path) -> None:
     from captain_ros.evaluation.episode import run_one
 
-    s = run_one("pick_place", 3, "scripted", "piper", tmp_path,
-                {"backend_options": {"emulate": True, "can": fresh_can(), "image_size_px": 256},
-                 "report": False})
+    s = run_one(
+        "pick_place",
+        3,
+        "scripted",
+        "piper",
+        tmp_path,
+        {
+            "backend_options": {"emulate": True, "can": fresh_can(), "image_size_px": 256},
+            "report": False,
+        },
+    )
     assert s.outcome == "success_with_finish", s.to_dict()
     lines = [json.loads(x) for x in (tmp_path / "trajectory.jsonl").read_text().splitlines()]
     receipts = [c for x in lines for c in x.get("calls", []) if isinstance(c, dict)]
@@ -28,8 +36,17 @@ def test_expert_pick_place_through_the_piper_backend(tmp_path: Path) -> None:
 
 
 def test_hw_check_reports_without_moving() -> None:
-    cmd = [sys.executable, "-m", "captain_ros.cli.main", "hw", "check", "--emulate",
-           "--can", fresh_can(), "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "captain_ros.cli.main",
+        "hw",
+        "check",
+        "--emulate",
+        "--can",
+        fresh_can(),
+        "--json",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     checks = json.loads(out.stdout)
@@ -42,12 +59,20 @@ def test_hw_check_reports_without_moving() -> None:
 def test_hw_check_bus_down_is_one_line(tmp_path: Path) -> None:
     cfg = tmp_path / "piper.yaml"
     cfg.write_text("piper: {rig: piper, can: {arm: can7}}\n")
-    out = subprocess.run([sys.executable, "-m", "captain_ros.cli.main", "hw", "check",
-                          "--config", str(cfg)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "captain_ros.cli.main", "hw", "check", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2
     lines = [x for x in out.stderr.strip().splitlines() if x.strip()]
     assert len(lines) == 1 and "can7 is down or missing" in lines[0]
     cfg.write_text("piper: {rig: piper, cann: {arm: can7}}\n")  # a typo in a key
-    out = subprocess.run([sys.executable, "-m", "captain_ros.cli.main", "hw", "check",
-                          "--config", str(cfg)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "captain_ros.cli.main", "hw", "check", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and "unknown piper key(s) cann" in out.stderr

@@ -42,7 +42,8 @@ def test_current_to_effort_matches_the_sdk_coefficients() -> None:
     for j, can_id in enumerate(frames.HIGH_SPEED):
         sdk = ArmMsgFeedbackHighSpd(can_id=can_id, current=1000)
         assert units.current_to_effort_nm(np.eye(6)[j] * 1000)[j] == pytest.approx(
-            sdk.cal_effort() / 1000.0)
+            sdk.cal_effort() / 1000.0
+        )
     tau = np.array([3.0, -5.0, 1.0, 0.4, -0.2, 0.1])
     back = units.current_to_effort_nm(np.array(units.effort_to_current_ma(tau), dtype=float))
     assert np.allclose(back, tau, atol=2e-3)
@@ -64,17 +65,26 @@ def test_feedback_frames_decode_with_the_sdk_parser() -> None:
     j = _decode(frames.JOINT_FEEDBACK[1], frames.pair_i32(-12345, 67890))
     assert (j.arm_joint_feedback.joint_3, j.arm_joint_feedback.joint_4) == (-12345, 67890)
     g = _decode(frames.GRIPPER_FEEDBACK, frames.gripper(35000, -1200, 0x40))
-    assert g.gripper_feedback.grippers_angle == 35000 and g.gripper_feedback.grippers_effort == -1200
+    assert (
+        g.gripper_feedback.grippers_angle == 35000 and g.gripper_feedback.grippers_effort == -1200
+    )
     h = _decode(frames.HIGH_SPEED[3], frames.high_speed(-250, 4000, 1234))
     m = h.arm_high_spd_feedback_4
     assert (m.motor_speed, m.current, m.pos) == (-250, 4000, 1234)
-    low = _decode(frames.LOW_SPEED[0], frames.low_speed(240, 35, 30,
-                                                        frames.FOC_ENABLED | frames.FOC_OVER_CURRENT, 5))
+    low = _decode(
+        frames.LOW_SPEED[0],
+        frames.low_speed(240, 35, 30, frames.FOC_ENABLED | frames.FOC_OVER_CURRENT, 5),
+    )
     foc = low.arm_low_spd_feedback_1.foc_status
     assert foc.driver_enable_status and foc.driver_overcurrent and not foc.collision_status
     lim = _decode(frames.MOTOR_ANGLE_LIMIT_MAX_SPD, frames.motor_limits(2, 1950, 0, 3400))
     f = lim.arm_feedback_current_motor_angle_limit_max_spd
-    assert (f.motor_num, f.max_angle_limit, f.min_angle_limit, f.max_joint_spd) == (2, 1950, 0, 3400)
+    assert (f.motor_num, f.max_angle_limit, f.min_angle_limit, f.max_joint_spd) == (
+        2,
+        1950,
+        0,
+        3400,
+    )
 
 
 def test_command_frames_decode_as_the_sdk_encodes_them() -> None:

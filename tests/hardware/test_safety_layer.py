@@ -27,8 +27,9 @@ def test_limit_step_position_velocity_acceleration() -> None:
     assert s.q_rad[0] == pytest.approx(5.0 * 0.02 * 0.02) and "acceleration" in s.clipped
     same = np.array([0.003, -0.002])
     assert limit_step(same, np.zeros(2), np.zeros(2), 0.02, lo, hi, v, math.inf).q_rad is not None
-    assert np.array_equal(limit_step(same, np.zeros(2), np.zeros(2), 0.02, lo, hi, v,
-                                     math.inf).q_rad, same)
+    assert np.array_equal(
+        limit_step(same, np.zeros(2), np.zeros(2), 0.02, lo, hi, v, math.inf).q_rad, same
+    )
     assert outside_box(np.array([0, 0, 2.0]), np.zeros(3), np.ones(3), 0.5)
     assert not outside_box(np.array([0, 0, 1.2]), np.zeros(3), np.ones(3), 0.5)
 
@@ -58,9 +59,15 @@ def test_workspace_guard_refuses_before_motion() -> None:
     q0 = b.joint_state("arm").position_rad.copy()
     far = q0.copy()
     far[1] = spec.lower_rad[1] + 0.05  # swing the shoulder back: tool leaves the box
-    bad = next((q for q in (far, q0 + np.array([0, -0.6, 0.8, 0, 0, 0]))
-                if b.kinematics("arm").fk(q).position_m[2] < b.spec.workspace_min_m[2]
-                or b.kinematics("arm").fk(q).position_m[0] < b.spec.workspace_min_m[0]), None)
+    bad = next(
+        (
+            q
+            for q in (far, q0 + np.array([0, -0.6, 0.8, 0, 0, 0]))
+            if b.kinematics("arm").fk(q).position_m[2] < b.spec.workspace_min_m[2]
+            or b.kinematics("arm").fk(q).position_m[0] < b.spec.workspace_min_m[0]
+        ),
+        None,
+    )
     if bad is None:
         b.config = SafetyConfig(workspace_margin_m=0.0)
         b.inner.spec.workspace_max_m[:] = b.kinematics("arm").fk(q0).position_m - 0.01

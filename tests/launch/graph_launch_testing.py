@@ -30,18 +30,25 @@ OUT = tempfile.mkdtemp(prefix="captain_launch_test_")
 
 @pytest.mark.launch_test
 def generate_test_description():
-    launch_file = os.path.join(get_package_share_directory("captain_ros"), "launch", "captain.launch.py")
-    return launch.LaunchDescription([
-        launch.actions.IncludeLaunchDescription(
-            PythonLaunchDescriptionSource(launch_file),
-            launch_arguments={"backend": "fake", "bag_dir": os.path.join(OUT, "bags"),
-                              "allowed_root": OUT}.items()),  # goals write under OUT
-        launch_testing.actions.ReadyToTest(),
-    ])
+    launch_file = os.path.join(
+        get_package_share_directory("captain_ros"), "launch", "captain.launch.py"
+    )
+    return launch.LaunchDescription(
+        [
+            launch.actions.IncludeLaunchDescription(
+                PythonLaunchDescriptionSource(launch_file),
+                launch_arguments={
+                    "backend": "fake",
+                    "bag_dir": os.path.join(OUT, "bags"),
+                    "allowed_root": OUT,
+                }.items(),
+            ),  # goals write under OUT
+            launch_testing.actions.ReadyToTest(),
+        ]
+    )
 
 
 class TestGraph(unittest.TestCase):
-
     @classmethod
     def setUpClass(cls):
         rclpy.init()
@@ -66,12 +73,14 @@ class TestGraph(unittest.TestCase):
         self.assertEqual(state.current_state.label, "active")
 
     def test_one_episode_with_feedback(self):
-        client = ActionClient(self.node, RunEpisode, "/captain/run_episode",
-                              feedback_sub_qos_profile=FEEDBACK_QOS)
+        client = ActionClient(
+            self.node, RunEpisode, "/captain/run_episode", feedback_sub_qos_profile=FEEDBACK_QOS
+        )
         self.assertTrue(client.wait_for_server(timeout_sec=120.0))
         feedback = []
-        goal = RunEpisode.Goal(task="pick_place", seed=9, max_requests=3,
-                               output_dir=os.path.join(OUT, "ep"))
+        goal = RunEpisode.Goal(
+            task="pick_place", seed=9, max_requests=3, output_dir=os.path.join(OUT, "ep")
+        )
         handle = self._wait(client.send_goal_async(goal, feedback_callback=feedback.append), 60.0)
         self.assertTrue(handle.accepted)
         result = self._wait(handle.get_result_async(), 300.0).result
@@ -83,6 +92,5 @@ class TestGraph(unittest.TestCase):
 
 @launch_testing.post_shutdown_test()
 class TestShutdown(unittest.TestCase):
-
     def test_processes_exit_cleanly(self, proc_info):
         launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -2, -15])

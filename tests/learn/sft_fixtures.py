@@ -24,7 +24,8 @@ SMOL_TEMPLATE = (
     "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
     "Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + "
     "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
-    "{{ '<|im_start|>assistant\n' }}{% endif %}")
+    "{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
 
 # A Qwen2.5-style template with native tool support (schema, tool calls, tool responses).
 QWEN_TEMPLATE = (
@@ -36,7 +37,7 @@ QWEN_TEMPLATE = (
     "{%- for m in messages %}"
     "{%- if m.role == 'assistant' %}{{ '<|im_start|>assistant\\n' + m.content }}"
     "{%- for tc in (m.tool_calls or []) %}"
-    "{{ '\\n<tool_call>\\n{\"name\": \"' + tc.function.name + '\", \"arguments\": ' }}"
+    '{{ \'\\n<tool_call>\\n{"name": "\' + tc.function.name + \'", "arguments": \' }}'
     "{%- if tc.function.arguments is string %}{{ tc.function.arguments }}"
     "{%- else %}{{ tc.function.arguments | tojson }}{%- endif %}{{ '}\\n</tool_call>' }}"
     "{%- endfor %}{{ '<|im_end|>\\n' }}"
@@ -44,13 +45,16 @@ QWEN_TEMPLATE = (
     "{{ '<|im_start|>user\\n<tool_response>\\n' + m.content + '\\n</tool_response><|im_end|>\\n' }}"
     "{%- elif m.role != 'system' %}"
     "{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endif %}"
-    "{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}")
+    "{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}"
+)
 
 TEMPLATES = {"smol": SMOL_TEMPLATE, "qwen": QWEN_TEMPLATE}
 SPECIALS = ["<unk>", "<|im_start|>", "<|im_end|>", "<pad>"]
-TASK_MD = ("# TASK: red_on_blue\n\n## Instruction\n\nPut the red box on top of the blue box.\n\n"
-           "## API\n\n- robot.observe()\n- robot.segment(text)\n- robot.move_to(position, ...)\n"
-           "- robot.release()\n- finish(summary)\n")
+TASK_MD = (
+    "# TASK: red_on_blue\n\n## Instruction\n\nPut the red box on top of the blue box.\n\n"
+    "## API\n\n- robot.observe()\n- robot.segment(text)\n- robot.move_to(position, ...)\n"
+    "- robot.release()\n- finish(summary)\n"
+)
 
 
 def episode_history(n_turns: int = 4, outputs: tuple[str, ...] | None = None) -> History:
@@ -60,24 +64,37 @@ def episode_history(n_turns: int = 4, outputs: tuple[str, ...] | None = None) ->
         step = SOLVE_RED_ON_BLUE[(t - 1) % len(SOLVE_RED_ON_BLUE)]
         cid = f"call_{t}_0"
         text = outputs[t - 1] if outputs else f"ok {t}\n[receipt] move_to: reached, 0.10 m, 1.2 N"
-        turns.append(Turn(t, step["reasoning"], (ToolCall(cid, step["code"]),),
-                          (ToolOutput(cid, text),)))
+        turns.append(
+            Turn(t, step["reasoning"], (ToolCall(cid, step["code"]),), (ToolOutput(cid, text),))
+        )
     return History(SYSTEM_PROMPT, TASK_MD, (), tuple(turns))
 
 
-def make_row(history: History, weights: list[float] | None = None, seed: int = 12,
-             split: str = "train", segment: int = 0) -> dict[str, Any]:
+def make_row(
+    history: History,
+    weights: list[float] | None = None,
+    seed: int = 12,
+    split: str = "train",
+    segment: int = 0,
+) -> dict[str, Any]:
     """A dataset row (records.md schema) for ``history``: its rendered messages, one weight
     and request index per assistant message, and each request's context hash."""
     messages = render(history)
     n = sum(1 for m in messages if m["role"] == "assistant")
-    return {"id": f"red_on_blue:{seed}:{segment}", "episode_id": f"red_on_blue:{seed}",
-            "task": "red_on_blue", "seed": seed, "split": split, "outcome": "success_with_finish",
-            "profile": "default", "messages": messages, "tools": [PYTHON_TOOL_SCHEMA],
-            "weights": weights if weights is not None else [1.0] * n,
-            "requests": [t.index for t in history.turns],
-            "context_sha256": [messages_sha256(render(history.upto(t.index)))
-                               for t in history.turns]}
+    return {
+        "id": f"red_on_blue:{seed}:{segment}",
+        "episode_id": f"red_on_blue:{seed}",
+        "task": "red_on_blue",
+        "seed": seed,
+        "split": split,
+        "outcome": "success_with_finish",
+        "profile": "default",
+        "messages": messages,
+        "tools": [PYTHON_TOOL_SCHEMA],
+        "weights": weights if weights is not None else [1.0] * n,
+        "requests": [t.index for t in history.turns],
+        "context_sha256": [messages_sha256(render(history.upto(t.index))) for t in history.turns],
+    }
 
 
 def write_rows(folder: Path, rows: list[dict[str, Any]], name: str = "train.jsonl") -> Path:
@@ -86,8 +103,12 @@ def write_rows(folder: Path, rows: list[dict[str, Any]], name: str = "train.json
     return folder
 
 
-def train_tokenizer(template: str, corpus: list[str] | None = None, vocab_size: int = 800,
-                    whole_lines: list[str] | None = None) -> Any:
+def train_tokenizer(
+    template: str,
+    corpus: list[str] | None = None,
+    vocab_size: int = 800,
+    whole_lines: list[str] | None = None,
+) -> Any:
     """A byte-level BPE tokenizer trained on ``corpus`` (default: rendered episodes), with the
     pre-tokenizer and normalizer ``Qwen2Tokenizer`` rebuilds on load (so a saved and reloaded
     copy tokenizes identically). ``whole_lines`` become single added tokens (a compact
@@ -109,18 +130,30 @@ def train_tokenizer(template: str, corpus: list[str] | None = None, vocab_size: 
         corpus = [json.dumps(make_row(episode_history(4)))] * 4 + [SYSTEM_PROMPT, TASK_MD]
     tok = Tokenizer(models.BPE())
     tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(corpus, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<|im_end|>",
-                                   pad_token="<pad>", bos_token="<|im_start|>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        eos_token="<|im_end|>",
+        pad_token="<pad>",
+        bos_token="<|im_start|>",
+    )
     if whole_lines:
-        fast.add_tokens([AddedToken(ln, normalized=False) for ln in dict.fromkeys(whole_lines)
-                         if len(ln) > 3])
+        fast.add_tokens(
+            [AddedToken(ln, normalized=False) for ln in dict.fromkeys(whole_lines) if len(ln) > 3]
+        )
     fast.chat_template = template
     return fast
 
@@ -131,11 +164,19 @@ def tiny_model(kind: str, tokenizer: Any, seed: int = 0) -> Any:
     import transformers
 
     torch.manual_seed(seed)
-    common = dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                  max_position_embeddings=4096, eos_token_id=tokenizer.eos_token_id,
-                  pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                  tie_word_embeddings=True)
+    common = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        tie_word_embeddings=True,
+    )
     if kind == "qwen2":
         return transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common))
     if kind == "llama":

@@ -20,21 +20,39 @@ def _states(jaws, held):
 
 def _episodes():
     held = [False, False, True, True, False, False]
-    a = episode_arrays(make_record(seed=1, features=_states([.08, .08, .03, .03, .08, .08], held),
-                                   held=held, requests=[
-        request(1, physical_actions=1, capabilities=("move_to",)),
-        request(2, physical_actions=2, capabilities=("move_to", "move_to")),
-        request(3, perception_only=True, capabilities=("observe", "segment")),
-        request(4, physical_actions=1, capabilities=("release",)),
-        request(5, physical_actions=1, capabilities=("move_to",))]))
+    a = episode_arrays(
+        make_record(
+            seed=1,
+            features=_states([0.08, 0.08, 0.03, 0.03, 0.08, 0.08], held),
+            held=held,
+            requests=[
+                request(1, physical_actions=1, capabilities=("move_to",)),
+                request(2, physical_actions=2, capabilities=("move_to", "move_to")),
+                request(3, perception_only=True, capabilities=("observe", "segment")),
+                request(4, physical_actions=1, capabilities=("release",)),
+                request(5, physical_actions=1, capabilities=("move_to",)),
+            ],
+        )
+    )
     held_b = [False, False, False]
-    b = episode_arrays(make_record(seed=2, outcome="other_failure", held=held_b,
-                                   features=_states([.08, 0.0, 0.0], held_b), requests=[
-        request(1, physical_actions=1, capabilities=("move_to",)),
-        request(2, physical_actions=1, capabilities=("move_to",))]))
+    b = episode_arrays(
+        make_record(
+            seed=2,
+            outcome="other_failure",
+            held=held_b,
+            features=_states([0.08, 0.0, 0.0], held_b),
+            requests=[
+                request(1, physical_actions=1, capabilities=("move_to",)),
+                request(2, physical_actions=1, capabilities=("move_to",)),
+            ],
+        )
+    )
     values = {
-        a.episode_id: EpisodeValues(np.array([.3, .32, .6, .61, .8]), np.array([.32, .6, .59, .85])),
-        b.episode_id: EpisodeValues(np.array([.3, .25]), np.array([.25]))}
+        a.episode_id: EpisodeValues(
+            np.array([0.3, 0.32, 0.6, 0.61, 0.8]), np.array([0.32, 0.6, 0.59, 0.85])
+        ),
+        b.episode_id: EpisodeValues(np.array([0.3, 0.25]), np.array([0.25])),
+    }
     adv = {a.episode_id: np.array([1.0, 2.0, -0.5, 1.0, 0.5]), b.episode_id: np.array([-1.0, 0.5])}
     return a, b, values, adv
 
@@ -45,7 +63,7 @@ def test_request_kinds_from_states_and_records():
     assert ka.kinds == ("motion", "grasp", "perception", "release", "motion")
     assert bool(ka.grasp_success[1])
     kb = classify_requests(b, FEATURE_NAMES)
-    assert kb.kinds == ("grasp", "motion")      # the jaw closed 8 cm but nothing is held
+    assert kb.kinds == ("grasp", "motion")  # the jaw closed 8 cm but nothing is held
     assert not bool(kb.grasp_success[0])
 
 
@@ -60,8 +78,8 @@ def test_shares_of_abs_advantage_and_median_delta_v_by_hand():
     assert share["perception"] == pytest.approx(0.5 / 6.5)
     assert share["other"] == 0.0
     med = res["median_delta_v"]
-    assert med["grasp_success"] == pytest.approx(0.28)      # .6 - .32
-    assert med["grasp_failed"] == pytest.approx(-0.05)      # .25 - .3
-    assert med["perception"] == pytest.approx(-0.01)        # .59 - .6
+    assert med["grasp_success"] == pytest.approx(0.28)  # .6 - .32
+    assert med["grasp_failed"] == pytest.approx(-0.05)  # .25 - .3
+    assert med["perception"] == pytest.approx(-0.01)  # .59 - .6
     assert res["requests"]["grasp"] == 2
     assert res["anchors"]["median_delta_v"]["grasp_success"] == 0.058

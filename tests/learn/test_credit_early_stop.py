@@ -22,9 +22,11 @@ def test_never_before_request_10():
 
 def test_five_consecutive_requests_after_request_5_below_002():
     high = [0.5] * 7
-    assert STOP.should_stop(CUT_KEY, high + [0.01] * 5)       # requests 8..12 below
-    assert not STOP.should_stop(CUT_KEY, high + [0.01] * 4)    # only four
-    assert not STOP.should_stop(CUT_KEY, high + [0.01, 0.01, 0.02, 0.01, 0.01])  # 0.02 is not < 0.02
+    assert STOP.should_stop(CUT_KEY, high + [0.01] * 5)  # requests 8..12 below
+    assert not STOP.should_stop(CUT_KEY, high + [0.01] * 4)  # only four
+    assert not STOP.should_stop(
+        CUT_KEY, high + [0.01, 0.01, 0.02, 0.01, 0.01]
+    )  # 0.02 is not < 0.02
     # values after requests 1..5 never count, however low
     assert not STOP.should_stop(CUT_KEY, [0.0] * 5 + [0.5, 0.0, 0.0, 0.0, 0.0])
 
@@ -37,11 +39,19 @@ def test_control_slice_is_about_5_percent_and_never_cut():
 
 
 def test_control_slice_is_the_same_in_another_process():
-    code = ("from captain_ros.learn.credit import unit_hash; "
-            f"print(repr(unit_hash({CUT_KEY!r}, 'captain-early-stop')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONHASHSEED": "123", "PATH": ""}, timeout=60,
-                         cwd=Path(__file__).resolve().parents[2])
+    code = (
+        "from captain_ros.learn.credit import unit_hash; "
+        f"print(repr(unit_hash({CUT_KEY!r}, 'captain-early-stop')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123", "PATH": ""},
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert float(out.stdout) == unit_hash(CUT_KEY, "captain-early-stop")
 
 

@@ -19,15 +19,16 @@ from captain_ros.learn.episodes import episode_arrays
 
 def test_td_deltas_by_hand():
     # V(s_t, t) = .5 .6 .8 ; V(s_{t+1}, t) = .55 .9 ; c = 0 -.02 -.008 ; R = 1
-    d = td_deltas(np.array([0.5, 0.6, 0.8]), np.array([0.55, 0.9]),
-                  np.array([0.0, -0.02, -0.008]), 1.0)
+    d = td_deltas(
+        np.array([0.5, 0.6, 0.8]), np.array([0.55, 0.9]), np.array([0.0, -0.02, -0.008]), 1.0
+    )
     assert d == pytest.approx([0.05, 0.28, 0.192])
 
 
 def test_delta_holds_t_fixed_so_time_alone_gives_no_credit():
     # A critic V(s, t) = g(s) + h(t): with the SAME t in both terms h cancels for t < T.
-    g = np.array([0.2, 0.2, 0.2, 0.7])   # the state does not change during requests 1 and 2
-    h = np.array([0.0, -0.05, -0.1])     # but the value drifts with t
+    g = np.array([0.2, 0.2, 0.2, 0.7])  # the state does not change during requests 1 and 2
+    h = np.array([0.0, -0.05, -0.1])  # but the value drifts with t
     v_t = g[:3] + h
     v_next = g[1:3] + h[:2]
     d = td_deltas(v_t, v_next, np.zeros(3), 0.0)
@@ -49,8 +50,9 @@ def test_gae_lambda_09_no_discount_by_hand():
 
 def test_group_term_by_hand():
     # G1 = 1 - .028 = .972, G2 = 0 - .04 = -.04 ; mean G = .466
-    a1, a2 = group_advantages([0.972, -0.04], [np.array([0.45752, 0.4528, 0.192]),
-                                                np.array([-0.508, -0.32])])
+    a1, a2 = group_advantages(
+        [0.972, -0.04], [np.array([0.45752, 0.4528, 0.192]), np.array([-0.508, -0.32])]
+    )
     # outcome terms +-.506 ; GAE means .36744 and -.414
     assert a1 == pytest.approx([0.59608, 0.59136, 0.33056])
     assert a2 == pytest.approx([-0.6, -0.412])
@@ -78,15 +80,32 @@ def test_error_only_requests_get_no_positive_credit_and_a_penalty():
 
 
 def _pair_of_episodes():
-    e1 = episode_arrays(make_record(seed=7, outcome="success_with_finish", requests=[
-        request(1, physical_actions=1),
-        request(2, physical_actions=2, failed_physical=1, cost=-0.02),
-        request(3, physical_actions=1, cost=-0.008)]))
-    e2 = episode_arrays(make_record(seed=7, outcome="other_failure", out_dir="b", requests=[
-        request(1, cost=-0.02, python_error_only=True),
-        request(2, physical_actions=1, cost=-0.02)]))
-    values = {e1.episode_id: EpisodeValues(np.array([0.5, 0.6, 0.8]), np.array([0.55, 0.9]), 3),
-              e2.episode_id: EpisodeValues(np.array([0.5, 0.3]), np.array([0.3]), 3)}
+    e1 = episode_arrays(
+        make_record(
+            seed=7,
+            outcome="success_with_finish",
+            requests=[
+                request(1, physical_actions=1),
+                request(2, physical_actions=2, failed_physical=1, cost=-0.02),
+                request(3, physical_actions=1, cost=-0.008),
+            ],
+        )
+    )
+    e2 = episode_arrays(
+        make_record(
+            seed=7,
+            outcome="other_failure",
+            out_dir="b",
+            requests=[
+                request(1, cost=-0.02, python_error_only=True),
+                request(2, physical_actions=1, cost=-0.02),
+            ],
+        )
+    )
+    values = {
+        e1.episode_id: EpisodeValues(np.array([0.5, 0.6, 0.8]), np.array([0.55, 0.9]), 3),
+        e2.episode_id: EpisodeValues(np.array([0.5, 0.3]), np.array([0.3]), 3),
+    }
     return e1, e2, values
 
 
@@ -110,7 +129,9 @@ def test_round_credit_end_to_end_by_hand():
 
 def test_round_credit_refuses_mixed_critic_versions_and_missing_values():
     e1, e2, values = _pair_of_episodes()
-    values[e2.episode_id] = EpisodeValues(values[e2.episode_id].v_t, values[e2.episode_id].v_next, 4)
+    values[e2.episode_id] = EpisodeValues(
+        values[e2.episode_id].v_t, values[e2.episode_id].v_next, 4
+    )
     with pytest.raises(InvalidArgumentError, match="one critic version"):
         round_credit([e1, e2], values, RunningStd())
     with pytest.raises(InvalidArgumentError, match="no critic values"):

@@ -36,14 +36,17 @@ def _run_dir(tmp_path, n_groups=40):
         if folder not in records:
             raise ValueError("privileged.jsonl line 1: not JSON")
         return records[folder]
+
     return run, loader
 
 
 def test_trains_writes_the_folder_and_heldout_metrics(tmp_path, capsys):
     run, loader = _run_dir(tmp_path)
     out = tmp_path / "critic"
-    rc = learn_critic.main(["--episodes", str(run), "--out", str(out), "--epochs", "2",
-                            "--heldout-fraction", "0.25"], loader=loader)
+    rc = learn_critic.main(
+        ["--episodes", str(run), "--out", str(out), "--epochs", "2", "--heldout-fraction", "0.25"],
+        loader=loader,
+    )
     assert rc == 0
     m = json.loads((out / "metrics.json").read_text())
     assert set(m["heldout"]) >= {"auc", "within_group_auc", "brier", "ece", "states", "episodes"}
@@ -55,18 +58,31 @@ def test_trains_writes_the_folder_and_heldout_metrics(tmp_path, capsys):
     text = capsys.readouterr()
     assert "held-out: AUC" in text.out and "skipped 1 unreadable" in text.err
     # continue training from the folder
-    rc = learn_critic.main(["--episodes", str(run), "--out", str(tmp_path / "c2"), "--epochs", "1",
-                            "--init", str(out)], loader=loader)
+    rc = learn_critic.main(
+        [
+            "--episodes",
+            str(run),
+            "--out",
+            str(tmp_path / "c2"),
+            "--epochs",
+            "1",
+            "--init",
+            str(out),
+        ],
+        loader=loader,
+    )
     assert rc == 0 and Critic.load(tmp_path / "c2").version == 2
 
 
 def test_no_episodes_is_one_clear_line_and_exit_2(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    rc = learn_critic.main(["--episodes", str(tmp_path / "empty"), "--out", str(tmp_path / "o")],
-                           loader=lambda f: None)
+    rc = learn_critic.main(
+        ["--episodes", str(tmp_path / "empty"), "--out", str(tmp_path / "o")], loader=lambda f: None
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "no readable episode records" in err[0]
-    rc = captain_main(["learn", "critic", "--episodes", str(tmp_path / "missing"), "--out",
-                       str(tmp_path / "o")])
+    rc = captain_main(
+        ["learn", "critic", "--episodes", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and err[0].startswith("captain learn critic: error:")

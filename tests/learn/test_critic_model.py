@@ -20,11 +20,15 @@ torch.set_num_threads(1)
 
 def test_five_members_of_three_hidden_layers_of_256_logits_averaged():
     m = EnsembleMLP(43, seed=1)
-    assert [tuple(w.shape) for w in m.weights] == [(5, 43, 256), (5, 256, 256), (5, 256, 256),
-                                                   (5, 256, 1)]
+    assert [tuple(w.shape) for w in m.weights] == [
+        (5, 43, 256),
+        (5, 256, 256),
+        (5, 256, 256),
+        (5, 256, 1),
+    ]
     x = torch.randn(7, 43)
     per = []
-    for k in range(5):            # the same maths as five separate MLPs
+    for k in range(5):  # the same maths as five separate MLPs
         h = x
         for i, (w, b) in enumerate(zip(m.weights, m.biases, strict=True)):
             h = h @ w[k] + b[k]
@@ -33,7 +37,7 @@ def test_five_members_of_three_hidden_layers_of_256_logits_averaged():
     per = torch.stack(per)
     assert torch.allclose(m.member_logits(x), per, atol=1e-5)
     assert torch.allclose(m(x), per.mean(0), atol=1e-5)
-    assert not torch.allclose(per[0], per[1])      # members initialised independently
+    assert not torch.allclose(per[0], per[1])  # members initialised independently
 
 
 def test_value_is_the_sigmoid_of_the_mean_logit():
@@ -42,8 +46,9 @@ def test_value_is_the_sigmoid_of_the_mean_logit():
     e = eps[0]
     t = np.arange(1, e.n_requests + 1)
     v = c.values(e.features[:-1], t, [e.task] * e.n_requests)
-    z = c.model.member_logits(torch.from_numpy(c.spec.encode(e.features[:-1], t,
-                                                             [e.task] * e.n_requests)))
+    z = c.model.member_logits(
+        torch.from_numpy(c.spec.encode(e.features[:-1], t, [e.task] * e.n_requests))
+    )
     assert v == pytest.approx(torch.sigmoid(z.mean(0)).detach().numpy().astype(float), abs=1e-6)
 
 
@@ -54,9 +59,9 @@ def test_episode_values_use_the_same_t_for_the_next_state():
     ev = c.episode_values([e])[e.episode_id]
     n = e.n_requests
     t = np.arange(1, n)
-    expect_next = c.values(e.features[1:n], t, [e.task] * (n - 1))   # V(s_{t+1}, t)
+    expect_next = c.values(e.features[1:n], t, [e.task] * (n - 1))  # V(s_{t+1}, t)
     assert ev.v_next == pytest.approx(expect_next)
-    shifted = c.values(e.features[1:n], t + 1, [e.task] * (n - 1))   # V(s_{t+1}, t+1): not used
+    shifted = c.values(e.features[1:n], t + 1, [e.task] * (n - 1))  # V(s_{t+1}, t+1): not used
     assert not np.allclose(ev.v_next, shifted)
     assert ev.critic_version == c.version
 
@@ -71,11 +76,18 @@ def test_no_policy_behaviour_counters_among_the_inputs():
 
 
 def test_input_encoding_standardises_x_and_t_and_one_hots_the_task():
-    spec = InputSpec(("a_m", "b_m"), ("pick_place", "stack"), np.array([1.0, 2.0, 10.0]),
-                     np.array([2.0, 1.0, 5.0]))
+    spec = InputSpec(
+        ("a_m", "b_m"),
+        ("pick_place", "stack"),
+        np.array([1.0, 2.0, 10.0]),
+        np.array([2.0, 1.0, 5.0]),
+    )
     z = spec.encode(np.array([[3.0, 2.0]]), np.array([20]), ["stack"])
     assert z.tolist() == [[1.0, 0.0, 2.0, 0.0, 1.0]]
-    assert spec.encode(np.array([[3.0, 2.0]]), np.array([20]), ["unknown"])[0, 3:].tolist() == [0, 0]
+    assert spec.encode(np.array([[3.0, 2.0]]), np.array([20]), ["unknown"])[0, 3:].tolist() == [
+        0,
+        0,
+    ]
 
 
 def test_critic_folder_round_trip_and_refusals(tmp_path):
@@ -109,7 +121,7 @@ def test_metrics_by_hand():
     y = np.array([1, 0, 1, 0, 0])
     # positive/negative pairs: (0.9 > 0.8, 0.3, 0.6) 3 ; (0.4 > 0.3 only) 1 -> 4 of 6
     assert auc(s, y) == pytest.approx(4 / 6)
-    assert auc(np.array([0.5, 0.5]), np.array([1, 0])) == 0.5     # ties count 1/2
+    assert auc(np.array([0.5, 0.5]), np.array([1, 0])) == 0.5  # ties count 1/2
     assert np.isnan(auc(s, np.ones(5)))
     # groups: A = {0.9+, 0.8-} correct ; B = {0.4+, 0.3-, 0.6-} 1 of 2 ; pooled 2 of 3
     w, used, pairs = within_group_auc(s, y, ["A", "A", "B", "B", "B"])

@@ -37,7 +37,7 @@ def test_critic_learns_the_synthetic_rule(trained):
     assert log["epoch_loss"][-1] < log["epoch_loss"][0]
     m = evaluate(c, held)
     assert m["auc"] > 0.85, m
-    assert m["within_group_auc"] > 0.7, m          # ranks rollouts of one start state
+    assert m["within_group_auc"] > 0.7, m  # ranks rollouts of one start state
     assert m["brier"] < 0.15 and m["ece"] < 0.1, m
     # after a successful placement the critic is confident; before any grasp it is not
     e = next(e for e in held if e.success)
@@ -54,7 +54,7 @@ def test_cotraining_uses_the_critic_from_before_the_update(trained):
     before = c.episode_values(rnd_eps)
     rnd = ct.begin_round(rnd_eps)
     assert rnd.critic_version == 1
-    for k in before:                                   # the round's values ARE the old critic's
+    for k in before:  # the round's values ARE the old critic's
         assert np.array_equal(rnd.values[k].v_t, before[k].v_t)
     with pytest.raises(LearnError, match="still open"):
         ct.begin_round(rnd_eps)
@@ -70,7 +70,7 @@ def test_cotraining_uses_the_critic_from_before_the_update(trained):
     after = c.episode_values(rnd_eps)
     k = next(iter(after))
     assert not np.allclose(after[k].v_t, before[k].v_t)
-    assert np.array_equal(rnd.values[k].v_t, before[k].v_t)   # frozen, not recomputed
+    assert np.array_equal(rnd.values[k].v_t, before[k].v_t)  # frozen, not recomputed
     with pytest.raises(LearnError, match="not the open round"):
         ct.finish_round(rnd)
 

@@ -44,8 +44,9 @@ class PrefillCounter:
 
 
 def _chat(folder, reuse: bool) -> TransformersChat:
-    return TransformersChat(folder, device="cpu", max_new_tokens=12, temperature=0,
-                            reuse_cache=reuse)
+    return TransformersChat(
+        folder, device="cpu", max_new_tokens=12, temperature=0, reuse_cache=reuse
+    )
 
 
 def _episode_requests(chat: TransformersChat, n: int, base_history):
@@ -58,8 +59,14 @@ def _episode_requests(chat: TransformersChat, n: int, base_history):
         gen = chat.generate(messages, TOOLS)
         parsed = parse_reply(gen.text)
         cid = f"call_{t}_0"
-        history = history.with_turn(Turn(t, parsed.reasoning, (ToolCall(cid, "x = 1"),),
-                                         (ToolOutput(cid, f"output of request {t}"),)))
+        history = history.with_turn(
+            Turn(
+                t,
+                parsed.reasoning,
+                (ToolCall(cid, "x = 1"),),
+                (ToolOutput(cid, f"output of request {t}"),),
+            )
+        )
         yield messages, gen
 
 
@@ -69,9 +76,9 @@ def test_cached_and_uncached_greedy_replies_are_identical_and_cache_is_reused(fo
     start = episode_history(1)
     previous: list[int] = []
     cropped = 0
-    for t, ((_, a), (_, b)) in enumerate(zip(_episode_requests(cached, 4, start),
-                                                _episode_requests(plain, 4, start),
-                                                strict=True), 1):
+    for t, ((_, a), (_, b)) in enumerate(
+        zip(_episode_requests(cached, 4, start), _episode_requests(plain, 4, start), strict=True), 1
+    ):
         assert a.prompt_ids == b.prompt_ids
         assert a.completion_ids == b.completion_ids  # identical greedy output
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)

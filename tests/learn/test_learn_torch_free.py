@@ -3,10 +3,18 @@
 import subprocess
 import sys
 
-TORCH_FREE = ["captain_ros.learn", "captain_ros.learn.episodes", "captain_ros.learn.credit",
-              "captain_ros.research.re0", "captain_ros.learn.critic", "captain_ros.learn.critic.inputs",
-              "captain_ros.learn.critic.metrics", "captain_ros.learn.critic.synthetic",
-              "captain_ros.learn.rl", "captain_ros.learn.rl.samples"]
+TORCH_FREE = [
+    "captain_ros.learn",
+    "captain_ros.learn.episodes",
+    "captain_ros.learn.credit",
+    "captain_ros.research.re0",
+    "captain_ros.learn.critic",
+    "captain_ros.learn.critic.inputs",
+    "captain_ros.learn.critic.metrics",
+    "captain_ros.learn.critic.synthetic",
+    "captain_ros.learn.rl",
+    "captain_ros.learn.rl.samples",
+]
 
 
 def test_credit_re0_and_metrics_import_without_torch():
@@ -21,7 +29,8 @@ def test_credit_re0_and_metrics_import_without_torch():
         "    importlib.import_module(mod)\n"
         "leaked = [m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers')]\n"
         "assert not leaked, leaked\n"
-        "print('ok')\n")
+        "print('ok')\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "ok"

@@ -17,8 +17,11 @@ def test_hoeffding_radius_by_hand():
     a1, a2 = split_alpha(0.05)
     assert (a1, a2) == (0.025, 0.025)
     assert two_layer_radius(1.75, 4, 8, a1, a2) == pytest.approx(4.4220255, abs=1e-6)
-    for bad in [dict(return_bound=0.0, n=8, alpha=0.05), dict(return_bound=1.0, n=0, alpha=0.05),
-                dict(return_bound=1.0, n=8, alpha=1.0)]:
+    for bad in [
+        dict(return_bound=0.0, n=8, alpha=0.05),
+        dict(return_bound=1.0, n=0, alpha=0.05),
+        dict(return_bound=1.0, n=8, alpha=1.0),
+    ]:
         with pytest.raises(InvalidArgumentError):
             hoeffding_term(**bad)
 
@@ -59,7 +62,7 @@ def test_confidence_sequence_covers_the_mean_uniformly_over_time():
     rng = np.random.default_rng(1)
     misses = 0
     for _ in range(200):
-        d = rng.choice([-1.0, 0.0, 1.0], size=48, p=[0.3, 0.3, 0.4])    # mean 0.1
+        d = rng.choice([-1.0, 0.0, 1.0], size=48, p=[0.3, 0.3, 0.4])  # mean 0.1
         b = betting_bounds(d, 1.0, 0.05, times=np.array([8, 12, 16, 24, 32, 48]))
         misses += bool(np.any(b.lower > 0.1) or np.any(b.upper < 0.1))
     # two one-sided bounds at 5% each: at most 10% of sequences may miss (far fewer in practice)

@@ -50,9 +50,21 @@ def _contract(kappa, seg=1, syms=("move_to",)):
 
 
 def _verdict(verdict, lcb, valid=True):
-    return Verification(verdict=verdict, alpha=0.01, method="betting", candidates_mode="fresh",
-                        draws=(), delta_hat=lcb + 0.1, lcb=lcb, ucb=lcb + 0.2, radius=None,
-                        log_e_value=None, looks=(8,), rollouts_spent=16, valid=valid)
+    return Verification(
+        verdict=verdict,
+        alpha=0.01,
+        method="betting",
+        candidates_mode="fresh",
+        draws=(),
+        delta_hat=lcb + 0.1,
+        lcb=lcb,
+        ucb=lcb + 0.2,
+        radius=None,
+        log_e_value=None,
+        looks=(8,),
+        rollouts_spent=16,
+        valid=valid,
+    )
 
 
 def test_contracts_verified_in_increasing_kappa_and_smallest_verified_selected():
@@ -67,25 +79,33 @@ def test_contracts_verified_in_increasing_kappa_and_smallest_verified_selected()
     alloc = AlphaAllocator(0.05, planned=10)
     sel = select_smallest_verified(cs, verify, alloc, "restack:3:t4")
     assert sel.contract.kappa == 2.0 and sel.verification.admitted
-    assert tried == [(1.0, 0.005), (2.0, 0.005)]          # kappa 3 never ran
+    assert tried == [(1.0, 0.005), (2.0, 0.005)]  # kappa 3 never ran
     assert len(sel.audited) == 2 and len(alloc.grants) == 2
 
 
 def test_invalid_events_are_never_selected():
     cfg = VerifierConfig()
-    sel = select_smallest_verified([_contract(1.0)],
-                                   lambda c, a: invalid_verification("snapshot mismatch", a, cfg),
-                                   AlphaAllocator(), "h")
+    sel = select_smallest_verified(
+        [_contract(1.0)],
+        lambda c, a: invalid_verification("snapshot mismatch", a, cfg),
+        AlphaAllocator(),
+        "h",
+    )
     assert sel.contract is None and sel.audited[0][1].verdict == "invalid"
-    sel = select_smallest_verified([_contract(1.0)], lambda c, a: _verdict("admitted", 0.3, False),
-                                   AlphaAllocator(), "h")
+    sel = select_smallest_verified(
+        [_contract(1.0)], lambda c, a: _verdict("admitted", 0.3, False), AlphaAllocator(), "h"
+    )
     assert sel.contract is None
 
 
 def test_contract_validation_and_default_scope_cost():
     assert scope_cost(2, 3) == pytest.approx(2 + 3 / 23)
-    for bad in [dict(boundary_t=0), dict(max_segment_requests=0), dict(allowed_symbols=()),
-                dict(kappa=-1.0)]:
+    for bad in [
+        dict(boundary_t=0),
+        dict(max_segment_requests=0),
+        dict(allowed_symbols=()),
+        dict(kappa=-1.0),
+    ]:
         kw = dict(boundary_t=1, allowed_symbols=("move_to",), max_segment_requests=1, kappa=1.0)
         kw.update(bad)
         with pytest.raises(InvalidArgumentError):
@@ -93,19 +113,28 @@ def test_contract_validation_and_default_scope_cost():
 
 
 def test_reopd_weights_by_hand():
-    turns = [TurnSource("seat"), TurnSource("seat"), TurnSource("repair", "e1"),
-             TurnSource("seat"), TurnSource("repair", "e2"), TurnSource("repair", "e3")]
-    events = {"e1": AdmittedEvent("e1", lcb=0.3, admitted=True),
-              "e2": AdmittedEvent("e2", lcb=0.4, admitted=False),
-              "e3": AdmittedEvent("e3", lcb=-0.1, admitted=True, g=0.5)}
+    turns = [
+        TurnSource("seat"),
+        TurnSource("seat"),
+        TurnSource("repair", "e1"),
+        TurnSource("seat"),
+        TurnSource("repair", "e2"),
+        TurnSource("repair", "e3"),
+    ]
+    events = {
+        "e1": AdmittedEvent("e1", lcb=0.3, admitted=True),
+        "e2": AdmittedEvent("e2", lcb=0.4, admitted=False),
+        "e3": AdmittedEvent("e3", lcb=-0.1, admitted=True, g=0.5),
+    }
     # seat: 1 (retention) ; e1: 0.5 * 1 * 0.3 ; e2 not admitted: 0 ; e3: [LCB]+ = 0
     assert reopd_weights(turns, events, lam=0.5) == pytest.approx([1, 1, 0.15, 1, 0, 0])
     with pytest.raises(InvalidArgumentError):
         reopd_weights([TurnSource("repair", "nope")], events)
     with pytest.raises(InvalidArgumentError):
         TurnSource("repair")
-    assert AdmittedEvent.from_ledger({"event_id": "x", "lcb": 0.2, "verdict": "admitted",
-                                      "valid": True}).admitted
+    assert AdmittedEvent.from_ledger(
+        {"event_id": "x", "lcb": 0.2, "verdict": "admitted", "valid": True}
+    ).admitted
 
 
 def test_cold_corpus_keeps_only_verified_completed_trajectories():
@@ -120,8 +149,9 @@ def test_abstention_rules():
     assert not refine_or_abstain("stack", 0.8).refine
     assert "abstained" in refine_or_abstain("stack", 0.92).reason
     assert refine_or_abstain("restack", 0.62).refine
-    closed = gate_state([{"verdict": "rejected", "valid": True},
-                         {"verdict": "insufficient", "valid": True}])
+    closed = gate_state(
+        [{"verdict": "rejected", "valid": True}, {"verdict": "insufficient", "valid": True}]
+    )
     assert not closed.open and closed.n_audited == 2 and "closed" in closed.reason
     opened = gate_state([{"verdict": "admitted", "valid": True}, {"verdict": "rejected"}])
     assert opened.open and opened.n_admitted == 1

@@ -13,6 +13,7 @@ def _constant_sampler(teacher: float, student: float, calls: list):
     def sample(first, count):
         calls.append((first, count))
         return [PairedDraw("scripted", xi, teacher, student) for xi in range(first, first + count)]
+
     return sample
 
 
@@ -62,7 +63,7 @@ def test_candidates_are_averaged_never_post_selected():
     # the good candidate alone would be admitted; the mean over both is 0
     assert v.delta_hat == 0.0 and not v.admitted
     assert v.candidates == ("bad", "good")
-    assert v.rollouts_spent == 2 * 48 + 48        # (K + 1) x M
+    assert v.rollouts_spent == 2 * 48 + 48  # (K + 1) x M
 
 
 def test_reused_candidates_pay_the_outer_layer():
@@ -93,6 +94,7 @@ def test_decide_validates_the_pair_structure():
 
 def _bernoulli_sampler(rng, p_teacher, p_student, rho):
     """Shared randomness: both arms read the same uniform with probability rho."""
+
     def sample(first, count):
         out = []
         for xi in range(first, first + count):
@@ -100,6 +102,7 @@ def _bernoulli_sampler(rng, p_teacher, p_student, rho):
             u2 = u if rng.uniform() < rho else rng.uniform()
             out.append(PairedDraw("t", xi, float(u < p_teacher), float(u2 < p_student)))
         return out
+
     return sample
 
 
@@ -117,8 +120,9 @@ def test_false_admission_rate_within_alpha_when_delta_is_zero(method):
 
 def test_power_when_the_teacher_is_better():
     rng = np.random.default_rng(8)
-    res = [verify(_bernoulli_sampler(rng, 0.9, 0.3, 0.7), 0.05, VerifierConfig())
-           for _ in range(60)]
+    res = [
+        verify(_bernoulli_sampler(rng, 0.9, 0.3, 0.7), 0.05, VerifierConfig()) for _ in range(60)
+    ]
     assert sum(v.admitted for v in res) >= 54
     assert np.mean([v.rollouts_spent for v in res if v.admitted]) < 2 * 24
 

@@ -28,8 +28,8 @@ def _example():
     new = torch.log(torch.tensor([0.5, 0.05, 0.9, 0.5], dtype=torch.float64)).requires_grad_()
     old = torch.log(torch.tensor([0.5, 0.5, 0.5, 0.1], dtype=torch.float64))
     ref = torch.log(torch.tensor([0.4, 0.5, 0.6, 0.5], dtype=torch.float64))
-    adv = torch.tensor([1.0, 1.0, -0.5, -0.5], dtype=torch.float64)     # request 1, request 2
-    w = torch.tensor([2.0, 2.0, 1.0, 1.0], dtype=torch.float64)         # inclusion weights
+    adv = torch.tensor([1.0, 1.0, -0.5, -0.5], dtype=torch.float64)  # request 1, request 2
+    w = torch.tensor([2.0, 2.0, 1.0, 1.0], dtype=torch.float64)  # inclusion weights
     return new, old, ref, adv, w
 
 
@@ -58,17 +58,23 @@ def test_mask_bounds_are_strict_and_beta_is_the_papers():
     cfg = LossConfig()
     assert (cfg.ratio_low, cfg.ratio_high, cfg.beta) == (0.2, 4.0, 0.002)
     new = torch.log(torch.tensor([0.2, 0.8, 0.21], dtype=torch.float64))
-    old = torch.log(torch.tensor([1.0, 0.2, 1.0], dtype=torch.float64))   # ratios 0.2, 4, 0.21
+    old = torch.log(torch.tensor([1.0, 0.2, 1.0], dtype=torch.float64))  # ratios 0.2, 4, 0.21
     z = torch.zeros(3, dtype=torch.float64)
     out = masked_policy_loss(new, old, new, z + 1, z + 1, torch.ones(3, dtype=torch.bool))
-    assert out.kept_tokens == 1                 # 0.2 and 4 are outside the open interval
+    assert out.kept_tokens == 1  # 0.2 and 4 are outside the open interval
 
 
 def test_drifted_tokens_give_no_nan_gradient():
     new = torch.tensor([0.0, -1.0], dtype=torch.float64, requires_grad=True)
-    old = torch.tensor([-200.0, -1.0], dtype=torch.float64)     # ratio e^200 on token 1
-    out = masked_policy_loss(new, old, new.detach() - 500, torch.ones(2, dtype=torch.float64),
-                             torch.ones(2, dtype=torch.float64), torch.ones(2, dtype=torch.bool))
+    old = torch.tensor([-200.0, -1.0], dtype=torch.float64)  # ratio e^200 on token 1
+    out = masked_policy_loss(
+        new,
+        old,
+        new.detach() - 500,
+        torch.ones(2, dtype=torch.float64),
+        torch.ones(2, dtype=torch.float64),
+        torch.ones(2, dtype=torch.bool),
+    )
     out.loss.backward()
     assert torch.isfinite(out.loss) and torch.isfinite(new.grad).all()
     assert new.grad[0] == 0.0 and out.kept_tokens == 1
@@ -88,20 +94,26 @@ def test_at_most_8_requests_uniformly_with_inverse_inclusion_weights():
     assert sample_requests([1, 2, 3], rng) == {1: 1.0, 2: 1.0, 3: 1.0}
     # unbiased: E[sum over sampled of w_t x_t] = sum_t x_t
     x = np.arange(1.0, 21.0) ** 2
-    est = [sum(w * x[t - 1] for t, w in sample_requests(range(1, 21), rng).items())
-           for _ in range(20000)]
+    est = [
+        sum(w * x[t - 1] for t, w in sample_requests(range(1, 21), rng).items())
+        for _ in range(20000)
+    ]
     assert np.mean(est) == pytest.approx(x.sum(), rel=0.01)
     counts = np.zeros(20)
     for _ in range(4000):
         for t in sample_requests(range(1, 21), rng):
             counts[t - 1] += 1
-    assert counts.min() / 4000 > 0.36 and counts.max() / 4000 < 0.44     # 8/20 = 0.4 each
+    assert counts.min() / 4000 > 0.36 and counts.max() / 4000 < 0.44  # 8/20 = 0.4 each
 
 
 def test_segment_sample_builds_one_append_only_sequence():
-    s = segment_sample("ep", prompts=[[1, 2, 3], [1, 2, 3, 7, 8, 9, 4]],
-                       completions=[[7, 8], [5]], completion_logprobs=[[-0.1, -0.2], [-0.3]],
-                       policy_version=3)
+    s = segment_sample(
+        "ep",
+        prompts=[[1, 2, 3], [1, 2, 3, 7, 8, 9, 4]],
+        completions=[[7, 8], [5]],
+        completion_logprobs=[[-0.1, -0.2], [-0.3]],
+        policy_version=3,
+    )
     assert s.input_ids.tolist() == [1, 2, 3, 7, 8, 9, 4, 5]
     assert s.request_of_token.tolist() == [0, 0, 0, 1, 1, 0, 0, 2]
     assert s.old_logprobs.tolist() == [0, 0, 0, -0.1, -0.2, 0, 0, -0.3]

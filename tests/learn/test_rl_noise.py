@@ -17,8 +17,8 @@ torch.set_num_threads(1)
 def test_noise_scale_recovers_a_known_ratio():
     rng = np.random.default_rng(0)
     d, sigma = 200, 0.5
-    g_true = np.full(d, 0.05)                    # |G|^2 = 200 * 0.0025 = 0.5
-    grads = g_true + rng.normal(0, sigma, size=(4000, d))   # tr(Sigma) = 200 * 0.25 = 50
+    g_true = np.full(d, 0.05)  # |G|^2 = 200 * 0.0025 = 0.5
+    grads = g_true + rng.normal(0, sigma, size=(4000, d))  # tr(Sigma) = 200 * 0.25 = 50
     ns = simple_noise_scale(grads, bootstrap=100)
     assert ns.trace_sigma == pytest.approx(50, rel=0.03)
     assert ns.g2 == pytest.approx(0.5, rel=0.1)

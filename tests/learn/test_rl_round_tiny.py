@@ -35,7 +35,7 @@ def _segment(model, rng, ep, version):
         with torch.no_grad():
             lps.append(token_logprobs(model, full, pos).tolist())
         completions.append(reply)
-        ids = ids + reply + [3]           # tool output
+        ids = ids + reply + [3]  # tool output
     return segment_sample(ep.episode_id, prompts, completions, lps, version)
 
 
@@ -49,14 +49,14 @@ def test_one_round_in_the_papers_order():
     upd = PolicyUpdater(model, UpdateConfig(lr=1e-3, accumulation_rounds=1, warmup_steps=0))
     running = RunningStd()
 
-    episodes = synthetic_episodes(4, seed=21, mean_requests=10)       # 4 start states x G = 4
+    episodes = synthetic_episodes(4, seed=21, mean_requests=10)  # 4 start states x G = 4
     assert len({e.group for e in episodes}) == 4 and len(episodes) == 16
     samples = [_segment(model, rng, e, upd.version) for e in episodes]
-    rnd = cot.begin_round(episodes)                                    # 2: credit, old critic
+    rnd = cot.begin_round(episodes)  # 2: credit, old critic
     credits = round_credit(episodes, rnd.values, running)
-    cstats = cot.finish_round(rnd)                                     # 3: critic update
+    cstats = cot.finish_round(rnd)  # 3: critic update
     adv = {c.episode_id: c.by_request() for c in credits}
-    pstats = upd.accumulate_round(samples, adv)                        # 4 + 5: accumulate, step
+    pstats = upd.accumulate_round(samples, adv)  # 4 + 5: accumulate, step
     assert {c.critic_version for c in credits} == {1} and cstats["critic_version"] == 2
     assert pstats.stepped and upd.version == 1 and pstats.episodes == 16
     assert pstats.requests_sampled == sum(min(8, e.n_requests) for e in episodes)

@@ -21,10 +21,16 @@ torch.set_num_threads(1)
 
 def tiny_base(seed: int = 0):
     torch.manual_seed(seed)
-    cfg = transformers.Qwen2Config(vocab_size=96, hidden_size=32, intermediate_size=64,
-                                   num_hidden_layers=2, num_attention_heads=4,
-                                   num_key_value_heads=2, max_position_embeddings=256,
-                                   tie_word_embeddings=True)
+    cfg = transformers.Qwen2Config(
+        vocab_size=96,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+    )
     return transformers.Qwen2ForCausalLM(cfg)
 
 
@@ -38,9 +44,9 @@ def _sample(model, rng, version=0, n_req=3, eid="ep0"):
     """A segment whose rollout log-probs are the current policy's own (ratio 1 at the start)."""
     ids, req = [1, 2, 3], [0, 0, 0]
     for t in range(1, n_req + 1):
-        ids += rng.integers(4, 96, size=5).tolist()   # the reply of request t
+        ids += rng.integers(4, 96, size=5).tolist()  # the reply of request t
         req += [t] * 5
-        ids += [3, 4]                                 # tool output
+        ids += [3, 4]  # tool output
         req += [0, 0]
     ids_t = torch.tensor(ids)
     pos = torch.nonzero(torch.tensor(req) > 0).squeeze(-1)
@@ -72,7 +78,7 @@ def test_reference_is_the_model_without_its_adapter():
     import copy
 
     base = tiny_base()
-    sft = copy.deepcopy(base)        # the SFT model the adapter starts from
+    sft = copy.deepcopy(base)  # the SFT model the adapter starts from
     model = tiny_lora(base=base)
     for n, p in model.named_parameters():
         if "lora_B" in n:
@@ -102,10 +108,12 @@ def test_accumulates_k_rounds_then_steps_and_only_lora_moves():
     assert all(torch.equal(p, lora_before[n]) for n, p in model.named_parameters() if "lora" in n)
     r2 = upd.accumulate_round([s], adv)
     assert r2.stepped and upd.version == 1 and r2.policy_version == 1
-    assert any(not torch.equal(p, lora_before[n]) for n, p in model.named_parameters()
-               if "lora" in n)
-    assert all(torch.equal(p, base_before[n]) for n, p in model.named_parameters()
-               if "lora" not in n)
+    assert any(
+        not torch.equal(p, lora_before[n]) for n, p in model.named_parameters() if "lora" in n
+    )
+    assert all(
+        torch.equal(p, base_before[n]) for n, p in model.named_parameters() if "lora" not in n
+    )
 
 
 def test_update_raises_positively_and_lowers_negatively_credited_requests():
@@ -127,8 +135,9 @@ def test_gradient_checkpointing_gives_the_same_gradients_by_recomputing():
     for ckpt in (False, True):
         model = tiny_lora(2)
         s = _sample(model, np.random.default_rng(2))
-        upd = PolicyUpdater(model, UpdateConfig(accumulation_rounds=2, warmup_steps=0,
-                                                gradient_checkpointing=ckpt))
+        upd = PolicyUpdater(
+            model, UpdateConfig(accumulation_rounds=2, warmup_steps=0, gradient_checkpointing=ckpt)
+        )
         n = [0]
         mlp = model.base_model.model.model.layers[0].mlp
         mlp.register_forward_pre_hook(lambda *_, n=n: n.__setitem__(0, n[0] + 1))

@@ -30,8 +30,15 @@ def _sft(capsys, *args):
 
 def test_dataset_folder_without_rows(tmp_path, base, capsys):
     (tmp_path / "data").mkdir()
-    code, err = _sft(capsys, "--data", str(tmp_path / "data"), "--base", str(base),
-                     "--out", str(tmp_path / "out"))
+    code, err = _sft(
+        capsys,
+        "--data",
+        str(tmp_path / "data"),
+        "--base",
+        str(base),
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert code == 2 and len(err) == 1
     assert err[0].startswith("captain learn sft: error: ") and "no *.jsonl files" in err[0]
     assert not (tmp_path / "out" / "config.json").exists()
@@ -41,45 +48,110 @@ def test_row_with_the_wrong_schema_names_file_and_line(tmp_path, base, capsys):
     good, bad = make_row(episode_history(2)), make_row(episode_history(2))
     bad["weights"] = [1.0]
     write_rows(tmp_path / "data", [good, bad])
-    code, err = _sft(capsys, "--data", str(tmp_path / "data"), "--base", str(base),
-                     "--out", str(tmp_path / "out"))
+    code, err = _sft(
+        capsys,
+        "--data",
+        str(tmp_path / "data"),
+        "--base",
+        str(base),
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert code == 2 and len(err) == 1
     assert "train.jsonl:2: 'weights' must be a list with one entry per assistant message" in err[0]
 
 
 def test_unknown_base(tmp_path, capsys):
     write_rows(tmp_path / "data", [make_row(episode_history(1))])
-    code, err = _sft(capsys, "--data", str(tmp_path / "data"), "--base", "smollm9",
-                     "--out", str(tmp_path / "out"))
-    assert code == 2 and err == ["captain learn sft: error: unknown base 'smollm9': not one of "
-                                 "smollm2 and no such folder"]
-    code, err = _sft(capsys, "--data", str(tmp_path / "data"), "--base", str(tmp_path),
-                     "--out", str(tmp_path / "out"))
+    code, err = _sft(
+        capsys,
+        "--data",
+        str(tmp_path / "data"),
+        "--base",
+        "smollm9",
+        "--out",
+        str(tmp_path / "out"),
+    )
+    assert code == 2 and err == [
+        "captain learn sft: error: unknown base 'smollm9': not one of smollm2 and no such folder"
+    ]
+    code, err = _sft(
+        capsys,
+        "--data",
+        str(tmp_path / "data"),
+        "--base",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert code == 2 and "is not a transformers model folder (no config.json)" in err[0]
 
 
 def test_only_masked_turns_and_bad_options(tmp_path, base, capsys):
     write_rows(tmp_path / "data", [make_row(episode_history(2), [0.0, 0.0])])
-    code, err = _sft(capsys, "--data", str(tmp_path / "data"), "--base", str(base),
-                     "--out", str(tmp_path / "out"))
+    code, err = _sft(
+        capsys,
+        "--data",
+        str(tmp_path / "data"),
+        "--base",
+        str(base),
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert code == 2 and "no supervised tokens" in err[0]
-    code, err = _sft(capsys, "--data", str(tmp_path / "data"), "--base", str(base),
-                     "--out", str(tmp_path / "out"), "--grad-accum", "0")
+    code, err = _sft(
+        capsys,
+        "--data",
+        str(tmp_path / "data"),
+        "--base",
+        str(base),
+        "--out",
+        str(tmp_path / "out"),
+        "--grad-accum",
+        "0",
+    )
     assert code == 2 and err == ["captain learn sft: error: grad_accum must be >= 1, got 0"]
 
 
 def test_debug_shows_the_traceback(tmp_path, base):
     (tmp_path / "data").mkdir()
     with pytest.raises(DatasetError):
-        main(["learn", "sft", "--debug", "--data", str(tmp_path / "data"), "--base", str(base),
-              "--out", str(tmp_path / "out")])
+        main(
+            [
+                "learn",
+                "sft",
+                "--debug",
+                "--data",
+                str(tmp_path / "data"),
+                "--base",
+                str(base),
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
 
 
 def test_a_training_run_prints_one_summary_line(tmp_path, base, capsys):
     write_rows(tmp_path / "data", [make_row(episode_history(2))])
-    code = main(["learn", "sft", "--no-progress", "--data", str(tmp_path / "data"), "--base",
-                 str(base), "--out", str(tmp_path / "out"), "--max-steps", "2", "--bf16", "off",
-                 "--val-fraction", "0"])
+    code = main(
+        [
+            "learn",
+            "sft",
+            "--no-progress",
+            "--data",
+            str(tmp_path / "data"),
+            "--base",
+            str(base),
+            "--out",
+            str(tmp_path / "out"),
+            "--max-steps",
+            "2",
+            "--bf16",
+            "off",
+            "--val-fraction",
+            "0",
+        ]
+    )
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and out[-1].startswith("trained 2 steps in ")
     assert json.loads((tmp_path / "out" / "metrics.json").read_text())["steps"] == 2

@@ -39,8 +39,18 @@ def test_served_student_renders_like_the_in_process_policy(tmp_path):
     torch.set_num_threads(1)
     base = save_tiny(tmp_path / "base", "qwen2", "smol")
     write_rows(tmp_path / "data", [make_row(episode_history(2))])
-    run_sft(SftOptions(data=str(tmp_path / "data"), base=str(base), out=str(tmp_path / "student"),
-                       max_steps=1, grad_accum=1, val_fraction=0.0, progress=False, bf16="off"))
+    run_sft(
+        SftOptions(
+            data=str(tmp_path / "data"),
+            base=str(base),
+            out=str(tmp_path / "student"),
+            max_steps=1,
+            grad_accum=1,
+            val_fraction=0.0,
+            progress=False,
+            bf16="off",
+        )
+    )
     messages = render(episode_history(2))  # tool calls and tool outputs in the history
     local = TransformersChat(tmp_path / "student", device="cpu", max_new_tokens=4, temperature=0)
     ours = len(local.generate(messages, [PYTHON_TOOL_SCHEMA]).prompt_ids)
@@ -54,9 +64,22 @@ def test_served_student_renders_like_the_in_process_policy(tmp_path):
     port = _free_port()
     exe = Path(sys.executable).with_name("transformers")
     log = (tmp_path / "serve.log").open("w")
-    proc = subprocess.Popen([str(exe), "serve", str(tmp_path / "student"), "--device", "cpu",
-                             "--host", "127.0.0.1", "--port", str(port)], stdout=log,
-                            stderr=subprocess.STDOUT, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    proc = subprocess.Popen(
+        [
+            str(exe),
+            "serve",
+            str(tmp_path / "student"),
+            "--device",
+            "cpu",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+    )
     base_url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(360):
@@ -69,8 +92,15 @@ def test_served_student_renders_like_the_in_process_policy(tmp_path):
             time.sleep(0.5)
         else:
             pytest.fail("transformers serve did not come up in 180 s")
-        client = OpenAIChatClient(base_url + "/v1", str(tmp_path / "student"), stream=False,
-                                  max_tokens=4, temperature=0.0, timeout_s=120, max_retries=1)
+        client = OpenAIChatClient(
+            base_url + "/v1",
+            str(tmp_path / "student"),
+            stream=False,
+            max_tokens=4,
+            temperature=0.0,
+            timeout_s=120,
+            max_retries=1,
+        )
         out = client.complete(messages, tools=[PYTHON_TOOL_SCHEMA])
         assert out.finish_reason in ("stop", "length", "tool_calls")
         assert out.usage.reported and out.usage.prompt_tokens == expected

@@ -28,19 +28,31 @@ def test_smollm2_sft_step_and_student(tmp_path):
         pytest.fail(f"packaged SmolLM2 unavailable: {exc}")
     history = episode_history(2)
     write_rows(tmp_path / "data", [make_row(history)])
-    opts = SftOptions(data=str(tmp_path / "data"), base="smollm2", out=str(tmp_path / "out"),
-                      max_steps=1, grad_accum=1, warmup=0.0, val_fraction=0.0, progress=False,
-                      save_steps=1000)
+    opts = SftOptions(
+        data=str(tmp_path / "data"),
+        base="smollm2",
+        out=str(tmp_path / "out"),
+        max_steps=1,
+        grad_accum=1,
+        warmup=0.0,
+        val_fraction=0.0,
+        progress=False,
+        save_steps=1000,
+    )
     (seq,) = prepare(opts, tmp_path / "prep")["train"]
     assert len(seq.input_ids) < 2000
     metrics = run_sft(opts)
     assert metrics["steps"] == 1 and metrics["train_loss"] > 0
     chat = TransformersChat(tmp_path / "out", device="cpu", max_new_tokens=8, temperature=0)
-    starts = [i for i in range(1, len(seq.labels))
-              if seq.labels[i] != IGNORE and seq.labels[i - 1] == IGNORE]
+    starts = [
+        i
+        for i in range(1, len(seq.labels))
+        if seq.labels[i] != IGNORE and seq.labels[i - 1] == IGNORE
+    ]
     for t, start in zip((1, 2), starts, strict=True):  # token-for-token parity, real tokenizer
-        ids = chat.tokenizer(chat.render(render(history.upto(t)), [PYTHON_TOOL_SCHEMA]),
-                             add_special_tokens=False)["input_ids"]
+        ids = chat.tokenizer(
+            chat.render(render(history.upto(t)), [PYTHON_TOOL_SCHEMA]), add_special_tokens=False
+        )["input_ids"]
         assert list(seq.input_ids[:start]) == list(ids)
     first = chat.generate(render(history.upto(1)), [PYTHON_TOOL_SCHEMA])
     second = chat.generate(render(history.upto(2)), [PYTHON_TOOL_SCHEMA])

@@ -37,13 +37,17 @@ BUDGETS = Budgets(max_requests=6)
 def test_a_student_trained_on_an_episode_acts_in_the_harness(tmp_path, capsys):
     torch.set_num_threads(1)
     _, robot = make_stack()
-    expert = run_episode(RedOnBlueTask(), 0, robot, ReplayPolicy(SOLVE_RED_ON_BLUE), BUDGETS,
-                         tmp_path / "expert")
+    expert = run_episode(
+        RedOnBlueTask(), 0, robot, ReplayPolicy(SOLVE_RED_ON_BLUE), BUDGETS, tmp_path / "expert"
+    )
     assert expert.outcome == "success_with_finish"
     history = load_history(tmp_path / "expert" / "trajectory.jsonl")
     row = make_row(history)
-    recorded = [r["context_sha256"] for r in read_records(tmp_path / "expert" / "trajectory.jsonl")
-                if r["type"] == "request"]
+    recorded = [
+        r["context_sha256"]
+        for r in read_records(tmp_path / "expert" / "trajectory.jsonl")
+        if r["type"] == "request"
+    ]
     assert row["context_sha256"] == recorded  # the row is what the policy saw
     write_rows(tmp_path / "data", [row])
     # A tokenizer whose vocabulary holds the fixed prompt lines (TASK.md is ~12 KB), so that the
@@ -58,18 +62,44 @@ def test_a_student_trained_on_an_episode_acts_in_the_harness(tmp_path, capsys):
 
     # 200 steps: at 120 the tiny model memorised the episode only for some prompts (one more
     # failure category in TASK.md's API section was enough to make its first reply prose)
-    code = main(["learn", "sft", "--data", str(tmp_path / "data"), "--base", str(tmp_path / "base"),
-                 "--out", str(tmp_path / "student"), "--method", "full", "--max-steps", "200",
-                 "--lr", "1e-2", "--grad-accum", "1", "--bf16", "off", "--val-fraction", "0",
-                 "--no-progress", "--save-steps", "1000"])
+    code = main(
+        [
+            "learn",
+            "sft",
+            "--data",
+            str(tmp_path / "data"),
+            "--base",
+            str(tmp_path / "base"),
+            "--out",
+            str(tmp_path / "student"),
+            "--method",
+            "full",
+            "--max-steps",
+            "200",
+            "--lr",
+            "1e-2",
+            "--grad-accum",
+            "1",
+            "--bf16",
+            "off",
+            "--val-fraction",
+            "0",
+            "--no-progress",
+            "--save-steps",
+            "1000",
+        ]
+    )
     assert code == 0 and "student in" in capsys.readouterr().out
 
-    policy = make_policy("transformers", {"model_folder": str(tmp_path / "student"),
-                                          "temperature": 0.0, "max_new_tokens": 300})
+    policy = make_policy(
+        "transformers",
+        {"model_folder": str(tmp_path / "student"), "temperature": 0.0, "max_new_tokens": 300},
+    )
     _, robot = make_stack()
     student = run_episode(RedOnBlueTask(), 0, robot, policy, BUDGETS, tmp_path / "run")
-    requests = [r for r in read_records(tmp_path / "run" / "trajectory.jsonl")
-                if r["type"] == "request"]
+    requests = [
+        r for r in read_records(tmp_path / "run" / "trajectory.jsonl") if r["type"] == "request"
+    ]
     assert requests[0]["context_sha256"] == recorded[0]  # deployment saw the training context
     ran = [c["code"] for c in requests[0]["calls"]]
     assert ran == [SOLVE_RED_ON_BLUE[0]["code"]]  # the trained first cell, executed

@@ -61,10 +61,16 @@ def test_only_the_agents_tokens_carry_labels(tok):
         assert text.endswith("</tool_call><|im_end|>")  # the end-of-turn token, not the newline
         for out in turn.outputs:
             assert out.text not in text  # tool outputs are context
-    all_labels = tok.decode([t for t, lab in zip(seq.input_ids, seq.labels, strict=True)
-                             if lab != IGNORE])
-    for unlabelled in ("robot manipulation agent", "# TASK: red_on_blue", "<|im_start|>",
-                       "ok 1", "Grasp from above."):  # system, task, scaffolding, output, w=0 turn
+    all_labels = tok.decode(
+        [t for t, lab in zip(seq.input_ids, seq.labels, strict=True) if lab != IGNORE]
+    )
+    for unlabelled in (
+        "robot manipulation agent",
+        "# TASK: red_on_blue",
+        "<|im_start|>",
+        "ok 1",
+        "Grasp from above.",
+    ):  # system, task, scaffolding, output, w=0 turn
         assert unlabelled not in all_labels
     weights = {w for w, lab in zip(seq.weights, seq.labels, strict=True) if lab != IGNORE}
     assert weights == {1.0, 0.5}
@@ -86,11 +92,15 @@ def test_training_text_is_what_the_deployed_policy_renders(tmp_path):
         history = episode_history(4)
         row = parse_row(make_row(history), "r:1")
         (seq,) = tokenize_row(chat.tokenizer, row, 4096)
-        starts = [i for i in range(len(seq.labels))
-                  if seq.labels[i] != IGNORE and (i == 0 or seq.labels[i - 1] == IGNORE)]
+        starts = [
+            i
+            for i in range(len(seq.labels))
+            if seq.labels[i] != IGNORE and (i == 0 or seq.labels[i - 1] == IGNORE)
+        ]
         for t, start in zip(range(1, 5), starts, strict=True):
-            deployed = chat.tokenizer(chat.render(render(history.upto(t)), row.tools),
-                                      add_special_tokens=False)["input_ids"]
+            deployed = chat.tokenizer(
+                chat.render(render(history.upto(t)), row.tools), add_special_tokens=False
+            )["input_ids"]
             assert list(seq.input_ids[:start]) == list(deployed)
         if template == "smol":
             assert TOOL_NOTE in chat.render(render(history), row.tools)
@@ -108,7 +118,7 @@ def test_long_episodes_split_at_turn_boundaries_with_history_as_prefix(tok):
     seqs = tokenize_row(tok, row, max_len, stats)
     assert len(seqs) > 1 and all(len(s.input_ids) <= max_len for s in seqs)
     assert stats.truncated_sequences == sum(s.truncated for s in seqs) >= 1
-    assert not seqs[0].truncated and seqs[0].input_ids == whole.input_ids[:len(seqs[0].input_ids)]
+    assert not seqs[0].truncated and seqs[0].input_ids == whole.input_ids[: len(seqs[0].input_ids)]
     runs = [tuple(r) for s in seqs for r in _spans(s)]
     assert runs == [tuple(r) for r in _spans(whole)]  # every turn labelled exactly once
     for s in seqs[1:]:
@@ -136,9 +146,11 @@ def test_plan_windows():
 
 def test_non_append_only_template_starts_a_new_sequence():
     # A template that shows the reasoning of the LAST assistant turn only (like Qwen3's <think>).
-    template = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' and "
-                "not loop.last %}(earlier turn){% else %}{{ m.content }}{% endif %}<|im_end|>\n"
-                "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    template = (
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' and "
+        "not loop.last %}(earlier turn){% else %}{{ m.content }}{% endif %}<|im_end|>\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
     tok = train_tokenizer(template)
     stats = TokenizeStats()
     seqs = tokenize_row(tok, _row(3), 100_000, stats)
@@ -153,27 +165,33 @@ def test_rows_with_only_masked_turns_give_nothing(tok):
 
 def test_assistant_content_as_parts_and_images_flatten_like_deployment(tok):
     msgs = render(episode_history(2))
-    msgs[1] = {"role": "user", "content": [{"type": "text", "text": "look"},
-                                           {"type": "image", "image": "images/a.png"}]}
+    msgs[1] = {
+        "role": "user",
+        "content": [{"type": "text", "text": "look"}, {"type": "image", "image": "images/a.png"}],
+    }
     text = render_chat(tok, msgs, [{"type": "function", "function": {"name": "python"}}])
     assert "[image attached; this model cannot see images]" in text
 
 
-@pytest.mark.parametrize(("mutate", "message"), [
-    (lambda r: r.pop("weights"), "'weights' must be a list"),
-    (lambda r: r["weights"].append(1.0), "one entry per assistant message"),
-    (lambda r: r["weights"].__setitem__(0, -1), "not a finite number >= 0"),
-    (lambda r: r["weights"].__setitem__(0, "x"), "not a number"),
-    (lambda r: r["messages"][0].__setitem__("role", "robot"), "has role 'robot'"),
-    (lambda r: r.__setitem__("messages", []), "non-empty list"),
-    (lambda r: r["messages"][2].__setitem__("tool_calls", [{"function": {}}]), "function.name"),
-    (lambda r: r["messages"][1].__setitem__("content", 3), "content must be a string"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda r: r.pop("weights"), "'weights' must be a list"),
+        (lambda r: r["weights"].append(1.0), "one entry per assistant message"),
+        (lambda r: r["weights"].__setitem__(0, -1), "not a finite number >= 0"),
+        (lambda r: r["weights"].__setitem__(0, "x"), "not a number"),
+        (lambda r: r["messages"][0].__setitem__("role", "robot"), "has role 'robot'"),
+        (lambda r: r.__setitem__("messages", []), "non-empty list"),
+        (lambda r: r["messages"][2].__setitem__("tool_calls", [{"function": {}}]), "function.name"),
+        (lambda r: r["messages"][1].__setitem__("content", 3), "content must be a string"),
+    ],
+)
 def test_bad_rows_name_the_file_line_and_problem(tmp_path, mutate, message):
     row = make_row(episode_history(2))
     mutate(row)
-    (tmp_path / "train.jsonl").write_text(json.dumps(make_row(episode_history(2))) + "\n"
-                                          + json.dumps(row) + "\n")
+    (tmp_path / "train.jsonl").write_text(
+        json.dumps(make_row(episode_history(2))) + "\n" + json.dumps(row) + "\n"
+    )
     with pytest.raises(DatasetError, match=message) as err:
         load_rows(tmp_path)
     assert f"{tmp_path / 'train.jsonl'}:2" in str(err.value)

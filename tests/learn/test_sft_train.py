@@ -29,9 +29,19 @@ def base(tmp_path_factory):
 
 
 def _opts(tmp_path, base, **kw):
-    defaults = dict(data=str(tmp_path / "data"), base=str(base), out=str(tmp_path / "out"),
-                    progress=False, bf16="off", warmup=0.0, val_fraction=0.0, grad_accum=1,
-                    save_steps=1000, max_steps=1, learning_rate=1e-2)
+    defaults = dict(
+        data=str(tmp_path / "data"),
+        base=str(base),
+        out=str(tmp_path / "out"),
+        progress=False,
+        bf16="off",
+        warmup=0.0,
+        val_fraction=0.0,
+        grad_accum=1,
+        save_steps=1000,
+        max_steps=1,
+        learning_rate=1e-2,
+    )
     defaults.update(kw)
     return SftOptions(**defaults)
 
@@ -46,8 +56,11 @@ def _trainer(tmp_path, base, rows, **kw):
 
 
 def _feature(seq, labels=None):
-    return {"input_ids": list(seq.input_ids), "labels": list(labels or seq.labels),
-            "weights": list(seq.weights)}
+    return {
+        "input_ids": list(seq.input_ids),
+        "labels": list(labels or seq.labels),
+        "weights": list(seq.weights),
+    }
 
 
 def _loss(trainer, features):
@@ -65,7 +78,8 @@ def _nll(model, seq):
 
 
 def test_loss_is_the_weighted_mean_over_supervised_tokens_and_masked_turns_count_nothing(
-        tmp_path, base):
+    tmp_path, base
+):
     weights = [1.0, 0.0, 2.0, 0.5]
     trainer, prep = _trainer(tmp_path, base, [make_row(episode_history(4), weights)])
     (seq,) = prep["train"]
@@ -104,8 +118,9 @@ def test_packed_sequences_do_not_attend_to_each_other(tmp_path, base):
     n = len(a.input_ids)
     with torch.no_grad():
         alone = trainer.model(input_ids=torch.tensor([list(b.input_ids)])).logits[0]
-        packed_b = trainer.model(input_ids=batch["input_ids"],
-                                 position_ids=batch["position_ids"]).logits[0, n:]
+        packed_b = trainer.model(
+            input_ids=batch["input_ids"], position_ids=batch["position_ids"]
+        ).logits[0, n:]
         leaky_b = trainer.model(input_ids=batch["input_ids"]).logits[0, n:]  # one long sequence
     assert torch.allclose(packed_b, alone, atol=1e-5)
     assert (leaky_b - alone).abs().max() > 1e-3  # the check can fail: without the block mask
@@ -135,16 +150,25 @@ class Crash(TrainerCallback):
 
 def _curve(out):
     keep = ("step", "loss", "grad_norm", "learning_rate", "eval_loss")
-    return [{k: r[k] for k in keep if k in r}
-            for r in map(json.loads, (out / "train_log.jsonl").read_text().splitlines())]
+    return [
+        {k: r[k] for k in keep if k in r}
+        for r in map(json.loads, (out / "train_log.jsonl").read_text().splitlines())
+    ]
 
 
 def test_kill_and_resume_gives_the_same_loss_curve_and_student(tmp_path, base):
     rows = [make_row(episode_history(2 + s % 3), seed=s) for s in range(5)]
     rows.append(make_row(episode_history(2), seed=9, split="val"))
     write_rows(tmp_path / "data", rows)
-    kw = dict(max_steps=6, save_steps=2, eval_steps=3, grad_accum=2, learning_rate=2e-3,
-              warmup=0.2, lora_dropout=0.1)
+    kw = dict(
+        max_steps=6,
+        save_steps=2,
+        eval_steps=3,
+        grad_accum=2,
+        learning_rate=2e-3,
+        warmup=0.2,
+        lora_dropout=0.1,
+    )
     whole = run_sft(_opts(tmp_path, base, out=str(tmp_path / "a"), **kw))
     with pytest.raises(KeyboardInterrupt):
         run_sft(_opts(tmp_path, base, out=str(tmp_path / "b"), **kw), callbacks=[Crash(4)])
@@ -220,17 +244,23 @@ def test_gradient_checkpointing_gives_the_same_loss_curve(tmp_path, base):
     write_rows(tmp_path / "data", [make_row(episode_history(3), seed=s) for s in range(2)])
     kw = dict(max_steps=3, learning_rate=5e-3, lora_dropout=0.1)
     seen = Checkpointing(), Checkpointing(), Checkpointing()
-    run_sft(_opts(tmp_path, base, out=str(tmp_path / "plain"), gradient_checkpointing="off", **kw),
-            callbacks=[seen[0]])
-    run_sft(_opts(tmp_path, base, out=str(tmp_path / "ckpt"), gradient_checkpointing="on", **kw),
-            callbacks=[seen[1]])
+    run_sft(
+        _opts(tmp_path, base, out=str(tmp_path / "plain"), gradient_checkpointing="off", **kw),
+        callbacks=[seen[0]],
+    )
+    run_sft(
+        _opts(tmp_path, base, out=str(tmp_path / "ckpt"), gradient_checkpointing="on", **kw),
+        callbacks=[seen[1]],
+    )
     run_sft(_opts(tmp_path, base, out=str(tmp_path / "auto"), **kw), callbacks=[seen[2]])
     assert [s.on for s in seen] == [False, True, False]  # auto: short sequences, no recompute
     plain = [r for r in _curve(tmp_path / "plain") if "loss" in r]
     ckpt = [r for r in _curve(tmp_path / "ckpt") if "loss" in r]
     assert len(plain) == 3
     assert [r["loss"] for r in ckpt] == pytest.approx([r["loss"] for r in plain], rel=1e-5)
-    assert [r["grad_norm"] for r in ckpt] == pytest.approx([r["grad_norm"] for r in plain], rel=1e-4)
+    assert [r["grad_norm"] for r in ckpt] == pytest.approx(
+        [r["grad_norm"] for r in plain], rel=1e-4
+    )
 
 
 def test_a_resume_may_change_the_run_length(tmp_path, base):
@@ -241,11 +271,20 @@ def test_a_resume_may_change_the_run_length(tmp_path, base):
     write_rows(tmp_path / "data", rows)
     kw = dict(save_steps=2, eval_steps=3, grad_accum=2, learning_rate=2e-3, warmup=0.2)
     with pytest.raises(KeyboardInterrupt):
-        run_sft(_opts(tmp_path, base, out=str(tmp_path / "b"), max_steps=6, **kw),
-                callbacks=[Crash(4)])
+        run_sft(
+            _opts(tmp_path, base, out=str(tmp_path / "b"), max_steps=6, **kw), callbacks=[Crash(4)]
+        )
     with pytest.raises(SftError, match="other data or options"):
-        run_sft(_opts(tmp_path, base, out=str(tmp_path / "b"), resume=True, max_steps=4,
-                      **{**kw, "learning_rate": 1e-3}))
+        run_sft(
+            _opts(
+                tmp_path,
+                base,
+                out=str(tmp_path / "b"),
+                resume=True,
+                max_steps=4,
+                **{**kw, "learning_rate": 1e-3},
+            )
+        )
     cut = run_sft(_opts(tmp_path, base, out=str(tmp_path / "b"), resume=True, max_steps=4, **kw))
     assert cut["resumed_from"].endswith("checkpoint-4") and cut["steps"] == 4
     assert (tmp_path / "b" / "config.json").is_file() and "eval_loss" in cut

@@ -42,8 +42,13 @@ a time (a 1 cm move took 3.5 s at load 8 and tripped the 1 s guard mid-episode);
 own test with the tight values."""
 
 
-def write_config(path: Path, calibration: Path, domain_id: int,
-                 feedback_age_s: float = FEEDBACK_AGE_S, goal_timeout_s: float = GOAL_TIMEOUT_S) -> Path:
+def write_config(
+    path: Path,
+    calibration: Path,
+    domain_id: int,
+    feedback_age_s: float = FEEDBACK_AGE_S,
+    goal_timeout_s: float = GOAL_TIMEOUT_S,
+) -> Path:
     d = yaml.safe_load(CONFIG.read_text())
     d["ros_arm"]["model"] = str(data_path("urdf", "piper.xml"))
     for cam in d["ros_arm"]["cameras"]:
@@ -70,8 +75,10 @@ class InProcessDriver:
         rclpy.init(context=self.context, domain_id=domain_id)
         over = {"calibration_dir": str(calibration), "image_size_px": 64, "camera_rate_hz": 2.0}
         over.update(params)
-        self.node = ArmDriverNode(context=self.context, parameter_overrides=[
-            Parameter(k, value=v) for k, v in over.items()])
+        self.node = ArmDriverNode(
+            context=self.context,
+            parameter_overrides=[Parameter(k, value=v) for k, v in over.items()],
+        )
         self.driver = self.node.driver
         self.executor = MultiThreadedExecutor(num_threads=6, context=self.context)
         self.executor.add_node(self.node)

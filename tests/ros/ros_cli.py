@@ -34,8 +34,9 @@ def require_ros2_cli() -> None:
     pytest.skip(why)
 
 
-def cli_env(domain_id: int, ament_prefixes: Sequence[Path] = (VENV,),
-            python_path: Sequence[Path] = ()) -> dict[str, str]:
+def cli_env(
+    domain_id: int, ament_prefixes: Sequence[Path] = (VENV,), python_path: Sequence[Path] = ()
+) -> dict[str, str]:
     env = ros_environment(STATE_DIR, domain_id)
     env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)  # let the venv's bootstrap set LD paths
     env["AMENT_PREFIX_PATH"] = os.pathsep.join(str(p) for p in ament_prefixes)
@@ -55,26 +56,46 @@ class RosCli:
         self.launched: list[tuple[subprocess.Popen[str], Path]] = []
 
     def run(self, *args: str, timeout_s: float = 120.0) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(ROS2), *args], env=self.env, cwd=self.cwd, capture_output=True,
-                              text=True, timeout=timeout_s)
+        return subprocess.run(
+            [str(ROS2), *args],
+            env=self.env,
+            cwd=self.cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
 
     def start(self, *args: str, log: Path) -> subprocess.Popen[str]:
         """A long-running ``ros2 ...`` (launch, topic echo) with its output in ``log``."""
         log.parent.mkdir(parents=True, exist_ok=True)
         fh = log.open("w")
-        proc = subprocess.Popen([str(ROS2), *args], env=self.env, cwd=self.cwd, stdout=fh,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(ROS2), *args],
+            env=self.env,
+            cwd=self.cwd,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         self.launched.append((proc, log))
         return proc
 
-    def wait_for(self, verb: str, name: str, timeout_s: float = 120.0,
-                 proc: subprocess.Popen[str] | None = None) -> None:
+    def wait_for(
+        self,
+        verb: str,
+        name: str,
+        timeout_s: float = 120.0,
+        proc: subprocess.Popen[str] | None = None,
+    ) -> None:
         """Until ``ros2 <verb> list`` shows ``name`` (fails early if ``proc`` died)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if proc is not None and proc.poll() is not None:
-                raise AssertionError(f"the launched process exited ({proc.returncode}) before "
-                                     f"{name} appeared:\n{self.log_of(proc)[-3000:]}")
+                raise AssertionError(
+                    f"the launched process exited ({proc.returncode}) before "
+                    f"{name} appeared:\n{self.log_of(proc)[-3000:]}"
+                )
             out = self.run(verb, "list", timeout_s=60.0).stdout.split()
             if name in out:
                 return

@@ -90,8 +90,12 @@ def spinner(ros_context: object) -> Iterator[Spinner]:
     s.shutdown()
 
 
-def wait_until(predicate: Callable[[], bool], timeout_s: float, event: threading.Event | None = None,
-               what: str = "condition") -> None:
+def wait_until(
+    predicate: Callable[[], bool],
+    timeout_s: float,
+    event: threading.Event | None = None,
+    what: str = "condition",
+) -> None:
     """Wait for ``predicate`` driven by ``event`` (set by callbacks); fail after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     ev = event or threading.Event()
@@ -112,8 +116,14 @@ class ChildProcess:
         self.log_path = STATE_DIR / "children" / f"{log_name}-{domain_id}-{os.getpid()}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("w")
-        self.proc = subprocess.Popen([sys.executable, *args], env=env, cwd=ROOT, stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, *args],
+            env=env,
+            cwd=ROOT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def output(self) -> str:
         if not self._log.closed:

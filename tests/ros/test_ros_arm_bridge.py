@@ -102,8 +102,9 @@ def test_guard_driver_down_is_one_clear_error(domain_id: int, tmp_path: Path) ->
     assert time.monotonic() - t0 < 10
 
 
-def test_guard_action_server_missing_refuses_to_enable(domain_id: int, tmp_path: Path,
-                                                       ros_context, spinner) -> None:
+def test_guard_action_server_missing_refuses_to_enable(
+    domain_id: int, tmp_path: Path, ros_context, spinner
+) -> None:
     """/joint_states alone (joint_state_broadcaster up, trajectory controller not active)."""
     from rclpy.node import Node
     from sensor_msgs.msg import JointState
@@ -127,12 +128,17 @@ def test_guard_action_server_missing_refuses_to_enable(domain_id: int, tmp_path:
         make_backend("ros_arm", config=cfg)
 
 
-def test_guard_stale_joint_states_refuses_then_latches_mid_move(driver: InProcessDriver,
-                                                                 arm) -> None:
+def test_guard_stale_joint_states_refuses_then_latches_mid_move(
+    driver: InProcessDriver, arm
+) -> None:
     q0 = arm.joint_state("arm").position_rad.copy()
     driver.driver.freeze_joint_states(1.0)  # a hung driver: messages go on, values do not...
     driver.node.destroy_timer(next(iter(driver.node.timers)))  # ...then none at all
-    wait_until(lambda: arm.link_status("arm").feedback_age_s > FEEDBACK_AGE_S + 0.05, 5.0, what="stale feedback")
+    wait_until(
+        lambda: arm.link_status("arm").feedback_age_s > FEEDBACK_AGE_S + 0.05,
+        5.0,
+        what="stale feedback",
+    )
     with pytest.raises(HardwareError, match="stale.*nothing was commanded"):
         arm.servo({"arm": q0 + 0.01}, 0.02, ForceGuard())
     assert not arm.estopped
@@ -155,8 +161,9 @@ def test_guard_stale_feedback_mid_move_latches(driver: InProcessDriver, arm) -> 
         arm.servo({"arm": q}, 0.02, ForceGuard())
 
 
-def test_guard_limit_exceeded_refused_before_motion_and_latched_mid_move(driver: InProcessDriver,
-                                                                          arm) -> None:
+def test_guard_limit_exceeded_refused_before_motion_and_latched_mid_move(
+    driver: InProcessDriver, arm
+) -> None:
     q0 = arm.joint_state("arm").position_rad.copy()
     bad = q0.copy()
     bad[0] = float("nan")
@@ -180,8 +187,9 @@ def test_guard_limit_exceeded_refused_before_motion_and_latched_mid_move(driver:
     assert not arm.estopped
 
 
-def test_guard_measured_joints_outside_limits_refuse_enable(driver: InProcessDriver,
-                                                            domain_id: int, tmp_path: Path) -> None:
+def test_guard_measured_joints_outside_limits_refuse_enable(
+    driver: InProcessDriver, domain_id: int, tmp_path: Path
+) -> None:
     from captain_ros.backends import make_backend
 
     q = driver.driver._q("arm")
@@ -198,38 +206,84 @@ def test_guard_measured_joints_outside_limits_refuse_enable(driver: InProcessDri
 
 def test_guard_unknown_config_key_is_named(tmp_path: Path) -> None:
     cfg = tmp_path / "arm.yaml"
-    cfg.write_text(data_path("config", "ros_arm_piper.yaml").read_text().replace(
-        "joint_states_topic:", "joint_state_topic:"))
-    out = subprocess.run([sys.executable, "-m", "captain_ros.cli.main", "run", "--backend",
-                          "ros_arm", "--config", str(cfg), "--out", str(tmp_path / "ep")],
-                         capture_output=True, text=True, timeout=120)
+    cfg.write_text(
+        data_path("config", "ros_arm_piper.yaml")
+        .read_text()
+        .replace("joint_states_topic:", "joint_state_topic:")
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "captain_ros.cli.main",
+            "run",
+            "--backend",
+            "ros_arm",
+            "--config",
+            str(cfg),
+            "--out",
+            str(tmp_path / "ep"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2
     lines = [x for x in out.stderr.strip().splitlines() if x.strip()]
     assert len(lines) == 1 and "unknown ros_arm key(s) joint_state_topic; valid:" in lines[0]
     assert not (tmp_path / "ep").exists()
-    out = subprocess.run([sys.executable, "-m", "captain_ros.cli.main", "hw", "check",
-                          "--backend", "ros_arm"], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2 and "xr1_arm.urdf does not exist: supply the arm's URDF" in \
-        out.stderr
+    out = subprocess.run(
+        [sys.executable, "-m", "captain_ros.cli.main", "hw", "check", "--backend", "ros_arm"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        out.returncode == 2 and "xr1_arm.urdf does not exist: supply the arm's URDF" in out.stderr
+    )
 
 
 @pytest.mark.slow
 def test_expert_episode_through_ros_arm_against_the_driver_process(
-        domain_id: int, tmp_path: Path, child_process) -> None:
+    domain_id: int, tmp_path: Path, child_process
+) -> None:
     """The issue's done-when: the driver in its own process, the episode through the bridge."""
     from captain_ros.evaluation.episode import run_one
 
     calib = tmp_path / "calib"
-    drv = child_process(["-m", "captain_ros.ros.arm_bridge.driver_node", "--ros-args",
-                         "-p", f"calibration_dir:={calib}", "-p", "task:=pick_place",
-                         "-p", "seed:=3", "-p", "image_size_px:=256"], "arm_driver")
-    wait_until(lambda: (calib / "wrist.yaml").is_file() or drv.proc.poll() is not None, 60.0,
-               what="the driver's calibration files")
+    drv = child_process(
+        [
+            "-m",
+            "captain_ros.ros.arm_bridge.driver_node",
+            "--ros-args",
+            "-p",
+            f"calibration_dir:={calib}",
+            "-p",
+            "task:=pick_place",
+            "-p",
+            "seed:=3",
+            "-p",
+            "image_size_px:=256",
+        ],
+        "arm_driver",
+    )
+    wait_until(
+        lambda: (calib / "wrist.yaml").is_file() or drv.proc.poll() is not None,
+        60.0,
+        what="the driver's calibration files",
+    )
     assert drv.proc.poll() is None, drv.output()[-3000:]
-    cfg = write_config(tmp_path / "arm.yaml", calib, domain_id, EPISODE_FEEDBACK_AGE_S,
-                       EPISODE_GOAL_TIMEOUT_S)
-    s = run_one("pick_place", 3, "scripted", "ros_arm", tmp_path / "ep",
-                {"backend_options": {"config": str(cfg)}, "report": False})
+    cfg = write_config(
+        tmp_path / "arm.yaml", calib, domain_id, EPISODE_FEEDBACK_AGE_S, EPISODE_GOAL_TIMEOUT_S
+    )
+    s = run_one(
+        "pick_place",
+        3,
+        "scripted",
+        "ros_arm",
+        tmp_path / "ep",
+        {"backend_options": {"config": str(cfg)}, "report": False},
+    )
     assert s.outcome == "success_with_finish", (s.to_dict(), drv.output()[-2000:])
     lines = [json.loads(x) for x in (tmp_path / "ep" / "trajectory.jsonl").read_text().splitlines()]
     receipts = [c for x in lines for c in x.get("calls", []) if isinstance(c, dict)]

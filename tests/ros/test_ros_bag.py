@@ -15,8 +15,9 @@ RECEIPT = "captain_ros_interfaces/msg/Receipt"
 
 
 def _receipt(i: int):
-    return convert.result_to_receipt(Result.ok(f"call {i}", {"i": i}, receipt=f"r{i}"), "observe",
-                                     episode_id="ep", call_index=i)
+    return convert.result_to_receipt(
+        Result.ok(f"call {i}", {"i": i}, receipt=f"r{i}"), "observe", episode_id="ep", call_index=i
+    )
 
 
 def test_write_and_read_back(tmp_path):
@@ -35,7 +36,11 @@ def test_write_and_read_back(tmp_path):
     assert s.qos["/joint_states"][0].reliability.name == "BEST_EFFORT"
     msgs = list(read_messages(tmp_path / "bag", ["/captain/receipts"]))
     assert [m.receipt for _, _, m in msgs] == ["r0", "r1", "r2"]
-    assert [convert.receipt_to_result(m).value for _, _, m in msgs] == [{"i": 0}, {"i": 1}, {"i": 2}]
+    assert [convert.receipt_to_result(m).value for _, _, m in msgs] == [
+        {"i": 0},
+        {"i": 1},
+        {"i": 2},
+    ]
     assert (tmp_path / "bag" / "metadata.yaml").exists()
 
 
@@ -49,7 +54,7 @@ def test_rclpy_deserializes_bag_payload(tmp_path):
     bag.write("/captain/receipts", 1, serialize_message(_receipt(7)))
     bag.close()
     with Reader(tmp_path / "b") as r:
-        (_, _, raw), = list(r.messages())
+        ((_, _, raw),) = list(r.messages())
     assert deserialize_message(bytes(raw), Receipt).value_json == '{"i":7}'
 
 
@@ -60,7 +65,7 @@ def test_crash_after_flush_keeps_flushed_messages(tmp_path):
         from captain_ros.core import Result
         from captain_ros.ros import convert
         from captain_ros.bags.rosbag2 import BagWriter
-        bag = BagWriter({str(tmp_path / 'crash')!r})
+        bag = BagWriter({str(tmp_path / "crash")!r})
         bag.add_topic("/captain/receipts", {RECEIPT!r})
         for i in range(4):
             m = convert.result_to_receipt(Result.ok("x", i), "hold", call_index=i)

@@ -13,12 +13,18 @@ from captain_ros.ros import convert
 
 
 def test_result_receipt_round_trip_through_cdr():
-    r = Result.fail(FailureCategory.CONTACT, "stopped at contact; recover or re-plan", executed=True,
-                    value={"distance_m": np.float64(0.031), "q": np.arange(3.0)},
-                    diagnostics={"peak_force_n": 6.2, "bad": float("nan")}, receipt="guarded stop")
+    r = Result.fail(
+        FailureCategory.CONTACT,
+        "stopped at contact; recover or re-plan",
+        executed=True,
+        value={"distance_m": np.float64(0.031), "q": np.arange(3.0)},
+        diagnostics={"peak_force_n": 6.2, "bad": float("nan")},
+        receipt="guarded stop",
+    )
     r = r.with_budget({"requests_left": 9})
-    msg = convert.result_to_receipt(r, "move_to", episode_id="ep1", request_index=3, call_index=7,
-                                    stamp_s=12.25, duration_s=0.5)
+    msg = convert.result_to_receipt(
+        r, "move_to", episode_id="ep1", request_index=3, call_index=7, stamp_s=12.25, duration_s=0.5
+    )
     back = deserialize_message(serialize_message(msg), Receipt)
     assert (back.capability, back.request_index, back.call_index) == ("move_to", 3, 7)
     assert convert.from_time(back.stamp) == 12.25
@@ -30,8 +36,9 @@ def test_result_receipt_round_trip_through_cdr():
 
 
 def test_robot_call_request_and_response():
-    req = convert.make_call_request("move_to", {"position": np.array([0.3, 0.0, 0.2])},
-                                    episode_id="e", request_index=2)
+    req = convert.make_call_request(
+        "move_to", {"position": np.array([0.3, 0.0, 0.2])}, episode_id="e", request_index=2
+    )
     assert convert.parse_call_request(req) == ("move_to", {"position": [0.3, 0.0, 0.2]})
     resp = convert.fill_call_response(RobotCall.Response(), Result.ok("done", {"x": 1}))
     assert resp.success and resp.failure_category == ""
@@ -67,11 +74,21 @@ def test_images_and_detections():
     rgb = np.random.default_rng(0).integers(0, 255, (4, 5, 3), dtype=np.uint8)
     depth = np.linspace(0.1, 2.0, 20, dtype=np.float32).reshape(4, 5)
     stamp = convert.to_time(0.0)
-    assert np.array_equal(convert.image_to_array(convert.image_msg(rgb, stamp, "head_optical_frame")), rgb)
+    assert np.array_equal(
+        convert.image_to_array(convert.image_msg(rgb, stamp, "head_optical_frame")), rgb
+    )
     assert np.array_equal(convert.image_to_array(convert.image_msg(depth, stamp, "f")), depth)
-    det = {"id": "det_1", "label": "red cube", "score": 0.5, "centroid_m": [0.3, 0.1, 0.02],
-           "extents_m": [0.04, 0.04, 0.04], "pixel_uv": [10.0, 20.0], "area_px": 99,
-           "handle": "obs_1", "camera": "head"}
+    det = {
+        "id": "det_1",
+        "label": "red cube",
+        "score": 0.5,
+        "centroid_m": [0.3, 0.1, 0.02],
+        "extents_m": [0.04, 0.04, 0.04],
+        "pixel_uv": [10.0, 20.0],
+        "area_px": 99,
+        "handle": "obs_1",
+        "camera": "head",
+    }
     assert convert.msg_to_detection(convert.detection_to_msg(det)) == det
 
 

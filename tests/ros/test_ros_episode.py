@@ -36,19 +36,58 @@ def graph(tmp_path_factory):
     bags = tmp_path_factory.mktemp("bags")
     cfg = str(data_path("config", "captain.yaml"))
     procs = [
-        ChildProcess(["-m", "captain_ros.ros.robot_stack", "--ros-args", "--params-file", cfg,
-                      "-p", "backend:=mujoco", "-p", "camera_rate_hz:=1.0",
-                      "-p", "require_episode:=false"], domain, "robot_stack"),  # direct calls too
-        ChildProcess(["-m", "captain_ros.ros.policy_node", "--ros-args", "--params-file", cfg,
-                      "-p", f"output_root:={tmp_path_factory.mktemp('episodes')}",
-                      "-p", "expect_recorder:=true"], domain, "policy"),
-        ChildProcess(["-m", "captain_ros.ros.recorder_node", "--ros-args", "--params-file", cfg,
-                      "-p", f"output_dir:={bags}"], domain, "recorder"),
+        ChildProcess(
+            [
+                "-m",
+                "captain_ros.ros.robot_stack",
+                "--ros-args",
+                "--params-file",
+                cfg,
+                "-p",
+                "backend:=mujoco",
+                "-p",
+                "camera_rate_hz:=1.0",
+                "-p",
+                "require_episode:=false",
+            ],
+            domain,
+            "robot_stack",
+        ),  # direct calls too
+        ChildProcess(
+            [
+                "-m",
+                "captain_ros.ros.policy_node",
+                "--ros-args",
+                "--params-file",
+                cfg,
+                "-p",
+                f"output_root:={tmp_path_factory.mktemp('episodes')}",
+                "-p",
+                "expect_recorder:=true",
+            ],
+            domain,
+            "policy",
+        ),
+        ChildProcess(
+            [
+                "-m",
+                "captain_ros.ros.recorder_node",
+                "--ros-args",
+                "--params-file",
+                cfg,
+                "-p",
+                f"output_dir:={bags}",
+            ],
+            domain,
+            "recorder",
+        ),
     ]
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
     node = Node("operator", context=ctx)
-    client = ActionClient(node, RunEpisode, "/captain/run_episode", feedback_sub_qos_profile=FEEDBACK_QOS)
+    client = ActionClient(
+        node, RunEpisode, "/captain/run_episode", feedback_sub_qos_profile=FEEDBACK_QOS
+    )
     topic: list[Receipt] = []
     event = threading.Event()
 
@@ -62,9 +101,14 @@ def graph(tmp_path_factory):
     try:
         assert client.wait_for_server(timeout_sec=60.0), [p.output()[-1500:] for p in procs]
         # the recorder must be in the graph before the first goal, or it misses the start event
-        wait_until(lambda: node.count_publishers("/captain/recorder/status") > 0
-                   and node.count_subscribers("/captain/episode_events") > 0, 30.0,
-                   what="the recorder node to join the graph")
+        wait_until(
+            lambda: (
+                node.count_publishers("/captain/recorder/status") > 0
+                and node.count_subscribers("/captain/episode_events") > 0
+            ),
+            30.0,
+            what="the recorder node to join the graph",
+        )
         yield client, topic, event, procs, node
     finally:
         spinner.shutdown()
@@ -112,14 +156,19 @@ def test_cancel_mid_episode_stops_cleanly(graph):
     assert res.result.outcome_label == "canceled" and not res.result.strict_success
     assert 0 < res.result.calls < 40 and res.result.requests >= 1
     assert res.result.bag_path  # the recorder closed the partial episode's bag
-    assert summarize_bag(res.result.bag_path).counts["/captain/episode_events"] == 3  # start, end, counts
+    assert (
+        summarize_bag(res.result.bag_path).counts["/captain/episode_events"] == 3
+    )  # start, end, counts
 
 
 def test_full_episode_with_feedback_receipts_and_bag(graph):
     client, topic, event, procs, _ = graph
     feedback: list = []
-    handle = _send(client, RunEpisode.Goal(task="pick_place", seed=1000, policy="scripted",
-                                           max_requests=20), lambda fb: feedback.append(fb.feedback))
+    handle = _send(
+        client,
+        RunEpisode.Goal(task="pick_place", seed=1000, policy="scripted", max_requests=20),
+        lambda fb: feedback.append(fb.feedback),
+    )
     res = _result(handle, 300)
     r = res.result
     assert res.status == GoalStatus.STATUS_SUCCEEDED, r.summary_json
@@ -137,8 +186,12 @@ def test_full_episode_with_feedback_receipts_and_bag(graph):
     assert budgets[-1]["requests_used"] == r.requests
     assert feedback[-1].progress > 0 and all(0.0 <= f.progress <= 1.0 for f in feedback)
     ep = [m for m in topic if m.episode_id == r.episode_id]
-    wait_until(lambda: len([m for m in topic if m.episode_id == r.episode_id]) == len(fb_receipts),
-               10.0, event, "all receipts on the topic")
+    wait_until(
+        lambda: len([m for m in topic if m.episode_id == r.episode_id]) == len(fb_receipts),
+        10.0,
+        event,
+        "all receipts on the topic",
+    )
     ep = [m for m in topic if m.episode_id == r.episode_id]
     assert {m.capability for m in ep} >= {"observe", "segment", "move_to", "finish"}
     # the bag of this episode, read back
@@ -165,9 +218,17 @@ def test_full_episode_with_feedback_receipts_and_bag(graph):
     out = Path(summary["out_dir"]).parent / f"dataset_{r.episode_id}"
     build_dataset([r.bag_path], out / "bag")
     build_dataset([summary["out_dir"]], out / "folder")
-    rows = {k: [json.loads(x) for x in (out / k / "train.jsonl").read_text().splitlines()
-                + (out / k / "validation.jsonl").read_text().splitlines()] for k in ("bag", "folder")}
-    assert rows["bag"] and [r["messages"] for r in rows["bag"]] == [r["messages"] for r in rows["folder"]]
+    rows = {
+        k: [
+            json.loads(x)
+            for x in (out / k / "train.jsonl").read_text().splitlines()
+            + (out / k / "validation.jsonl").read_text().splitlines()
+        ]
+        for k in ("bag", "folder")
+    }
+    assert rows["bag"] and [r["messages"] for r in rows["bag"]] == [
+        r["messages"] for r in rows["folder"]
+    ]
 
 
 def test_estop_service_from_another_process_halts_a_move(graph):
@@ -183,7 +244,9 @@ def test_estop_service_from_another_process_halts_a_move(graph):
     client, topic, event, procs, node = graph
     joints: list = []
     jev = threading.Event()
-    node.create_subscription(JointState, "/joint_states", lambda m: (joints.append(m), jev.set()), 10)
+    node.create_subscription(
+        JointState, "/joint_states", lambda m: (joints.append(m), jev.set()), 10
+    )
     caller = RosRobotCaller(node)
     trigger = node.create_client(Trigger, ESTOP_TRIGGER_SRV)
     reset = node.create_client(Trigger, ESTOP_RESET_SRV)
@@ -206,12 +269,22 @@ def test_estop_service_from_another_process_halts_a_move(graph):
     # slow (100 s simulated): MuJoCo runs ~50x faster than real time (a 5 s move took 0.09 s
     # in-process), and a CI run once saw a 5 s move end before a joint state showed it moving;
     # 100 s simulated is ~1.7 s of wall time in-process, more in the robot node
-    mover = threading.Thread(target=lambda: out.setdefault(
-        "r", caller.call("move_to", {"position": goal, "speed_m_s": 0.001})))
+    mover = threading.Thread(
+        target=lambda: out.setdefault(
+            "r", caller.call("move_to", {"position": goal, "speed_m_s": 0.001})
+        )
+    )
     q0 = list(joints[-1].position)
     mover.start()
-    wait_until(lambda: max(abs(a - b) for a, b in zip(joints[-1].position, q0, strict=True)) > 1e-3
-               or "r" in out, 60.0, jev, "the arm to start moving")
+    wait_until(
+        lambda: (
+            max(abs(a - b) for a, b in zip(joints[-1].position, q0, strict=True)) > 1e-3
+            or "r" in out
+        ),
+        60.0,
+        jev,
+        "the arm to start moving",
+    )
     assert "r" not in out, "the move ended before the e-stop was sent"
     assert call_sync(trigger, Trigger.Request(), 10.0).success
     mover.join(60)
@@ -220,4 +293,3 @@ def test_estop_service_from_another_process_halts_a_move(graph):
     assert refused.failure_category is FailureCategory.ESTOP and not refused.executed
     assert call_sync(reset, Trigger.Request(), 10.0).success
     assert caller.call("move_to", {"position": goal}).success
-

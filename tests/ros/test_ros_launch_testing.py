@@ -18,9 +18,19 @@ def test_launch_file_passes_its_launch_testing_test(tmp_path: Path) -> None:
     require_ros2_cli()
     launch_test = VENV / "bin" / "launch_test"
     env = cli_env(70 + os.getpid() % 10)
-    proc = subprocess.run([str(launch_test), str(ROOT / "tests" / "launch" / "graph_launch_testing.py"),
-                           "--junit-xml", str(tmp_path / "junit.xml")],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            str(launch_test),
+            str(ROOT / "tests" / "launch" / "graph_launch_testing.py"),
+            "--junit-xml",
+            str(tmp_path / "junit.xml"),
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     assert "Ran 2 tests" in out and "Ran 1 test" in out  # active-graph tests, then post-shutdown

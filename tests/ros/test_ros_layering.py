@@ -3,10 +3,26 @@
 import subprocess
 import sys
 
-CORE = ["captain_ros.core", "captain_ros.api", "captain_ros.harness", "captain_ros.motion",
-        "captain_ros.perception", "captain_ros.tasks", "captain_ros.policy", "captain_ros.backends"]
-ROS_ONLY = ["rclpy", "rcl_interfaces", "std_msgs", "sensor_msgs", "geometry_msgs",
-            "captain_ros_interfaces", "tf2_msgs", "builtin_interfaces"]
+CORE = [
+    "captain_ros.core",
+    "captain_ros.api",
+    "captain_ros.harness",
+    "captain_ros.motion",
+    "captain_ros.perception",
+    "captain_ros.tasks",
+    "captain_ros.policy",
+    "captain_ros.backends",
+]
+ROS_ONLY = [
+    "rclpy",
+    "rcl_interfaces",
+    "std_msgs",
+    "sensor_msgs",
+    "geometry_msgs",
+    "captain_ros_interfaces",
+    "tf2_msgs",
+    "builtin_interfaces",
+]
 
 PROBE = f"""
 import importlib, pkgutil, sys
@@ -26,7 +42,9 @@ print(len(imported))
 
 
 def test_core_packages_import_without_rclpy():
-    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert int(proc.stdout.strip().splitlines()[-1]) >= len(CORE)
 

@@ -25,12 +25,26 @@ def test_manifests_parse_and_declare_dependencies():
 
 
 def test_ament_cmake_install_layout(tmp_path):
-    env = dict(os.environ, AMENT_PREFIX_PATH=str(VENV), CMAKE_PREFIX_PATH=str(VENV),
-               PATH=f"{VENV / 'bin'}:{os.environ['PATH']}")
+    env = dict(
+        os.environ,
+        AMENT_PREFIX_PATH=str(VENV),
+        CMAKE_PREFIX_PATH=str(VENV),
+        PATH=f"{VENV / 'bin'}:{os.environ['PATH']}",
+    )
     prefix, build = tmp_path / "install", tmp_path / "build"
-    for cmd in (["cmake", "-S", str(ROOT), "-B", str(build), f"-DCMAKE_INSTALL_PREFIX={prefix}",
-                 f"-DPython3_EXECUTABLE={sys.executable}"],
-                ["cmake", "--build", str(build)], ["cmake", "--install", str(build)]):
+    for cmd in (
+        [
+            "cmake",
+            "-S",
+            str(ROOT),
+            "-B",
+            str(build),
+            f"-DCMAKE_INSTALL_PREFIX={prefix}",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+        ],
+        ["cmake", "--build", str(build)],
+        ["cmake", "--install", str(build)],
+    ):
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     lib = prefix / "lib" / "captain_ros"
@@ -39,6 +53,8 @@ def test_ament_cmake_install_layout(tmp_path):
     share = prefix / "share" / "captain_ros"
     assert (share / "launch" / "captain.launch.py").exists()
     assert (share / "config" / "captain.yaml").exists() and (share / "package.xml").exists()
-    assert (prefix / "share" / "ament_index" / "resource_index" / "packages" / "captain_ros").exists()
+    assert (
+        prefix / "share" / "ament_index" / "resource_index" / "packages" / "captain_ros"
+    ).exists()
     site = next((prefix / "lib").glob("python3*/site-packages"))
     assert (site / "captain_ros" / "ros" / "robot_node.py").exists()

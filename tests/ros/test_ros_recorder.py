@@ -34,36 +34,61 @@ def publisher(ros_context, spinner):
         ev.set()
 
     node.create_subscription(String, "/captain/recorder/status", on_status, LATCHED_QOS)
-    pubs = {"events": node.create_publisher(EpisodeEvent, "/captain/episode_events", 100),
-            "receipts": node.create_publisher(Receipt, "/captain/receipts", 100),
-            "joints": node.create_publisher(JointState, "/joint_states", 10),
-            "tf_static": node.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)}
+    pubs = {
+        "events": node.create_publisher(EpisodeEvent, "/captain/episode_events", 100),
+        "receipts": node.create_publisher(Receipt, "/captain/receipts", 100),
+        "joints": node.create_publisher(JointState, "/joint_states", 10),
+        "tf_static": node.create_publisher(TFMessage, "/tf_static", LATCHED_QOS),
+    }
     spinner.add(node)
     return node, pubs, status, ev
 
 
 def _start_recorder(child_process, out_dir, flush_s=0.1):
-    return child_process(["-m", "captain_ros.ros.recorder_node", "--ros-args", "-p",
-                          f"output_dir:={out_dir}", "-p", f"flush_period_s:={flush_s}"], "recorder")
+    return child_process(
+        [
+            "-m",
+            "captain_ros.ros.recorder_node",
+            "--ros-args",
+            "-p",
+            f"output_dir:={out_dir}",
+            "-p",
+            f"flush_period_s:={flush_s}",
+        ],
+        "recorder",
+    )
 
 
 def _receipt(i: int) -> Receipt:
-    return convert.result_to_receipt(Result.ok("ok", {"i": i}, receipt=f"hold {i}"), "hold",
-                                     episode_id="ep_test", call_index=i)
+    return convert.result_to_receipt(
+        Result.ok("ok", {"i": i}, receipt=f"hold {i}"), "hold", episode_id="ep_test", call_index=i
+    )
 
 
 def _event(episode: str, event: str, detail: dict, at_ns: int) -> EpisodeEvent:
     sec, nanosec = divmod(at_ns, 1_000_000_000)
-    return EpisodeEvent(stamp=Time(sec=sec, nanosec=nanosec), episode_id=episode, event=event,
-                        detail_json=json.dumps(detail))
+    return EpisodeEvent(
+        stamp=Time(sec=sec, nanosec=nanosec),
+        episode_id=episode,
+        event=event,
+        detail_json=json.dumps(detail),
+    )
 
 
 def _begin(node, pubs, status, ev):
-    tf = convert.transform_msg("world", "arm_base_link", __import__("captain_ros.core", fromlist=["Pose"]).Pose(
-        [0, 0, 0]), convert.to_time(0))
+    tf = convert.transform_msg(
+        "world",
+        "arm_base_link",
+        __import__("captain_ros.core", fromlist=["Pose"]).Pose([0, 0, 0]),
+        convert.to_time(0),
+    )
     pubs["tf_static"].publish(TFMessage(transforms=[tf]))
-    wait_until(lambda: all(p.get_subscription_count() > 0 for p in pubs.values()), 30.0,
-               ev, "the recorder to subscribe to every topic")
+    wait_until(
+        lambda: all(p.get_subscription_count() > 0 for p in pubs.values()),
+        30.0,
+        ev,
+        "the recorder to subscribe to every topic",
+    )
     pubs["events"].publish(_event("ep_test", "start", {}, time.time_ns()))
     wait_until(lambda: status and "ep_test" in status[-1]["episodes"], 10.0, ev, "bag opened")
 
@@ -78,8 +103,14 @@ def test_recorder_records_episode_and_closes_bag(publisher, child_process, tmp_p
         pubs["joints"].publish(JointState(name=["j1"], position=[0.1 * k]))
     end_ns = time.time_ns()
     pubs["joints"].publish(JointState(name=["j1"], position=[9.0]))  # after the window: not ours
-    pubs["events"].publish(_event("ep_test", "end", {"calls": 5, "published": {
-        "/captain/receipts": 5, "/joint_states": 3}}, end_ns))
+    pubs["events"].publish(
+        _event(
+            "ep_test",
+            "end",
+            {"calls": 5, "published": {"/captain/receipts": 5, "/joint_states": 3}},
+            end_ns,
+        )
+    )
     wait_until(lambda: status[-1]["last_closed"].endswith("ep_test"), 15.0, ev, "bag closed")
     assert status[-1]["closed"][-1]["complete"] is True
     assert rec.stop(signal.SIGINT) == 0, rec.output()[-2000:]
@@ -101,8 +132,12 @@ def test_recorder_killed_keeps_flushed_messages(publisher, child_process, tmp_pa
     _begin(node, pubs, status, ev)
     for i in range(3):
         pubs["receipts"].publish(_receipt(i))
-    wait_until(lambda: status[-1]["flushed"].get("ep_test", {}).get("/captain/receipts", 0) >= 3,
-               15.0, ev, "three receipts flushed to disk")
+    wait_until(
+        lambda: status[-1]["flushed"].get("ep_test", {}).get("/captain/receipts", 0) >= 3,
+        15.0,
+        ev,
+        "three receipts flushed to disk",
+    )
     rec.stop(signal.SIGKILL)
     bag = tmp_path / "ep_test"
     assert not (bag / "metadata.yaml").exists()
@@ -112,6 +147,9 @@ def test_recorder_killed_keeps_flushed_messages(publisher, child_process, tmp_pa
     wait_until(lambda: status and status[-1]["recovered"] == [str(bag)], 30.0, ev, "recovery")
     assert rec2.stop(signal.SIGINT) == 0
     assert summarize_bag(bag).counts["/captain/receipts"] == 3
-    assert [m.receipt for _, _, m in read_messages(bag, ["/captain/receipts"])] == \
-        ["hold 0", "hold 1", "hold 2"]
+    assert [m.receipt for _, _, m in read_messages(bag, ["/captain/receipts"])] == [
+        "hold 0",
+        "hold 1",
+        "hold 2",
+    ]
     assert recover_bag(bag) == bag  # a closed bag is left as it is

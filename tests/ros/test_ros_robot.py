@@ -47,9 +47,15 @@ def graph(ros_context, spinner):
     from captain_ros.ros.robot_node import RobotNode
     from captain_ros.ros.runner import bring_up
 
-    robot = RobotNode(backend=backend, context=ros_context, parameter_overrides=[
-        Parameter("joint_state_rate_hz", value=200.0), Parameter("camera_rate_hz", value=20.0),
-        Parameter("require_episode", value=False)])
+    robot = RobotNode(
+        backend=backend,
+        context=ros_context,
+        parameter_overrides=[
+            Parameter("joint_state_rate_hz", value=200.0),
+            Parameter("camera_rate_hz", value=20.0),
+            Parameter("require_episode", value=False),
+        ],
+    )
     bring_up(robot)
     perception = PerceptionNode(robot.backend, context=ros_context)
     client = Node("test_client", context=ros_context)
@@ -79,7 +85,9 @@ def test_state_topics_tf_and_cameras(graph):
     images, ev3 = _subscribe(client, Image, "/camera/head/image_raw")
     infos, ev4 = _subscribe(client, CameraInfo, "/camera/head/camera_info")
     wait_until(lambda: joints and static and images and infos, 15.0, what="state topics")
-    assert "arm_jaw_opening_m" in joints[-1].name and len(joints[-1].position) == len(joints[-1].name)
+    assert "arm_jaw_opening_m" in joints[-1].name and len(joints[-1].position) == len(
+        joints[-1].name
+    )
     assert static[0].transforms[0].header.frame_id == "world"
     assert static[0].transforms[0].child_frame_id == "arm_base_link"
     img = images[-1]
@@ -112,17 +120,27 @@ def test_estop_topic_halts_move_within_one_tick_and_latches(graph):
     joints, joint_ev = _subscribe(client, JointState, "/joint_states")
     states, state_ev = _subscribe(client, Bool, ESTOP_STATE_TOPIC, LATCHED_QOS)
     estop_pub = client.create_publisher(Bool, ESTOP_TOPIC, 10)
-    wait_until(lambda: estop_pub.get_subscription_count() > 0 and joints and states, 10.0,
-               what="e-stop subscriber and state topics")
+    wait_until(
+        lambda: estop_pub.get_subscription_count() > 0 and joints and states,
+        10.0,
+        what="e-stop subscriber and state topics",
+    )
     q0 = np.array(joints[-1].position)
     result = {}
     goal = [float(start[0]), float(start[1]) + 0.25, float(start[2])]
-    mover = threading.Thread(target=lambda: result.setdefault(
-        "r", caller.call("move_to", {"position": goal, "speed_m_s": 0.005})))  # ~50 s sim: outlives the e-stop latency even when the sim runs 30x real time
+    mover = threading.Thread(
+        target=lambda: result.setdefault(
+            "r", caller.call("move_to", {"position": goal, "speed_m_s": 0.005})
+        )
+    )  # ~50 s sim: outlives the e-stop latency even when the sim runs 30x real time
     mover.start()
     # engage as soon as the joint states show the arm moving
-    wait_until(lambda: np.abs(np.array(joints[-1].position) - q0).max() > 1e-3 or "r" in result,
-               20.0, joint_ev, "the arm to start moving")
+    wait_until(
+        lambda: np.abs(np.array(joints[-1].position) - q0).max() > 1e-3 or "r" in result,
+        20.0,
+        joint_ev,
+        "the arm to start moving",
+    )
     assert "r" not in result, "the move finished before the e-stop could be sent"
     estop_pub.publish(Bool(data=True))
     mover.join(60)
@@ -156,8 +174,9 @@ def test_snapshot_restore_and_privileged_state(graph):
     start = backend.ee_pose("arm").position_m.copy()
     sid = call_sync(snap, Snapshot.Request(), 10.0)
     assert sid.success
-    assert caller.call("move_to", {"position": [float(start[0]), float(start[1]) - 0.05,
-                                                float(start[2])]}).success
+    assert caller.call(
+        "move_to", {"position": [float(start[0]), float(start[1]) - 0.05, float(start[2])]}
+    ).success
     assert call_sync(restore, Restore.Request(snapshot_id=sid.snapshot_id), 10.0).success
     assert np.allclose(backend.ee_pose("arm").position_m, start)
     unknown = call_sync(restore, Restore.Request(snapshot_id="nope"), 10.0)
@@ -189,9 +208,14 @@ def test_lifecycle_transitions_build_publish_and_release(ros_context, spinner):
 
     from captain_ros.ros.robot_node import RobotNode
 
-    robot = RobotNode(context=ros_context, parameter_overrides=[
-        Parameter("backend", value="fake"), Parameter("joint_state_rate_hz", value=100.0),
-        Parameter("require_episode", value=False)])
+    robot = RobotNode(
+        context=ros_context,
+        parameter_overrides=[
+            Parameter("backend", value="fake"),
+            Parameter("joint_state_rate_hz", value=100.0),
+            Parameter("require_episode", value=False),
+        ],
+    )
     client = Node("lc_client", context=ros_context)
     joints, ev = _subscribe(client, JointState, "/joint_states")
     spinner.add(robot, client)
@@ -211,6 +235,8 @@ def test_lifecycle_transitions_build_publish_and_release(ros_context, spinner):
     # interfaces released with the backend: gone from the node at once, and from the graph once
     # discovery has seen the removal (asynchronous: a fixed short wait raced it on a loaded CI)
     assert ESTOP_RESET_SRV not in {srv.service_name for srv in robot.services}
-    wait_until(lambda: not reset.service_is_ready(), 10.0, None, "the reset service leaving the graph")
+    wait_until(
+        lambda: not reset.service_is_ready(), 10.0, None, "the reset service leaving the graph"
+    )
     assert robot.trigger_configure() == TransitionCallbackReturn.SUCCESS  # and configurable again
     assert reset.wait_for_service(timeout_sec=5.0)

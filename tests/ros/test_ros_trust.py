@@ -33,23 +33,35 @@ from captain_ros.ros.estop import LATCHED_QOS
 from captain_ros.ros.qos import FEEDBACK_QOS
 
 pytestmark = pytest.mark.slow
-EVENT_TOPICS = ("/captain/receipts", "/captain/observations", "/captain/privileged",
-                "/camera/head/image_raw", "/camera/head/depth/image_raw", "/camera/head/camera_info",
-                "/camera/wrist/image_raw")
+EVENT_TOPICS = (
+    "/captain/receipts",
+    "/captain/observations",
+    "/captain/privileged",
+    "/camera/head/image_raw",
+    "/camera/head/depth/image_raw",
+    "/camera/head/camera_info",
+    "/camera/wrist/image_raw",
+)
 """Topics published by what the episode does (not by wall-clock timers)."""
 
 
 class Graph:
     def __init__(self, cli: RosCli, proc: object, node: Node, tmp: Path) -> None:
         self.cli, self.proc, self.node, self.tmp = cli, proc, node, tmp
-        self.client = ActionClient(node, RunEpisode, "/captain/run_episode",
-                                   feedback_sub_qos_profile=FEEDBACK_QOS)
+        self.client = ActionClient(
+            node, RunEpisode, "/captain/run_episode", feedback_sub_qos_profile=FEEDBACK_QOS
+        )
         self.estop_state: list[bool] = []
         self.recorder: list[dict] = []
-        node.create_subscription(Bool, "/captain/estop/state",
-                                 lambda m: self.estop_state.append(m.data), LATCHED_QOS)
-        node.create_subscription(String, "/captain/recorder/status",
-                                 lambda m: self.recorder.append(json.loads(m.data)), LATCHED_QOS)
+        node.create_subscription(
+            Bool, "/captain/estop/state", lambda m: self.estop_state.append(m.data), LATCHED_QOS
+        )
+        node.create_subscription(
+            String,
+            "/captain/recorder/status",
+            lambda m: self.recorder.append(json.loads(m.data)),
+            LATCHED_QOS,
+        )
 
     def run(self, timeout_s: float = 300.0, on_feedback: object = None, **goal: object) -> object:
         done = threading.Event()
@@ -78,9 +90,15 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Graph]:
     tmp = tmp_path_factory.mktemp("trust")
     domain = 80 + os.getpid() % 10
     cli = RosCli(cli_env(domain), tmp)
-    proc = cli.start("launch", "captain_ros", "captain.launch.py", "backend:=fake",
-                     f"bag_dir:={tmp / 'bags'}", f"allowed_root:={tmp}",
-                     log=STATE_DIR / "children" / f"trust-{domain}.log")
+    proc = cli.start(
+        "launch",
+        "captain_ros",
+        "captain.launch.py",
+        "backend:=fake",
+        f"bag_dir:={tmp / 'bags'}",
+        f"allowed_root:={tmp}",
+        log=STATE_DIR / "children" / f"trust-{domain}.log",
+    )
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
     node = Node("operator", context=ctx)
@@ -89,8 +107,9 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Graph]:
     spinner.add(node)
     try:
         assert g.client.wait_for_server(timeout_sec=180.0), cli.log_of(proc)[-3000:]
-        wait_until(lambda: node.count_publishers("/captain/recorder/status") > 0, 60.0,
-                   what="the recorder")
+        wait_until(
+            lambda: node.count_publishers("/captain/recorder/status") > 0, 60.0, what="the recorder"
+        )
         yield g
     finally:
         spinner.shutdown()
@@ -110,7 +129,9 @@ def test_ten_runs_lose_nothing_and_mix_nothing(graph: Graph) -> None:
     counts = []
     for k in range(10):
         r = graph.run(task="pick_place", seed=3, output_dir=str(graph.tmp / f"det_{k}"))
-        assert r.status == GoalStatus.STATUS_SUCCEEDED and r.result.bag_complete, r.result.bag_status
+        assert r.status == GoalStatus.STATUS_SUCCEEDED and r.result.bag_complete, (
+            r.result.bag_status
+        )
         s = summarize_bag(r.result.bag_path)
         published = _published(r.result.bag_path)
         for topic, n in published.items():  # every message published in the window is in the bag
@@ -134,14 +155,22 @@ def test_killed_recorder_leaves_a_readable_bag_reported_incomplete(graph: Graph)
             moved.set()
 
     box: dict[str, object] = {}
-    thread = threading.Thread(target=lambda: box.update(r=graph.run(
-        task="pick_place", seed=4, on_feedback=on_fb, output_dir=str(graph.tmp / "killed"))))
+    thread = threading.Thread(
+        target=lambda: box.update(
+            r=graph.run(
+                task="pick_place", seed=4, on_feedback=on_fb, output_dir=str(graph.tmp / "killed")
+            )
+        )
+    )
     thread.start()
     assert moved.wait(120)
 
     def flushed() -> int:  # receipts on disk: the status is published right after a flush
-        return int(graph.recorder[-1].get("flushed", {}).get(episode[0], {}).get("/captain/receipts", 0)
-                   if graph.recorder else 0)
+        return int(
+            graph.recorder[-1].get("flushed", {}).get(episode[0], {}).get("/captain/receipts", 0)
+            if graph.recorder
+            else 0
+        )
 
     wait_until(lambda: flushed() >= 3, 60.0, what="receipts flushed to the bag")
     on_disk = flushed()
@@ -149,7 +178,9 @@ def test_killed_recorder_leaves_a_readable_bag_reported_incomplete(graph: Graph)
     thread.join(300)
     r = box["r"].result  # type: ignore[attr-defined]
     assert not r.bag_complete and r.bag_status.startswith("incomplete: the recorder")
-    assert r.bag_path and time.monotonic() - last_feedback[0] < 10.0  # no long wait on a dead recorder
+    assert (
+        r.bag_path and time.monotonic() - last_feedback[0] < 10.0
+    )  # no long wait on a dead recorder
     # the respawned recorder recovered the crashed bag at start: rosbags opens it
     wait_until(lambda: (Path(r.bag_path) / "metadata.yaml").exists(), 60.0, what="recovery")
     receipts = summarize_bag(r.bag_path).counts.get("/captain/receipts", 0)
@@ -157,9 +188,14 @@ def test_killed_recorder_leaves_a_readable_bag_reported_incomplete(graph: Graph)
     summary = json.loads((graph.tmp / "killed" / "summary.json").read_text())
     assert summary["bag_complete"] is False and "recorder" in summary["extra"]["bag_status"]
     # the next goal gets a complete bag from the new recorder
-    wait_until(lambda: graph.node.count_publishers("/captain/recorder/status") > 0, 60.0,
-               what="the respawned recorder")
-    nxt = graph.run(task="pick_place", seed=5, max_requests=3, output_dir=str(graph.tmp / "after_kill"))
+    wait_until(
+        lambda: graph.node.count_publishers("/captain/recorder/status") > 0,
+        60.0,
+        what="the respawned recorder",
+    )
+    nxt = graph.run(
+        task="pick_place", seed=5, max_requests=3, output_dir=str(graph.tmp / "after_kill")
+    )
     assert nxt.result.bag_complete, nxt.result.bag_status
 
 
@@ -180,7 +216,9 @@ def test_estop_latch_survives_goals_and_scene_loads_until_reset(graph: Graph) ->
     still = graph.run(task="pick_place", seed=9, output_dir=str(graph.tmp / "estop_9"))
     assert still.result.outcome_label == "estop"
     assert call_sync(reset, Trigger.Request(), 10.0).success
-    ok = graph.run(task="pick_place", seed=9, max_requests=3, output_dir=str(graph.tmp / "after_reset"))
+    ok = graph.run(
+        task="pick_place", seed=9, max_requests=3, output_dir=str(graph.tmp / "after_reset")
+    )
     assert ok.status == GoalStatus.STATUS_SUCCEEDED and ok.result.outcome_label != "estop"
 
 
@@ -189,8 +227,12 @@ def test_each_result_counts_its_own_episode_only(graph: Graph) -> None:
         replay = graph.tmp / f"fail_{failures}.jsonl"
         cell = "\n".join(["r = robot.move_to(position=[5.0, 5.0, 5.0])"] * failures) or "x = 1"
         replay.write_text(json.dumps({"code": cell}) + "\n")
-        r = graph.run(task="pick_place", seed=10, policy=f"replay:{replay}",
-                      output_dir=str(graph.tmp / f"count_{failures}"))
+        r = graph.run(
+            task="pick_place",
+            seed=10,
+            policy=f"replay:{replay}",
+            output_dir=str(graph.tmp / f"count_{failures}"),
+        )
         assert r.status == GoalStatus.STATUS_SUCCEEDED
         assert r.result.failures == failures and r.result.calls == failures
         summary = json.loads(r.result.summary_json)
