@@ -10,11 +10,26 @@ from typing import Any
 
 from captain_ros.api.registry import CAPABILITIES, CAPABILITY_BY_NAME, PHYSICAL, Capability, Param
 
-__all__ = ["CAPABILITIES", "CAPABILITY_BY_NAME", "PHYSICAL", "Capability", "Param", "RobotCaller",
-           "RobotResult", "RobotService", "api_section_md", "build_client"]
+__all__ = [
+    "CAPABILITIES",
+    "CAPABILITY_BY_NAME",
+    "PHYSICAL",
+    "Capability",
+    "Param",
+    "RobotCaller",
+    "RobotResult",
+    "RobotService",
+    "api_section_md",
+    "build_client",
+]
 
-_LAZY = {"RobotService": "service", "RobotCaller": "service", "RobotResult": "client",
-         "build_client": "client", "api_section_md": "taskmd"}
+_LAZY = {
+    "RobotService": "service",
+    "RobotCaller": "service",
+    "RobotResult": "client",
+    "build_client": "client",
+    "api_section_md": "taskmd",
+}
 
 
 def __getattr__(name: str) -> Any:

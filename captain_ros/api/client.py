@@ -39,25 +39,38 @@ class RobotResult(dict):
 
 def client_source(class_name: str = "Robot") -> str:
     """Source of the client class (methods forward to ``self._send(name, kwargs)``)."""
-    lines = [f"class {class_name}:",
-             '    """The robot API. Every method returns a Result dict and never raises."""',
-             "    __slots__ = ('_send',)",
-             "    def __init__(self, send):",
-             "        object.__setattr__(self, '_send', send)",
-             "    def __repr__(self):",
-             "        return '<robot client: ' + ', '.join(CAPABILITY_NAMES) + '>'"]
+    lines = [
+        f"class {class_name}:",
+        '    """The robot API. Every method returns a Result dict and never raises."""',
+        "    __slots__ = ('_send',)",
+        "    def __init__(self, send):",
+        "        object.__setattr__(self, '_send', send)",
+        "    def __repr__(self):",
+        "        return '<robot client: ' + ', '.join(CAPABILITY_NAMES) + '>'",
+    ]
     for cap in registry.CAPABILITIES:
-        params = ", ".join(["self"] + [p.name if p.required else f"{p.name}={p.default!r}" for p in cap.params]
-                           + ["*_surplus", "**_unknown"])
-        doc = cap.doc + "\n\n        Args:\n" + "".join(
-            f"            {p.name}: {p.doc}\n" for p in cap.params) + f"\n        Returns: Result; value = {cap.returns}\n"
-        kwargs = "{" + ", ".join([f"{p.name!r}: {p.name}" for p in cap.params] + ["**_unknown"]) + "}"
-        lines += [f"    def {cap.name}({params}):",
-                  f"        {doc!r}",
-                  f"        kwargs = {kwargs}",
-                  "        if _surplus:",
-                  "            kwargs['*args'] = list(_surplus)",
-                  f"        return self._send({cap.name!r}, kwargs)"]
+        params = ", ".join(
+            ["self"]
+            + [p.name if p.required else f"{p.name}={p.default!r}" for p in cap.params]
+            + ["*_surplus", "**_unknown"]
+        )
+        doc = (
+            cap.doc
+            + "\n\n        Args:\n"
+            + "".join(f"            {p.name}: {p.doc}\n" for p in cap.params)
+            + f"\n        Returns: Result; value = {cap.returns}\n"
+        )
+        kwargs = (
+            "{" + ", ".join([f"{p.name!r}: {p.name}" for p in cap.params] + ["**_unknown"]) + "}"
+        )
+        lines += [
+            f"    def {cap.name}({params}):",
+            f"        {doc!r}",
+            f"        kwargs = {kwargs}",
+            "        if _surplus:",
+            "            kwargs['*args'] = list(_surplus)",
+            f"        return self._send({cap.name!r}, kwargs)",
+        ]
     lines.append(f"CAPABILITY_NAMES = {tuple(c.name for c in registry.CAPABILITIES)!r}")
     return "\n".join(lines) + "\n"
 
@@ -82,6 +95,12 @@ def build_client(transport: Callable[[str, dict[str, Any]], Any]) -> Any:
 def signature(cap: registry.Capability) -> inspect.Signature:
     """The declared signature of a capability's client method (``self`` first)."""
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    return inspect.Signature([inspect.Parameter("self", kind)] + [
-        inspect.Parameter(p.name, kind, default=inspect.Parameter.empty if p.required else p.default)
-        for p in cap.params])
+    return inspect.Signature(
+        [inspect.Parameter("self", kind)]
+        + [
+            inspect.Parameter(
+                p.name, kind, default=inspect.Parameter.empty if p.required else p.default
+            )
+            for p in cap.params
+        ]
+    )

@@ -67,8 +67,14 @@ class RobotService:
         finish_handler: Callable for ``finish(summary)``; the harness installs its gate here.
     """
 
-    def __init__(self, backend: Any, motion: Any = None, perception: Any = None,
-                 extra: tuple[Any, ...] = (), finish_handler: Callable[..., Result] | None = None) -> None:
+    def __init__(
+        self,
+        backend: Any,
+        motion: Any = None,
+        perception: Any = None,
+        extra: tuple[Any, ...] = (),
+        finish_handler: Callable[..., Result] | None = None,
+    ) -> None:
         self.backend = backend
         self.motion = motion
         self.perception = perception
@@ -110,8 +116,10 @@ class RobotService:
                 raise
             result = exception_to_result(str(name), exc)
         if not isinstance(result, Result):
-            result = Result.fail(FailureCategory.INTERNAL_ERROR,
-                                 f"{name}: implementation returned {type(result).__name__}, not a Result")
+            result = Result.fail(
+                FailureCategory.INTERNAL_ERROR,
+                f"{name}: implementation returned {type(result).__name__}, not a Result",
+            )
         if not result.receipt:
             from dataclasses import replace
 
@@ -121,20 +129,26 @@ class RobotService:
 
     def _call(self, name: Any, kwargs: Any) -> Result:
         if not isinstance(name, str) or name not in registry.CAPABILITY_BY_NAME:
-            return Result.fail(FailureCategory.UNKNOWN_ID,
-                               f"unknown capability {str(name)[:60]!r}; valid: "
-                               + ", ".join(c.name for c in registry.CAPABILITIES))
+            return Result.fail(
+                FailureCategory.UNKNOWN_ID,
+                f"unknown capability {str(name)[:60]!r}; valid: "
+                + ", ".join(c.name for c in registry.CAPABILITIES),
+            )
         cap = registry.CAPABILITY_BY_NAME[name]
         args = validate_call(cap, kwargs, self._arm_names())
         if cap.service == "harness":
             if self.finish_handler is None:
-                return Result.fail(FailureCategory.NOT_SUPPORTED,
-                                   "finish() is handled by the episode harness, which is not attached")
+                return Result.fail(
+                    FailureCategory.NOT_SUPPORTED,
+                    "finish() is handled by the episode harness, which is not attached",
+                )
             return self.finish_handler(**args)
         fn = self._bound.get(name)
         if fn is None:
-            return Result.fail(FailureCategory.NOT_SUPPORTED,
-                               f"{name} is not available on this rig (no {cap.service} service bound)")
+            return Result.fail(
+                FailureCategory.NOT_SUPPORTED,
+                f"{name} is not available on this rig (no {cap.service} service bound)",
+            )
         limit_s = call_deadline_s(cap, args)
         with deadline.scope(limit_s, f"{name}'s {limit_s:.0f} s deadline"):
             deadline.check("waiting to start")

@@ -36,10 +36,13 @@ def _text(value: str, name: str) -> str:
     for i, ch in enumerate(value):
         code = ord(ch)
         if 0xD800 <= code <= 0xDFFF:
-            raise InvalidArgumentError(f"{name} has a lone surrogate {ch!r} at index {i}; pass valid text")
+            raise InvalidArgumentError(
+                f"{name} has a lone surrogate {ch!r} at index {i}; pass valid text"
+            )
         if (code < 0x20 or 0x7F <= code < 0xA0) and ch not in _TEXT_OK:
-            raise InvalidArgumentError(f"{name} has the control character {ch!r} at index {i}; "
-                                       "pass plain text")
+            raise InvalidArgumentError(
+                f"{name} has the control character {ch!r} at index {i}; pass plain text"
+            )
     return value
 
 
@@ -49,8 +52,9 @@ def _float(value: Any, name: str, limit: float = MAX_NUMBER) -> float:
     try:
         out = float(value)
     except Exception:  # noqa: BLE001 - a misbehaving __float__ is the caller's error
-        raise InvalidArgumentError(f"{name} must be a number (converting a {type(value).__name__} "
-                                   "failed)") from None
+        raise InvalidArgumentError(
+            f"{name} must be a number (converting a {type(value).__name__} failed)"
+        ) from None
     if not math.isfinite(out):
         raise InvalidArgumentError(f"{name} must be finite, got {out}")
     if abs(out) > limit:
@@ -59,8 +63,14 @@ def _float(value: Any, name: str, limit: float = MAX_NUMBER) -> float:
 
 
 def _vector(value: Any, size: int, name: str, limit: float = MAX_NUMBER) -> list[float]:
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) and not hasattr(value, "tolist"):
-        raise InvalidArgumentError(f"{name} must be a list of {size} numbers, got {type(value).__name__}")
+    if (
+        isinstance(value, (str, bytes, Mapping))
+        or not isinstance(value, Sequence)
+        and not hasattr(value, "tolist")
+    ):
+        raise InvalidArgumentError(
+            f"{name} must be a list of {size} numbers, got {type(value).__name__}"
+        )
     if hasattr(value, "tolist"):
         value = value.tolist()
     if not isinstance(value, Sequence) or len(value) != size:
@@ -82,7 +92,8 @@ def _check_param(p: Param, value: Any) -> Any:
         norm = math.sqrt(sum(v * v for v in q))
         if abs(norm - 1.0) > 1e-3:
             raise InvalidArgumentError(
-                f"{p.name} must be a unit quaternion [w, x, y, z]; its norm is {norm:.4f}")
+                f"{p.name} must be a unit quaternion [w, x, y, z]; its norm is {norm:.4f}"
+            )
         return [v / norm for v in q]
     if kind == "float":
         return _float(value, p.name)
@@ -92,8 +103,11 @@ def _check_param(p: Param, value: Any) -> Any:
             raise InvalidArgumentError(f"{p.name} must be > 0, got {out}")
         return out
     if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                isinstance(value, float) and not value.is_integer()):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (isinstance(value, float) and not value.is_integer())
+        ):
             raise InvalidArgumentError(f"{p.name} must be an integer, got {type(value).__name__}")
         if abs(value) > MAX_INT:
             raise InvalidArgumentError(f"{p.name} is out of range (|value| <= {MAX_INT})")
@@ -108,12 +122,16 @@ def _check_param(p: Param, value: Any) -> Any:
         if len(value) > _MAX_STR:
             raise InvalidArgumentError(f"{p.name} is longer than {_MAX_STR} characters")
         if p.choices and value not in p.choices:
-            raise InvalidArgumentError(f"{p.name} must be one of {', '.join(p.choices)}; got {value!r:.60}")
+            raise InvalidArgumentError(
+                f"{p.name} must be one of {', '.join(p.choices)}; got {value!r:.60}"
+            )
         return _text(value, p.name)
     if kind == "jaw":
         if isinstance(value, str):
             if value not in ("open", "close"):
-                raise InvalidArgumentError(f"{p.name} must be an opening in metres or 'open'/'close', got {value!r:.60}")
+                raise InvalidArgumentError(
+                    f"{p.name} must be an opening in metres or 'open'/'close', got {value!r:.60}"
+                )
             return value
         out = _float(value, p.name)
         if out < 0:
@@ -129,8 +147,10 @@ def _check_param(p: Param, value: Any) -> Any:
             if isinstance(v, Mapping) and isinstance(v.get("id"), str):
                 v = v["id"]
             if not isinstance(v, str) or len(v) > _MAX_STR:
-                raise InvalidArgumentError(f"{p.name} must contain strings (at most {_MAX_STR} characters), "
-                                           f"got {type(v).__name__}")
+                raise InvalidArgumentError(
+                    f"{p.name} must contain strings (at most {_MAX_STR} characters), "
+                    f"got {type(v).__name__}"
+                )
             items.append(_text(v, p.name))
         return items
     if kind == "points":
@@ -143,7 +163,9 @@ def _check_param(p: Param, value: Any) -> Any:
         if isinstance(value, Mapping):
             value = value.get("id", value.get("object_id"))
         if not isinstance(value, str) or not value or len(value) > 200:
-            raise InvalidArgumentError(f"{p.name} must be a detection id string like 'det_3' (or a detection dict)")
+            raise InvalidArgumentError(
+                f"{p.name} must be a detection id string like 'det_3' (or a detection dict)"
+            )
         return _text(value, p.name)
     raise InvalidArgumentError(f"{p.name}: unsupported kind {kind}")  # pragma: no cover
 
@@ -156,12 +178,15 @@ def _checked(p: Param, value: Any) -> Any:
     except CaptainError:
         raise
     except Exception as exc:  # noqa: BLE001 - hostile objects: the caller's error, not ours
-        raise InvalidArgumentError(f"{p.name} could not be read ({type(exc).__name__} in a "
-                                   f"{type(value).__name__}); pass plain numbers, lists and strings") from None
+        raise InvalidArgumentError(
+            f"{p.name} could not be read ({type(exc).__name__} in a "
+            f"{type(value).__name__}); pass plain numbers, lists and strings"
+        ) from None
 
 
-def validate_call(cap: Capability, kwargs: Mapping[str, Any],
-                  arm_names: Sequence[str] | None = None) -> dict[str, Any]:
+def validate_call(
+    cap: Capability, kwargs: Mapping[str, Any], arm_names: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Check ``kwargs`` against ``cap``; return them with defaults filled in.
 
     Raises:
@@ -176,16 +201,22 @@ def validate_call(cap: Capability, kwargs: Mapping[str, Any],
         n = len(surplus) if isinstance(surplus, list) else 1
         raise InvalidArgumentError(
             f"{cap.name}() takes {len(cap.params)} arguments, {len(cap.params) + n} were given; "
-            f"signature: {cap.signature()}")
+            f"signature: {cap.signature()}"
+        )
     unknown = [k for k in kwargs if k not in names]
     if unknown:
         shown = ", ".join(f"{k!r:.40}" for k in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         raise InvalidArgumentError(
-            f"{cap.name}() got unexpected argument(s) {shown}; signature: {cap.signature()}")
+            f"{cap.name}() got unexpected argument(s) {shown}; signature: {cap.signature()}"
+        )
     out: dict[str, Any] = {}
     both = cap.name == "move_to" and kwargs.get("arm") == "both"
     for p in cap.params:
-        if both and p.name in ("position", "orientation") and isinstance(kwargs.get(p.name), Mapping):
+        if (
+            both
+            and p.name in ("position", "orientation")
+            and isinstance(kwargs.get(p.name), Mapping)
+        ):
             # dual rig, two-arm move: one pose per arm {"left": ..., "right": ...}
             per_arm = kwargs[p.name]
             if len(per_arm) > 4 or not all(isinstance(k, str) for k in per_arm):
@@ -194,20 +225,26 @@ def validate_call(cap: Capability, kwargs: Mapping[str, Any],
         elif p.name in kwargs:
             out[p.name] = _checked(p, kwargs[p.name])
         elif p.required:
-            raise InvalidArgumentError(f"{cap.name}() is missing {p.name!r} ({p.doc}); signature: {cap.signature()}")
+            raise InvalidArgumentError(
+                f"{cap.name}() is missing {p.name!r} ({p.doc}); signature: {cap.signature()}"
+            )
         else:
             out[p.name] = p.default
     if cap.name == "move_to":
         has_pose = out.get("position") is not None or out.get("orientation") is not None
         if has_pose and out.get("jaw") is not None:
-            raise InvalidArgumentError("move_to takes a pose OR a jaw command, never both; make two calls")
+            raise InvalidArgumentError(
+                "move_to takes a pose OR a jaw command, never both; make two calls"
+            )
         if not has_pose and out.get("jaw") is None:
             raise InvalidArgumentError("move_to needs a position/orientation or a jaw command")
     if both:
         if arm_names is not None and len(arm_names) < 2:
             raise UnknownNameError("arm", "both", list(arm_names))
         if not isinstance(out.get("position"), dict):
-            raise InvalidArgumentError("arm='both' needs position={'left': [x, y, z], 'right': [x, y, z]}")
+            raise InvalidArgumentError(
+                "arm='both' needs position={'left': [x, y, z], 'right': [x, y, z]}"
+            )
         unknown = [a for a in out["position"] if arm_names is not None and a not in arm_names]
         if unknown:
             raise UnknownNameError("arm", unknown[0], list(arm_names or ()))

@@ -124,8 +124,9 @@ class Backend(SafetyContract):
 
     # --- commanding --------------------------------------------------------------------------
     @abc.abstractmethod
-    def servo(self, q_targets: Mapping[str, np.ndarray], duration_s: float,
-              guard: ForceGuard) -> TickReport:
+    def servo(
+        self, q_targets: Mapping[str, np.ndarray], duration_s: float, guard: ForceGuard
+    ) -> TickReport:
         """Track joint targets for one control tick of ``duration_s`` [s].
 
         Targets are clipped to joint limits and velocity limits. Force is checked at every
@@ -150,7 +151,6 @@ class Backend(SafetyContract):
     def privileged_state(self) -> PrivilegedState:
         """Simulator ground truth (object poses, articulation, contacts). Never for policies."""
         raise NotSupportedError(f"{type(self).__name__} has no privileged state (simulation only)")
-
 
 
 K = TypeVar("K", bound=Kinematics)
@@ -181,4 +181,3 @@ class ArmTable(Generic[K]):
     def kinematics(self, arm: str) -> K:
         self._arm(arm)
         return self._kin[arm]
-

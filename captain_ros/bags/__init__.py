@@ -14,5 +14,12 @@ from captain_ros.bags.rosbag2 import (
     summarize_bag,
 )
 
-__all__ = ["BagSummary", "BagWriter", "make_typestore", "qos", "read_messages", "recover_bag",
-           "summarize_bag"]
+__all__ = [
+    "BagSummary",
+    "BagWriter",
+    "make_typestore",
+    "qos",
+    "read_messages",
+    "recover_bag",
+    "summarize_bag",
+]

@@ -25,11 +25,18 @@ from typing import Any
 
 from captain_ros.bags.rosbag2 import BagWriter, read_messages
 
-_STAMP_FIRST = frozenset({
-    "sensor_msgs/msg/JointState", "sensor_msgs/msg/Image", "sensor_msgs/msg/CameraInfo",
-    "geometry_msgs/msg/WrenchStamped", "captain_ros_interfaces/msg/Receipt",
-    "captain_ros_interfaces/msg/EpisodeEvent", "captain_ros_interfaces/msg/ObservationHandle",
-    "captain_ros_interfaces/msg/Detections"})
+_STAMP_FIRST = frozenset(
+    {
+        "sensor_msgs/msg/JointState",
+        "sensor_msgs/msg/Image",
+        "sensor_msgs/msg/CameraInfo",
+        "geometry_msgs/msg/WrenchStamped",
+        "captain_ros_interfaces/msg/Receipt",
+        "captain_ros_interfaces/msg/EpisodeEvent",
+        "captain_ros_interfaces/msg/ObservationHandle",
+        "captain_ros_interfaces/msg/Detections",
+    }
+)
 """Types whose CDR starts with a header stamp (``std_msgs/Header`` or ``builtin_interfaces/Time``)."""
 
 
@@ -41,8 +48,8 @@ def stamp_of_cdr(msgtype: str, data: bytes) -> int | None:
         return None
     if offset == 8 and int.from_bytes(data[4:8], "little") == 0:
         return None  # an empty TFMessage
-    sec = int.from_bytes(data[offset:offset + 4], "little", signed=True)
-    nanosec = int.from_bytes(data[offset + 4:offset + 8], "little")
+    sec = int.from_bytes(data[offset : offset + 4], "little", signed=True)
+    nanosec = int.from_bytes(data[offset + 4 : offset + 8], "little")
     return sec * 1_000_000_000 + nanosec
 
 
@@ -75,7 +82,9 @@ class Window:
         return stamp_ns >= self.start_ns and (self.end_ns is None or stamp_ns <= self.end_ns)
 
     def missing(self) -> dict[str, int]:
-        return {t: n - self.counts[t] for t, n in (self.expected or {}).items() if self.counts[t] < n}
+        return {
+            t: n - self.counts[t] for t, n in (self.expected or {}).items() if self.counts[t] < n
+        }
 
 
 @dataclass(frozen=True)
@@ -89,8 +98,13 @@ class ClosedBag:
     counts: dict[str, int]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"episode_id": self.episode_id, "path": self.path, "complete": self.complete,
-                "missing": self.missing, "counts": self.counts}
+        return {
+            "episode_id": self.episode_id,
+            "path": self.path,
+            "complete": self.complete,
+            "missing": self.missing,
+            "counts": self.counts,
+        }
 
 
 @dataclass(frozen=True)
@@ -113,10 +127,15 @@ class EpisodeRouter:
         clock: Monotonic clock of the grace deadlines [s]; ``now_ns``: the stamps' clock [ns].
     """
 
-    def __init__(self, open_writer: Callable[[str], BagWriter], buffer_s: float = 30.0,
-                 buffer_bytes: int = 512 << 20, hold_s: float = 0.3,
-                 clock: Callable[[], float] = time.monotonic,
-                 now_ns: Callable[[], int] = time.time_ns) -> None:
+    def __init__(
+        self,
+        open_writer: Callable[[str], BagWriter],
+        buffer_s: float = 30.0,
+        buffer_bytes: int = 512 << 20,
+        hold_s: float = 0.3,
+        clock: Callable[[], float] = time.monotonic,
+        now_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
         self.open_writer = open_writer
         self.buffer_ns = int(buffer_s * 1e9)
         self.buffer_bytes = buffer_bytes
@@ -130,8 +149,9 @@ class EpisodeRouter:
         self._newest_ns = 0
 
     # --- messages -------------------------------------------------------------------------------
-    def message(self, topic: str, msgtype: str, qos: Any, data: bytes, stamp_ns: int,
-                latched: bool = False) -> None:
+    def message(
+        self, topic: str, msgtype: str, qos: Any, data: bytes, stamp_ns: int, latched: bool = False
+    ) -> None:
         """One received message (stamped ``stamp_ns``)."""
         msg = _Message(topic, msgtype, qos, bytes(data), int(stamp_ns))
         if latched:  # a latched topic's last message belongs to every bag: once, as a copy
@@ -150,8 +170,10 @@ class EpisodeRouter:
         self._buffer.append(msg)
         self._buffered_bytes += len(msg.data)
         self._newest_ns = max(self._newest_ns, msg.stamp_ns)
-        while self._buffer and (self._buffered_bytes > self.buffer_bytes
-                                or self._buffer[0].stamp_ns < self._newest_ns - self.buffer_ns):
+        while self._buffer and (
+            self._buffered_bytes > self.buffer_bytes
+            or self._buffer[0].stamp_ns < self._newest_ns - self.buffer_ns
+        ):
             self._buffered_bytes -= len(self._buffer.popleft().data)
         self.release()
 
@@ -224,8 +246,9 @@ class EpisodeRouter:
             for m in sorted(w.pending, key=lambda m: m.stamp_ns):
                 self._write(w, m)
             w.pending = []
-            done.append(self._close(w, w.end_ns is not None and w.expected is not None
-                                    and not w.missing()))
+            done.append(
+                self._close(w, w.end_ns is not None and w.expected is not None and not w.missing())
+            )
         return done
 
     def _close(self, w: Window, complete: bool) -> ClosedBag:
@@ -246,7 +269,11 @@ class EpisodeRouter:
 def published_in_window(bag: str) -> dict[str, int] | None:
     """What the nodes reported publishing in a bag's episode window (its last ``counts`` episode
     event), ``None`` for a bag without one."""
-    counts = [m for _t, _s, m in read_messages(bag, ["/captain/episode_events"]) if m.event == "counts"]
+    counts = [
+        m for _t, _s, m in read_messages(bag, ["/captain/episode_events"]) if m.event == "counts"
+    ]
     if not counts:
         return None
-    return {str(t): int(n) for t, n in json.loads(counts[-1].detail_json).get("published", {}).items()}
+    return {
+        str(t): int(n) for t, n in json.loads(counts[-1].detail_json).get("published", {}).items()
+    }

@@ -48,8 +48,9 @@ class Messages:
     def string(self, data: str) -> Any:
         return self.t["std_msgs/msg/String"](data=data)
 
-    def joint_states(self, states: Iterable[JointState], stamp_s: float,
-                     extra: Mapping[str, float] | None = None) -> Any:
+    def joint_states(
+        self, states: Iterable[JointState], stamp_s: float, extra: Mapping[str, float] | None = None
+    ) -> Any:
         names: list[str] = []
         pos: list[float] = []
         vel: list[float] = []
@@ -65,18 +66,28 @@ class Messages:
             vel.append(0.0)
             eff.append(0.0)
         return self.t["sensor_msgs/msg/JointState"](
-            header=self.header(stamp_s), name=names, position=np.array(pos, dtype=np.float64),
-            velocity=np.array(vel, dtype=np.float64), effort=np.array(eff, dtype=np.float64))
+            header=self.header(stamp_s),
+            name=names,
+            position=np.array(pos, dtype=np.float64),
+            velocity=np.array(vel, dtype=np.float64),
+            effort=np.array(eff, dtype=np.float64),
+        )
 
     def transform(self, parent: str, child: str, pose: Pose, stamp_s: float) -> Any:
         p, q = pose.position_m, pose.quat_wxyz
         tt = self.t
         return tt["geometry_msgs/msg/TransformStamped"](
-            header=self.header(stamp_s, parent), child_frame_id=child,
+            header=self.header(stamp_s, parent),
+            child_frame_id=child,
             transform=tt["geometry_msgs/msg/Transform"](
-                translation=tt["geometry_msgs/msg/Vector3"](x=float(p[0]), y=float(p[1]), z=float(p[2])),
-                rotation=tt["geometry_msgs/msg/Quaternion"](x=float(q[1]), y=float(q[2]), z=float(q[3]),
-                                                            w=float(q[0]))))
+                translation=tt["geometry_msgs/msg/Vector3"](
+                    x=float(p[0]), y=float(p[1]), z=float(p[2])
+                ),
+                rotation=tt["geometry_msgs/msg/Quaternion"](
+                    x=float(q[1]), y=float(q[2]), z=float(q[3]), w=float(q[0])
+                ),
+            ),
+        )
 
     def tf(self, transforms: list[Any]) -> Any:
         return self.t["tf2_msgs/msg/TFMessage"](transforms=transforms)
@@ -86,8 +97,10 @@ class Messages:
         v = tt["geometry_msgs/msg/Vector3"]
         return tt["geometry_msgs/msg/WrenchStamped"](
             header=self.header(stamp_s, f"{arm}_tcp"),
-            wrench=tt["geometry_msgs/msg/Wrench"](force=v(x=0.0, y=0.0, z=float(force_n)),
-                                                  torque=v(x=0.0, y=0.0, z=0.0)))
+            wrench=tt["geometry_msgs/msg/Wrench"](
+                force=v(x=0.0, y=0.0, z=float(force_n)), torque=v(x=0.0, y=0.0, z=0.0)
+            ),
+        )
 
     def image(self, array: np.ndarray, stamp_s: float, frame_id: str) -> Any:
         if array.ndim == 3:
@@ -97,44 +110,85 @@ class Messages:
             data = np.ascontiguousarray(array, dtype=np.float32)
             encoding, step = "32FC1", int(array.shape[1]) * 4
         return self.t["sensor_msgs/msg/Image"](
-            header=self.header(stamp_s, frame_id), height=int(array.shape[0]), width=int(array.shape[1]),
-            encoding=encoding, is_bigendian=0, step=step,
-            data=np.frombuffer(data.tobytes(), dtype=np.uint8))
+            header=self.header(stamp_s, frame_id),
+            height=int(array.shape[0]),
+            width=int(array.shape[1]),
+            encoding=encoding,
+            is_bigendian=0,
+            step=step,
+            data=np.frombuffer(data.tobytes(), dtype=np.uint8),
+        )
 
     def camera_info(self, frame: CameraFrame, stamp_s: float) -> Any:
         k = np.asarray(frame.intrinsics, dtype=float)
         tt = self.t
         return tt["sensor_msgs/msg/CameraInfo"](
-            header=self.header(stamp_s, optical_frame(frame.camera)), height=frame.height,
-            width=frame.width, distortion_model="plumb_bob", d=np.zeros(5),
-            k=k.reshape(-1).astype(np.float64), r=np.eye(3).reshape(-1),
-            p=np.array([k[0, 0], k[0, 1], k[0, 2], 0.0, k[1, 0], k[1, 1], k[1, 2], 0.0, 0.0, 0.0, 1.0, 0.0]),
-            binning_x=0, binning_y=0,
-            roi=tt["sensor_msgs/msg/RegionOfInterest"](x_offset=0, y_offset=0, height=0, width=0,
-                                                       do_rectify=False))
+            header=self.header(stamp_s, optical_frame(frame.camera)),
+            height=frame.height,
+            width=frame.width,
+            distortion_model="plumb_bob",
+            d=np.zeros(5),
+            k=k.reshape(-1).astype(np.float64),
+            r=np.eye(3).reshape(-1),
+            p=np.array(
+                [k[0, 0], k[0, 1], k[0, 2], 0.0, k[1, 0], k[1, 1], k[1, 2], 0.0, 0.0, 0.0, 1.0, 0.0]
+            ),
+            binning_x=0,
+            binning_y=0,
+            roi=tt["sensor_msgs/msg/RegionOfInterest"](
+                x_offset=0, y_offset=0, height=0, width=0, do_rectify=False
+            ),
+        )
 
-    def receipt(self, result: Result, capability: str, *, episode_id: str, request_index: int,
-                call_index: int, stamp_s: float, duration_s: float) -> Any:
+    def receipt(
+        self,
+        result: Result,
+        capability: str,
+        *,
+        episode_id: str,
+        request_index: int,
+        call_index: int,
+        stamp_s: float,
+        duration_s: float,
+    ) -> Any:
         return self.t["captain_ros_interfaces/msg/Receipt"](
-            stamp=self.time(stamp_s), episode_id=episode_id, request_index=int(request_index),
-            call_index=int(call_index), capability=capability, success=bool(result.success),
+            stamp=self.time(stamp_s),
+            episode_id=episode_id,
+            request_index=int(request_index),
+            call_index=int(call_index),
+            capability=capability,
+            success=bool(result.success),
             executed=bool(result.executed),
             failure_category=result.failure_category.value if result.failure_category else "",
-            message=result.message, receipt=result.receipt, value_json=compact_json(result.value),
-            diagnostics_json=compact_json(result.diagnostics), budget_json=compact_json(result.budget),
-            duration_s=float(duration_s))
+            message=result.message,
+            receipt=result.receipt,
+            value_json=compact_json(result.value),
+            diagnostics_json=compact_json(result.diagnostics),
+            budget_json=compact_json(result.budget),
+            duration_s=float(duration_s),
+        )
 
-    def episode_event(self, episode_id: str, event: str, detail: Mapping[str, Any], stamp_s: float) -> Any:
+    def episode_event(
+        self, episode_id: str, event: str, detail: Mapping[str, Any], stamp_s: float
+    ) -> Any:
         return self.t["captain_ros_interfaces/msg/EpisodeEvent"](
-            stamp=self.time(stamp_s), episode_id=episode_id, event=event,
-            detail_json=json.dumps(dict(detail), default=str))
+            stamp=self.time(stamp_s),
+            episode_id=episode_id,
+            event=event,
+            detail_json=json.dumps(dict(detail), default=str),
+        )
 
-    def observation(self, handle: str, cameras: list[str], backend_stamp_s: float, stamp_s: float) -> Any:
+    def observation(
+        self, handle: str, cameras: list[str], backend_stamp_s: float, stamp_s: float
+    ) -> Any:
         return self.t["captain_ros_interfaces/msg/ObservationHandle"](
-            stamp=self.time(stamp_s), handle=handle, cameras=list(cameras), stamp_s=float(backend_stamp_s))
+            stamp=self.time(stamp_s),
+            handle=handle,
+            cameras=list(cameras),
+            stamp_s=float(backend_stamp_s),
+        )
 
 
 def optical_frame(camera: str) -> str:
     """REP 103 optical frame name of a camera (x right, y down, z forward)."""
     return f"{camera}_optical_frame"
-

@@ -66,7 +66,9 @@ def make_typestore() -> Typestore:
                     types.update(get_types_from_msg(path.read_text(), f"{package}/msg/{path.stem}"))
                 break
         else:
-            raise FileNotFoundError(f"no .msg files of {package} found in {_interface_dirs(package)}")
+            raise FileNotFoundError(
+                f"no .msg files of {package} found in {_interface_dirs(package)}"
+            )
     store.register(types)
     return store
 
@@ -80,10 +82,17 @@ def shared_typestore() -> Typestore:
 def qos(depth: int = 10, *, reliable: bool = True, transient_local: bool = False) -> Qos:
     """A rosbag2 QoS record (stored in the bag as the topic's offered QoS profile)."""
     zero = QosTime(0, 0)
-    return Qos(QosHistory.KEEP_LAST, depth,
-               QosReliability.RELIABLE if reliable else QosReliability.BEST_EFFORT,
-               QosDurability.TRANSIENT_LOCAL if transient_local else QosDurability.VOLATILE,
-               zero, zero, QosLiveliness.AUTOMATIC, zero, False)
+    return Qos(
+        QosHistory.KEEP_LAST,
+        depth,
+        QosReliability.RELIABLE if reliable else QosReliability.BEST_EFFORT,
+        QosDurability.TRANSIENT_LOCAL if transient_local else QosDurability.VOLATILE,
+        zero,
+        zero,
+        QosLiveliness.AUTOMATIC,
+        zero,
+        False,
+    )
 
 
 class BagWriter:
@@ -108,7 +117,8 @@ class BagWriter:
         """Register ``topic`` of ROS type ``msgtype`` (e.g. ``sensor_msgs/msg/Image``)."""
         if topic not in self._connections:
             self._connections[topic] = self._writer.add_connection(
-                topic, msgtype, typestore=self.typestore, offered_qos_profiles=list(qos_profiles))
+                topic, msgtype, typestore=self.typestore, offered_qos_profiles=list(qos_profiles)
+            )
 
     def has_topic(self, topic: str) -> bool:
         return topic in self._connections
@@ -191,10 +201,14 @@ def recover_bag(path: str | os.PathLike[str]) -> Path:
                         ch = channels[rec.channel_id]
                         sc = schemas[ch.schema_id]
                         conns[rec.channel_id] = writer.add_connection(
-                            ch.topic, sc.name, msgdef=sc.data.decode(),
+                            ch.topic,
+                            sc.name,
+                            msgdef=sc.data.decode(),
                             rihs01=_rihs01(store, sc.name, ch.metadata),
                             offered_qos_profiles=_qos_from_yaml(
-                                ch.metadata.get("offered_qos_profiles", "")))
+                                ch.metadata.get("offered_qos_profiles", "")
+                            ),
+                        )
                     writer.write(conns[rec.channel_id], rec.log_time, rec.data)
         except Exception:  # noqa: BLE001 - the truncated tail of a crashed file ends the stream
             pass
@@ -217,17 +231,24 @@ def _qos_from_yaml(text: str) -> list[Qos]:
     import yaml
 
     out = []
+
     def t(d: dict[str, Any], k: str) -> QosTime:
         return QosTime(int(d.get(k, {}).get("sec", 0)), int(d.get(k, {}).get("nsec", 0)))
 
     for d in yaml.safe_load(text) or []:
-        out.append(Qos(QosHistory[str(d.get("history", "keep_last")).upper()], int(d.get("depth", 0)),
-                       QosReliability[str(d.get("reliability", "reliable")).upper()],
-                       QosDurability[str(d.get("durability", "volatile")).upper()],
-                       t(d, "deadline"), t(d, "lifespan"),
-                       QosLiveliness[str(d.get("liveliness", "automatic")).upper()],
-                       t(d, "liveliness_lease_duration"),
-                       bool(d.get("avoid_ros_namespace_conventions", False))))
+        out.append(
+            Qos(
+                QosHistory[str(d.get("history", "keep_last")).upper()],
+                int(d.get("depth", 0)),
+                QosReliability[str(d.get("reliability", "reliable")).upper()],
+                QosDurability[str(d.get("durability", "volatile")).upper()],
+                t(d, "deadline"),
+                t(d, "lifespan"),
+                QosLiveliness[str(d.get("liveliness", "automatic")).upper()],
+                t(d, "liveliness_lease_duration"),
+                bool(d.get("avoid_ros_namespace_conventions", False)),
+            )
+        )
     return out
 
 
@@ -247,24 +268,33 @@ def summarize_bag(path: str | os.PathLike[str]) -> BagSummary:
     try:
         reader.open()
     except Exception as exc:  # noqa: BLE001 - rosbags raises several types for damaged files
-        raise BagReadError(f"{path}: the bag cannot be read ({' '.join(str(exc).split())[:160]}); "
-                           f"`captain bag recover {path}` rewrites it up to its last complete "
-                           "record") from None
+        raise BagReadError(
+            f"{path}: the bag cannot be read ({' '.join(str(exc).split())[:160]}); "
+            f"`captain bag recover {path}` rewrites it up to its last complete "
+            "record"
+        ) from None
     try:
         msgtypes = {c.topic: c.msgtype for c in reader.connections}
         counts: Counter[str] = Counter()
         for c in reader.connections:
             counts[c.topic] += c.msgcount
         # a rosbag2 reader's connections carry rosbag2 extensions (the union type covers rosbag1)
-        qos_map = {c.topic: list(c.ext.offered_qos_profiles)
-                   if isinstance(c.ext, ConnectionExtRosbag2) else [] for c in reader.connections}
+        qos_map = {
+            c.topic: list(c.ext.offered_qos_profiles)
+            if isinstance(c.ext, ConnectionExtRosbag2)
+            else []
+            for c in reader.connections
+        }
     finally:
         reader.close()
     return BagSummary(Path(path), msgtypes, dict(counts), qos_map)
 
 
-def read_messages(path: str | os.PathLike[str], topics: Sequence[str] | None = None,
-                  typestore: Typestore | None = None) -> Iterator[tuple[str, int, Any]]:
+def read_messages(
+    path: str | os.PathLike[str],
+    topics: Sequence[str] | None = None,
+    typestore: Typestore | None = None,
+) -> Iterator[tuple[str, int, Any]]:
     """Yield ``(topic, stamp_ns, decoded message)`` of a closed bag in time order (``typestore``:
     default the project's, built once per process: building it parses every .msg file, ~1 s)."""
     store = typestore or shared_typestore()

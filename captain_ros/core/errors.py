@@ -21,7 +21,9 @@ class UnknownNameError(CaptainError, KeyError):
         self.kind = kind
         self.name = name
         self.valid = tuple(valid)
-        super().__init__(f"unknown {kind} {name!r}; valid: {', '.join(map(str, self.valid)) or '(none)'}")
+        super().__init__(
+            f"unknown {kind} {name!r}; valid: {', '.join(map(str, self.valid)) or '(none)'}"
+        )
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise
         return str(self.args[0])

@@ -50,32 +50,48 @@ def failure_from_exception(exc: BaseException, name: str, *, physical: bool = Fa
     category = getattr(exc, "failure_category", None)
     if isinstance(category, FailureCategory):
         diagnostics = dict(getattr(exc, "diagnostics", {}) or {})
-        return Result.fail(category, f"{prefix}{text}", diagnostics=diagnostics,
-                           receipt=f"{name}: rejected ({category.value}), nothing moved")
+        return Result.fail(
+            category,
+            f"{prefix}{text}",
+            diagnostics=diagnostics,
+            receipt=f"{name}: rejected ({category.value}), nothing moved",
+        )
     if isinstance(exc, UnknownNameError):
         hint = UNKNOWN_HINTS.get(exc.kind, "use one of the listed names")
         return Result.fail(FailureCategory.UNKNOWN_ID, f"{prefix}{text}. Fix: {hint}.")
     if isinstance(exc, EStopError):
-        return Result.fail(FailureCategory.ESTOP, f"{prefix}{text}; the emergency stop is latched and "
-                           "an operator must reset it")
+        return Result.fail(
+            FailureCategory.ESTOP,
+            f"{prefix}{text}; the emergency stop is latched and an operator must reset it",
+        )
     if isinstance(exc, HardwareError):  # the operator's log gets the cause, no traceback
         log.warning("hardware fault in %s: %s", name, text)
-        return Result.fail(FailureCategory.HARDWARE, f"{prefix}{text}. Retrying will not help: an "
-                           "operator must check the arm")
+        return Result.fail(
+            FailureCategory.HARDWARE,
+            f"{prefix}{text}. Retrying will not help: an operator must check the arm",
+        )
     if isinstance(exc, NotSupportedError):
         return Result.fail(FailureCategory.NOT_SUPPORTED, f"{prefix}{text}")
     if isinstance(exc, (InvalidArgumentError, TypeError, ValueError)):
-        return Result.fail(FailureCategory.INVALID_ARGUMENT,
-                           f"{prefix}{text}; nothing moved. Fix the argument (signatures are in TASK.md).")
+        return Result.fail(
+            FailureCategory.INVALID_ARGUMENT,
+            f"{prefix}{text}; nothing moved. Fix the argument (signatures are in TASK.md).",
+        )
     log.exception("internal error in %s", name, exc_info=exc)
-    return Result.fail(FailureCategory.INTERNAL_ERROR,
-                       f"{prefix}internal error ({type(exc).__name__}: {text[:160]}); it was logged"
-                       + ("; the robot holds its last target. Try another approach." if physical else
-                          ". Observe again and retry, or use mark_point."))
+    return Result.fail(
+        FailureCategory.INTERNAL_ERROR,
+        f"{prefix}internal error ({type(exc).__name__}: {text[:160]}); it was logged"
+        + (
+            "; the robot holds its last target. Try another approach."
+            if physical
+            else ". Observe again and retry, or use mark_point."
+        ),
+    )
 
 
-def never_raises(physical: bool = False,
-                 before: Callable[[Any], None] | None = None) -> Callable[[F], F]:
+def never_raises(
+    physical: bool = False, before: Callable[[Any], None] | None = None
+) -> Callable[[F], F]:
     """Decorator for capability methods: any exception becomes :func:`failure_from_exception`.
 
     ``before(self)`` runs first inside the guard (e.g. the motion service's clock check)."""

@@ -46,12 +46,14 @@ def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product ``a * b`` of (w, x, y, z) quaternions."""
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return np.array([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ])
+    return np.array(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
 
 
 def quat_conjugate(q: np.ndarray) -> np.ndarray:
@@ -61,11 +63,13 @@ def quat_conjugate(q: np.ndarray) -> np.ndarray:
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrix (3x3) of a unit (w, x, y, z) quaternion."""
     w, x, y, z = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def matrix_to_quat(m: np.ndarray) -> np.ndarray:
@@ -74,20 +78,24 @@ def matrix_to_quat(m: np.ndarray) -> np.ndarray:
     tr = m[0, 0] + m[1, 1] + m[2, 2]
     if tr > 0:
         s = np.sqrt(tr + 1.0) * 2
-        q = np.array([0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s,
-                      (m[1, 0] - m[0, 1]) / s])
+        q = np.array(
+            [0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s]
+        )
     elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
         s = np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
-        q = np.array([(m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s,
-                      (m[0, 2] + m[2, 0]) / s])
+        q = np.array(
+            [(m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s]
+        )
     elif m[1, 1] > m[2, 2]:
         s = np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
-        q = np.array([(m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s,
-                      (m[1, 2] + m[2, 1]) / s])
+        q = np.array(
+            [(m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s]
+        )
     else:
         s = np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
-        q = np.array([(m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s,
-                      (m[1, 2] + m[2, 1]) / s, 0.25 * s])
+        q = np.array(
+            [(m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s]
+        )
     q = q / np.linalg.norm(q)
     return q if q[0] >= 0 else -q
 
@@ -157,14 +165,20 @@ class Pose:
         return Pose(-r @ self.position_m, matrix_to_quat(r), self.frame)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"position_m": [float(v) for v in self.position_m],
-                "quat_wxyz": [float(v) for v in self.quat_wxyz], "frame": self.frame}
+        return {
+            "position_m": [float(v) for v in self.position_m],
+            "quat_wxyz": [float(v) for v in self.quat_wxyz],
+            "frame": self.frame,
+        }
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Pose):
             return NotImplemented
-        return (self.frame == other.frame and np.array_equal(self.position_m, other.position_m)
-                and np.array_equal(self.quat_wxyz, other.quat_wxyz))
+        return (
+            self.frame == other.frame
+            and np.array_equal(self.position_m, other.position_m)
+            and np.array_equal(self.quat_wxyz, other.quat_wxyz)
+        )
 
     def __hash__(self) -> int:
         return hash((self.frame, self.position_m.tobytes(), self.quat_wxyz.tobytes()))

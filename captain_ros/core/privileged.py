@@ -95,12 +95,18 @@ class ObjectTruth:
         return float(np.arccos(np.clip(zz, -1.0, 1.0)))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"position_m": self.position_m.tolist(), "quat_wxyz": self.quat_wxyz.tolist(),
-                "initial_position_m": _opt_list(self.initial_position_m),
-                "initial_quat_wxyz": _opt_list(self.initial_quat_wxyz),
-                "held_by": self.held_by, "held": self.held, "ever_held": self.ever_held,
-                "pad_contacts": dict(self.pad_contacts), "touching": list(self.touching),
-                "size_m": _opt_list(self.size_m)}
+        return {
+            "position_m": self.position_m.tolist(),
+            "quat_wxyz": self.quat_wxyz.tolist(),
+            "initial_position_m": _opt_list(self.initial_position_m),
+            "initial_quat_wxyz": _opt_list(self.initial_quat_wxyz),
+            "held_by": self.held_by,
+            "held": self.held,
+            "ever_held": self.ever_held,
+            "pad_contacts": dict(self.pad_contacts),
+            "touching": list(self.touching),
+            "size_m": _opt_list(self.size_m),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ObjectTruth:
@@ -110,13 +116,17 @@ class ObjectTruth:
             held_by = next((a for a, n in sorted(pads.items()) if n >= 2), None)
         if held_by is None and data.get("held"):
             held_by = "unknown"  # a hand-written state that only says "held"
-        return cls(position_m=data["position_m"],
-                   quat_wxyz=data.get("quat_wxyz", data.get("quaternion_wxyz", _IDENTITY)),
-                   initial_position_m=data.get("initial_position_m"),
-                   initial_quat_wxyz=data.get("initial_quat_wxyz"),
-                   held_by=None if held_by is None else str(held_by),
-                   ever_held=bool(data.get("ever_held", False)), pad_contacts=pads,
-                   touching=tuple(data.get("touching") or ()), size_m=data.get("size_m"))
+        return cls(
+            position_m=data["position_m"],
+            quat_wxyz=data.get("quat_wxyz", data.get("quaternion_wxyz", _IDENTITY)),
+            initial_position_m=data.get("initial_position_m"),
+            initial_quat_wxyz=data.get("initial_quat_wxyz"),
+            held_by=None if held_by is None else str(held_by),
+            ever_held=bool(data.get("ever_held", False)),
+            pad_contacts=pads,
+            touching=tuple(data.get("touching") or ()),
+            size_m=data.get("size_m"),
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,20 +166,28 @@ class ArmTruth:
         return self.held_object is not None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tcp_position_m": self.tcp_position_m.tolist(),
-                "tcp_quat_wxyz": self.tcp_quat_wxyz.tolist(), "q_rad": self.q_rad.tolist(),
-                "jaw_opening_m": self.jaw_opening_m, "jaw_command_m": self.jaw_command_m,
-                "holding": self.holding, "held_object": self.held_object,
-                "contact_force_n": self.contact_force_n}
+        return {
+            "tcp_position_m": self.tcp_position_m.tolist(),
+            "tcp_quat_wxyz": self.tcp_quat_wxyz.tolist(),
+            "q_rad": self.q_rad.tolist(),
+            "jaw_opening_m": self.jaw_opening_m,
+            "jaw_command_m": self.jaw_command_m,
+            "holding": self.holding,
+            "held_object": self.held_object,
+            "contact_force_n": self.contact_force_n,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ArmTruth:
-        return cls(tcp_position_m=data.get("tcp_position_m", data.get("ee_position_m")),
-                   tcp_quat_wxyz=data.get("tcp_quat_wxyz", _IDENTITY),
-                   q_rad=data.get("q_rad", ()), jaw_opening_m=data.get("jaw_opening_m", 0.0),
-                   jaw_command_m=data.get("jaw_command_m", 0.0),
-                   held_object=data.get("held_object"),
-                   contact_force_n=data.get("contact_force_n", 0.0))
+        return cls(
+            tcp_position_m=data.get("tcp_position_m", data.get("ee_position_m")),
+            tcp_quat_wxyz=data.get("tcp_quat_wxyz", _IDENTITY),
+            q_rad=data.get("q_rad", ()),
+            jaw_opening_m=data.get("jaw_opening_m", 0.0),
+            jaw_command_m=data.get("jaw_command_m", 0.0),
+            held_object=data.get("held_object"),
+            contact_force_n=data.get("contact_force_n", 0.0),
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -252,12 +270,14 @@ class PrivilegedState:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (ROS service, bags, ``privileged.jsonl``)."""
-        return {"time_s": self.time_s,
-                "objects": {k: v.to_dict() for k, v in self.objects.items()},
-                "arms": {k: v.to_dict() for k, v in self.arms.items()},
-                "joints": dict(self.joints),
-                "bodies": {k: v.to_dict() for k, v in self.bodies.items()},
-                **({"checks": dict(self.checks)} if self.checks else {})}
+        return {
+            "time_s": self.time_s,
+            "objects": {k: v.to_dict() for k, v in self.objects.items()},
+            "arms": {k: v.to_dict() for k, v in self.arms.items()},
+            "joints": dict(self.joints),
+            "bodies": {k: v.to_dict() for k, v in self.bodies.items()},
+            **({"checks": dict(self.checks)} if self.checks else {}),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PrivilegedState:
@@ -266,20 +286,33 @@ class PrivilegedState:
         if isinstance(data, PrivilegedState):
             return data
         if not isinstance(data, Mapping):
-            raise InvalidArgumentError(f"a privileged state must be a mapping, got {type(data).__name__}")
+            raise InvalidArgumentError(
+                f"a privileged state must be a mapping, got {type(data).__name__}"
+            )
         try:
-            return cls(time_s=data.get("time_s", 0.0),
-                       objects={str(k): ObjectTruth.from_dict(v)
-                                for k, v in dict(data.get("objects") or {}).items()},
-                       arms={str(k): ArmTruth.from_dict(v)
-                             for k, v in dict(data.get("arms") or {}).items()},
-                       joints={str(k): float(np.asarray(v).reshape(-1)[0])
-                               for k, v in dict(data.get("joints") or {}).items()},
-                       bodies={str(k): BodyPose(v["position_m"], v.get("quat_wxyz", _IDENTITY))
-                               for k, v in dict(data.get("bodies") or {}).items()},
-                       checks={str(k): bool(v) for k, v in dict(data.get("checks") or {}).items()})
+            return cls(
+                time_s=data.get("time_s", 0.0),
+                objects={
+                    str(k): ObjectTruth.from_dict(v)
+                    for k, v in dict(data.get("objects") or {}).items()
+                },
+                arms={
+                    str(k): ArmTruth.from_dict(v) for k, v in dict(data.get("arms") or {}).items()
+                },
+                joints={
+                    str(k): float(np.asarray(v).reshape(-1)[0])
+                    for k, v in dict(data.get("joints") or {}).items()
+                },
+                bodies={
+                    str(k): BodyPose(v["position_m"], v.get("quat_wxyz", _IDENTITY))
+                    for k, v in dict(data.get("bodies") or {}).items()
+                },
+                checks={str(k): bool(v) for k, v in dict(data.get("checks") or {}).items()},
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidArgumentError(f"malformed privileged state: {type(exc).__name__}: {exc}") from exc
+            raise InvalidArgumentError(
+                f"malformed privileged state: {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def _opt_list(v: np.ndarray | None) -> list[float] | None:

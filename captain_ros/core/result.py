@@ -134,16 +134,38 @@ class Result:
             object.__setattr__(self, "receipt", self.receipt[: RECEIPT_MAX_CHARS - 3] + "...")
 
     @classmethod
-    def ok(cls, message: str = "", value: Any = None, *, executed: bool = False,
-           receipt: str = "", diagnostics: dict[str, Any] | None = None) -> Result:
+    def ok(
+        cls,
+        message: str = "",
+        value: Any = None,
+        *,
+        executed: bool = False,
+        receipt: str = "",
+        diagnostics: dict[str, Any] | None = None,
+    ) -> Result:
         return cls(True, executed, None, message, value, diagnostics or {}, {}, receipt)
 
     @classmethod
-    def fail(cls, category: FailureCategory, message: str, *, executed: bool = False,
-             value: Any = None, receipt: str = "",
-             diagnostics: dict[str, Any] | None = None) -> Result:
-        return cls(False, executed, FailureCategory(category), message, value, diagnostics or {},
-                   {}, receipt)
+    def fail(
+        cls,
+        category: FailureCategory,
+        message: str,
+        *,
+        executed: bool = False,
+        value: Any = None,
+        receipt: str = "",
+        diagnostics: dict[str, Any] | None = None,
+    ) -> Result:
+        return cls(
+            False,
+            executed,
+            FailureCategory(category),
+            message,
+            value,
+            diagnostics or {},
+            {},
+            receipt,
+        )
 
     def with_budget(self, budget: dict[str, Any]) -> Result:
         return replace(self, budget=dict(budget))
@@ -164,8 +186,12 @@ class Result:
     def from_dict(cls, data: dict[str, Any]) -> Result:
         cat = data.get("failure_category")
         return cls(
-            bool(data["success"]), bool(data.get("executed", False)),
-            FailureCategory(cat) if cat else None, str(data.get("message", "")),
-            data.get("value"), dict(data.get("diagnostics") or {}), dict(data.get("budget") or {}),
+            bool(data["success"]),
+            bool(data.get("executed", False)),
+            FailureCategory(cat) if cat else None,
+            str(data.get("message", "")),
+            data.get("value"),
+            dict(data.get("diagnostics") or {}),
+            dict(data.get("budget") or {}),
             str(data.get("receipt", "")),
         )

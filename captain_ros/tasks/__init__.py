@@ -20,8 +20,9 @@ from captain_ros.tasks.stack import Stack
 from captain_ros.tasks.tracker import EpisodeTracker
 from captain_ros.tasks.two_arm_lift import TwoArmLift
 
-TASKS: dict[str, Task] = {t.name: t for t in (
-    PickPlace(), Stack(), Restack(), OpenDrawer(), TwoArmLift(), Insertion())}
+TASKS: dict[str, Task] = {
+    t.name: t for t in (PickPlace(), Stack(), Restack(), OpenDrawer(), TwoArmLift(), Insertion())
+}
 
 
 def get_task(name: str, backend: str | None = None) -> Task:
@@ -44,4 +45,12 @@ def task_names(backend: str | None = None) -> list[str]:
     return list(TASKS)
 
 
-__all__ = ["FEATURE_NAMES", "N_FEATURES", "TASKS", "EpisodeTracker", "Task", "get_task", "task_names"]
+__all__ = [
+    "FEATURE_NAMES",
+    "N_FEATURES",
+    "TASKS",
+    "EpisodeTracker",
+    "Task",
+    "get_task",
+    "task_names",
+]

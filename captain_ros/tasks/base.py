@@ -123,19 +123,37 @@ class Task(abc.ABC):
         """The task part of TASK.md for ``seed`` (the harness appends the API section): instruction,
         the success standard with its tolerances in words and numbers, frames and rig geometry."""
         ws = self.workspace
-        lines = [f"# TASK: {self.name}", "", "## Instruction", "", self.instruction(seed), "",
-                 "## Success standard", "", "The final scene is judged by this standard:", ""]
+        lines = [
+            f"# TASK: {self.name}",
+            "",
+            "## Instruction",
+            "",
+            self.instruction(seed),
+            "",
+            "## Success standard",
+            "",
+            "The final scene is judged by this standard:",
+            "",
+        ]
         lines += [f"- {s}" for s in self.standard()]
-        lines += ["", "`finish()` is checked against your own `measure_object_geometry` results (the "
-                      "latest ones count: measure on a fresh observation after the last motion) with "
-                      "these tolerances:", ""]
+        lines += [
+            "",
+            "`finish()` is checked against your own `measure_object_geometry` results (the "
+            "latest ones count: measure on a fresh observation after the last motion) with "
+            "these tolerances:",
+            "",
+        ]
         lines += [f"- `{k}`: {_num(v)}" for k, v in self.tolerances.items()]
         bases = ", ".join(f"`{a}` at ({x:.2f}, {y:.2f}) m" for a, (x, y, _) in ws.arm_bases.items())
-        lines += ["", "## Frames", "",
-                  "World frame (REP 103): x forward from the robot base toward the table centre, y left, "
-                  "z up, metres. Quaternions [w, x, y, z]. Camera optical frames: x right, y down, "
-                  "z forward. A tool orientation of [0, 1, 0, 0] points the gripper straight down.",
-                  f"The table top is at z = {ws.table_top_z_m:.3f} m. Arm bases: {bases}."]
+        lines += [
+            "",
+            "## Frames",
+            "",
+            "World frame (REP 103): x forward from the robot base toward the table centre, y left, "
+            "z up, metres. Quaternions [w, x, y, z]. Camera optical frames: x right, y down, "
+            "z forward. A tool orientation of [0, 1, 0, 0] points the gripper straight down.",
+            f"The table top is at z = {ws.table_top_z_m:.3f} m. Arm bases: {bases}.",
+        ]
         return "\n".join(lines) + "\n"
 
 

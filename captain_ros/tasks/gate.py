@@ -53,8 +53,11 @@ def matches(text: str, words: Sequence[Sequence[str]]) -> bool:
     return anonymous(text) or mentions(text, words)
 
 
-def latest(measurements: Sequence[Record], obj: Sequence[Sequence[str]],
-           dest: Sequence[Sequence[str]] | None = None) -> Record | None:
+def latest(
+    measurements: Sequence[Record],
+    obj: Sequence[Sequence[str]],
+    dest: Sequence[Sequence[str]] | None = None,
+) -> Record | None:
     """The last record about ``obj`` (word groups) with a destination matching ``dest`` (if given).
 
     Records whose object (or destination) carries no words, only a detection id, match any name:
@@ -63,8 +66,10 @@ def latest(measurements: Sequence[Record], obj: Sequence[Sequence[str]],
     for rec in reversed(list(measurements)):
         if not isinstance(rec, Mapping) or not matches(object_text(rec), obj):
             continue
-        if dest is not None and (not isinstance(rec.get("destination"), Mapping)
-                                 or not matches(destination_text(rec), dest)):
+        if dest is not None and (
+            not isinstance(rec.get("destination"), Mapping)
+            or not matches(destination_text(rec), dest)
+        ):
             continue
         return rec
     return None
@@ -83,9 +88,16 @@ def bottom_z_m(rec: Record) -> float:
     return float(rec["top_z_m"]) - float(rec["extents_m"][2])
 
 
-def check_on_top(measurements: Sequence[Record], obj: Sequence[Sequence[str]], obj_name: str,
-                 dest: Sequence[Sequence[str]], dest_name: str, tol_xy_m: float, tol_z_m: float,
-                 need_resting: bool = True) -> tuple[bool, str]:
+def check_on_top(
+    measurements: Sequence[Record],
+    obj: Sequence[Sequence[str]],
+    obj_name: str,
+    dest: Sequence[Sequence[str]],
+    dest_name: str,
+    tol_xy_m: float,
+    tol_z_m: float,
+    need_resting: bool = True,
+) -> tuple[bool, str]:
     """Gate: the latest measurement of ``obj`` against ``dest`` shows it resting on top, centred.
 
     Passes when that record has ``destination.distance_xy_m <= tol_xy_m``, ``resting`` true, and
@@ -94,18 +106,27 @@ def check_on_top(measurements: Sequence[Record], obj: Sequence[Sequence[str]], o
     """
     rec = latest(measurements, obj, dest)
     if rec is None:
-        return False, (f"no measurement of the {obj_name} with destination={dest_name}: call "
-                       f"measure_object_geometry(<{obj_name}>, destination=<{dest_name}>) on a fresh "
-                       "observation after placing it")
+        return False, (
+            f"no measurement of the {obj_name} with destination={dest_name}: call "
+            f"measure_object_geometry(<{obj_name}>, destination=<{dest_name}>) on a fresh "
+            "observation after placing it"
+        )
     d = rec["destination"]
     dist = float(d.get("distance_xy_m", float("inf")))
     if dist > tol_xy_m:
-        return False, (f"the {obj_name} is {dist * 100:.1f} cm from the centre of the {dest_name} "
-                       f"(tolerance {tol_xy_m * 100:.1f} cm)")
+        return False, (
+            f"the {obj_name} is {dist * 100:.1f} cm from the centre of the {dest_name} "
+            f"(tolerance {tol_xy_m * 100:.1f} cm)"
+        )
     if need_resting and not rec.get("resting", False):
-        return False, f"the latest measurement says the {obj_name} is not resting (still held or moving)"
+        return (
+            False,
+            f"the latest measurement says the {obj_name} is not resting (still held or moving)",
+        )
     gap = bottom_z_m(rec) - float(d["top_z_m"])
     if abs(gap) > tol_z_m:
-        return False, (f"the {obj_name}'s bottom is {gap * 100:+.1f} cm from the top of the {dest_name} "
-                       f"(tolerance {tol_z_m * 100:.1f} cm): it is not sitting on it")
+        return False, (
+            f"the {obj_name}'s bottom is {gap * 100:+.1f} cm from the top of the {dest_name} "
+            f"(tolerance {tol_z_m * 100:.1f} cm): it is not sitting on it"
+        )
     return True, f"the {obj_name} rests on the {dest_name} ({dist * 100:.1f} cm from its centre)"

@@ -76,14 +76,19 @@ class PlaceOn(Goal):
     def placed(self, state: PrivilegedState) -> bool:
         """Geometrically on the support (held or not)."""
         dxy, dz = self.offsets(state)
-        return (dxy <= self.tol_xy_m and abs(dz) <= self.tol_z_m
-                and state.object(self.target).tilt_rad(self.any_face_down) <= self.max_tilt_rad)
+        return (
+            dxy <= self.tol_xy_m
+            and abs(dz) <= self.tol_z_m
+            and state.object(self.target).tilt_rad(self.any_face_down) <= self.max_tilt_rad
+        )
 
     def satisfied(self, state: PrivilegedState) -> bool:
         return bool(self.placed(state) and not state.object(self.target).held)
 
     def residual(self, state: PrivilegedState) -> float:
-        return float(np.linalg.norm(state.object(self.target).position_m - self.goal_point_m(state)))
+        return float(
+            np.linalg.norm(state.object(self.target).position_m - self.goal_point_m(state))
+        )
 
 
 @dataclass(frozen=True)
@@ -98,13 +103,17 @@ class RestOnTable(Goal):
 
     def satisfied(self, state: PrivilegedState) -> bool:
         p = state.object(self.target).position_m
-        return bool(abs(p[2] - self.target_half_height_m - self.table_top_z_m) <= self.tol_z_m
-                and state.object(self.target).tilt_rad(self.any_face_down) <= self.max_tilt_rad
-                and not state.object(self.target).held)
+        return bool(
+            abs(p[2] - self.target_half_height_m - self.table_top_z_m) <= self.tol_z_m
+            and state.object(self.target).tilt_rad(self.any_face_down) <= self.max_tilt_rad
+            and not state.object(self.target).held
+        )
 
     def residual(self, state: PrivilegedState) -> float:
         p = state.object(self.target).position_m
-        return float(max(0.0, abs(p[2] - self.target_half_height_m - self.table_top_z_m) - self.tol_z_m))
+        return float(
+            max(0.0, abs(p[2] - self.target_half_height_m - self.table_top_z_m) - self.tol_z_m)
+        )
 
 
 @dataclass(frozen=True)
@@ -138,12 +147,17 @@ class LiftedBy(Goal):
 
     def lift_m_of(self, state: PrivilegedState) -> float:
         """Height of the target's bottom above the table [m]."""
-        return float(state.object(self.target).position_m[2] - self.target_half_height_m - self.table_top_z_m)
+        return float(
+            state.object(self.target).position_m[2] - self.target_half_height_m - self.table_top_z_m
+        )
 
     def satisfied(self, state: PrivilegedState) -> bool:
         holders = sum(state.object(self.target).held_by_arm(a) for a in state.arm_names)
-        return bool(self.lift_m_of(state) >= self.lift_m and holders >= self.n_arms
-                    and state.object(self.target).tilt_rad() <= self.max_tilt_rad)
+        return bool(
+            self.lift_m_of(state) >= self.lift_m
+            and holders >= self.n_arms
+            and state.object(self.target).tilt_rad() <= self.max_tilt_rad
+        )
 
     def residual(self, state: PrivilegedState) -> float:
         return float(max(0.0, self.lift_m - self.lift_m_of(state)))
@@ -191,8 +205,13 @@ class InsertedInto(Goal):
         return float(np.linalg.norm(p[:2] - d[:2]))
 
     def satisfied(self, state: PrivilegedState) -> bool:
-        return bool(self.xy_error_m(state) <= self.tol_xy_m and self.depth_of(state) >= self.depth_m
-                    and state.object(self.target).tilt_rad() <= self.max_tilt_rad)
+        return bool(
+            self.xy_error_m(state) <= self.tol_xy_m
+            and self.depth_of(state) >= self.depth_m
+            and state.object(self.target).tilt_rad() <= self.max_tilt_rad
+        )
 
     def residual(self, state: PrivilegedState) -> float:
-        return float(np.hypot(self.xy_error_m(state), max(0.0, self.depth_m - self.depth_of(state))))
+        return float(
+            np.hypot(self.xy_error_m(state), max(0.0, self.depth_m - self.depth_of(state)))
+        )

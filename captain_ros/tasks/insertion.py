@@ -30,8 +30,8 @@ from captain_ros.tasks.scene_parts import (
 
 PEG_RADIUS_M = 0.0125
 PEG_HALF_HEIGHT_M = 0.04
-HOLE_HALF_M = 0.0155          # square hole half side (3 mm clearance per side)
-BLOCK_HALF_M = 0.05           # block outer half side
+HOLE_HALF_M = 0.0155  # square hole half side (3 mm clearance per side)
+BLOCK_HALF_M = 0.05  # block outer half side
 BLOCK_HEIGHT_M = 0.03
 
 TEMPLATES = (
@@ -50,16 +50,30 @@ class Insertion(Task):
 
     name = "insertion"
     rig = "piper"
-    tolerances = {"xy_m": 0.008, "depth_m": 0.02, "tilt_rad": float(np.deg2rad(12.0)), "gate_z_m": 0.01}
+    tolerances = {
+        "xy_m": 0.008,
+        "depth_m": 0.02,
+        "tilt_rad": float(np.deg2rad(12.0)),
+        "gate_z_m": 0.01,
+    }
     milestone_names = ("reached", "grasped", "lifted", "above_hole", "partly_inserted", "inserted")
     persistent_milestones = frozenset({"above_hole", "partly_inserted", "inserted"})
 
     @property
     def goals(self) -> tuple[Goal, ...]:
         t = self.tolerances
-        return (InsertedInto("peg_in_hole", "peg", "hole_block", target_half_height_m=PEG_HALF_HEIGHT_M,
-                             hole_top_offset_m=BLOCK_HEIGHT_M, tol_xy_m=t["xy_m"], depth_m=t["depth_m"],
-                             max_tilt_rad=t["tilt_rad"]),)
+        return (
+            InsertedInto(
+                "peg_in_hole",
+                "peg",
+                "hole_block",
+                target_half_height_m=PEG_HALF_HEIGHT_M,
+                hole_top_offset_m=BLOCK_HEIGHT_M,
+                tol_xy_m=t["xy_m"],
+                depth_m=t["depth_m"],
+                max_tilt_rad=t["tilt_rad"],
+            ),
+        )
 
     def _colours(self, seed: int) -> tuple[str, str]:
         a, b = distinct_colours(self.rng(seed, 1), 2)
@@ -79,25 +93,44 @@ class Insertion(Task):
         blk = sample_material(rng, "mat_hole_block", block_colour)
         a, b, h = HOLE_HALF_M, BLOCK_HALF_M, BLOCK_HEIGHT_M / 2
         wall = (b - a) / 2
-        parts = [((0, a + wall, h), (b, wall, h)), ((0, -a - wall, h), (b, wall, h)),
-                 ((a + wall, 0, h), (wall, a, h)), ((-a - wall, 0, h), (wall, a, h))]
+        parts = [
+            ((0, a + wall, h), (b, wall, h)),
+            ((0, -a - wall, h), (b, wall, h)),
+            ((a + wall, 0, h), (wall, a, h)),
+            ((-a - wall, 0, h), (wall, a, h)),
+        ]
         geoms = "".join(
             f'<geom name="hole_block_g{i}" type="box" pos="{p[0]:.4f} {p[1]:.4f} {p[2]:.4f}" '
             f'size="{s[0]:.4f} {s[1]:.4f} {s[2]:.4f}" material="mat_hole_block"/>'
-            for i, (p, s) in enumerate(parts))
-        block = (f'<body name="hole_block" pos="{block_xy[0]:.4f} {block_xy[1]:.4f} {z0:.4f}" '
-                 f'quat="{np.cos(yaw / 2):.6f} 0 0 {np.sin(yaw / 2):.6f}">{geoms}</body>')
-        peg_body = free_cylinder("peg", (peg_xy[0], peg_xy[1], z0 + PEG_HALF_HEIGHT_M + GAP_M), PEG_RADIUS_M,
-                                 PEG_HALF_HEIGHT_M, peg.name, 0.04)
-        d_bodies, d_assets, d_names = add_distractors(rng, placer, int(rng.integers(0, 2)),
-                                                      (peg_colour, block_colour), z0)
+            for i, (p, s) in enumerate(parts)
+        )
+        block = (
+            f'<body name="hole_block" pos="{block_xy[0]:.4f} {block_xy[1]:.4f} {z0:.4f}" '
+            f'quat="{np.cos(yaw / 2):.6f} 0 0 {np.sin(yaw / 2):.6f}">{geoms}</body>'
+        )
+        peg_body = free_cylinder(
+            "peg",
+            (peg_xy[0], peg_xy[1], z0 + PEG_HALF_HEIGHT_M + GAP_M),
+            PEG_RADIUS_M,
+            PEG_HALF_HEIGHT_M,
+            peg.name,
+            0.04,
+        )
+        d_bodies, d_assets, d_names = add_distractors(
+            rng, placer, int(rng.integers(0, 2)), (peg_colour, block_colour), z0
+        )
         env = sample_environment(rng)
         return SceneSpec(
-            rig=self.rig, worldbody_xml="\n".join([block, peg_body] + d_bodies),
+            rig=self.rig,
+            worldbody_xml="\n".join([block, peg_body] + d_bodies),
             asset_xml="\n".join([peg.xml(), blk.xml()] + d_assets),
-            object_bodies=("peg", "hole_block", *d_names), light_diffuse=env.light_diffuse,
-            light_pos_m=env.light_pos_m, camera_jitter_m=env.camera_jitter_m,
-            camera_jitter_rad=env.camera_jitter_rad, seed=int(seed))
+            object_bodies=("peg", "hole_block", *d_names),
+            light_diffuse=env.light_diffuse,
+            light_pos_m=env.light_pos_m,
+            camera_jitter_m=env.camera_jitter_m,
+            camera_jitter_rad=env.camera_jitter_rad,
+            seed=int(seed),
+        )
 
     def instruction(self, seed: int) -> str:
         p, b = self._colours(seed)
@@ -107,31 +140,44 @@ class Insertion(Task):
         goal = self.goals[0]
         assert isinstance(goal, InsertedInto)
         p = state.object("peg").position_m
-        reached = any(np.linalg.norm(state.arm(a).tcp_position_m - p) <= REACH_M for a in state.arm_names)
+        reached = any(
+            np.linalg.norm(state.arm(a).tcp_position_m - p) <= REACH_M for a in state.arm_names
+        )
         held = state.object("peg").held
         bottom = p[2] - PEG_HALF_HEIGHT_M - self.workspace.table_top_z_m
         depth = goal.depth_of(state)
         above = goal.xy_error_m(state) <= goal.tol_xy_m + 0.004 and depth > -0.05
         # "lifted": held with its bottom above the block's top (high enough to carry over it)
-        return [bool(reached), bool(held), bool(held and bottom >= BLOCK_HEIGHT_M + 0.005), bool(above),
-                bool(above and depth >= 0.005), goal.satisfied(state)]
+        return [
+            bool(reached),
+            bool(held),
+            bool(held and bottom >= BLOCK_HEIGHT_M + 0.005),
+            bool(above),
+            bool(above and depth >= 0.005),
+            goal.satisfied(state),
+        ]
 
     def gate_check(self, measurements: Sequence[Mapping[str, Any]]) -> tuple[bool, str]:
         t = self.tolerances
         rec = gate.latest(measurements, PEG, BLOCK)
         if rec is None:
-            return False, ("no measurement of the peg with destination=<the hole block>: call "
-                           "measure_object_geometry(<peg>, destination=<block>) after inserting it")
+            return False, (
+                "no measurement of the peg with destination=<the hole block>: call "
+                "measure_object_geometry(<peg>, destination=<block>) after inserting it"
+            )
         d = rec["destination"]
         dist = float(d.get("distance_xy_m", float("inf")))
         if dist > t["xy_m"]:
-            return False, (f"the peg is {dist * 100:.1f} cm from the hole's centre (tolerance "
-                           f"{cm(t['xy_m'])})")
+            return False, (
+                f"the peg is {dist * 100:.1f} cm from the hole's centre (tolerance {cm(t['xy_m'])})"
+            )
         # the peg's top must be low enough that its bottom is depth_m below the block top
         max_top = float(d["top_z_m"]) + 2 * PEG_HALF_HEIGHT_M - t["depth_m"] + t["gate_z_m"]
         if float(rec["top_z_m"]) > max_top:
-            return False, (f"the peg's top is at {float(rec['top_z_m']) * 100:.1f} cm; inserted "
-                           f"{cm(t['depth_m'])} deep it would be at most {max_top * 100:.1f} cm")
+            return False, (
+                f"the peg's top is at {float(rec['top_z_m']) * 100:.1f} cm; inserted "
+                f"{cm(t['depth_m'])} deep it would be at most {max_top * 100:.1f} cm"
+            )
         return True, f"the peg stands in the hole ({dist * 100:.1f} cm off its axis)"
 
     def standard(self) -> list[str]:

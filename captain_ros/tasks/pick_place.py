@@ -49,9 +49,14 @@ RED = (("red",), ("cube", "block", "box"))
 PLATE = (("plate", "dish", "disc", "disk"),)
 
 
-def add_distractors(rng: np.random.Generator, placer: Placer, n: int, exclude: Sequence[str],
-                    top_z_m: float, box: tuple[float, float, float, float] | None = None,
-                    ) -> tuple[list[str], list[str], list[str]]:
+def add_distractors(
+    rng: np.random.Generator,
+    placer: Placer,
+    n: int,
+    exclude: Sequence[str],
+    top_z_m: float,
+    box: tuple[float, float, float, float] | None = None,
+) -> tuple[list[str], list[str], list[str]]:
     """``n`` distractor cubes/cylinders: (worldbody xml, asset xml, body names).
 
     ``box`` = (x_min, x_max, y_min, y_max) restricts them to a rectangle [m]; otherwise they are
@@ -86,9 +91,19 @@ class PickPlace(Task):
     @property
     def goals(self) -> tuple[Goal, ...]:
         t = self.tolerances
-        return (PlaceOn("red_cube_on_plate", "red_cube", "plate", target_half_height_m=CUBE_HALF_M,
-                        support_top_offset_m=PLATE_HALF_HEIGHT_M, tol_xy_m=t["xy_m"], tol_z_m=t["z_m"],
-                        max_tilt_rad=t["tilt_rad"], any_face_down=True),)
+        return (
+            PlaceOn(
+                "red_cube_on_plate",
+                "red_cube",
+                "plate",
+                target_half_height_m=CUBE_HALF_M,
+                support_top_offset_m=PLATE_HALF_HEIGHT_M,
+                tol_xy_m=t["xy_m"],
+                tol_z_m=t["z_m"],
+                max_tilt_rad=t["tilt_rad"],
+                any_face_down=True,
+            ),
+        )
 
     def _plate_colour(self, seed: int) -> str:
         return distinct_colours(self.rng(seed, 1), 1, exclude=("red", "orange", "magenta"))[0]
@@ -104,21 +119,39 @@ class PickPlace(Task):
         red = sample_material(rng, "mat_red_cube", "red")
         plate = sample_material(rng, "mat_plate", plate_colour)
         bodies = [
-            free_box("red_cube", (cube_xy[0], cube_xy[1], z0 + CUBE_HALF_M + GAP_M), (CUBE_HALF_M,) * 3,
-                     red.name, 0.05, sample_yaw(rng)),
-            free_cylinder("plate", (plate_xy[0], plate_xy[1], z0 + PLATE_HALF_HEIGHT_M + GAP_M),
-                          PLATE_RADIUS_M, PLATE_HALF_HEIGHT_M, plate.name, 0.3),
+            free_box(
+                "red_cube",
+                (cube_xy[0], cube_xy[1], z0 + CUBE_HALF_M + GAP_M),
+                (CUBE_HALF_M,) * 3,
+                red.name,
+                0.05,
+                sample_yaw(rng),
+            ),
+            free_cylinder(
+                "plate",
+                (plate_xy[0], plate_xy[1], z0 + PLATE_HALF_HEIGHT_M + GAP_M),
+                PLATE_RADIUS_M,
+                PLATE_HALF_HEIGHT_M,
+                plate.name,
+                0.3,
+            ),
         ]
         n_distract = int(rng.integers(1, 3))
         d_bodies, d_assets, d_names = add_distractors(
-            rng, placer, n_distract, ("red", "orange", "magenta", plate_colour), z0)
+            rng, placer, n_distract, ("red", "orange", "magenta", plate_colour), z0
+        )
         env = sample_environment(rng)
         return SceneSpec(
-            rig=self.rig, worldbody_xml="\n".join(bodies + d_bodies),
+            rig=self.rig,
+            worldbody_xml="\n".join(bodies + d_bodies),
             asset_xml="\n".join([red.xml(), plate.xml()] + d_assets),
-            object_bodies=("red_cube", "plate", *d_names), light_diffuse=env.light_diffuse,
-            light_pos_m=env.light_pos_m, camera_jitter_m=env.camera_jitter_m,
-            camera_jitter_rad=env.camera_jitter_rad, seed=int(seed))
+            object_bodies=("red_cube", "plate", *d_names),
+            light_diffuse=env.light_diffuse,
+            light_pos_m=env.light_pos_m,
+            camera_jitter_m=env.camera_jitter_m,
+            camera_jitter_rad=env.camera_jitter_rad,
+            seed=int(seed),
+        )
 
     def instruction(self, seed: int) -> str:
         rng = self.rng(seed, 2)
@@ -153,8 +186,16 @@ def cube_ladder(state: PrivilegedState, goal: PlaceOn, table_z_m: float) -> list
     held = state.object(goal.target).held
     lifted = held and p[2] - goal.target_half_height_m - table_z_m >= LIFT_M
     support_top = dst[2] + goal.support_top_offset_m
-    above = (np.linalg.norm(p[:2] - dst[:2]) <= goal.tol_xy_m
-             and p[2] - goal.target_half_height_m >= support_top - goal.tol_z_m)
+    above = (
+        np.linalg.norm(p[:2] - dst[:2]) <= goal.tol_xy_m
+        and p[2] - goal.target_half_height_m >= support_top - goal.tol_z_m
+    )
     placed = goal.placed(state)
-    return [bool(reached), bool(held), bool(lifted), bool(above), bool(placed),
-            bool(placed and not held)]
+    return [
+        bool(reached),
+        bool(held),
+        bool(lifted),
+        bool(above),
+        bool(placed),
+        bool(placed and not held),
+    ]

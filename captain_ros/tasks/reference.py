@@ -78,14 +78,31 @@ class Reference:
             raise ReferenceFailure(f"{name}({kw}) failed: {res.message} | {res.receipt}")
         return res
 
-    def move(self, p: Any, yaw: float | None = None, arm: str | None = None, mode: str = "guarded",
-             speed: float = 0.1) -> Result:
-        return self.call("move_to", position=[float(v) for v in p],
-                         orientation=None if yaw is None else down_quat(yaw).tolist(), arm=arm, mode=mode,
-                         speed_m_s=speed)
+    def move(
+        self,
+        p: Any,
+        yaw: float | None = None,
+        arm: str | None = None,
+        mode: str = "guarded",
+        speed: float = 0.1,
+    ) -> Result:
+        return self.call(
+            "move_to",
+            position=[float(v) for v in p],
+            orientation=None if yaw is None else down_quat(yaw).tolist(),
+            arm=arm,
+            mode=mode,
+            speed_m_s=speed,
+        )
 
-    def transit(self, p: Any, yaw: float, arm: str | None = None, z_m: float = TRANSIT_Z_M,
-                mode: str = "guarded") -> None:
+    def transit(
+        self,
+        p: Any,
+        yaw: float,
+        arm: str | None = None,
+        z_m: float = TRANSIT_Z_M,
+        mode: str = "guarded",
+    ) -> None:
         """Rise to ``z_m``, cross over at that height, descend to ``p``.
 
         The crossing follows the arc around the arm base (bearing steps of at most 20 deg, the tool
@@ -114,8 +131,9 @@ class Reference:
         """Among ``yaw + k * period`` (a symmetric grasp), the smallest one ``check_motion`` accepts."""
         cands = sorted({wrap(yaw + k * period_rad, 2 * np.pi) for k in range(-4, 5)}, key=abs)
         for y in cands:
-            res = self.motion.check_motion(position=[float(v) for v in p], orientation=down_quat(y).tolist(),
-                                           arm=arm)
+            res = self.motion.check_motion(
+                position=[float(v) for v in p], orientation=down_quat(y).tolist(), arm=arm
+            )
             if res.success and res.value and res.value.get("feasible"):
                 return y
         return cands[0]
@@ -123,9 +141,16 @@ class Reference:
     def jaw(self, value: Any, arm: str | None = None) -> Result:
         return self.call("move_to", jaw=value, arm=arm)
 
-    def pick(self, body: str, half_m: float = pick_place.CUBE_HALF_M, grasp_dz_m: float = GRASP_DZ_M,
-             lift_z_m: float = 0.09, yaw: float | None = None, open_m: float = 0.06,
-             arm: str | None = None) -> float:
+    def pick(
+        self,
+        body: str,
+        half_m: float = pick_place.CUBE_HALF_M,
+        grasp_dz_m: float = GRASP_DZ_M,
+        lift_z_m: float = 0.09,
+        yaw: float | None = None,
+        open_m: float = 0.06,
+        arm: str | None = None,
+    ) -> float:
         """Approach 3 cm above, open, descend guarded, close, lift in manipulation mode; returns yaw."""
         p, q = self.pose(body)
         above = [p[0], p[1], p[2] + half_m + APPROACH_M]
@@ -137,8 +162,16 @@ class Reference:
         self.move([p[0], p[1], lift_z_m], yaw, arm=arm, mode="manipulation", speed=0.05)
         return yaw
 
-    def place(self, centre_m: Any, yaw: float, grasp_dz_m: float = GRASP_DZ_M, carry_z_m: float = 0.09,
-              drop_m: float = 0.003, half_m: float = pick_place.CUBE_HALF_M, arm: str | None = None) -> None:
+    def place(
+        self,
+        centre_m: Any,
+        yaw: float,
+        grasp_dz_m: float = GRASP_DZ_M,
+        carry_z_m: float = 0.09,
+        drop_m: float = 0.003,
+        half_m: float = pick_place.CUBE_HALF_M,
+        arm: str | None = None,
+    ) -> None:
         """Carry at ``carry_z_m``, lower until the object's centre is ``drop_m`` above ``centre_m``,
         release, retreat up (and, where the arm cannot rise above the object, slide out sideways
         along the open jaw's free direction)."""
@@ -160,17 +193,21 @@ class Reference:
     def park(self, arm: str | None = None) -> None:
         """Close the jaw, rise, withdraw to 0.18 m from the base and swing along that arc to the
         base's side (clears the head camera's view of the work)."""
-        for a in ([arm] if arm else list(self.backend.spec.arm_names)):
+        for a in [arm] if arm else list(self.backend.spec.arm_names):
             base = self.backend.spec.arm(a).base_pose.position_m
             self.jaw("close", arm=a)
             cur = self.backend.ee_pose(a).position_m
             z = max(cur[2], PARK_Z_M)
-            if not self.motion.check_motion(position=[cur[0], cur[1], z], arm=a).value.get("feasible"):
+            if not self.motion.check_motion(position=[cur[0], cur[1], z], arm=a).value.get(
+                "feasible"
+            ):
                 z = max(cur[2], TRANSIT_Z_M)
             self.move([cur[0], cur[1], z], arm=a)
             d = cur[:2] - base[:2]
             bearing = float(np.arctan2(d[1], d[0]))
-            if len(self.backend.spec.arm_names) > 1:  # dual rig: swing outward, away from the other arm
+            if (
+                len(self.backend.spec.arm_names) > 1
+            ):  # dual rig: swing outward, away from the other arm
                 goal = np.deg2rad(80.0) if base[1] > 0 else -np.deg2rad(80.0)
             else:  # the side away from where the work was
                 goal = -np.deg2rad(80.0) if bearing > 0 else np.deg2rad(80.0)
@@ -201,12 +238,16 @@ def solve_stack(r: Reference) -> None:
     r.settle()
 
 
-def free_spot(r: Reference, near_m: np.ndarray, avoid: list[str], clearance_m: float = 0.075) -> np.ndarray:
+def free_spot(
+    r: Reference, near_m: np.ndarray, avoid: list[str], clearance_m: float = 0.075
+) -> np.ndarray:
     """A table spot 9 cm from ``near_m``, within comfortable reach and clear of ``avoid`` bodies."""
     others = [r.pose(b)[0][:2] for b in avoid]
     for ang in np.linspace(0, 2 * np.pi, 16, endpoint=False):
         xy = near_m[:2] + 0.09 * np.array([np.cos(ang), np.sin(ang)])
-        if 0.2 <= np.linalg.norm(xy) <= 0.36 and all(np.linalg.norm(xy - o) >= clearance_m for o in others):
+        if 0.2 <= np.linalg.norm(xy) <= 0.36 and all(
+            np.linalg.norm(xy - o) >= clearance_m for o in others
+        ):
             return xy
     raise ReferenceFailure("no free spot next to the stack")
 
@@ -268,22 +309,37 @@ def solve_two_arm_lift(r: Reference) -> None:
     yaws = {}
     for arm, g in grasps.items():
         above = [g[0], g[1], g[2] + half + APPROACH_M]
-        yaws[arm] = yaw = r.choose_yaw(above, yaw_of_quat(q) + np.pi / 2, np.pi, arm)  # jaw across the box
+        yaws[arm] = yaw = r.choose_yaw(
+            above, yaw_of_quat(q) + np.pi / 2, np.pi, arm
+        )  # jaw across the box
         r.move(above, yaw, arm=arm)
         r.jaw(0.06, arm=arm)
         r.move([g[0], g[1], g[2] + GRASP_DZ_M], yaw, arm=arm, speed=0.05)
     for arm in grasps:
         r.jaw("close", arm=arm)
     lift = task.tolerances["lift_m"] + 0.01
-    targets = {arm: [float(g[0]), float(g[1]), float(g[2] + GRASP_DZ_M + lift)] for arm, g in grasps.items()}
-    r.call("move_to", position=targets, orientation={a: down_quat(yaws[a]).tolist() for a in grasps},
-           arm="both", mode="manipulation", speed_m_s=0.04)
+    targets = {
+        arm: [float(g[0]), float(g[1]), float(g[2] + GRASP_DZ_M + lift)]
+        for arm, g in grasps.items()
+    }
+    r.call(
+        "move_to",
+        position=targets,
+        orientation={a: down_quat(yaws[a]).tolist() for a in grasps},
+        arm="both",
+        mode="manipulation",
+        speed_m_s=0.04,
+    )
     r.call("hold", duration_s=0.5, arm="left")
 
 
 SOLVERS: dict[str, Callable[[Reference], None]] = {
-    "pick_place": solve_pick_place, "stack": solve_stack, "restack": solve_restack,
-    "open_drawer": solve_open_drawer, "two_arm_lift": solve_two_arm_lift, "insertion": solve_insertion,
+    "pick_place": solve_pick_place,
+    "stack": solve_stack,
+    "restack": solve_restack,
+    "open_drawer": solve_open_drawer,
+    "two_arm_lift": solve_two_arm_lift,
+    "insertion": solve_insertion,
 }
 
 

@@ -44,20 +44,42 @@ class Restack(Task):
     name = "restack"
     rig = "piper"
     tolerances = {"xy_m": 0.02, "z_m": 0.012, "tilt_rad": float(np.deg2rad(20.0))}
-    milestone_names = ("top_grasped", "top_lifted", "top_on_table", "bottom_grasped", "bottom_lifted",
-                       "bottom_placed", "released")
+    milestone_names = (
+        "top_grasped",
+        "top_lifted",
+        "top_on_table",
+        "bottom_grasped",
+        "bottom_lifted",
+        "bottom_placed",
+        "released",
+    )
     persistent_milestones = frozenset({"top_on_table", "bottom_placed", "released"})
 
     @property
     def goals(self) -> tuple[Goal, ...]:
         t = self.tolerances
         return (
-            RestOnTable("blue_on_table", "blue_cube", None, table_top_z_m=self.workspace.table_top_z_m,
-                        target_half_height_m=CUBE_HALF_M, tol_z_m=t["z_m"], max_tilt_rad=t["tilt_rad"],
-                        any_face_down=True),
-            PlaceOn("red_on_blue", "red_cube", "blue_cube", target_half_height_m=CUBE_HALF_M,
-                    support_top_offset_m=CUBE_HALF_M, tol_xy_m=t["xy_m"], tol_z_m=t["z_m"],
-                    max_tilt_rad=t["tilt_rad"], any_face_down=True),
+            RestOnTable(
+                "blue_on_table",
+                "blue_cube",
+                None,
+                table_top_z_m=self.workspace.table_top_z_m,
+                target_half_height_m=CUBE_HALF_M,
+                tol_z_m=t["z_m"],
+                max_tilt_rad=t["tilt_rad"],
+                any_face_down=True,
+            ),
+            PlaceOn(
+                "red_on_blue",
+                "red_cube",
+                "blue_cube",
+                target_half_height_m=CUBE_HALF_M,
+                support_top_offset_m=CUBE_HALF_M,
+                tol_xy_m=t["xy_m"],
+                tol_z_m=t["z_m"],
+                max_tilt_rad=t["tilt_rad"],
+                any_face_down=True,
+            ),
         )
 
     def sample(self, seed: int) -> SceneSpec:
@@ -71,20 +93,38 @@ class Restack(Task):
         red = sample_material(rng, "mat_red_cube", "red")
         blue = sample_material(rng, "mat_blue_cube", "blue")
         bodies = [
-            free_box("red_cube", (xy[0], xy[1], z0 + CUBE_HALF_M + GAP_M), (CUBE_HALF_M,) * 3, red.name,
-                     0.05, yaw),
-            free_box("blue_cube", (xy[0], xy[1], z0 + 3 * CUBE_HALF_M + 2 * GAP_M), (CUBE_HALF_M,) * 3,
-                     blue.name, 0.05, yaw + float(rng.uniform(-0.15, 0.15))),
+            free_box(
+                "red_cube",
+                (xy[0], xy[1], z0 + CUBE_HALF_M + GAP_M),
+                (CUBE_HALF_M,) * 3,
+                red.name,
+                0.05,
+                yaw,
+            ),
+            free_box(
+                "blue_cube",
+                (xy[0], xy[1], z0 + 3 * CUBE_HALF_M + 2 * GAP_M),
+                (CUBE_HALF_M,) * 3,
+                blue.name,
+                0.05,
+                yaw + float(rng.uniform(-0.15, 0.15)),
+            ),
         ]
         d_bodies, d_assets, d_names = add_distractors(
-            rng, placer, int(rng.integers(0, 3)), ("red", "blue", "purple", "magenta", "cyan"), z0)
+            rng, placer, int(rng.integers(0, 3)), ("red", "blue", "purple", "magenta", "cyan"), z0
+        )
         env = sample_environment(rng)
         return SceneSpec(
-            rig=self.rig, worldbody_xml="\n".join(bodies + d_bodies),
+            rig=self.rig,
+            worldbody_xml="\n".join(bodies + d_bodies),
             asset_xml="\n".join([red.xml(), blue.xml()] + d_assets),
-            object_bodies=("red_cube", "blue_cube", *d_names), light_diffuse=env.light_diffuse,
-            light_pos_m=env.light_pos_m, camera_jitter_m=env.camera_jitter_m,
-            camera_jitter_rad=env.camera_jitter_rad, seed=int(seed))
+            object_bodies=("red_cube", "blue_cube", *d_names),
+            light_diffuse=env.light_diffuse,
+            light_pos_m=env.light_pos_m,
+            camera_jitter_m=env.camera_jitter_m,
+            camera_jitter_rad=env.camera_jitter_rad,
+            seed=int(seed),
+        )
 
     def instruction(self, seed: int) -> str:
         return TEMPLATES[int(self.rng(seed, 2).integers(len(TEMPLATES)))]
@@ -97,13 +137,24 @@ class Restack(Task):
         blue_z = state.object("blue_cube").position_m[2]
         blue_off = off.satisfied(state)
         m2 = cube_ladder(state, on, z0)
-        return [bool(v) for v in (
-            blue_held or blue_off, (blue_held and blue_z - CUBE_HALF_M - z0 >= LIFT_M) or blue_off,
-            blue_off, blue_off and m2[1], blue_off and m2[2], blue_off and m2[4], self.success(state))]
+        return [
+            bool(v)
+            for v in (
+                blue_held or blue_off,
+                (blue_held and blue_z - CUBE_HALF_M - z0 >= LIFT_M) or blue_off,
+                blue_off,
+                blue_off and m2[1],
+                blue_off and m2[2],
+                blue_off and m2[4],
+                self.success(state),
+            )
+        ]
 
     def gate_check(self, measurements: Sequence[Mapping[str, Any]]) -> tuple[bool, str]:
         t = self.tolerances
-        return gate.check_on_top(measurements, RED, "red cube", BLUE, "blue cube", t["xy_m"], t["z_m"])
+        return gate.check_on_top(
+            measurements, RED, "red cube", BLUE, "blue cube", t["xy_m"], t["z_m"]
+        )
 
     def standard(self) -> list[str]:
         t = self.tolerances

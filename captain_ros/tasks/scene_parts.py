@@ -45,8 +45,10 @@ class Material:
 
     def xml(self) -> str:
         r, g, b, a = self.rgba
-        return (f'<material name="{self.name}" rgba="{r:.4f} {g:.4f} {b:.4f} {a:.1f}" '
-                f'specular="{self.specular:.3f}" shininess="{self.shininess:.3f}"/>')
+        return (
+            f'<material name="{self.name}" rgba="{r:.4f} {g:.4f} {b:.4f} {a:.1f}" '
+            f'specular="{self.specular:.3f}" shininess="{self.shininess:.3f}"/>'
+        )
 
 
 def sample_material(rng: np.random.Generator, name: str, colour: str) -> Material:
@@ -54,15 +56,27 @@ def sample_material(rng: np.random.Generator, name: str, colour: str) -> Materia
     base = np.asarray(COLOURS[colour])
     scale = rng.uniform(0.88, 1.12)
     rgb = np.clip(base * scale, 0.0, 1.0)
-    return Material(name, colour, (float(rgb[0]), float(rgb[1]), float(rgb[2]), 1.0),
-                    specular=float(rng.uniform(0.05, 0.5)), shininess=float(rng.uniform(0.1, 0.7)))
+    return Material(
+        name,
+        colour,
+        (float(rgb[0]), float(rgb[1]), float(rgb[2]), 1.0),
+        specular=float(rng.uniform(0.05, 0.5)),
+        shininess=float(rng.uniform(0.1, 0.7)),
+    )
 
 
-def grey_material(rng: np.random.Generator, name: str, lo: float = 0.55, hi: float = 0.8) -> Material:
+def grey_material(
+    rng: np.random.Generator, name: str, lo: float = 0.55, hi: float = 0.8
+) -> Material:
     """A neutral (unsaturated) material for fixtures such as cabinets and hole blocks."""
     v = float(rng.uniform(lo, hi))
-    return Material(name, "grey", (v, v, v * 0.97, 1.0), specular=float(rng.uniform(0.05, 0.3)),
-                    shininess=float(rng.uniform(0.1, 0.5)))
+    return Material(
+        name,
+        "grey",
+        (v, v, v * 0.97, 1.0),
+        specular=float(rng.uniform(0.05, 0.3)),
+        shininess=float(rng.uniform(0.1, 0.5)),
+    )
 
 
 def _fmt(v: Sequence[float]) -> str:
@@ -74,21 +88,37 @@ def yaw_quat(yaw_rad: float) -> tuple[float, float, float, float]:
     return (float(np.cos(yaw_rad / 2)), 0.0, 0.0, float(np.sin(yaw_rad / 2)))
 
 
-def free_box(name: str, pos_m: Sequence[float], half_m: Sequence[float], material: str,
-             mass_kg: float, yaw_rad: float = 0.0) -> str:
+def free_box(
+    name: str,
+    pos_m: Sequence[float],
+    half_m: Sequence[float],
+    material: str,
+    mass_kg: float,
+    yaw_rad: float = 0.0,
+) -> str:
     """A free box body ``name`` (geom ``{name}_geom``, joint ``{name}_free``) resting at ``pos_m``."""
-    return (f'<body name="{name}" pos="{_fmt(pos_m)}" quat="{_fmt(yaw_quat(yaw_rad))}">'
-            f'<freejoint name="{name}_free"/>'
-            f'<geom name="{name}_geom" type="box" size="{_fmt(half_m)}" material="{material}" '
-            f'mass="{mass_kg:.4f}" friction="{GRASP_FRICTION}" condim="4"/></body>')
+    return (
+        f'<body name="{name}" pos="{_fmt(pos_m)}" quat="{_fmt(yaw_quat(yaw_rad))}">'
+        f'<freejoint name="{name}_free"/>'
+        f'<geom name="{name}_geom" type="box" size="{_fmt(half_m)}" material="{material}" '
+        f'mass="{mass_kg:.4f}" friction="{GRASP_FRICTION}" condim="4"/></body>'
+    )
 
 
-def free_cylinder(name: str, pos_m: Sequence[float], radius_m: float, half_height_m: float,
-                  material: str, mass_kg: float) -> str:
+def free_cylinder(
+    name: str,
+    pos_m: Sequence[float],
+    radius_m: float,
+    half_height_m: float,
+    material: str,
+    mass_kg: float,
+) -> str:
     """A free upright cylinder body ``name`` (geom ``{name}_geom``, joint ``{name}_free``)."""
-    return (f'<body name="{name}" pos="{_fmt(pos_m)}"><freejoint name="{name}_free"/>'
-            f'<geom name="{name}_geom" type="cylinder" size="{radius_m:.5f} {half_height_m:.5f}" '
-            f'material="{material}" mass="{mass_kg:.4f}" friction="{GRASP_FRICTION}" condim="4"/></body>')
+    return (
+        f'<body name="{name}" pos="{_fmt(pos_m)}"><freejoint name="{name}_free"/>'
+        f'<geom name="{name}_geom" type="cylinder" size="{radius_m:.5f} {half_height_m:.5f}" '
+        f'material="{material}" mass="{mass_kg:.4f}" friction="{GRASP_FRICTION}" condim="4"/></body>'
+    )
 
 
 def sample_yaw(rng: np.random.Generator, max_rad: float = np.pi / 4) -> float:
@@ -111,9 +141,15 @@ class Placer:
         self.arm = arm
         self.placed: list[tuple[np.ndarray, float]] = []
 
-    def sample_xy(self, radius_m: float, r_min_m: float | None = None, r_max_m: float | None = None,
-                  bearing_rad: float | None = None, clearance_m: float = 0.05,
-                  box: tuple[float, float, float, float] | None = None) -> np.ndarray:
+    def sample_xy(
+        self,
+        radius_m: float,
+        r_min_m: float | None = None,
+        r_max_m: float | None = None,
+        bearing_rad: float | None = None,
+        clearance_m: float = 0.05,
+        box: tuple[float, float, float, float] | None = None,
+    ) -> np.ndarray:
         """A position [m] whose disc of ``radius_m`` keeps ``clearance_m`` from every placed disc.
 
         ``box`` = (x_min, x_max, y_min, y_max) samples uniformly in a world-frame rectangle instead.
@@ -154,7 +190,11 @@ def sample_environment(rng: np.random.Generator) -> Environment:
     level = rng.uniform(0.55, 1.0)
     tint = rng.uniform(0.92, 1.0, size=3)
     diffuse = tuple(float(v) for v in np.clip(level * tint, 0.0, 1.0))
-    light_pos = (float(rng.uniform(-0.5, 0.8)), float(rng.uniform(-0.6, 0.6)), float(rng.uniform(1.6, 2.4)))
+    light_pos = (
+        float(rng.uniform(-0.5, 0.8)),
+        float(rng.uniform(-0.6, 0.6)),
+        float(rng.uniform(1.6, 2.4)),
+    )
     return Environment(
         light_diffuse=(diffuse[0], diffuse[1], diffuse[2]),
         light_pos_m=light_pos,

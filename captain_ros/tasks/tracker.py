@@ -46,8 +46,12 @@ class EpisodeTracker:
         milestones_ever: Per milestone, whether it has been true at some update.
     """
 
-    def __init__(self, milestones: Milestones, milestone_names: Sequence[str],
-                 persistent_milestones: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        milestones: Milestones,
+        milestone_names: Sequence[str],
+        persistent_milestones: frozenset[str] = frozenset(),
+    ) -> None:
         self._milestones = milestones
         self.milestone_names = tuple(milestone_names)
         self.persistent_milestones = frozenset(persistent_milestones)
@@ -84,7 +88,7 @@ class EpisodeTracker:
         a failed episode at rung ``d`` of ``n`` is ``0.15 * d / (n + 1)``."""
         now = list(self._milestones(final_state))
         rung = 0
-        for k, name in enumerate(self.milestone_names[:self.ladder]):
+        for k, name in enumerate(self.milestone_names[: self.ladder]):
             if name in self.persistent_milestones and not now[k]:
                 break
             rung = k + 1
@@ -117,4 +121,11 @@ class EpisodeTracker:
                 setattr(self, k, v)
 
 
-_MEMORY = ("initial_positions_m", "initial_joints", "ever_held", "ladder", "milestones_ever", "updates")
+_MEMORY = (
+    "initial_positions_m",
+    "initial_joints",
+    "ever_held",
+    "ladder",
+    "milestones_ever",
+    "updates",
+)

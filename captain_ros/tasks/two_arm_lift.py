@@ -46,15 +46,31 @@ class TwoArmLift(Task):
     name = "two_arm_lift"
     rig = "piper_dual"
     tolerances = {"lift_m": 0.08, "tilt_rad": float(np.deg2rad(15.0)), "gate_slack_m": 0.01}
-    milestone_names = ("one_reached", "both_reached", "one_grasped", "both_grasped", "lifted_half", "lifted")
+    milestone_names = (
+        "one_reached",
+        "both_reached",
+        "one_grasped",
+        "both_grasped",
+        "lifted_half",
+        "lifted",
+    )
     persistent_milestones = frozenset({"lifted_half", "lifted"})
 
     @property
     def goals(self) -> tuple[Goal, ...]:
         t = self.tolerances
-        return (LiftedBy("box_lifted", "long_box", None, table_top_z_m=self.workspace.table_top_z_m,
-                         target_half_height_m=BOX_HALF_M[2], lift_m=t["lift_m"], max_tilt_rad=t["tilt_rad"],
-                         n_arms=2),)
+        return (
+            LiftedBy(
+                "box_lifted",
+                "long_box",
+                None,
+                table_top_z_m=self.workspace.table_top_z_m,
+                target_half_height_m=BOX_HALF_M[2],
+                lift_m=t["lift_m"],
+                max_tilt_rad=t["tilt_rad"],
+                n_arms=2,
+            ),
+        )
 
     def _colour(self, seed: int) -> str:
         return distinct_colours(self.rng(seed, 1), 1)[0]
@@ -68,29 +84,47 @@ class TwoArmLift(Task):
         yaw = float(rng.uniform(-np.deg2rad(15), np.deg2rad(15)))
         colour = self._colour(seed)
         mat = sample_material(rng, "mat_long_box", colour)
-        body = free_box("long_box", (xy[0], xy[1], z0 + BOX_HALF_M[2] + GAP_M), BOX_HALF_M, mat.name,
-                        BOX_MASS_KG, yaw)
+        body = free_box(
+            "long_box",
+            (xy[0], xy[1], z0 + BOX_HALF_M[2] + GAP_M),
+            BOX_HALF_M,
+            mat.name,
+            BOX_MASS_KG,
+            yaw,
+        )
         placer = Placer(rng, ws, arm="left")
         for s in (-1, 0, 1):  # keep the distractor off the box
             placer.reserve(xy + s * 0.11 * np.array([-np.sin(yaw), np.cos(yaw)]), 0.06)
         # at most one distractor 12-20 cm beyond the box, between the arms
         box = (xy[0] + 0.12, xy[0] + 0.20, -0.15, 0.15)
-        d_bodies, d_assets, d_names = add_distractors(rng, placer, int(rng.integers(0, 2)), (colour,), z0,
-                                                      box=box)
+        d_bodies, d_assets, d_names = add_distractors(
+            rng, placer, int(rng.integers(0, 2)), (colour,), z0, box=box
+        )
         env = sample_environment(rng)
         return SceneSpec(
-            rig=self.rig, worldbody_xml="\n".join([body] + d_bodies), asset_xml="\n".join([mat.xml()] + d_assets),
-            object_bodies=("long_box", *d_names), light_diffuse=env.light_diffuse, light_pos_m=env.light_pos_m,
-            camera_jitter_m=env.camera_jitter_m, camera_jitter_rad=env.camera_jitter_rad, seed=int(seed))
+            rig=self.rig,
+            worldbody_xml="\n".join([body] + d_bodies),
+            asset_xml="\n".join([mat.xml()] + d_assets),
+            object_bodies=("long_box", *d_names),
+            light_diffuse=env.light_diffuse,
+            light_pos_m=env.light_pos_m,
+            camera_jitter_m=env.camera_jitter_m,
+            camera_jitter_rad=env.camera_jitter_rad,
+            seed=int(seed),
+        )
 
     def instruction(self, seed: int) -> str:
-        return TEMPLATES[int(self.rng(seed, 2).integers(len(TEMPLATES)))].format(colour=self._colour(seed))
+        return TEMPLATES[int(self.rng(seed, 2).integers(len(TEMPLATES)))].format(
+            colour=self._colour(seed)
+        )
 
     def grasp_points_m(self, state: PrivilegedState) -> dict[str, np.ndarray]:
         """Suggested grasp points of the box ends for each arm (the end nearer to that arm)."""
         p = state.object("long_box").position_m
         w, x, y, z = state.object("long_box").quat_wxyz
-        axis = np.array([2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)])  # body y
+        axis = np.array(
+            [2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)]
+        )  # body y
         ends = [p + END_GRASP_M * axis, p - END_GRASP_M * axis]
         out = {}
         for arm in state.arm_names:
@@ -107,21 +141,35 @@ class TwoArmLift(Task):
         held = [state.object("long_box").held_by_arm(a) for a in arms]
         lift = goal.lift_m_of(state)
         both = len(arms) >= 2 and all(held)
-        return [any(reached), len(arms) >= 2 and all(reached), any(held), both,
-                both and lift >= 0.5 * goal.lift_m, goal.satisfied(state)]
+        return [
+            any(reached),
+            len(arms) >= 2 and all(reached),
+            any(held),
+            both,
+            both and lift >= 0.5 * goal.lift_m,
+            goal.satisfied(state),
+        ]
 
     def gate_check(self, measurements: Sequence[Mapping[str, Any]]) -> tuple[bool, str]:
         t = self.tolerances
         rec = gate.latest(measurements, (("box", "bar", "block", "beam"),))
         if rec is None:
-            return False, "measure the long box with measure_object_geometry while both arms hold it up"
+            return (
+                False,
+                "measure the long box with measure_object_geometry while both arms hold it up",
+            )
         bottom = gate.bottom_z_m(rec) - self.workspace.table_top_z_m
         need = t["lift_m"] - t["gate_slack_m"]
         if bottom < need:
-            return False, (f"your latest measurement puts the box's bottom {bottom * 100:.1f} cm above the "
-                           f"table; lift it to at least {cm(t['lift_m'])}")
+            return False, (
+                f"your latest measurement puts the box's bottom {bottom * 100:.1f} cm above the "
+                f"table; lift it to at least {cm(t['lift_m'])}"
+            )
         if rec.get("resting", False):
-            return False, "the latest measurement says the box is resting: it must be held up by both arms"
+            return (
+                False,
+                "the latest measurement says the box is resting: it must be held up by both arms",
+            )
         return True, f"the box is {bottom * 100:.1f} cm above the table"
 
     def standard(self) -> list[str]:
@@ -131,4 +179,3 @@ class TwoArmLift(Task):
             f"table top, tilted at most {deg(t['tilt_rad'])} from level.",
             "It stays held at the end (do not release it).",
         ]
-

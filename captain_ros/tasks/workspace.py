@@ -49,8 +49,11 @@ class Workspace:
 PIPER = Workspace(rig="piper", table_top_z_m=0.0, arm_bases={"arm": (0.0, 0.0, 0.0)})
 
 #: Dual PiPER: two bases side by side facing +x (left at +y, right at -y).
-PIPER_DUAL = Workspace(rig="piper_dual", table_top_z_m=0.0,
-                       arm_bases={"left": (0.0, 0.25, 0.0), "right": (0.0, -0.25, 0.0)})
+PIPER_DUAL = Workspace(
+    rig="piper_dual",
+    table_top_z_m=0.0,
+    arm_bases={"left": (0.0, 0.25, 0.0), "right": (0.0, -0.25, 0.0)},
+)
 
 
 def workspace(rig: str) -> Workspace:

@@ -77,8 +77,9 @@ def to_camera_frame(name: str, raw: RawRGBD, world_from_optical: np.ndarray) -> 
     if t.shape != (4, 4) or not np.allclose(t[3], [0, 0, 0, 1]):
         raise InvalidArgumentError(f"camera {name}: world_from_optical must be a 4x4 transform")
     depth = raw.depth.astype(np.float32) * np.float32(raw.depth_scale_m)
-    return CameraFrame(name, np.ascontiguousarray(raw.color), depth, raw.intrinsics.matrix(), t,
-                       raw.stamp_s)
+    return CameraFrame(
+        name, np.ascontiguousarray(raw.color), depth, raw.intrinsics.matrix(), t, raw.stamp_s
+    )
 
 
 def encode_depth(depth_m: np.ndarray, depth_scale_m: float = 0.001) -> np.ndarray:
@@ -97,7 +98,8 @@ def load_extrinsics(path: str | Path, key: str) -> np.ndarray:
     if not isinstance(data, dict) or key not in data:
         raise InvalidArgumentError(f"{p}: expected a key {key!r} with a 4x4 transform")
     t = np.asarray(data[key], dtype=float).reshape(4, 4)
-    if not np.allclose(t[3], [0, 0, 0, 1]) or not np.allclose(t[:3, :3] @ t[:3, :3].T, np.eye(3),
-                                                              atol=1e-4):
+    if not np.allclose(t[3], [0, 0, 0, 1]) or not np.allclose(
+        t[:3, :3] @ t[:3, :3].T, np.eye(3), atol=1e-4
+    ):
         raise InvalidArgumentError(f"{p}: {key} is not a rigid transform")
     return t

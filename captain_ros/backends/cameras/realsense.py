@@ -21,16 +21,18 @@ def _rs() -> Any:
     try:
         import pyrealsense2 as rs
     except ImportError as exc:  # missing wheel or libusb-1.0
-        raise HardwareError(f"pyrealsense2 is not usable here ({exc}); install it and "
-                            "libusb-1.0-0") from exc
+        raise HardwareError(
+            f"pyrealsense2 is not usable here ({exc}); install it and libusb-1.0-0"
+        ) from exc
     return rs
 
 
 def intrinsics_of(profile: Any) -> Intrinsics:
     """``rs.video_stream_profile`` -> :class:`Intrinsics`."""
     i = profile.as_video_stream_profile().get_intrinsics()
-    return Intrinsics(int(i.width), int(i.height), float(i.fx), float(i.fy), float(i.ppx),
-                      float(i.ppy))
+    return Intrinsics(
+        int(i.width), int(i.height), float(i.fx), float(i.fy), float(i.ppx), float(i.ppy)
+    )
 
 
 def raw_from_frameset(frames: Any, align: Any, depth_scale_m: float, stamp_s: float) -> RawRGBD:
@@ -43,15 +45,22 @@ def raw_from_frameset(frames: Any, align: Any, depth_scale_m: float, stamp_s: fl
     if rgb.ndim != 3 or rgb.shape[2] != 3:
         raise HardwareError(f"RealSense colour must be rgb8, got shape {rgb.shape}")
     d = np.asanyarray(depth.get_data()).astype(np.uint16, copy=True)
-    return RawRGBD(rgb.astype(np.uint8), d, depth_scale_m, intrinsics_of(color.get_profile()),
-                   stamp_s)
+    return RawRGBD(
+        rgb.astype(np.uint8), d, depth_scale_m, intrinsics_of(color.get_profile()), stamp_s
+    )
 
 
 class RealSenseCamera:
     """One RealSense device (``serial`` or the first found) streaming colour + depth."""
 
-    def __init__(self, serial: str = "", width_px: int = 640, height_px: int = 480,
-                 fps: int = 30, clock: Any = time.monotonic) -> None:
+    def __init__(
+        self,
+        serial: str = "",
+        width_px: int = 640,
+        height_px: int = 480,
+        fps: int = 30,
+        clock: Any = time.monotonic,
+    ) -> None:
         rs = _rs()
         self._clock = clock
         self.pipeline = rs.pipeline()

@@ -15,9 +15,23 @@ def make(scene: SceneSpec | None = None, **options: Any) -> FakeBackend:
     """The fake rig for ``scene`` with :class:`FakeConfig` ``options`` (unguarded:
     :func:`~captain_ros.backends.registry.make_backend` wraps it in the safety layer)."""
     c = FakeConfig.from_options(options)
-    return FakeBackend(c.boxes, scene=scene, rig=c.rig, image_size=c.image_size,
-                       table_top_z_m=c.table_top_z_m, stiffness_n_m=c.stiffness_n_m)
+    return FakeBackend(
+        c.boxes,
+        scene=scene,
+        rig=c.rig,
+        image_size=c.image_size,
+        table_top_z_m=c.table_top_z_m,
+        stiffness_n_m=c.stiffness_n_m,
+    )
 
 
-__all__ = ["FakeBackend", "FakeBox", "FakeConfig", "FakeKinematics", "boxes_from_scene", "make",
-           "matrix_rpy", "rpy_matrix"]
+__all__ = [
+    "FakeBackend",
+    "FakeBox",
+    "FakeConfig",
+    "FakeKinematics",
+    "boxes_from_scene",
+    "make",
+    "matrix_rpy",
+    "rpy_matrix",
+]

@@ -63,41 +63,93 @@ class FakeBackend(Backend):
         stiffness_n_m: Contact spring constant [N/m].
     """
 
-    def __init__(self, boxes: Sequence[FakeBox] | None = None, *, scene: SceneSpec | None = None,
-                 rig: str = "piper", image_size: tuple[int, int] = (192, 256),
-                 table_top_z_m: float = 0.0, stiffness_n_m: float = 2000.0) -> None:
+    def __init__(
+        self,
+        boxes: Sequence[FakeBox] | None = None,
+        *,
+        scene: SceneSpec | None = None,
+        rig: str = "piper",
+        image_size: tuple[int, int] = (192, 256),
+        table_top_z_m: float = 0.0,
+        stiffness_n_m: float = 2000.0,
+    ) -> None:
         if scene is not None:
             rig = scene.rig
             boxes = boxes_from_scene(scene) if boxes is None else boxes
         if rig not in ("piper", "piper_dual"):
             raise InvalidArgumentError(f"unknown rig {rig!r}; valid: piper, piper_dual")
         if boxes is None:
-            boxes = [FakeBox("red_box", np.array([0.45, 0.05, table_top_z_m + 0.02]), np.full(3, 0.04), 0.0,
-                             (200, 40, 40)),
-                     FakeBox("blue_box", np.array([0.40, -0.15, table_top_z_m + 0.015]), np.array([0.06, 0.06, 0.03]),
-                             0.0, (40, 60, 200))]
-        self.table = Table(float(table_top_z_m), np.array([-0.1, -0.6]), np.array([0.9, 0.6]),
-                           float(stiffness_n_m))
+            boxes = [
+                FakeBox(
+                    "red_box",
+                    np.array([0.45, 0.05, table_top_z_m + 0.02]),
+                    np.full(3, 0.04),
+                    0.0,
+                    (200, 40, 40),
+                ),
+                FakeBox(
+                    "blue_box",
+                    np.array([0.40, -0.15, table_top_z_m + 0.015]),
+                    np.array([0.06, 0.06, 0.03]),
+                    0.0,
+                    (40, 60, 200),
+                ),
+            ]
+        self.table = Table(
+            float(table_top_z_m), np.array([-0.1, -0.6]), np.array([0.9, 0.6]), float(stiffness_n_m)
+        )
         self.table_top_z_m = self.table.top_z_m
         self.image_size = (int(image_size[0]), int(image_size[1]))
-        lower = np.array([-0.3, -0.8, table_top_z_m - 0.1, -2 * math.pi, -math.pi / 2, -2 * math.pi])
+        lower = np.array(
+            [-0.3, -0.8, table_top_z_m - 0.1, -2 * math.pi, -math.pi / 2, -2 * math.pi]
+        )
         upper = np.array([1.0, 0.8, table_top_z_m + 0.9, 2 * math.pi, math.pi / 2, 2 * math.pi])
         vel = np.array([0.5, 0.5, 0.5, 3.0, 3.0, 3.0])
-        bases = {"arm": (0.0, 0.0)} if rig == "piper" else {"left": (0.0, 0.25), "right": (0.0, -0.25)}
-        arms = tuple(ArmSpec(name, JOINT_NAMES, lower, upper, vel, Pose(np.array([bx, by, table_top_z_m])), 0.626,
-                             JAW_MAX_M, PAD_SIZE_M, "wrist" if rig == "piper" else f"{name}_wrist")
-                     for name, (bx, by) in bases.items())
+        bases = (
+            {"arm": (0.0, 0.0)} if rig == "piper" else {"left": (0.0, 0.25), "right": (0.0, -0.25)}
+        )
+        arms = tuple(
+            ArmSpec(
+                name,
+                JOINT_NAMES,
+                lower,
+                upper,
+                vel,
+                Pose(np.array([bx, by, table_top_z_m])),
+                0.626,
+                JAW_MAX_M,
+                PAD_SIZE_M,
+                "wrist" if rig == "piper" else f"{name}_wrist",
+            )
+            for name, (bx, by) in bases.items()
+        )
         cameras = ("head",) + tuple(a.wrist_camera for a in arms if a.wrist_camera)
-        self._spec = RobotSpec(rig, arms, cameras, "head", np.array([-0.15, -0.65, table_top_z_m - 0.02]),
-                               np.array([0.75, 0.65, table_top_z_m + 0.60]))
-        home = {a.name: HOME_Q + np.array([0.0, bases[a.name][1], table_top_z_m, 0, 0, 0]) for a in arms}
-        self._state = FakeState(0.0, {k: v.copy() for k, v in home.items()}, {k: v.copy() for k, v in home.items()},
-                             {k: JAW_MAX_M for k in home}, {k: JAW_MAX_M for k in home}, {k: 0.0 for k in home},
-                             {k: np.zeros(6) for k in home}, [copy.deepcopy(b) for b in boxes])
+        self._spec = RobotSpec(
+            rig,
+            arms,
+            cameras,
+            "head",
+            np.array([-0.15, -0.65, table_top_z_m - 0.02]),
+            np.array([0.75, 0.65, table_top_z_m + 0.60]),
+        )
+        home = {
+            a.name: HOME_Q + np.array([0.0, bases[a.name][1], table_top_z_m, 0, 0, 0]) for a in arms
+        }
+        self._state = FakeState(
+            0.0,
+            {k: v.copy() for k, v in home.items()},
+            {k: v.copy() for k, v in home.items()},
+            {k: JAW_MAX_M for k in home},
+            {k: JAW_MAX_M for k in home},
+            {k: 0.0 for k in home},
+            {k: np.zeros(6) for k in home},
+            [copy.deepcopy(b) for b in boxes],
+        )
         kin = FakeKinematics(lambda q: contacts.collisions(self._state, self.table, q))
         self._kin = {a.name: kin for a in arms}
-        self._head_pose = look_at(np.array([0.05, 0.0, table_top_z_m + 0.55]),
-                                        np.array([0.42, 0.0, table_top_z_m]))
+        self._head_pose = look_at(
+            np.array([0.05, 0.0, table_top_z_m + 0.55]), np.array([0.42, 0.0, table_top_z_m])
+        )
         contacts.carry_held(self._state)
         contacts.update_forces(self._state, self.table)
 
@@ -136,7 +188,9 @@ class FakeBackend(Backend):
         return self._state.force[self._check_arm(arm)]
 
     # --- commanding ----------------------------------------------------------------------------
-    def servo(self, q_targets: Mapping[str, np.ndarray], duration_s: float, guard: ForceGuard) -> TickReport:
+    def servo(
+        self, q_targets: Mapping[str, np.ndarray], duration_s: float, guard: ForceGuard
+    ) -> TickReport:
         st = self._state
         if st.estop:
             raise EStopError(st.estop_reason or "e-stop latched")
@@ -155,8 +209,11 @@ class FakeBackend(Backend):
             done += 1
             for arm in st.q:
                 a = self._spec.arm(arm)
-                step = np.clip(st.q_target[arm] - st.q[arm], -a.max_velocity_rad_s * SUBSTEP_S,
-                               a.max_velocity_rad_s * SUBSTEP_S)
+                step = np.clip(
+                    st.q_target[arm] - st.q[arm],
+                    -a.max_velocity_rad_s * SUBSTEP_S,
+                    a.max_velocity_rad_s * SUBSTEP_S,
+                )
                 st.q[arm] = st.q[arm] + step
                 st.qd[arm] = step / SUBSTEP_S
                 contacts.jaw_step(st, self.table, arm, SUBSTEP_S)
@@ -174,8 +231,14 @@ class FakeBackend(Backend):
                     st.q_target[arm] = st.q[arm].copy()
                     st.qd[arm] = np.zeros(6)
                 break
-        return TickReport(done * SUBSTEP_S, done, peak, stopped, emergency,
-                          {arm: st.q_target[arm].copy() for arm in q_targets})
+        return TickReport(
+            done * SUBSTEP_S,
+            done,
+            peak,
+            stopped,
+            emergency,
+            {arm: st.q_target[arm].copy() for arm in q_targets},
+        )
 
     def command_gripper(self, arm: str, opening_m: float) -> float:
         self._check_arm(arm)
@@ -217,20 +280,34 @@ class FakeBackend(Backend):
     def privileged_state(self) -> PrivilegedState:
         """Ground truth as the same typed state the MuJoCo backend returns (no articulations)."""
         st = self._state
-        objects = {b.name: ObjectTruth(
-            position_m=b.center_m, quat_wxyz=matrix_to_quat(b.rotation),
-            initial_position_m=b.initial_center_m,
-            initial_quat_wxyz=None if b.initial_rotation is None else matrix_to_quat(b.initial_rotation),
-            held_by=b.held_by, ever_held=b.ever_held,
-            pad_contacts={arm: 2 if b.held_by == arm else 0 for arm in st.q},
-            touching=tuple(contacts.touching(st, self.table, b)), size_m=b.size_m) for b in st.boxes}
+        objects = {
+            b.name: ObjectTruth(
+                position_m=b.center_m,
+                quat_wxyz=matrix_to_quat(b.rotation),
+                initial_position_m=b.initial_center_m,
+                initial_quat_wxyz=None
+                if b.initial_rotation is None
+                else matrix_to_quat(b.initial_rotation),
+                held_by=b.held_by,
+                ever_held=b.ever_held,
+                pad_contacts={arm: 2 if b.held_by == arm else 0 for arm in st.q},
+                touching=tuple(contacts.touching(st, self.table, b)),
+                size_m=b.size_m,
+            )
+            for b in st.boxes
+        }
         arms = {}
         for arm in st.q:
             held = [b.name for b in st.boxes if b.held_by == arm]
             arms[arm] = ArmTruth(
-                tcp_position_m=st.q[arm][:3], tcp_quat_wxyz=matrix_to_quat(rpy_matrix(*st.q[arm][3:6])),
-                q_rad=st.q[arm], jaw_opening_m=st.jaw[arm], jaw_command_m=st.jaw_cmd[arm],
-                held_object=held[0] if held else None, contact_force_n=st.force[arm])
+                tcp_position_m=st.q[arm][:3],
+                tcp_quat_wxyz=matrix_to_quat(rpy_matrix(*st.q[arm][3:6])),
+                q_rad=st.q[arm],
+                jaw_opening_m=st.jaw[arm],
+                jaw_command_m=st.jaw_cmd[arm],
+                held_object=held[0] if held else None,
+                contact_force_n=st.force[arm],
+            )
         return PrivilegedState(time_s=st.t_s, objects=objects, arms=arms)
 
     # --- rendering -----------------------------------------------------------------------------
@@ -251,6 +328,16 @@ class FakeBackend(Backend):
         for c in names:
             if c not in self._spec.cameras:
                 raise UnknownNameError("camera", c, self._spec.cameras)
-        return {c: render(c, self.camera_pose(c), self.image_size, self._state.boxes, self.table.min_xy,
-                          self.table.max_xy, self.table.top_z_m, self._state.t_s)
-                for c in names}
+        return {
+            c: render(
+                c,
+                self.camera_pose(c),
+                self.image_size,
+                self._state.boxes,
+                self.table.min_xy,
+                self.table.max_xy,
+                self.table.top_z_m,
+                self._state.t_s,
+            )
+            for c in names
+        }

@@ -63,8 +63,14 @@ def arm_force(st: FakeState, table: Table, arm: str) -> float:
     pts = pad_points(st.q[arm], st.jaw[arm])
     held = [b for b in st.boxes if b.held_by == arm]
     if not held:  # fast path: pads and palm above everything
-        top = max([table.top_z_m] + [float(b.center_m[2] + np.abs(b.rotation[2]) @ b.size_m / 2)
-                                     for b in st.boxes if b.held_by is None])
+        top = max(
+            [table.top_z_m]
+            + [
+                float(b.center_m[2] + np.abs(b.rotation[2]) @ b.size_m / 2)
+                for b in st.boxes
+                if b.held_by is None
+            ]
+        )
         if float(pts[:, 2].min()) > top:
             return 0.0
     depth = table_depth(pts, table)
@@ -103,7 +109,10 @@ def support_z(st: FakeState, table: Table, box: FakeBox) -> float:
         if other is box or other.held_by is not None:
             continue
         local = (box.center_m - other.center_m) @ other.rotation
-        if np.all(np.abs(local[:2]) <= other.size_m[:2] / 2) and other.center_m[2] < box.center_m[2]:
+        if (
+            np.all(np.abs(local[:2]) <= other.size_m[:2] / 2)
+            and other.center_m[2] < box.center_m[2]
+        ):
             z = max(z, other.center_m[2] + other.size_m[2] / 2)
     return z
 
@@ -138,8 +147,13 @@ def jaw_step(st: FakeState, table: Table, arm: str, dt: float) -> None:
             w = width_along(b, r[:, 1])
             half_x = width_along(b, r[:, 0]) / 2
             half_z = width_along(b, r[:, 2]) / 2
-            if (abs(local[0]) < half_x + PAD_SIZE_M[1] / 2 and abs(local[2]) < half_z + PAD_SIZE_M[0] / 2
-                    and abs(local[1]) < jaw / 2 and w <= jaw + 1e-9 and new <= w):
+            if (
+                abs(local[0]) < half_x + PAD_SIZE_M[1] / 2
+                and abs(local[2]) < half_z + PAD_SIZE_M[0] / 2
+                and abs(local[1]) < jaw / 2
+                and w <= jaw + 1e-9
+                and new <= w
+            ):
                 b.center_m = p + r @ np.array([local[0], 0.0, local[2]])  # pads centre the box
                 t_tool = np.eye(4)
                 t_tool[:3, :3], t_tool[:3, 3] = r, p
@@ -170,8 +184,13 @@ def touching(st: FakeState, table: Table, box: FakeBox) -> list[str]:
             continue
         top = other.center_m[2] + other.size_m[2] / 2
         other_bottom = other.center_m[2] - other.size_m[2] / 2
-        over = np.all(np.abs((box.center_m - other.center_m)[:2]) <= (box.size_m[:2] + other.size_m[:2]) / 2)
-        if over and (abs(bottom - top) < 1e-6 or abs(box.center_m[2] + box.size_m[2] / 2 - other_bottom) < 1e-6):
+        over = np.all(
+            np.abs((box.center_m - other.center_m)[:2]) <= (box.size_m[:2] + other.size_m[:2]) / 2
+        )
+        if over and (
+            abs(bottom - top) < 1e-6
+            or abs(box.center_m[2] + box.size_m[2] / 2 - other_bottom) < 1e-6
+        ):
             out.append(other.name)
     return sorted(out)
 
@@ -187,7 +206,7 @@ def collisions(st: FakeState, table: Table, q_by_arm: dict[str, np.ndarray]) -> 
             out.append(f"{arm}/table")
     names = sorted(qs)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             if np.linalg.norm(qs[a][:3] - qs[b][:3]) < 0.08:
                 out.append(f"{a}/{b}")
     return out

@@ -41,13 +41,19 @@ def camera_rays(height: int, width: int, fovy_deg: float = 60.0) -> np.ndarray:
     if key not in _RAYS:
         k = intrinsics(height, width, fovy_deg)
         v, u = np.mgrid[0:height, 0:width].astype(float)
-        _RAYS[key] = np.stack([(u - k[0, 2]) / k[0, 0], (v - k[1, 2]) / k[1, 1], np.ones_like(u)],
-                              -1).reshape(-1, 3)
+        _RAYS[key] = np.stack(
+            [(u - k[0, 2]) / k[0, 0], (v - k[1, 2]) / k[1, 1], np.ones_like(u)], -1
+        ).reshape(-1, 3)
     return _RAYS[key]
 
 
-def hit_box(origin: np.ndarray, dirs: np.ndarray, center_m: np.ndarray, rotation: np.ndarray,
-            size_m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def hit_box(
+    origin: np.ndarray,
+    dirs: np.ndarray,
+    center_m: np.ndarray,
+    rotation: np.ndarray,
+    size_m: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Entry distance (``inf`` = miss) and world normal of each ray hitting an oriented box
     (slab method in the box frame)."""
     o = (origin - center_m) @ rotation
@@ -67,8 +73,9 @@ def hit_box(origin: np.ndarray, dirs: np.ndarray, center_m: np.ndarray, rotation
     return np.where(hit, t_in, np.inf), normal_local @ rotation.T
 
 
-def hit_cylinder(origin: np.ndarray, dirs: np.ndarray, center_m: np.ndarray, radius_m: float,
-                 height_m: float) -> tuple[np.ndarray, np.ndarray]:
+def hit_cylinder(
+    origin: np.ndarray, dirs: np.ndarray, center_m: np.ndarray, radius_m: float, height_m: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Entry distance and world normal of each ray hitting a vertical cylinder (side or top)."""
     cx, cy, cz = center_m
     z0, z1 = cz - height_m / 2, cz + height_m / 2
@@ -95,8 +102,9 @@ def hit_cylinder(origin: np.ndarray, dirs: np.ndarray, center_m: np.ndarray, rad
     return t, n
 
 
-def hit_rectangle(origin: np.ndarray, dirs: np.ndarray, z_m: float, min_xy: np.ndarray,
-                  max_xy: np.ndarray) -> np.ndarray:
+def hit_rectangle(
+    origin: np.ndarray, dirs: np.ndarray, z_m: float, min_xy: np.ndarray, max_xy: np.ndarray
+) -> np.ndarray:
     """Distance of each ray to a horizontal rectangle at height ``z_m`` (``inf`` = miss)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (z_m - origin[2]) / dirs[:, 2]

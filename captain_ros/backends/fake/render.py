@@ -39,12 +39,20 @@ def pixels_of(box: FakeBox, pose: np.ndarray, k: np.ndarray, h: int, w: int) -> 
     v0, v1 = max(0, int(np.floor(v.min())) - 1), min(h - 1, int(np.ceil(v.max())) + 1)
     if u0 > u1 or v0 > v1:
         return np.zeros(0, dtype=np.int64)
-    vv, uu = np.mgrid[v0:v1 + 1, u0:u1 + 1]
+    vv, uu = np.mgrid[v0 : v1 + 1, u0 : u1 + 1]
     return (vv * w + uu).reshape(-1)
 
 
-def render(camera: str, pose: np.ndarray, size: tuple[int, int], boxes: Sequence[FakeBox],
-           table_min_xy: np.ndarray, table_max_xy: np.ndarray, table_top_z_m: float, stamp_s: float) -> CameraFrame:
+def render(
+    camera: str,
+    pose: np.ndarray,
+    size: tuple[int, int],
+    boxes: Sequence[FakeBox],
+    table_min_xy: np.ndarray,
+    table_max_xy: np.ndarray,
+    table_top_z_m: float,
+    stamp_s: float,
+) -> CameraFrame:
     """One RGB-D frame of ``boxes`` on a table seen from ``pose`` (optical frame in the world)."""
     h, w = size
     k = intrinsics(h, w)
@@ -69,5 +77,12 @@ def render(camera: str, pose: np.ndarray, size: tuple[int, int], boxes: Sequence
         rgb[pix] = np.asarray(box.rgb, dtype=float) * shade(normals[hit])[:, None]
         seg[pix] = idx
     depth_img = np.where(np.isfinite(depth), depth, 0.0).astype(np.float32).reshape(h, w)
-    return CameraFrame(camera, np.clip(rgb, 0, 255).astype(np.uint8).reshape(h, w, 3), depth_img,
-                       k, pose, stamp_s, seg.reshape(h, w))
+    return CameraFrame(
+        camera,
+        np.clip(rgb, 0, 255).astype(np.uint8).reshape(h, w, 3),
+        depth_img,
+        k,
+        pose,
+        stamp_s,
+        seg.reshape(h, w),
+    )

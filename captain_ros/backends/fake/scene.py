@@ -14,11 +14,21 @@ from captain_ros.core.scene import SceneSpec
 
 def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     """Rotation ``Rz(yaw) @ Ry(pitch) @ Rx(roll)``."""
-    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch),
-                              math.cos(yaw), math.sin(yaw))
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
+    cr, sr, cp, sp, cy, sy = (
+        math.cos(roll),
+        math.sin(roll),
+        math.cos(pitch),
+        math.sin(pitch),
+        math.cos(yaw),
+        math.sin(yaw),
+    )
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
 
 
 def matrix_rpy(r: np.ndarray) -> np.ndarray:
@@ -49,7 +59,9 @@ class FakeBox:
         self.center_m = np.asarray(self.center_m, dtype=float).copy()
         self.size_m = np.asarray(self.size_m, dtype=float).copy()
         if self.center_m.shape != (3,) or self.size_m.shape != (3,) or np.any(self.size_m <= 0):
-            raise InvalidArgumentError(f"box {self.name}: center_m needs 3 numbers and size_m 3 positive ones")
+            raise InvalidArgumentError(
+                f"box {self.name}: center_m needs 3 numbers and size_m 3 positive ones"
+            )
         self.rotation = rpy_matrix(0.0, 0.0, self.yaw_rad)
         self.initial_center_m = self.center_m.copy()
         self.initial_rotation = self.rotation.copy()
@@ -98,5 +110,9 @@ def boxes_from_scene(scene: SceneSpec) -> list[FakeBox]:
         else:
             euler = [float(v) for v in body.get("euler", "0 0 0").split()]
             yaw = euler[2] if len(euler) == 3 else 0.0
-        boxes.append(FakeBox(name, pos, full, yaw, (int(255 * rgba[0]), int(255 * rgba[1]), int(255 * rgba[2]))))
+        boxes.append(
+            FakeBox(
+                name, pos, full, yaw, (int(255 * rgba[0]), int(255 * rgba[1]), int(255 * rgba[2]))
+            )
+        )
     return boxes

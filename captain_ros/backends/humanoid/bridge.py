@@ -90,4 +90,6 @@ class HumanoidBridge(SafetyContract):
 
     def reset_monitor(self) -> None:
         """Start a new window of the extrema reported in ``privileged_state()["monitor"]``."""
-        raise NotSupportedError(f"{type(self).__name__} has no privileged monitor (simulation only)")
+        raise NotSupportedError(
+            f"{type(self).__name__} has no privileged monitor (simulation only)"
+        )

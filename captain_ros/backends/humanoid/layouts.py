@@ -223,9 +223,13 @@ class Layout:
             return walls
         n = np.array([-t1[1], t1[0]])
         hb = half + self.bay_extra_half_width_m
-        walls += [(left[-1], pts[-1] + n * hb), (right[-1], pts[-1] - n * hb),
-                  (pts[-1] + n * hb, end + n * hb), (pts[-1] - n * hb, end - n * hb),
-                  (end + n * hb, end - n * hb)]
+        walls += [
+            (left[-1], pts[-1] + n * hb),
+            (right[-1], pts[-1] - n * hb),
+            (pts[-1] + n * hb, end + n * hb),
+            (pts[-1] - n * hb, end - n * hb),
+            (end + n * hb, end - n * hb),
+        ]
         return walls
 
 
@@ -247,23 +251,40 @@ def _offset(pts: np.ndarray, d: float) -> np.ndarray:
 
 LAYOUTS: dict[str, Layout] = {
     "base": Layout(
-        "base", ((0.0, 0.0), (4.2, 0.0), (4.2, 4.0), (7.6, 4.0)), 2.4,
+        "base",
+        ((0.0, 0.0), (4.2, 0.0), (4.2, 4.0), (7.6, 4.0)),
+        2.4,
         (Gate("gate_1", 2.2), Gate("gate_2", 5.5), Gate("gate_3", 7.4), Gate("gate_4", 9.6)),
         target_bay_m=1.8,
-        description="left turn, then right turn; 11.6 m route, corridor 2.4 m, bay at the target"),
+        description="left turn, then right turn; 11.6 m route, corridor 2.4 m, bay at the target",
+    ),
     "l2": Layout(
-        "l2", ((0.0, 0.0), (3.6, 0.0), (3.6, -3.4), (7.4, -3.4), (7.4, -5.6)), 2.3,
+        "l2",
+        ((0.0, 0.0), (3.6, 0.0), (3.6, -3.4), (7.4, -3.4), (7.4, -5.6)),
+        2.3,
         (Gate("gate_1", 2.0), Gate("gate_2", 4.9), Gate("gate_3", 8.6), Gate("gate_4", 11.9)),
-        description="right, left, right; 13.0 m route, corridor 2.3 m"),
+        description="right, left, right; 13.0 m route, corridor 2.3 m",
+    ),
     "l3": Layout(
-        "l3", ((0.0, 0.0), (3.0, 0.0), (3.0, 2.6), (6.2, 2.6)), 2.15,
+        "l3",
+        ((0.0, 0.0), (3.0, 0.0), (3.0, 2.6), (6.2, 2.6)),
+        2.15,
         (Gate("gate_1", 1.8), Gate("gate_2", 4.2), Gate("gate_3", 6.4)),
-        description="narrow chicane: left then right; 8.8 m route, corridor 2.15 m"),
+        description="narrow chicane: left then right; 8.8 m route, corridor 2.15 m",
+    ),
     "l4": Layout(
-        "l4", ((0.0, 0.0), (4.0, 0.0), (4.0, 3.6), (0.8, 3.6), (0.8, 6.4)), 2.3,
-        (Gate("gate_1", 2.2), Gate("gate_2", 5.2), Gate("gate_3", 8.3), Gate("gate_4", 10.6),
-         Gate("gate_5", 12.1)),
-        description="U-turn (two left turns) then a right turn; 13.6 m route, corridor 2.3 m"),
+        "l4",
+        ((0.0, 0.0), (4.0, 0.0), (4.0, 3.6), (0.8, 3.6), (0.8, 6.4)),
+        2.3,
+        (
+            Gate("gate_1", 2.2),
+            Gate("gate_2", 5.2),
+            Gate("gate_3", 8.3),
+            Gate("gate_4", 10.6),
+            Gate("gate_5", 12.1),
+        ),
+        description="U-turn (two left turns) then a right turn; 13.6 m route, corridor 2.3 m",
+    ),
 }
 
 

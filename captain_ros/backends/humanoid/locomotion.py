@@ -78,7 +78,9 @@ class Locomotion:
         self.dt_s = float(dt_s)
         self.noise = float(noise)
 
-    def command(self, s: LocoState, v: BaseVelocity, now_s: float) -> tuple[LocoState, BaseVelocity]:
+    def command(
+        self, s: LocoState, v: BaseVelocity, now_s: float
+    ) -> tuple[LocoState, BaseVelocity]:
         """Accept a velocity command; returns the new state and the clipped command."""
         applied = v.clipped(self.limits)
         return replace(s, cmd=applied, cmd_stamp_s=now_s, expired=False), applied
@@ -96,7 +98,9 @@ class Locomotion:
         """One control tick; returns the new state and the pelvis height servo target [m]."""
         lim, dt = self.limits, self.dt_s
         cmd, expired = s.cmd, s.expired
-        if now_s - s.cmd_stamp_s > lim.command_timeout_s and (cmd.vx_m_s or cmd.vy_m_s or cmd.wz_rad_s):
+        if now_s - s.cmd_stamp_s > lim.command_timeout_s and (
+            cmd.vx_m_s or cmd.vy_m_s or cmd.wz_rad_s
+        ):
             cmd, expired = BaseVelocity(), True
         vx, vy, wz = s.vel
         dv = lim.accel_m_s2 * dt
@@ -123,6 +127,15 @@ class Locomotion:
         speed = math.hypot(vx, vy) + 0.3 * abs(wz)
         phase = s.phase_rad + (2.0 * math.pi * STEP_FREQUENCY_HZ * dt if speed > 1e-3 else 0.0)
         bob = BOB_AMPLITUDE_M * min(1.5, speed / lim.lateral_m_s) * math.sin(phase) * self.noise
-        new = LocoState((x, y, yaw), (vx, vy, wz), cmd, s.cmd_stamp_s, expired, h,
-                        s.height_target_m, (e_s, e_h, e_w), phase % (2.0 * math.pi))
+        new = LocoState(
+            (x, y, yaw),
+            (vx, vy, wz),
+            cmd,
+            s.cmd_stamp_s,
+            expired,
+            h,
+            s.height_target_m,
+            (e_s, e_h, e_w),
+            phase % (2.0 * math.pi),
+        )
         return new, h + bob

@@ -21,9 +21,9 @@ class RobotIndex:
     """Indices of one robot in the compiled model."""
 
     name: str
-    qadr: dict[str, int] = field(default_factory=dict)      # base joint -> qpos address
-    dadr: dict[str, int] = field(default_factory=dict)      # base joint -> dof address
-    act: dict[str, int] = field(default_factory=dict)       # base joint -> actuator id
+    qadr: dict[str, int] = field(default_factory=dict)  # base joint -> qpos address
+    dadr: dict[str, int] = field(default_factory=dict)  # base joint -> dof address
+    act: dict[str, int] = field(default_factory=dict)  # base joint -> actuator id
     arm_qadr: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
     arm_act: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
     arm_joint_names: tuple[str, ...] = ()
@@ -71,9 +71,11 @@ class SceneIndex:
         self.payload_qadr = int(m.jnt_qposadr[m.joint("payload_free").id])
         self.payload_dadr = int(m.jnt_dofadr[m.joint("payload_free").id])
         self.floor = m.geom("floor").id
-        self.static: dict[int, str] = {g: m.geom(g).name for g in range(m.ngeom)
-                                       if m.geom(g).name.startswith(("wall_", "start_support",
-                                                                     "target_support"))}
+        self.static: dict[int, str] = {
+            g: m.geom(g).name
+            for g in range(m.ngeom)
+            if m.geom(g).name.startswith(("wall_", "start_support", "target_support"))
+        }
         self.geom_owner: dict[int, str] = {}
         for r, ri in self.robots.items():
             for g in ri.support_geoms:
@@ -141,5 +143,6 @@ def contacts(m: mujoco.MjModel, d: mujoco.MjData, idx: SceneIndex) -> ContactSum
         static = g1 in idx.static or g2 in idx.static or idx.floor in (g1, g2)
         if static:
             env.add("|".join(sorted((o1, o2))))
-    return ContactSummary({r: (v[0], v[1]) for r, v in forces.items()}, tuple(sorted(env)),
-                          tuple(sorted(touches)))
+    return ContactSummary(
+        {r: (v[0], v[1]) for r, v in forces.items()}, tuple(sorted(env)), tuple(sorted(touches))
+    )

@@ -30,8 +30,15 @@ from captain_ros.backends.humanoid.layouts import WALL_HEIGHT_M, WALL_THICKNESS_
 
 ROBOTS = ("robot_a", "robot_b")
 PREFIX = {"robot_a": "a_", "robot_b": "b_"}
-ARM_JOINTS = ("shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow", "wrist_roll",
-              "wrist_pitch", "wrist_yaw")
+ARM_JOINTS = (
+    "shoulder_pitch",
+    "shoulder_roll",
+    "shoulder_yaw",
+    "elbow",
+    "wrist_roll",
+    "wrist_pitch",
+    "wrist_yaw",
+)
 SIDES = ("left", "right")
 # limits of one arm, in ARM_JOINTS order (the right arm mirrors roll and yaw)
 ARM_LOWER_RAD = (-2.8, -0.3, -2.6, -2.0, -1.9, -1.6, -1.6)
@@ -80,35 +87,89 @@ def _fmt(v: object) -> str:
 
 def _arm(parent: ET.Element, p: str, side: str) -> None:
     s = 1.0 if side == "left" else -1.0
-    body = _sub(parent, "body", name=f"{p}{side}_shoulder", pos=(SHOULDER_M[0], s * SHOULDER_M[1],
-                                                                  SHOULDER_M[2]), gravcomp=1)
+    body = _sub(
+        parent,
+        "body",
+        name=f"{p}{side}_shoulder",
+        pos=(SHOULDER_M[0], s * SHOULDER_M[1], SHOULDER_M[2]),
+        gravcomp=1,
+    )
     chain = body
     for i, j in enumerate(ARM_JOINTS):
         lo, hi = ARM_LOWER_RAD[i], ARM_UPPER_RAD[i]
         if side == "right" and j in ("shoulder_roll", "shoulder_yaw", "wrist_roll", "wrist_yaw"):
             lo, hi = -hi, -lo
-        axis = {"shoulder_pitch": (0, 1, 0), "shoulder_roll": (1, 0, 0), "shoulder_yaw": (0, 0, 1),
-                "elbow": (0, 1, 0), "wrist_roll": (0, 0, 1), "wrist_pitch": (0, 1, 0),
-                "wrist_yaw": (1, 0, 0)}[j]
+        axis = {
+            "shoulder_pitch": (0, 1, 0),
+            "shoulder_roll": (1, 0, 0),
+            "shoulder_yaw": (0, 0, 1),
+            "elbow": (0, 1, 0),
+            "wrist_roll": (0, 0, 1),
+            "wrist_pitch": (0, 1, 0),
+            "wrist_yaw": (1, 0, 0),
+        }[j]
         if i > 0:
-            pos = {"elbow": (0, 0, -UPPER_ARM_M), "wrist_pitch": (0, 0, -FOREARM_M)}.get(j, (0, 0, 0))
+            pos = {"elbow": (0, 0, -UPPER_ARM_M), "wrist_pitch": (0, 0, -FOREARM_M)}.get(
+                j, (0, 0, 0)
+            )
             chain = _sub(chain, "body", name=f"{p}{side}_{j}_link", pos=pos, gravcomp=1)
-        _sub(chain, "joint", name=f"{p}{side}_{j}", axis=axis, range=(lo, hi), armature=0.01,
-             damping=0.05)
+        _sub(
+            chain,
+            "joint",
+            name=f"{p}{side}_{j}",
+            axis=axis,
+            range=(lo, hi),
+            armature=0.01,
+            damping=0.05,
+        )
         if j == "shoulder_yaw":
-            _sub(chain, "geom", name=f"{p}{side}_upper_arm", type="capsule", size=(0.04,),
-                 fromto=(0, 0, -0.03, 0, 0, -UPPER_ARM_M + 0.03), mass=1.0, contype=4,
-                 conaffinity=0, rgba=(0.55, 0.57, 0.62, 1))
+            _sub(
+                chain,
+                "geom",
+                name=f"{p}{side}_upper_arm",
+                type="capsule",
+                size=(0.04,),
+                fromto=(0, 0, -0.03, 0, 0, -UPPER_ARM_M + 0.03),
+                mass=1.0,
+                contype=4,
+                conaffinity=0,
+                rgba=(0.55, 0.57, 0.62, 1),
+            )
         elif j == "wrist_roll":
-            _sub(chain, "geom", name=f"{p}{side}_forearm", type="box", size=FOREARM_HALF_M,
-                 pos=(0, 0, -FOREARM_HALF_M[2]), mass=0.6, contype=8, conaffinity=0,
-                 friction=(1.0, 0.02, 0.001), rgba=(0.35, 0.37, 0.42, 1))
+            _sub(
+                chain,
+                "geom",
+                name=f"{p}{side}_forearm",
+                type="box",
+                size=FOREARM_HALF_M,
+                pos=(0, 0, -FOREARM_HALF_M[2]),
+                mass=0.6,
+                contype=8,
+                conaffinity=0,
+                friction=(1.0, 0.02, 0.001),
+                rgba=(0.35, 0.37, 0.42, 1),
+            )
         elif j == "wrist_yaw":
-            _sub(chain, "geom", name=f"{p}{side}_palm", type="box", size=PALM_HALF_M,
-                 pos=(0, 0, -PALM_HALF_M[2]), mass=0.3, contype=8, conaffinity=0,
-                 friction=(1.0, 0.02, 0.001), rgba=(0.9, 0.6, 0.2, 1))
-            _sub(chain, "site", name=f"{p}{side}_palm_site", pos=(PALM_HALF_M[0], 0, -PALM_HALF_M[2]),
-                 size=(0.01,))
+            _sub(
+                chain,
+                "geom",
+                name=f"{p}{side}_palm",
+                type="box",
+                size=PALM_HALF_M,
+                pos=(0, 0, -PALM_HALF_M[2]),
+                mass=0.3,
+                contype=8,
+                conaffinity=0,
+                friction=(1.0, 0.02, 0.001),
+                rgba=(0.9, 0.6, 0.2, 1),
+            )
+            _sub(
+                chain,
+                "site",
+                name=f"{p}{side}_palm_site",
+                pos=(PALM_HALF_M[0], 0, -PALM_HALF_M[2]),
+                size=(0.01,),
+            )
         else:
             _sub(chain, "inertial", pos=(0, 0, 0), mass=0.1, diaginertia=(1e-4, 1e-4, 1e-4))
 
@@ -116,27 +177,83 @@ def _arm(parent: ET.Element, p: str, side: str) -> None:
 def _robot(world: ET.Element, name: str, rgba: tuple[float, ...]) -> None:
     p = PREFIX[name]
     base = _sub(world, "body", name=f"{p}base", pos=(0, 0, 0))
-    for j, kind, axis in (("x", "slide", (1, 0, 0)), ("y", "slide", (0, 1, 0)),
-                          ("yaw", "hinge", (0, 0, 1))):
+    for j, kind, axis in (
+        ("x", "slide", (1, 0, 0)),
+        ("y", "slide", (0, 1, 0)),
+        ("yaw", "hinge", (0, 0, 1)),
+    ):
         _sub(base, "joint", name=f"{p}{j}", type=kind, axis=axis, damping=1.0)
     _sub(base, "inertial", pos=(0, 0, 0), mass=1.0, diaginertia=(0.01, 0.01, 0.01))
     bal = _sub(base, "body", name=f"{p}balance", pos=(0, 0, ANKLE_Z_M))
     _sub(bal, "joint", name=f"{p}pitch", axis=(0, 1, 0), range=(-0.7, 0.7), damping=5.0)
     _sub(bal, "joint", name=f"{p}roll", axis=(1, 0, 0), range=(-0.7, 0.7), damping=5.0)
     for s in (1.0, -1.0):
-        _sub(bal, "geom", type="capsule", size=(0.055,), fromto=(0, s * 0.1, 0.0, 0, s * 0.1, PELVIS_Z_M - 0.05),
-             mass=5.0, contype=4, conaffinity=0, rgba=rgba)
-        _sub(bal, "geom", type="box", size=(0.11, 0.05, 0.03), pos=(0.03, s * 0.1, -0.03), mass=0.5,
-             contype=4, conaffinity=0, rgba=(0.2, 0.2, 0.2, 1))
+        _sub(
+            bal,
+            "geom",
+            type="capsule",
+            size=(0.055,),
+            fromto=(0, s * 0.1, 0.0, 0, s * 0.1, PELVIS_Z_M - 0.05),
+            mass=5.0,
+            contype=4,
+            conaffinity=0,
+            rgba=rgba,
+        )
+        _sub(
+            bal,
+            "geom",
+            type="box",
+            size=(0.11, 0.05, 0.03),
+            pos=(0.03, s * 0.1, -0.03),
+            mass=0.5,
+            contype=4,
+            conaffinity=0,
+            rgba=(0.2, 0.2, 0.2, 1),
+        )
     pelvis = _sub(bal, "body", name=f"{p}pelvis", pos=(0, 0, PELVIS_Z_M))
-    _sub(pelvis, "joint", name=f"{p}height", type="slide", axis=(0, 0, 1), range=(-0.22, 0.04),
-         damping=10.0)
-    _sub(pelvis, "geom", type="box", size=(0.10, 0.15, 0.07), pos=(0, 0, 0), mass=3.0, contype=4,
-         conaffinity=0, rgba=rgba)
-    _sub(pelvis, "geom", name=f"{p}torso", type="box", size=(0.11, 0.16, 0.17), pos=(0, 0, 0.24),
-         mass=12.0, contype=4, conaffinity=0, rgba=rgba)
-    _sub(pelvis, "geom", type="sphere", size=(0.1,), pos=(0, 0, 0.55), mass=3.0, contype=4,
-         conaffinity=0, rgba=(0.85, 0.85, 0.85, 1))
+    _sub(
+        pelvis,
+        "joint",
+        name=f"{p}height",
+        type="slide",
+        axis=(0, 0, 1),
+        range=(-0.22, 0.04),
+        damping=10.0,
+    )
+    _sub(
+        pelvis,
+        "geom",
+        type="box",
+        size=(0.10, 0.15, 0.07),
+        pos=(0, 0, 0),
+        mass=3.0,
+        contype=4,
+        conaffinity=0,
+        rgba=rgba,
+    )
+    _sub(
+        pelvis,
+        "geom",
+        name=f"{p}torso",
+        type="box",
+        size=(0.11, 0.16, 0.17),
+        pos=(0, 0, 0.24),
+        mass=12.0,
+        contype=4,
+        conaffinity=0,
+        rgba=rgba,
+    )
+    _sub(
+        pelvis,
+        "geom",
+        type="sphere",
+        size=(0.1,),
+        pos=(0, 0, 0.55),
+        mass=3.0,
+        contype=4,
+        conaffinity=0,
+        rgba=(0.85, 0.85, 0.85, 1),
+    )
     _sub(pelvis, "site", name=f"{p}torso_site", pos=(0, 0, 0.24), size=(0.02,))
     for side in SIDES:
         _arm(pelvis, p, side)
@@ -144,22 +261,59 @@ def _robot(world: ET.Element, name: str, rgba: tuple[float, ...]) -> None:
 
 def _actuators(act: ET.Element, name: str) -> None:
     p = PREFIX[name]
-    for j, kp, kv, f in (("x", BASE_KP, BASE_KV, BASE_FORCE_N), ("y", BASE_KP, BASE_KV, BASE_FORCE_N),
-                         ("yaw", YAW_KP, YAW_KV, YAW_TORQUE_NM)):
-        _sub(act, "general", name=f"{p}{j}_servo", joint=f"{p}{j}", gainprm=(kp,), biasprm=(0, -kp, -kv), biastype="affine",
-             forcelimited="true", forcerange=(-f, f))
+    for j, kp, kv, f in (
+        ("x", BASE_KP, BASE_KV, BASE_FORCE_N),
+        ("y", BASE_KP, BASE_KV, BASE_FORCE_N),
+        ("yaw", YAW_KP, YAW_KV, YAW_TORQUE_NM),
+    ):
+        _sub(
+            act,
+            "general",
+            name=f"{p}{j}_servo",
+            joint=f"{p}{j}",
+            gainprm=(kp,),
+            biasprm=(0, -kp, -kv),
+            biastype="affine",
+            forcelimited="true",
+            forcerange=(-f, f),
+        )
     g = UPPER_BODY_KG * 9.81
-    _sub(act, "general", name=f"{p}height_servo", joint=f"{p}height", gainprm=(HEIGHT_KP,),
-         biasprm=(g, -HEIGHT_KP, -HEIGHT_KV), biastype="affine", forcelimited="true", forcerange=(-HEIGHT_FORCE_N, HEIGHT_FORCE_N))
+    _sub(
+        act,
+        "general",
+        name=f"{p}height_servo",
+        joint=f"{p}height",
+        gainprm=(HEIGHT_KP,),
+        biasprm=(g, -HEIGHT_KP, -HEIGHT_KV),
+        biastype="affine",
+        forcelimited="true",
+        forcerange=(-HEIGHT_FORCE_N, HEIGHT_FORCE_N),
+    )
     for j in ("pitch", "roll"):
-        _sub(act, "general", name=f"{p}{j}_servo", joint=f"{p}{j}", gainprm=(BALANCE_KP,),
-             biasprm=(0, -BALANCE_KP, -BALANCE_KV), biastype="affine", forcelimited="true",
-             forcerange=(-BALANCE_TORQUE_NM, BALANCE_TORQUE_NM))
+        _sub(
+            act,
+            "general",
+            name=f"{p}{j}_servo",
+            joint=f"{p}{j}",
+            gainprm=(BALANCE_KP,),
+            biasprm=(0, -BALANCE_KP, -BALANCE_KV),
+            biastype="affine",
+            forcelimited="true",
+            forcerange=(-BALANCE_TORQUE_NM, BALANCE_TORQUE_NM),
+        )
     for side in SIDES:
         for i, j in enumerate(ARM_JOINTS):
-            _sub(act, "general", name=f"{p}{side}_{j}_servo", joint=f"{p}{side}_{j}",
-                 gainprm=(ARM_KP_NM_RAD,), biasprm=(0, -ARM_KP_NM_RAD, -ARM_KD_NM_S_RAD), biastype="affine",
-                 forcelimited="true", forcerange=(-ARM_TORQUE_NM[i], ARM_TORQUE_NM[i]))
+            _sub(
+                act,
+                "general",
+                name=f"{p}{side}_{j}_servo",
+                joint=f"{p}{side}_{j}",
+                gainprm=(ARM_KP_NM_RAD,),
+                biasprm=(0, -ARM_KP_NM_RAD, -ARM_KD_NM_S_RAD),
+                biastype="affine",
+                forcelimited="true",
+                forcerange=(-ARM_TORQUE_NM[i], ARM_TORQUE_NM[i]),
+            )
 
 
 def _box_between(world: ET.Element, name: str, a: np.ndarray, b: np.ndarray) -> None:
@@ -167,47 +321,104 @@ def _box_between(world: ET.Element, name: str, a: np.ndarray, b: np.ndarray) -> 
     d = b - a
     length = float(np.linalg.norm(d)) + WALL_THICKNESS_M
     yaw = math.atan2(d[1], d[0])
-    _sub(world, "geom", name=name, type="box", size=(length / 2, WALL_THICKNESS_M / 2, WALL_HEIGHT_M / 2),
-         pos=(mid[0], mid[1], WALL_HEIGHT_M / 2), euler=(0, 0, yaw), contype=1, conaffinity=14,
-         rgba=(0.75, 0.72, 0.68, 1))
+    _sub(
+        world,
+        "geom",
+        name=name,
+        type="box",
+        size=(length / 2, WALL_THICKNESS_M / 2, WALL_HEIGHT_M / 2),
+        pos=(mid[0], mid[1], WALL_HEIGHT_M / 2),
+        euler=(0, 0, yaw),
+        contype=1,
+        conaffinity=14,
+        rgba=(0.75, 0.72, 0.68, 1),
+    )
 
 
-def build_xml(layout: Layout, spacing_m: float, payload_start_z_m: float,
-              start_support_top_m: float) -> str:
+def build_xml(
+    layout: Layout, spacing_m: float, payload_start_z_m: float, start_support_top_m: float
+) -> str:
     """MJCF text of ``layout`` with the pair, the payload resting on the start pedestal."""
     root = ET.Element("mujoco", model=f"coevolve_{layout.name}")
     _sub(root, "compiler", angle="radian", autolimits="true")
-    _sub(root, "option", timestep=0.002, integrator="implicitfast", cone="elliptic",
-         impratio=5)
+    _sub(root, "option", timestep=0.002, integrator="implicitfast", cone="elliptic", impratio=5)
     vis = _sub(root, "visual")
     _sub(vis, "global", offwidth=640, offheight=480)
     _sub(root, "size", memory="8M")
     _sub(_sub(root, "default"), "geom", solref=(0.01, 1.0), solimp=(0.95, 0.99, 0.001))
     asset = _sub(root, "asset")
-    _sub(asset, "texture", name="grid", type="2d", builtin="checker", width=256, height=256,
-         rgb1=(0.62, 0.64, 0.66), rgb2=(0.55, 0.57, 0.6))
+    _sub(
+        asset,
+        "texture",
+        name="grid",
+        type="2d",
+        builtin="checker",
+        width=256,
+        height=256,
+        rgb1=(0.62, 0.64, 0.66),
+        rgb2=(0.55, 0.57, 0.6),
+    )
     _sub(asset, "material", name="floor", texture="grid", texrepeat=(8, 8))
     world = _sub(root, "worldbody")
     _sub(world, "light", name="sun", pos=(4, 2, 6), dir=(0, 0, -1), diffuse=(0.8, 0.8, 0.8))
-    _sub(world, "geom", name="floor", type="plane", size=(30, 30, 0.1), material="floor", contype=1,
-         conaffinity=2)
+    _sub(
+        world,
+        "geom",
+        name="floor",
+        type="plane",
+        size=(30, 30, 0.1),
+        material="floor",
+        contype=1,
+        conaffinity=2,
+    )
     for i, (a, b) in enumerate(layout.wall_segments()):
         _box_between(world, f"wall_{i}", a, b)
     start, target = layout.supports(start_support_top_m)
     for sup in (start, target):
-        _sub(world, "geom", name=sup.name, type="box",
-             size=(sup.half_x_m, sup.half_y_m, sup.top_z_m / 2), pos=(sup.x_m, sup.y_m, sup.top_z_m / 2),
-             contype=1, conaffinity=14, friction=(0.9, 0.02, 0.001), rgba=(0.45, 0.35, 0.25, 1))
-    _sub(world, "site", name="target_site", pos=(target.x_m, target.y_m, target.top_z_m + 0.002),
-         size=(0.30, 0.001), type="cylinder", rgba=(0.1, 0.8, 0.2, 0.25))
+        _sub(
+            world,
+            "geom",
+            name=sup.name,
+            type="box",
+            size=(sup.half_x_m, sup.half_y_m, sup.top_z_m / 2),
+            pos=(sup.x_m, sup.y_m, sup.top_z_m / 2),
+            contype=1,
+            conaffinity=14,
+            friction=(0.9, 0.02, 0.001),
+            rgba=(0.45, 0.35, 0.25, 1),
+        )
+    _sub(
+        world,
+        "site",
+        name="target_site",
+        pos=(target.x_m, target.y_m, target.top_z_m + 0.002),
+        size=(0.30, 0.001),
+        type="cylinder",
+        rgba=(0.1, 0.8, 0.2, 0.25),
+    )
     for r, rgba in zip(ROBOTS, ((0.25, 0.45, 0.75, 1), (0.75, 0.35, 0.3, 1)), strict=True):
         _robot(world, r, rgba)
     sx, sy = layout.start_xy
-    pay = _sub(world, "body", name="payload", pos=(sx, sy, payload_start_z_m),
-               euler=(0, 0, layout.start_heading_rad + math.pi / 2))
+    pay = _sub(
+        world,
+        "body",
+        name="payload",
+        pos=(sx, sy, payload_start_z_m),
+        euler=(0, 0, layout.start_heading_rad + math.pi / 2),
+    )
     _sub(pay, "freejoint", name="payload_free")
-    _sub(pay, "geom", name="payload_box", type="box", size=PAYLOAD_HALF_M, mass=PAYLOAD_MASS_KG,
-         contype=2, conaffinity=13, friction=(0.9, 0.02, 0.001), rgba=(0.85, 0.75, 0.3, 1))
+    _sub(
+        pay,
+        "geom",
+        name="payload_box",
+        type="box",
+        size=PAYLOAD_HALF_M,
+        mass=PAYLOAD_MASS_KG,
+        contype=2,
+        conaffinity=13,
+        friction=(0.9, 0.02, 0.001),
+        rgba=(0.85, 0.75, 0.3, 1),
+    )
     _sub(pay, "site", name="payload_site", pos=(0, 0, 0), size=(0.02,))
     act = _sub(root, "actuator")
     for r in ROBOTS:

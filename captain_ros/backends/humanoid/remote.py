@@ -18,7 +18,15 @@ from captain_ros.backends.humanoid.bridge import HumanoidBridge
 from captain_ros.backends.humanoid.types import BaseVelocity, HumanoidState, Pose2D
 from captain_ros.core.errors import EStopError, InvalidArgumentError, UnknownNameError
 
-CALLS = ("spec", "time", "state", "command_velocity", "command_height", "command_arms", "reset_monitor")
+CALLS = (
+    "spec",
+    "time",
+    "state",
+    "command_velocity",
+    "command_height",
+    "command_arms",
+    "reset_monitor",
+)
 
 
 def encode_state(s: HumanoidState) -> dict[str, Any]:
@@ -27,12 +35,19 @@ def encode_state(s: HumanoidState) -> dict[str, Any]:
 
 def decode_state(d: dict[str, Any]) -> HumanoidState:
     b, v = d["base"], d["base_velocity"]
-    return HumanoidState(str(d["name"]), Pose2D(float(b["x_m"]), float(b["y_m"]), float(b["yaw_rad"])),
-                         BaseVelocity(float(v["vx_m_s"]), float(v["vy_m_s"]), float(v["wz_rad_s"])),
-                         float(d["height_offset_m"]), float(d["tilt_rad"]), np.asarray(d["arm_q_rad"], float),
-                         np.asarray(d["arm_target_rad"], float), np.asarray(d["arm_torque_nm"], float),
-                         (float(d["palm_force_n"][0]), float(d["palm_force_n"][1])), bool(d["fallen"]),
-                         float(d["stamp_s"]))
+    return HumanoidState(
+        str(d["name"]),
+        Pose2D(float(b["x_m"]), float(b["y_m"]), float(b["yaw_rad"])),
+        BaseVelocity(float(v["vx_m_s"]), float(v["vy_m_s"]), float(v["wz_rad_s"])),
+        float(d["height_offset_m"]),
+        float(d["tilt_rad"]),
+        np.asarray(d["arm_q_rad"], float),
+        np.asarray(d["arm_target_rad"], float),
+        np.asarray(d["arm_torque_nm"], float),
+        (float(d["palm_force_n"][0]), float(d["palm_force_n"][1])),
+        bool(d["fallen"]),
+        float(d["stamp_s"]),
+    )
 
 
 def _number(kwargs: dict[str, Any], key: str) -> float:
@@ -49,15 +64,20 @@ def serve(bridge: HumanoidBridge, name: str, kwargs: dict[str, Any]) -> dict[str
             raise UnknownNameError("humanoid call", name, CALLS)
         if name == "spec":
             sp = bridge.spec
-            value: Any = {"robots": [r.name for r in sp.robots], "control_dt_s": sp.control_dt_s,
-                          "physics_dt_s": sp.physics_dt_s,
-                          "limits": {r.name: r.base_limits.__dict__ for r in sp.robots}}
+            value: Any = {
+                "robots": [r.name for r in sp.robots],
+                "control_dt_s": sp.control_dt_s,
+                "physics_dt_s": sp.physics_dt_s,
+                "limits": {r.name: r.base_limits.__dict__ for r in sp.robots},
+            }
         elif name == "time":
             value = bridge.time_s()
         elif name == "state":
             value = encode_state(bridge.state(str(kwargs.get("robot"))))
         elif name == "command_velocity":
-            v = BaseVelocity(_number(kwargs, "vx_m_s"), _number(kwargs, "vy_m_s"), _number(kwargs, "wz_rad_s"))
+            v = BaseVelocity(
+                _number(kwargs, "vx_m_s"), _number(kwargs, "vy_m_s"), _number(kwargs, "wz_rad_s")
+            )
             value = bridge.command_velocity(str(kwargs.get("robot")), v).to_dict()
         elif name == "command_height":
             value = bridge.command_height(str(kwargs.get("robot")), _number(kwargs, "offset_m"))
@@ -65,8 +85,9 @@ def serve(bridge: HumanoidBridge, name: str, kwargs: dict[str, Any]) -> dict[str
             q = kwargs.get("q_rad")
             if not isinstance(q, list):
                 raise InvalidArgumentError("q_rad must be a list of 14 numbers [rad]")
-            value = bridge.command_arms(str(kwargs.get("robot")), np.asarray(q, float),
-                                        _number(kwargs, "ramp_s")).tolist()
+            value = bridge.command_arms(
+                str(kwargs.get("robot")), np.asarray(q, float), _number(kwargs, "ramp_s")
+            ).tolist()
         else:
             bridge.reset_monitor()
             value = None

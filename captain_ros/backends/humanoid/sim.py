@@ -59,29 +59,53 @@ class MujocoHumanoidPair(HumanoidBridge):
         limits: Locomotion limits (default :class:`BaseLimits`).
     """
 
-    def __init__(self, layout: str | Layout = "base", seed: int = 0, noise: float = 1.0,
-                 limits: BaseLimits | None = None) -> None:
+    def __init__(
+        self,
+        layout: str | Layout = "base",
+        seed: int = 0,
+        noise: float = 1.0,
+        limits: BaseLimits | None = None,
+    ) -> None:
         self.layout = get_layout(layout) if isinstance(layout, str) else layout
         if not math.isfinite(noise) or noise < 0:
             raise InvalidArgumentError("noise must be a finite number >= 0")
         self.model_key = f"{self.layout.name}:{hash(self.layout)}"
         if self.model_key not in _MODELS:
-            xml = mjcf.build_xml(self.layout, SPACING_M, START_SUPPORT_TOP_M + mjcf.PAYLOAD_HALF_M[2],
-                                 START_SUPPORT_TOP_M)
+            xml = mjcf.build_xml(
+                self.layout,
+                SPACING_M,
+                START_SUPPORT_TOP_M + mjcf.PAYLOAD_HALF_M[2],
+                START_SUPPORT_TOP_M,
+            )
             _MODELS[self.model_key] = mujoco.MjModel.from_xml_string(xml)
         self.model = _MODELS[self.model_key]
         self.data = mujoco.MjData(self.model)
         self.idx = measure.SceneIndex(self.model)
         lim = limits or BaseLimits()
         ri0 = self.idx.robots["robot_a"]
-        arms = ArmJoints(ri0.arm_joint_names, ri0.arm_lower, ri0.arm_upper,
-                         np.array(mjcf.ARM_TORQUE_NM * 2), mjcf.ARM_KP_NM_RAD, mjcf.ARM_KD_NM_S_RAD)
+        arms = ArmJoints(
+            ri0.arm_joint_names,
+            ri0.arm_lower,
+            ri0.arm_upper,
+            np.array(mjcf.ARM_TORQUE_NM * 2),
+            mjcf.ARM_KP_NM_RAD,
+            mjcf.ARM_KD_NM_S_RAD,
+        )
         robots = []
         for r, ri in self.idx.robots.items():
-            robots.append(HumanoidSpec(r, lim, replace(arms, joint_names=ri.arm_joint_names),
-                                       mjcf.ANKLE_Z_M + mjcf.PELVIS_Z_M))
-        self._spec = PairSpec(tuple(robots), control_dt_s=SUBSTEPS * float(self.model.opt.timestep),
-                              physics_dt_s=float(self.model.opt.timestep))
+            robots.append(
+                HumanoidSpec(
+                    r,
+                    lim,
+                    replace(arms, joint_names=ri.arm_joint_names),
+                    mjcf.ANKLE_Z_M + mjcf.PELVIS_Z_M,
+                )
+            )
+        self._spec = PairSpec(
+            tuple(robots),
+            control_dt_s=SUBSTEPS * float(self.model.opt.timestep),
+            physics_dt_s=float(self.model.opt.timestep),
+        )
         self.loco = Locomotion(lim, self._spec.control_dt_s, noise)
         self.rng = np.random.default_rng(seed)
         self.seed = seed
@@ -108,9 +132,11 @@ class MujocoHumanoidPair(HumanoidBridge):
             d.qpos[ri.qadr["x"]], d.qpos[ri.qadr["y"]], d.qpos[ri.qadr["yaw"]] = xy[0], xy[1], yaw
             d.qpos[ri.qadr["height"]] = START_HEIGHT_OFFSET_M
             d.qpos[ri.arm_qadr] = pre
-            self._loco[r] = LocoState((float(xy[0]), float(xy[1]), yaw),
-                                      height_ref_m=START_HEIGHT_OFFSET_M,
-                                      height_target_m=START_HEIGHT_OFFSET_M)
+            self._loco[r] = LocoState(
+                (float(xy[0]), float(xy[1]), yaw),
+                height_ref_m=START_HEIGHT_OFFSET_M,
+                height_target_m=START_HEIGHT_OFFSET_M,
+            )
             self._ramps[r] = ArmRamp(pre.copy(), pre.copy(), 0.0, 0.0)
         self._write_controls()
         mujoco.mj_forward(m, d)
@@ -152,11 +178,18 @@ class MujocoHumanoidPair(HumanoidBridge):
         vx_w, vy_w = float(v[ri.dadr["x"]]), float(v[ri.dadr["y"]])
         cs = measure.contacts(self.model, d, self.idx)
         return HumanoidState(
-            robot, Pose2D(float(q[ri.qadr["x"]]), float(q[ri.qadr["y"]]), wrap_angle(yaw)),
+            robot,
+            Pose2D(float(q[ri.qadr["x"]]), float(q[ri.qadr["y"]]), wrap_angle(yaw)),
             BaseVelocity(c * vx_w + s * vy_w, -s * vx_w + c * vy_w, float(v[ri.dadr["yaw"]])),
-            float(q[ri.qadr["height"]]), measure.robot_tilt_rad(d, ri), q[ri.arm_qadr].copy(),
-            self._ramps[robot].at(float(d.time)), d.actuator_force[ri.arm_act].copy(),
-            cs.palm_force_n[robot], self._fallen[robot], float(d.time))
+            float(q[ri.qadr["height"]]),
+            measure.robot_tilt_rad(d, ri),
+            q[ri.arm_qadr].copy(),
+            self._ramps[robot].at(float(d.time)),
+            d.actuator_force[ri.arm_act].copy(),
+            cs.palm_force_n[robot],
+            self._fallen[robot],
+            float(d.time),
+        )
 
     # --- commands --------------------------------------------------------------------------------
     def _check_estop(self) -> None:
@@ -193,15 +226,23 @@ class MujocoHumanoidPair(HumanoidBridge):
         return goal.copy()
 
     def advance(self, duration_s: float) -> AdvanceReport:
-        if not isinstance(duration_s, (int, float)) or not math.isfinite(duration_s) or duration_s < 0:
+        if (
+            not isinstance(duration_s, (int, float))
+            or not math.isfinite(duration_s)
+            or duration_s < 0
+        ):
             raise InvalidArgumentError("duration_s must be a finite duration >= 0 [s]")
         m, d = self.model, self.data
         n = int(round(duration_s / self._spec.control_dt_s))
         expired: set[str] = set()
         for k in range(n):
             if self._estop:
-                return AdvanceReport(k * self._spec.control_dt_s, True,
-                                     f"e-stop: {self._estop_reason}", tuple(sorted(expired)))
+                return AdvanceReport(
+                    k * self._spec.control_dt_s,
+                    True,
+                    f"e-stop: {self._estop_reason}",
+                    tuple(sorted(expired)),
+                )
             heights = {}
             for r in self.idx.robots:
                 s, h = self.loco.step(self._loco[r], self.time_s(), self.rng)
@@ -214,13 +255,20 @@ class MujocoHumanoidPair(HumanoidBridge):
             self.ticks += 1
             self._update_monitor()
             for r, ri in self.idx.robots.items():
-                if not self._fallen[r] and measure.robot_tilt_rad(d, ri) > self.loco.limits.max_tilt_rad:
+                if (
+                    not self._fallen[r]
+                    and measure.robot_tilt_rad(d, ri) > self.loco.limits.max_tilt_rad
+                ):
                     self._fallen[r] = True
                     self._loco[r] = self.loco.halt(self._loco[r])
             if any(self._fallen.values()):
                 who = ", ".join(r for r, f in self._fallen.items() if f)
-                return AdvanceReport((k + 1) * self._spec.control_dt_s, True, f"fallen: {who}",
-                                     tuple(sorted(expired)))
+                return AdvanceReport(
+                    (k + 1) * self._spec.control_dt_s,
+                    True,
+                    f"fallen: {who}",
+                    tuple(sorted(expired)),
+                )
         return AdvanceReport(n * self._spec.control_dt_s, False, "", tuple(sorted(expired)))
 
     # --- safety ----------------------------------------------------------------------------------
@@ -241,21 +289,28 @@ class MujocoHumanoidPair(HumanoidBridge):
 
     # --- monitor / privileged --------------------------------------------------------------------
     def reset_monitor(self) -> None:
-        self._monitor = {"max_payload_tilt_rad": 0.0, "min_payload_lowest_z_m": math.inf,
-                         "max_robot_tilt_rad": {r: 0.0 for r in self.idx.robots},
-                         "environment_contacts": [], "min_palm_force_n": {r: math.inf for r in self.idx.robots},
-                         "samples": 0}
+        self._monitor = {
+            "max_payload_tilt_rad": 0.0,
+            "min_payload_lowest_z_m": math.inf,
+            "max_robot_tilt_rad": {r: 0.0 for r in self.idx.robots},
+            "environment_contacts": [],
+            "min_palm_force_n": {r: math.inf for r in self.idx.robots},
+            "samples": 0,
+        }
         self._update_monitor()
 
     def _update_monitor(self) -> None:
         mon = self._monitor
         pos, _, rot = measure.payload_pose(self.data, self.idx)
         mon["max_payload_tilt_rad"] = max(mon["max_payload_tilt_rad"], measure.tilt_rad(rot))
-        mon["min_payload_lowest_z_m"] = min(mon["min_payload_lowest_z_m"], measure.lowest_z_m(pos, rot))
+        mon["min_payload_lowest_z_m"] = min(
+            mon["min_payload_lowest_z_m"], measure.lowest_z_m(pos, rot)
+        )
         cs = measure.contacts(self.model, self.data, self.idx)
         for r, ri in self.idx.robots.items():
-            mon["max_robot_tilt_rad"][r] = max(mon["max_robot_tilt_rad"][r],
-                                               measure.robot_tilt_rad(self.data, ri))
+            mon["max_robot_tilt_rad"][r] = max(
+                mon["max_robot_tilt_rad"][r], measure.robot_tilt_rad(self.data, ri)
+            )
             mon["min_palm_force_n"][r] = min(mon["min_palm_force_n"][r], sum(cs.palm_force_n[r]))
         seen = set(mon["environment_contacts"])
         mon["environment_contacts"] = sorted(seen | set(cs.environment))
@@ -264,8 +319,11 @@ class MujocoHumanoidPair(HumanoidBridge):
     def digest(self) -> str:
         """Hash of the full state (physics and controllers): equal digests = identical state."""
         h = hashlib.sha256(self._physics().tobytes())
-        h.update(repr((sorted(self._loco.items()), self._estop, sorted(self._fallen.items()),
-                       self.ticks)).encode())
+        h.update(
+            repr(
+                (sorted(self._loco.items()), self._estop, sorted(self._fallen.items()), self.ticks)
+            ).encode()
+        )
         for r in sorted(self._ramps):
             rp = self._ramps[r]
             h.update(rp.start.tobytes() + rp.goal.tobytes() + repr((rp.t0_s, rp.ramp_s)).encode())
@@ -278,17 +336,26 @@ class MujocoHumanoidPair(HumanoidBridge):
         cs = measure.contacts(self.model, d, self.idx)
         dof = self.idx.payload_dadr
         return {
-            "time_s": float(d.time), "layout": self.layout.name, "digest": self.digest(),
-            "payload": {"position_m": pos.tolist(), "quat_wxyz": quat.tolist(),
-                        "tilt_rad": measure.tilt_rad(rot), "lowest_z_m": measure.lowest_z_m(pos, rot),
-                        "axis_xy": rot[:2, 0].tolist(),
-                        "linear_velocity_m_s": d.qvel[dof:dof + 3].tolist(),
-                        "touches": list(cs.payload_touches)},
+            "time_s": float(d.time),
+            "layout": self.layout.name,
+            "digest": self.digest(),
+            "payload": {
+                "position_m": pos.tolist(),
+                "quat_wxyz": quat.tolist(),
+                "tilt_rad": measure.tilt_rad(rot),
+                "lowest_z_m": measure.lowest_z_m(pos, rot),
+                "axis_xy": rot[:2, 0].tolist(),
+                "linear_velocity_m_s": d.qvel[dof : dof + 3].tolist(),
+                "touches": list(cs.payload_touches),
+            },
             "robots": {r: self.state(r).to_dict() for r in self.idx.robots},
             "palm_force_n": {r: list(v) for r, v in cs.palm_force_n.items()},
             "environment_contacts": list(cs.environment),
-            "monitor": {k: (dict(v) if isinstance(v, dict) else v) for k, v in self._monitor.items()},
-            "estop": self._estop, "fallen": dict(self._fallen),
+            "monitor": {
+                k: (dict(v) if isinstance(v, dict) else v) for k, v in self._monitor.items()
+            },
+            "estop": self._estop,
+            "fallen": dict(self._fallen),
         }
 
     # --- snapshots -------------------------------------------------------------------------------
@@ -300,23 +367,42 @@ class MujocoHumanoidPair(HumanoidBridge):
 
     def snapshot(self) -> HumanoidSnapshot:
         return HumanoidSnapshot(
-            self.model_key, self._physics(), dict(self._loco),
-            {r: (rp.start.copy(), rp.goal.copy(), rp.t0_s, rp.ramp_s) for r, rp in self._ramps.items()},
-            self._estop, self._estop_reason, dict(self._fallen), dict(self.rng.bit_generator.state),
-            self.ticks, {k: (dict(v) if isinstance(v, dict) else (list(v) if isinstance(v, list) else v))
-                         for k, v in self._monitor.items()}, self.digest())
+            self.model_key,
+            self._physics(),
+            dict(self._loco),
+            {
+                r: (rp.start.copy(), rp.goal.copy(), rp.t0_s, rp.ramp_s)
+                for r, rp in self._ramps.items()
+            },
+            self._estop,
+            self._estop_reason,
+            dict(self._fallen),
+            dict(self.rng.bit_generator.state),
+            self.ticks,
+            {
+                k: (dict(v) if isinstance(v, dict) else (list(v) if isinstance(v, list) else v))
+                for k, v in self._monitor.items()
+            },
+            self.digest(),
+        )
 
     def restore(self, snapshot: HumanoidSnapshot) -> str:
         if not isinstance(snapshot, HumanoidSnapshot) or snapshot.model_key != self.model_key:
             raise InvalidArgumentError("snapshot is not from this layout's humanoid scene")
-        mujoco.mj_setState(self.model, self.data, snapshot.physics, mujoco.mjtState.mjSTATE_INTEGRATION)
+        mujoco.mj_setState(
+            self.model, self.data, snapshot.physics, mujoco.mjtState.mjSTATE_INTEGRATION
+        )
         mujoco.mj_forward(self.model, self.data)
         self._loco = dict(snapshot.loco)
-        self._ramps = {r: ArmRamp(a.copy(), b.copy(), t0, rs) for r, (a, b, t0, rs) in snapshot.ramps.items()}
+        self._ramps = {
+            r: ArmRamp(a.copy(), b.copy(), t0, rs) for r, (a, b, t0, rs) in snapshot.ramps.items()
+        }
         self._estop, self._estop_reason = snapshot.estop, snapshot.estop_reason
         self._fallen = dict(snapshot.fallen)
         self.rng.bit_generator.state = snapshot.rng_state
         self.ticks = snapshot.ticks
-        self._monitor = {k: (dict(v) if isinstance(v, dict) else (list(v) if isinstance(v, list) else v))
-                         for k, v in snapshot.monitor.items()}
+        self._monitor = {
+            k: (dict(v) if isinstance(v, dict) else (list(v) if isinstance(v, list) else v))
+            for k, v in snapshot.monitor.items()
+        }
         return self.digest()

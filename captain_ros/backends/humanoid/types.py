@@ -90,12 +90,34 @@ class BaseLimits:
     max_tilt_rad: float = 0.35
 
     def __post_init__(self) -> None:
-        _finite("BaseLimits", self.forward_m_s, self.backward_m_s, self.lateral_m_s,
-                self.yaw_rate_rad_s, self.accel_m_s2, self.yaw_accel_rad_s2, self.height_min_m,
-                self.height_max_m, self.height_rate_m_s, self.command_timeout_s, self.max_tilt_rad)
-        if min(self.forward_m_s, self.backward_m_s, self.lateral_m_s, self.yaw_rate_rad_s,
-               self.accel_m_s2, self.yaw_accel_rad_s2, self.height_rate_m_s,
-               self.command_timeout_s, self.max_tilt_rad) <= 0:
+        _finite(
+            "BaseLimits",
+            self.forward_m_s,
+            self.backward_m_s,
+            self.lateral_m_s,
+            self.yaw_rate_rad_s,
+            self.accel_m_s2,
+            self.yaw_accel_rad_s2,
+            self.height_min_m,
+            self.height_max_m,
+            self.height_rate_m_s,
+            self.command_timeout_s,
+            self.max_tilt_rad,
+        )
+        if (
+            min(
+                self.forward_m_s,
+                self.backward_m_s,
+                self.lateral_m_s,
+                self.yaw_rate_rad_s,
+                self.accel_m_s2,
+                self.yaw_accel_rad_s2,
+                self.height_rate_m_s,
+                self.command_timeout_s,
+                self.max_tilt_rad,
+            )
+            <= 0
+        ):
             raise InvalidArgumentError("BaseLimits: speeds, rates, timeout and tilt must be > 0")
         if not self.height_min_m < 0.0 < self.height_max_m:
             raise InvalidArgumentError("BaseLimits: height range must contain 0 (nominal)")
@@ -231,14 +253,19 @@ class HumanoidState:
     stamp_s: float
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "base": self.base.to_dict(),
-                "base_velocity": self.base_velocity.to_dict(),
-                "height_offset_m": self.height_offset_m, "tilt_rad": self.tilt_rad,
-                "arm_q_rad": [float(v) for v in self.arm_q_rad],
-                "arm_target_rad": [float(v) for v in self.arm_target_rad],
-                "arm_torque_nm": [float(v) for v in self.arm_torque_nm],
-                "palm_force_n": list(self.palm_force_n), "fallen": self.fallen,
-                "stamp_s": self.stamp_s}
+        return {
+            "name": self.name,
+            "base": self.base.to_dict(),
+            "base_velocity": self.base_velocity.to_dict(),
+            "height_offset_m": self.height_offset_m,
+            "tilt_rad": self.tilt_rad,
+            "arm_q_rad": [float(v) for v in self.arm_q_rad],
+            "arm_target_rad": [float(v) for v in self.arm_target_rad],
+            "arm_torque_nm": [float(v) for v in self.arm_torque_nm],
+            "palm_force_n": list(self.palm_force_n),
+            "fallen": self.fallen,
+            "stamp_s": self.stamp_s,
+        }
 
 
 @dataclass(frozen=True)

@@ -64,10 +64,15 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
             stochastic mode; ``None`` (default): deterministic.
     """
 
-    def __init__(self, scene: SceneSpec | None = None, rig: str = "piper", *,
-                 image_size_px: int = _render.IMAGE_SIZE_PX,
-                 render_segmentation: bool = False,
-                 noise: NoiseDraw | Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        scene: SceneSpec | None = None,
+        rig: str = "piper",
+        *,
+        image_size_px: int = _render.IMAGE_SIZE_PX,
+        render_segmentation: bool = False,
+        noise: NoiseDraw | Mapping[str, Any] | None = None,
+    ) -> None:
         self.rig = scene.rig if scene is not None else rig
         if self.rig not in rigmodel.ARM_PREFIXES:
             raise UnknownNameError("rig", rig, list(rigmodel.ARM_PREFIXES))
@@ -76,20 +81,25 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
         self.model = mujoco.MjModel.from_xml_string(xml)
         rigmodel.apply_jitter(self.model, scene)
         self._model_key = hashlib.sha1(
-            (xml + repr(scene.light_diffuse if scene else "")).encode()).hexdigest()
+            (xml + repr(scene.light_diffuse if scene else "")).encode()
+        ).hexdigest()
         self.data = mujoco.MjData(self.model)
         self.render_segmentation = render_segmentation
         m = self.model
-        self._arms = {name: rigmodel.index_arm(m, name, p)
-                      for name, p in rigmodel.ARM_PREFIXES[self.rig].items()}
+        self._arms = {
+            name: rigmodel.index_arm(m, name, p)
+            for name, p in rigmodel.ARM_PREFIXES[self.rig].items()
+        }
         self._arm_list = list(self._arms.values())
         self._spec = rigmodel.robot_spec(self.rig, self._arms)
         self._contacts = ContactReader(m, self._arm_list)
         robot = set().union(*(a.body_ids for a in self._arm_list))
         robot |= {m.body(f"{a.prefix}base_link").id for a in self._arm_list}
         self._robot_bodies = frozenset(robot)
-        self._kin = {n: MujocoKinematics(m, self.data, a, self._arms, self._robot_bodies)
-                     for n, a in self._arms.items()}
+        self._kin = {
+            n: MujocoKinematics(m, self.data, a, self._arms, self._robot_bodies)
+            for n, a in self._arms.items()
+        }
         names = tuple(scene.object_bodies) if scene else ()
         bodies = [m.body(b).name for b in range(m.nbody)]
         for n in names:
@@ -143,8 +153,9 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
         return tuple(self._objects)
 
     # --- sensing (time_s: SimState) -----------------------------------------------------------
-    def capture(self, cameras: Sequence[str] | None = None,
-                state: mujoco.MjData | None = None) -> dict[str, CameraFrame]:
+    def capture(
+        self, cameras: Sequence[str] | None = None, state: mujoco.MjData | None = None
+    ) -> dict[str, CameraFrame]:
         """Frames of ``cameras`` (all by default) of the live data, or of ``state``, a copy from
         :meth:`state_copy` (rendered while the live data steps on, e.g. the PiPER emulator's
         cameras: rendering must not stop its controller loop)."""
@@ -153,8 +164,10 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
         for c in names:
             if c not in self._spec.cameras:
                 raise UnknownNameError("camera", c, list(self._spec.cameras))
-        frames = {c: self._renderer.render(data, c, float(data.time), self.render_segmentation)
-                  for c in names}
+        frames = {
+            c: self._renderer.render(data, c, float(data.time), self.render_segmentation)
+            for c in names
+        }
         noise = self._noise
         return frames if noise is None else {c: noise.perturb(f) for c, f in frames.items()}
 
@@ -167,8 +180,13 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
     def joint_state(self, arm: str) -> JointState:
         a = self._arm(arm)
         d = self.data
-        return JointState(a.joint_names, d.qpos[a.qpos_adr].copy(), d.qvel[a.dof_adr].copy(),
-                          d.actuator_force[a.act_ids].copy(), self.time_s())
+        return JointState(
+            a.joint_names,
+            d.qpos[a.qpos_adr].copy(),
+            d.qvel[a.dof_adr].copy(),
+            d.actuator_force[a.act_ids].copy(),
+            self.time_s(),
+        )
 
     def ee_pose(self, arm: str) -> Pose:
         a = self._arm(arm)
@@ -182,8 +200,13 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
     def gripper(self, arm: str) -> GripperState:
         a = self._arm(arm)
         pads = self._pads()[self._arm_list.index(a)]
-        return GripperState(self.jaw_opening_m(arm), self._grip_cmd[arm], pads.normal_force_n,
-                            pads.held_body is not None, self.time_s())
+        return GripperState(
+            self.jaw_opening_m(arm),
+            self._grip_cmd[arm],
+            pads.normal_force_n,
+            pads.held_body is not None,
+            self.time_s(),
+        )
 
     def contact_force_n(self, arm: str) -> float:
         a = self._arm(arm)
@@ -215,8 +238,9 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
         return self._forces_cache
 
     # --- commanding ----------------------------------------------------------------------------
-    def servo(self, q_targets: Mapping[str, np.ndarray], duration_s: float,
-              guard: ForceGuard) -> TickReport:
+    def servo(
+        self, q_targets: Mapping[str, np.ndarray], duration_s: float, guard: ForceGuard
+    ) -> TickReport:
         if self._estop:
             raise EStopError(f"e-stop latched ({self._estop_reason}); reset it before moving")
         m, d = self.model, self.data
@@ -230,7 +254,9 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
             cmd[name] = self._targets[name] + np.clip(q - self._targets[name], -step, step)
         for name, q in cmd.items():
             self._targets[name] = q
-            d.ctrl[self._arms[name].act_ids] = q if self._noise is None else q + self._noise.ctrl_offset(name)
+            d.ctrl[self._arms[name].act_ids] = (
+                q if self._noise is None else q + self._noise.ctrl_offset(name)
+            )
         watched = [self._arm_list.index(self._arms[n]) for n in (cmd or self._arms)]
         n_sub = max(1, int(round(duration_s / m.opt.timestep)))
         peak = 0.0
@@ -238,8 +264,11 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
         k = 0
         stop_at = guard.baseline_n + guard.stop_force_n
         fast = self._contacts._sensor_adr is not None
-        forces_of = self._contacts.arm_force_list if fast else (
-            lambda dd: self._contacts.arm_forces_n(dd).tolist())
+        forces_of = (
+            self._contacts.arm_force_list
+            if fast
+            else (lambda dd: self._contacts.arm_forces_n(dd).tolist())
+        )
         emergency_n = guard.emergency_force_n
         last: list[float] | None = None
         step = mujoco.mj_step
@@ -268,9 +297,14 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
         self._forces_cache = np.zeros(len(self._arm_list)) if last is None else np.array(last)
         self._forces_version = self._version
         self._update_held()
-        return TickReport(elapsed_s=k * m.opt.timestep, substeps=k, peak_force_n=peak,
-                          stopped=stopped, emergency=emergency,
-                          q_applied={n: self._targets[n].copy() for n in cmd})
+        return TickReport(
+            elapsed_s=k * m.opt.timestep,
+            substeps=k,
+            peak_force_n=peak,
+            stopped=stopped,
+            emergency=emergency,
+            q_applied={n: self._targets[n].copy() for n in cmd},
+        )
 
     def _hold(self, arms: Sequence[str]) -> None:
         for name in arms:
@@ -335,8 +369,12 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
         draw = NoiseDraw.coerce(draw)
         if draw is not None or self._noise is not None:
             self._noise_base, self._noise = switch_noise(
-                self.model, self._noise_base, list(self._body_object), draw,
-                {n: len(a.act_ids) for n, a in self._arms.items()})
+                self.model,
+                self._noise_base,
+                list(self._body_object),
+                draw,
+                {n: len(a.act_ids) for n, a in self._arms.items()},
+            )
             self._stale = True
             self._invalidate()
 
@@ -358,8 +396,17 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
         policies."""
         d = self._fresh()
         return privileged.privileged_state(
-            self.model, d, self._index, self._arm_list, self._pads(), self._forces(),
-            self._grip_cmd, self._initial, self._ever_held, self._contacts.touching(d))
+            self.model,
+            d,
+            self._index,
+            self._arm_list,
+            self._pads(),
+            self._forces(),
+            self._grip_cmd,
+            self._initial,
+            self._ever_held,
+            self._contacts.touching(d),
+        )
 
     def close(self) -> None:
         self._renderer.close()

@@ -52,13 +52,16 @@ class ContactReader:
         self._buf = np.zeros(6)
         try:
             self._sensor_adr: list[int] | None = [
-                int(model.sensor_adr[model.sensor(f"{a.prefix}arm_force").id]) for a in arms]
+                int(model.sensor_adr[model.sensor(f"{a.prefix}arm_force").id]) for a in arms
+            ]
         except KeyError:
             self._sensor_adr = None
         try:
             self._pad_sensor_adr: list[int] | None = [
                 int(model.sensor_adr[model.sensor(f"{a.prefix}pad_{side}_touch").id])
-                for a in arms for side in ("left", "right")]
+                for a in arms
+                for side in ("left", "right")
+            ]
         except KeyError:
             self._pad_sensor_adr = None
         self._select = np.zeros((len(arms), model.nbody))
@@ -86,7 +89,7 @@ class ContactReader:
             out = np.zeros(len(self._sensor_adr))
             for k, a in enumerate(self._sensor_adr):
                 if sd[a] > 0:  # number of contacts on the arm
-                    fx, fy, fz = sd[a + 1: a + 4].tolist()
+                    fx, fy, fz = sd[a + 1 : a + 4].tolist()
                     out[k] = math.sqrt(fx * fx + fy * fy + fz * fz)
             return out
         mujoco.mj_rnePostConstraint(self._model, data)
@@ -131,11 +134,15 @@ class ContactReader:
         right: list[set[int]] = [set() for _ in range(n)]
         force = np.zeros(n)
         ncon = data.ncon
-        touched = ncon > 0 and (self._pad_sensor_adr is None
-                                or any(data.sensordata[a] > 0 for a in self._pad_sensor_adr))
+        touched = ncon > 0 and (
+            self._pad_sensor_adr is None
+            or any(data.sensordata[a] > 0 for a in self._pad_sensor_adr)
+        )
         geoms = data.contact.geom[:ncon] if touched else None
         if geoms is not None and self._is_pad[geoms].any():
-            for i in np.nonzero((self._pad_owner[geoms[:, 0]] >= 0) | (self._pad_owner[geoms[:, 1]] >= 0))[0]:
+            for i in np.nonzero(
+                (self._pad_owner[geoms[:, 0]] >= 0) | (self._pad_owner[geoms[:, 1]] >= 0)
+            )[0]:
                 for mine, other in ((geoms[i, 0], geoms[i, 1]), (geoms[i, 1], geoms[i, 0])):
                     k = self._pad_owner[mine]
                     if k < 0:
@@ -146,7 +153,9 @@ class ContactReader:
                     (left if self._pad_side[mine] == 0 else right)[k].add(ob)
                     mujoco.mj_contactForce(self._model, data, int(i), self._buf)
                     force[k] += abs(self._buf[0])
-        return [PadContacts(frozenset(left[k]), frozenset(right[k]), float(force[k])) for k in range(n)]
+        return [
+            PadContacts(frozenset(left[k]), frozenset(right[k]), float(force[k])) for k in range(n)
+        ]
 
     def touching(self, data: mujoco.MjData) -> list[tuple[int, int]]:
         """All body pairs in contact (body1, body2)."""

@@ -30,8 +30,14 @@ class MujocoKinematics:
     site_to_tool: np.ndarray | None = None
     """Rotation of the tool frame in the tool site's frame (``None``: the site's own frame)."""
 
-    def __init__(self, model: mujoco.MjModel, live: mujoco.MjData, arm: ArmIndex,
-                 arms: Mapping[str, ArmIndex], robot_bodies: frozenset[int]) -> None:
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        live: mujoco.MjData,
+        arm: ArmIndex,
+        arms: Mapping[str, ArmIndex],
+        robot_bodies: frozenset[int],
+    ) -> None:
         self._model = model
         self._live = live
         self._arm = arm
@@ -46,14 +52,20 @@ class MujocoKinematics:
         self.origin_m = np.zeros(3)
         """The model's world position of the backend's world origin [m] (robosuite: the table)."""
         self._cache_ok = self._com_ok = False
-        collidable = [g for g in range(model.ngeom) if model.geom_contype[g] or model.geom_conaffinity[g]]
+        collidable = [
+            g for g in range(model.ngeom) if model.geom_contype[g] or model.geom_conaffinity[g]
+        ]
         gb = model.geom_bodyid
         self._own_geoms = [g for g in collidable if int(gb[g]) in arm.body_ids]
         own_base = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f"{arm.prefix}base_link")
-        self._obstacle_geoms = [g for g in collidable if int(gb[g]) not in arm.body_ids
-                                and int(gb[g]) != own_base
-                                and (int(gb[g]) in robot_bodies or int(gb[g]) in self._static)
-                                and model.geom_type[g] != mujoco.mjtGeom.mjGEOM_PLANE]
+        self._obstacle_geoms = [
+            g
+            for g in collidable
+            if int(gb[g]) not in arm.body_ids
+            and int(gb[g]) != own_base
+            and (int(gb[g]) in robot_bodies or int(gb[g]) in self._static)
+            and model.geom_type[g] != mujoco.mjtGeom.mjGEOM_PLANE
+        ]
         self._cache_q = np.zeros(self._n)
         self._cache_live = np.zeros(model.nq)
 
@@ -68,7 +80,11 @@ class MujocoKinematics:
             q = as_vector(q, self._n, "q")
             raise InvalidArgumentError(f"q must be {self._n} finite numbers, got {q.tolist()}")
         live = self._live.qpos
-        if not (self._cache_ok and np.array_equal(q, self._cache_q) and np.array_equal(live, self._cache_live)):
+        if not (
+            self._cache_ok
+            and np.array_equal(q, self._cache_q)
+            and np.array_equal(live, self._cache_live)
+        ):
             self._data.qpos[:] = live
             self._data.qpos[self._arm.qpos_adr] = q
             mujoco.mj_kinematics(self._model, self._data)

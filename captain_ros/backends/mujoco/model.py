@@ -23,10 +23,15 @@ from captain_ros.core.types import ArmSpec, RobotSpec
 from captain_ros.data import data_path
 
 URDF_DIR = data_path("urdf")
-ARM_PREFIXES: dict[str, dict[str, str]] = {"piper": {"arm": ""},
-                                           "piper_dual": {"left": "left_", "right": "right_"}}
-ARM_BASE_XY_M: dict[str, tuple[float, float]] = {"arm": (0.0, 0.0), "left": (0.0, 0.25),
-                                                 "right": (0.0, -0.25)}
+ARM_PREFIXES: dict[str, dict[str, str]] = {
+    "piper": {"arm": ""},
+    "piper_dual": {"left": "left_", "right": "right_"},
+}
+ARM_BASE_XY_M: dict[str, tuple[float, float]] = {
+    "arm": (0.0, 0.0),
+    "left": (0.0, 0.25),
+    "right": (0.0, -0.25),
+}
 MAX_VEL_RAD_S = np.array([3.14, 3.4, 3.14, 3.9, 3.9, 3.9])
 FINGER_STROKE_M = 0.035
 PAD_SIZE_M = (0.03, 0.02, 0.005)
@@ -48,7 +53,9 @@ def compose_xml(rig: str, scene: SceneSpec | None) -> str:
     """Rig MJCF with the scene's asset and worldbody fragments inserted."""
     xml = rig_xml(rig)
     if scene is not None:
-        xml = xml.replace(SCENE_ASSETS, scene.asset_xml).replace(SCENE_WORLDBODY, scene.worldbody_xml)
+        xml = xml.replace(SCENE_ASSETS, scene.asset_xml).replace(
+            SCENE_WORLDBODY, scene.worldbody_xml
+        )
     return xml
 
 
@@ -112,15 +119,18 @@ def index_arm(model: mujoco.MjModel, name: str, prefix: str) -> ArmIndex:
     jids = [model.joint(j).id for j in joints]
     fingers = [model.joint(f"{prefix}finger_{s}").id for s in ("left", "right")]
     base = model.body(f"{prefix}base_link").id
-    bodies = frozenset(b for b in range(model.nbody)
-                       if b != base and _has_ancestor(model, b, base))
+    bodies = frozenset(b for b in range(model.nbody) if b != base and _has_ancestor(model, b, base))
     return ArmIndex(
-        name=name, prefix=prefix, joint_names=joints,
+        name=name,
+        prefix=prefix,
+        joint_names=joints,
         qpos_adr=np.array([model.jnt_qposadr[j] for j in jids]),
         dof_adr=np.array([model.jnt_dofadr[j] for j in jids]),
         act_ids=np.array([model.actuator(j).id for j in joints]),
         finger_qpos_adr=np.array([model.jnt_qposadr[j] for j in fingers]),
-        finger_act_ids=np.array([model.actuator(f"{prefix}finger_{s}").id for s in ("left", "right")]),
+        finger_act_ids=np.array(
+            [model.actuator(f"{prefix}finger_{s}").id for s in ("left", "right")]
+        ),
         body_ids=bodies,
         pad_geom_ids=(model.geom(f"{prefix}pad_left").id, model.geom(f"{prefix}pad_right").id),
         tcp_site=model.site(f"{prefix}tcp").id,
@@ -143,15 +153,29 @@ def robot_spec(rig: str, arms: dict[str, ArmIndex]) -> RobotSpec:
     specs = []
     for name, idx in arms.items():
         x, y = ARM_BASE_XY_M[name]
-        specs.append(ArmSpec(
-            name=name, joint_names=idx.joint_names, lower_rad=idx.lower_rad,
-            upper_rad=idx.upper_rad, max_velocity_rad_s=MAX_VEL_RAD_S,
-            base_pose=Pose(np.array([x, y, 0.0])), reach_m=REACH_M,
-            jaw_max_opening_m=2 * FINGER_STROKE_M, pad_size_m=PAD_SIZE_M,
-            wrist_camera=idx.wrist_camera))
+        specs.append(
+            ArmSpec(
+                name=name,
+                joint_names=idx.joint_names,
+                lower_rad=idx.lower_rad,
+                upper_rad=idx.upper_rad,
+                max_velocity_rad_s=MAX_VEL_RAD_S,
+                base_pose=Pose(np.array([x, y, 0.0])),
+                reach_m=REACH_M,
+                jaw_max_opening_m=2 * FINGER_STROKE_M,
+                pad_size_m=PAD_SIZE_M,
+                wrist_camera=idx.wrist_camera,
+            )
+        )
     cams = ("head",) + tuple(a.wrist_camera for a in arms.values())
-    return RobotSpec(name=rig, arms=tuple(specs), cameras=cams, head_camera="head",
-                     workspace_min_m=WORKSPACE_MIN_M.copy(), workspace_max_m=WORKSPACE_MAX_M.copy())
+    return RobotSpec(
+        name=rig,
+        arms=tuple(specs),
+        cameras=cams,
+        head_camera="head",
+        workspace_min_m=WORKSPACE_MIN_M.copy(),
+        workspace_max_m=WORKSPACE_MAX_M.copy(),
+    )
 
 
 def load_model(rig: str, scene: SceneSpec | None) -> mujoco.MjModel:

@@ -64,9 +64,13 @@ class CameraRenderer:
     under ROS the perception node's thread captures, not the thread that built the backend).
     """
 
-    def __init__(self, model: mujoco.MjModel, geom_labels: np.ndarray,
-                 size_px: int = IMAGE_SIZE_PX,
-                 scene_flags: dict[mujoco.mjtRndFlag, int] | None = None) -> None:
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        geom_labels: np.ndarray,
+        size_px: int = IMAGE_SIZE_PX,
+        scene_flags: dict[mujoco.mjtRndFlag, int] | None = None,
+    ) -> None:
         self._model = model
         self._size = size_px
         self._labels = np.concatenate([geom_labels.astype(np.int32), [0]])  # index -1 -> 0
@@ -81,8 +85,9 @@ class CameraRenderer:
                 self._renderer.scene.flags[flag] = value
         return self._renderer
 
-    def render(self, data: mujoco.MjData, camera: str, stamp_s: float,
-               segmentation: bool = False) -> CameraFrame:
+    def render(
+        self, data: mujoco.MjData, camera: str, stamp_s: float, segmentation: bool = False
+    ) -> CameraFrame:
         """RGB, metric depth and (optionally) object-id segmentation of ``camera``."""
         r = self._get()
         cam = self._model.camera(camera).id
@@ -101,9 +106,14 @@ class CameraRenderer:
             geom = np.where(raw[..., 1] == int(mujoco.mjtObj.mjOBJ_GEOM), raw[..., 0], -1)
             seg = self._labels[geom]
         return CameraFrame(
-            camera=camera, rgb=rgb, depth_m=depth,
+            camera=camera,
+            rgb=rgb,
+            depth_m=depth,
             intrinsics=intrinsics(self._model, cam, self._size, self._size),
-            world_from_camera=world_from_camera(data, cam), stamp_s=stamp_s, segmentation=seg)
+            world_from_camera=world_from_camera(data, cam),
+            stamp_s=stamp_s,
+            segmentation=seg,
+        )
 
     def close(self) -> None:
         if self._renderer is not None:

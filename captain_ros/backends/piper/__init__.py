@@ -26,9 +26,15 @@ def default_config_path(rig: str) -> Path:
     return CONFIG_DIR / ("piper_dual.yaml" if rig == "piper_dual" else "piper.yaml")
 
 
-def make(scene: SceneSpec | None = None, *, config: str | Path | PiperConfig | None = None,
-         can: str | None = None, emulate: bool = False, image_size_px: int = 512,
-         rig: str | None = None) -> PiperBackend:
+def make(
+    scene: SceneSpec | None = None,
+    *,
+    config: str | Path | PiperConfig | None = None,
+    can: str | None = None,
+    emulate: bool = False,
+    image_size_px: int = 512,
+    rig: str | None = None,
+) -> PiperBackend:
     """The PiPER rig (unguarded: :func:`~captain_ros.backends.registry.make_backend` wraps it).
 
     Args:
@@ -40,13 +46,17 @@ def make(scene: SceneSpec | None = None, *, config: str | Path | PiperConfig | N
         rig: ``piper`` or ``piper_dual`` without a scene (selects the default config file).
     """
     the_rig = rig or (scene.rig if scene is not None else "piper")
-    cfg = config if isinstance(config, PiperConfig) else PiperConfig.load(
-        config or default_config_path(the_rig))
+    cfg = (
+        config
+        if isinstance(config, PiperConfig)
+        else PiperConfig.load(config or default_config_path(the_rig))
+    )
     overrides: dict[str, Any] = {}
     if can:
         names = [c.strip() for c in can.split(",") if c.strip()]
-        overrides["can"] = dict(zip(cfg.can, names, strict=False)) if len(names) == len(cfg.can) \
-            else names
+        overrides["can"] = (
+            dict(zip(cfg.can, names, strict=False)) if len(names) == len(cfg.can) else names
+        )
     if emulate:
         overrides["bustype"] = "virtual"
     if overrides:
@@ -109,8 +119,13 @@ def _emulated(scene: SceneSpec | None, cfg: PiperConfig, image_size_px: int) -> 
     try:
         cams: dict[str, Any] = {}
         for name in emu.sim.spec.cameras:
-            mount = "world" if name == "head" else name[: -len("_wrist")] if \
-                name.endswith("_wrist") else "arm"
+            mount = (
+                "world"
+                if name == "head"
+                else name[: -len("_wrist")]
+                if name.endswith("_wrist")
+                else "arm"
+            )
             ec = EmulatedCamera(emu, name)
             cams[name] = _LazyMount(name, ec.grab, mount, ec.calibration(mount))
         backend = PiperBackend(cfg, cams, ground_truth=emu.privileged_state)

@@ -48,14 +48,24 @@ class PiperBackend(HardwareBackend):
     config: PiperConfig
     twin: KinematicTwin
 
-    def __init__(self, config: PiperConfig, cameras: Mapping[str, CameraGrab] | None = None,
-                 ground_truth: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        config: PiperConfig,
+        cameras: Mapping[str, CameraGrab] | None = None,
+        ground_truth: Callable[[], Any] | None = None,
+    ) -> None:
         self.config = config
         self.twin = KinematicTwin(config.rig)
         self._cameras = dict(cameras or {})
         spec = self.twin.spec
-        self._spec = RobotSpec(spec.name, spec.arms, tuple(self._cameras), spec.head_camera,
-                               spec.workspace_min_m, spec.workspace_max_m)
+        self._spec = RobotSpec(
+            spec.name,
+            spec.arms,
+            tuple(self._cameras),
+            spec.head_camera,
+            spec.workspace_min_m,
+            spec.workspace_max_m,
+        )
         self._ground_truth = ground_truth
         self._start()
         self.links: dict[str, PiperArmLink] = {}
@@ -102,8 +112,9 @@ class PiperBackend(HardwareBackend):
 
     def joint_state(self, arm: str) -> JointState:
         fb = self._fb(arm)
-        return JointState(self._spec.arm(arm).joint_names, fb.q_rad, fb.qd_rad_s, fb.effort_nm,
-                          self.time_s())
+        return JointState(
+            self._spec.arm(arm).joint_names, fb.q_rad, fb.qd_rad_s, fb.effort_nm, self.time_s()
+        )
 
     def ee_pose(self, arm: str) -> Pose:
         self._fb(arm)
@@ -112,8 +123,13 @@ class PiperBackend(HardwareBackend):
     def gripper(self, arm: str) -> GripperState:
         fb = self._fb(arm)
         effort = abs(fb.gripper_effort_nm)
-        return self._grip_state(arm, fb.gripper_m, effort, effort * self.config.gripper_n_per_nm,
-                                self.config.holding_effort_nm)
+        return self._grip_state(
+            arm,
+            fb.gripper_m,
+            effort,
+            effort * self.config.gripper_n_per_nm,
+            self.config.holding_effort_nm,
+        )
 
     def contact_force_n(self, arm: str) -> float:
         fb = self._fb(arm)
@@ -130,10 +146,16 @@ class PiperBackend(HardwareBackend):
         twin_err = float(np.linalg.norm(twin_flange[:3, 3] - reported[:3, 3]))
         stop = fb.arm_status if fb.arm_status in ("EMERGENCY_STOP", "COLLISION_OCCURRED") else ""
         disagree = float(np.max(np.abs(fb.q_rad - fb.motor_pos_rad)))
-        return LinkStatus(connected=np.isfinite(fb.age_s), enabled=all(fb.enabled) and
-                          fb.ctrl_mode == 0x01, feedback_age_s=fb.age_s, hardware_estop=stop,
-                          twin_error_m=twin_err, joint_disagreement_rad=disagree, faults=fb.faults,
-                          disabled_motors=tuple(k + 1 for k, on in enumerate(fb.enabled) if not on))
+        return LinkStatus(
+            connected=np.isfinite(fb.age_s),
+            enabled=all(fb.enabled) and fb.ctrl_mode == 0x01,
+            feedback_age_s=fb.age_s,
+            hardware_estop=stop,
+            twin_error_m=twin_err,
+            joint_disagreement_rad=disagree,
+            faults=fb.faults,
+            disabled_motors=tuple(k + 1 for k, on in enumerate(fb.enabled) if not on),
+        )
 
     def enable(self, arm: str) -> None:
         self._link(arm).enable(self.config.enable_timeout_s, self.config.speed_rate_pct)

@@ -18,14 +18,23 @@ class MountedCamera:
     ``flange_from_optical``; a fixed camera uses ``world_from_optical`` as calibrated.
     """
 
-    def __init__(self, name: str, grab: Callable[[], RawRGBD], mount: str,
-                 extrinsics: np.ndarray, twin: KinematicTwin) -> None:
+    def __init__(
+        self,
+        name: str,
+        grab: Callable[[], RawRGBD],
+        mount: str,
+        extrinsics: np.ndarray,
+        twin: KinematicTwin,
+    ) -> None:
         self.name, self.grab, self.mount = name, grab, mount
         self.extrinsics = np.asarray(extrinsics, dtype=float)
         self.twin = twin
 
     def __call__(self) -> CameraFrame:
         raw = self.grab()
-        pose = self.extrinsics if self.mount == "world" else \
-            self.twin.flange_matrix(self.mount) @ self.extrinsics
+        pose = (
+            self.extrinsics
+            if self.mount == "world"
+            else self.twin.flange_matrix(self.mount) @ self.extrinsics
+        )
         return to_camera_frame(self.name, raw, pose)

@@ -84,8 +84,10 @@ class PiperConfig:
         if self.rig not in RIG_ARMS:
             raise InvalidArgumentError(f"rig {self.rig!r}; valid: {', '.join(RIG_ARMS)}")
         if set(self.can) != set(RIG_ARMS[self.rig]):
-            raise InvalidArgumentError(f"can must map the arms {RIG_ARMS[self.rig]} of rig "
-                                       f"{self.rig!r} to interfaces, got {dict(self.can)}")
+            raise InvalidArgumentError(
+                f"can must map the arms {RIG_ARMS[self.rig]} of rig "
+                f"{self.rig!r} to interfaces, got {dict(self.can)}"
+            )
         if self.bustype not in BUSTYPES:
             raise InvalidArgumentError(f"bustype {self.bustype!r}; valid: {', '.join(BUSTYPES)}")
         if not 1 <= int(self.speed_rate_pct) <= 100:
@@ -96,8 +98,9 @@ class PiperConfig:
             raise InvalidArgumentError("gripper_effort_nm must be in (0, 5]")
         for c in self.cameras.values():
             if c.mount != "world" and c.mount not in RIG_ARMS[self.rig]:
-                raise InvalidArgumentError(f"camera mount {c.mount!r}; valid: world, "
-                                           f"{', '.join(RIG_ARMS[self.rig])}")
+                raise InvalidArgumentError(
+                    f"camera mount {c.mount!r}; valid: world, {', '.join(RIG_ARMS[self.rig])}"
+                )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PiperConfig:
@@ -109,7 +112,11 @@ class PiperConfig:
         for name, c in dict(data.pop("cameras", None) or {}).items():
             check_keys(f"piper.cameras.{name}", c or {}, CameraConfig)
             cams[str(name)] = CameraConfig(**(c or {}))
-        safety = SafetyConfig.from_dict(data.pop("safety", None)) if "safety" in data else HARDWARE_SAFETY
+        safety = (
+            SafetyConfig.from_dict(data.pop("safety", None))
+            if "safety" in data
+            else HARDWARE_SAFETY
+        )
         return cls(contact=ContactConfig(**contact), cameras=cams, safety=safety, **data)
 
     @classmethod
@@ -125,14 +132,22 @@ class PiperConfig:
         return cls.from_dict(section)
 
 
-HARDWARE_SAFETY = SafetyConfig(workspace_margin_m=0.0, velocity_scale=1.0, max_accel_rad_s2=5.0,
-                               max_contact_force_n=60.0, max_effort_nm=8.0, watchdog_s=0.2,
-                               max_feedback_age_s=0.1, twin_tolerance_m=0.005,
-                               twin_tolerance_rad=0.02)
+HARDWARE_SAFETY = SafetyConfig(
+    workspace_margin_m=0.0,
+    velocity_scale=1.0,
+    max_accel_rad_s2=5.0,
+    max_contact_force_n=60.0,
+    max_effort_nm=8.0,
+    watchdog_s=0.2,
+    max_feedback_age_s=0.1,
+    twin_tolerance_m=0.005,
+    twin_tolerance_rad=0.02,
+)
 """Hardware defaults: every guard on (see docs/hardware.md for where each number comes from)."""
 
 
 def _hardware_safety() -> SafetyConfig:
     return HARDWARE_SAFETY
+
 
 __all__ = ["HARDWARE_SAFETY", "CameraConfig", "ContactConfig", "PiperConfig"]

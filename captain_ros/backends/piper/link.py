@@ -86,8 +86,10 @@ class PiperArmLink:
         deadline = time.monotonic() + timeout_s
         while self.feedback().age_s > 0.1:
             if time.monotonic() > deadline:
-                raise HardwareError(f"no feedback from the arm on {self.can_name} within "
-                                    f"{timeout_s:.1f} s: is it powered and on this interface?")
+                raise HardwareError(
+                    f"no feedback from the arm on {self.can_name} within "
+                    f"{timeout_s:.1f} s: is it powered and on this interface?"
+                )
             time.sleep(0.01)
 
     # --- feedback -------------------------------------------------------------------------------
@@ -119,11 +121,21 @@ class PiperArmLink:
                 faults.append(f"J{k + 1} collision protection")
         stamp = jm.time_stamp
         age = time.time() - stamp if stamp > 0 else float("inf")
-        return ArmFeedback(q, qd, effort, motor_pos, flange, rpy, units.um_to_m(g.grippers_angle),
-                           units.mnm_to_nm(g.grippers_effort), max(0.0, age),
-                           st.arm_status.name, int(st.ctrl_mode.value),
-                           tuple(bool(m.foc_status.driver_enable_status) for m in lows),
-                           tuple(faults))
+        return ArmFeedback(
+            q,
+            qd,
+            effort,
+            motor_pos,
+            flange,
+            rpy,
+            units.um_to_m(g.grippers_angle),
+            units.mnm_to_nm(g.grippers_effort),
+            max(0.0, age),
+            st.arm_status.name,
+            int(st.ctrl_mode.value),
+            tuple(bool(m.foc_status.driver_enable_status) for m in lows),
+            tuple(faults),
+        )
 
     # --- commands -------------------------------------------------------------------------------
     def enable(self, timeout_s: float, speed_rate_pct: int) -> None:
@@ -131,8 +143,10 @@ class PiperArmLink:
         while not self.sdk.EnablePiper():
             if time.monotonic() > deadline:
                 off = [k + 1 for k, e in enumerate(self.sdk.GetArmEnableStatus()) if not e]
-                raise HardwareError(f"arm on {self.can_name}: motors {off} did not enable within "
-                                    f"{timeout_s:.1f} s (check power, e-stop button, faults)")
+                raise HardwareError(
+                    f"arm on {self.can_name}: motors {off} did not enable within "
+                    f"{timeout_s:.1f} s (check power, e-stop button, faults)"
+                )
             time.sleep(0.01)
         self.set_mode(speed_rate_pct)
         while self.feedback().ctrl_mode != CAN_CONTROL:  # the status frame confirms the mode
@@ -188,8 +202,10 @@ def _own_sdk(cls: Any, can_name: str) -> Any:
 def require_interface(can_name: str, bustype: str = "socketcan") -> None:
     """Raise :class:`HardwareError` (what to run) when a socketcan interface is down or missing."""
     if bustype == "socketcan" and not _interface_up(can_name):
-        raise HardwareError(f"CAN interface {can_name} is down or missing; bring it up with "
-                            f"`sudo ip link set {can_name} up type can bitrate 1000000`")
+        raise HardwareError(
+            f"CAN interface {can_name} is down or missing; bring it up with "
+            f"`sudo ip link set {can_name} up type can bitrate 1000000`"
+        )
 
 
 def _interface_up(name: str) -> bool:

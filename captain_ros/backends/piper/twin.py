@@ -32,14 +32,17 @@ class KinematicTwin(MujocoTwin):
         m = self.model
         key = m.key("home").id
         self.data.qpos[:] = m.key_qpos[key]
-        self.arms: dict[str, ArmIndex] = {a: rigmodel.index_arm(m, a, p)
-                                          for a, p in rigmodel.ARM_PREFIXES[rig].items()}
+        self.arms: dict[str, ArmIndex] = {
+            a: rigmodel.index_arm(m, a, p) for a, p in rigmodel.ARM_PREFIXES[rig].items()
+        }
         self.base = np.eye(4)  # the rig model's world is the captain world
         self.spec: RobotSpec = rigmodel.robot_spec(rig, self.arms)
         robot = set().union(*(a.body_ids for a in self.arms.values()))
         robot |= {m.body(f"{a.prefix}base_link").id for a in self.arms.values()}
-        self.kin = {n: MujocoKinematics(m, self.data, a, self.arms, frozenset(robot))
-                    for n, a in self.arms.items()}
+        self.kin = {
+            n: MujocoKinematics(m, self.data, a, self.arms, frozenset(robot))
+            for n, a in self.arms.items()
+        }
         self._ready()
 
     def update(self, arm: str, q_rad: np.ndarray, jaw_m: float | None = None) -> None:
@@ -48,7 +51,9 @@ class KinematicTwin(MujocoTwin):
         with self.lock:
             self.data.qpos[a.qpos_adr] = q_rad
             if jaw_m is not None:
-                self.data.qpos[a.finger_qpos_adr] = np.clip(jaw_m / 2, 0.0, rigmodel.FINGER_STROKE_M)
+                self.data.qpos[a.finger_qpos_adr] = np.clip(
+                    jaw_m / 2, 0.0, rigmodel.FINGER_STROKE_M
+                )
             mujoco.mj_kinematics(self.model, self.data)
 
     def flange_matrix(self, arm: str) -> np.ndarray:

@@ -69,9 +69,13 @@ def euler_zyx_to_matrix(rx_rad: float, ry_rad: float, rz_rad: float) -> np.ndarr
     """Rotation ``Rz(rz) @ Ry(ry) @ Rx(rx)`` (the PiPER end-pose convention)."""
     cx, sx, cy, sy = math.cos(rx_rad), math.sin(rx_rad), math.cos(ry_rad), math.sin(ry_rad)
     cz, sz = math.cos(rz_rad), math.sin(rz_rad)
-    return np.array([[cz * cy, cz * sy * sx - sz * cx, cz * sy * cx + sz * sx],
-                     [sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx],
-                     [-sy, cy * sx, cy * cx]])
+    return np.array(
+        [
+            [cz * cy, cz * sy * sx - sz * cx, cz * sy * cx + sz * sx],
+            [sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx],
+            [-sy, cy * sx, cy * cx],
+        ]
+    )
 
 
 def matrix_to_euler_zyx(r: np.ndarray) -> tuple[float, float, float]:

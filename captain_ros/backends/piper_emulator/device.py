@@ -92,17 +92,22 @@ class ArmDevice:
         elif cmd.kind == "search_limits":
             self._reply_limits(f["motor"], f["content"])
         elif cmd.kind == "param_enquiry" and f["enquiry"] == 0x02:
-            self.replies.append((frames.CRASH_PROTECTION_FEEDBACK, frames.crash_levels(self.crash_levels)))
+            self.replies.append(
+                (frames.CRASH_PROTECTION_FEEDBACK, frames.crash_levels(self.crash_levels))
+            )
 
     def _can_move(self) -> bool:
-        return (self.arm_status == frames.ARM_NORMAL and self.ctrl_mode == 0x01
-                and bool(self.enabled.all()))
+        return (
+            self.arm_status == frames.ARM_NORMAL
+            and self.ctrl_mode == 0x01
+            and bool(self.enabled.all())
+        )
 
     def _joint_target(self, first: int, a_mdeg: int, b_mdeg: int, q_meas: np.ndarray) -> None:
         if not (self._can_move() and self.move_mode == 0x01):
             return  # the real arm ignores joint commands outside CAN control / MOVE J
         target = (self.target_rad if self.target_rad is not None else q_meas).copy()
-        target[first:first + 2] = mdeg_to_rad([a_mdeg, b_mdeg])
+        target[first : first + 2] = mdeg_to_rad([a_mdeg, b_mdeg])
         bad = (target < self.lower_rad - 1e-3) | (target > self.upper_rad + 1e-3)
         if bad.any():
             self.err_code |= int(sum(1 << j for j in np.flatnonzero(bad)))
@@ -120,13 +125,24 @@ class ArmDevice:
             if not 0 <= j < 6:
                 continue
             if content == 0x01:
-                self.replies.append((frames.MOTOR_ANGLE_LIMIT_MAX_SPD, frames.motor_limits(
-                    j + 1, int(round(math.degrees(self.upper_rad[j]) * 10)),
-                    int(round(math.degrees(self.lower_rad[j]) * 10)),
-                    int(round(self.max_velocity_rad_s[j] * 1000)))))
+                self.replies.append(
+                    (
+                        frames.MOTOR_ANGLE_LIMIT_MAX_SPD,
+                        frames.motor_limits(
+                            j + 1,
+                            int(round(math.degrees(self.upper_rad[j]) * 10)),
+                            int(round(math.degrees(self.lower_rad[j]) * 10)),
+                            int(round(self.max_velocity_rad_s[j] * 1000)),
+                        ),
+                    )
+                )
             elif content == 0x02:
-                self.replies.append((frames.MOTOR_MAX_ACC, frames.motor_max_acc(
-                    j + 1, int(round(self.max_accel_rad_s2[j] * 1000)))))
+                self.replies.append(
+                    (
+                        frames.MOTOR_MAX_ACC,
+                        frames.motor_max_acc(j + 1, int(round(self.max_accel_rad_s2[j] * 1000))),
+                    )
+                )
 
     # --- control cycle -------------------------------------------------------------------------
     def step(self, dt_s: float, q_meas: np.ndarray, tau_ext_nm: np.ndarray) -> np.ndarray:

@@ -56,8 +56,13 @@ class PiperEmulator:
         image_size_px: Camera resolution [px].
     """
 
-    def __init__(self, scene: SceneSpec | None = None, channels: Mapping[str, str] | None = None,
-                 rig: str = "piper", image_size_px: int = 512) -> None:
+    def __init__(
+        self,
+        scene: SceneSpec | None = None,
+        channels: Mapping[str, str] | None = None,
+        rig: str = "piper",
+        image_size_px: int = 512,
+    ) -> None:
         self.sim = MujocoBackend(scene, rig=rig, image_size_px=image_size_px)
         self.rig = self.sim.rig
         names = self.sim.spec.arm_names
@@ -66,14 +71,24 @@ class PiperEmulator:
         if set(self.channels) != set(names):
             raise ValueError(f"channels must name the arms {names}, got {sorted(self.channels)}")
         m = self.sim.model
-        self._idx = {a: rigmodel.index_arm(m, a, p) for a, p in rigmodel.ARM_PREFIXES[self.rig].items()}
-        self.devices = {a: ArmDevice(self.sim.spec.arm(a).lower_rad, self.sim.spec.arm(a).upper_rad,
-                                     self.sim.spec.arm(a).max_velocity_rad_s, MAX_ACCEL_RAD_S2.copy())
-                        for a in names}
+        self._idx = {
+            a: rigmodel.index_arm(m, a, p) for a, p in rigmodel.ARM_PREFIXES[self.rig].items()
+        }
+        self.devices = {
+            a: ArmDevice(
+                self.sim.spec.arm(a).lower_rad,
+                self.sim.spec.arm(a).upper_rad,
+                self.sim.spec.arm(a).max_velocity_rad_s,
+                MAX_ACCEL_RAD_S2.copy(),
+            )
+            for a in names
+        }
         self._fk = C_PiperForwardKinematics(0x01)
         self.lock = threading.RLock()
-        self._buses = {a: can.Bus(interface="virtual", channel=ch, receive_own_messages=False)
-                       for a, ch in self.channels.items()}
+        self._buses = {
+            a: can.Bus(interface="virtual", channel=ch, receive_own_messages=False)
+            for a, ch in self.channels.items()
+        }
         self._drop_until: dict[str, float] = dict.fromkeys(names, 0.0)
         self._drop_ids: dict[str, frozenset[int] | None] = dict.fromkeys(names)
         self.joint_offset_rad = {a: np.zeros(6) for a in names}
@@ -129,10 +144,12 @@ class PiperEmulator:
         """One RGB-D frame of ``camera`` from the emulated scene, on the render thread. Only the
         state copy is taken under the lock: the controller loop keeps streaming feedback while the
         frame renders (a real rig's cameras never pause its CAN stream)."""
+
         def grab() -> CameraFrame:
             with self.lock:
                 state = self.sim.state_copy()
             return self.sim.capture([camera], state=state)[camera]
+
         return self._render.submit(grab).result()
 
     def flange_pose_m(self, arm: str) -> np.ndarray:
@@ -216,24 +233,48 @@ class PiperEmulator:
             current[j] = OVER_CURRENT_MA
         mdeg = [int(round(float(v) * 180_000.0 / np.pi)) for v in q + self.joint_offset_rad[arm]]
         pose = self._fk.CalFK(q.tolist())[5]
-        out = [(frames.STATUS, frames.status(dev.ctrl_mode, dev.arm_status, dev.move_mode,
-                                             dev.motion_done(), dev.err_code))]
+        out = [
+            (
+                frames.STATUS,
+                frames.status(
+                    dev.ctrl_mode, dev.arm_status, dev.move_mode, dev.motion_done(), dev.err_code
+                ),
+            )
+        ]
         for k in range(3):
-            out.append((frames.END_POSE[k], frames.pair_i32(round(pose[2 * k] * 1000),
-                                                            round(pose[2 * k + 1] * 1000))))
+            out.append(
+                (
+                    frames.END_POSE[k],
+                    frames.pair_i32(round(pose[2 * k] * 1000), round(pose[2 * k + 1] * 1000)),
+                )
+            )
             out.append((frames.JOINT_FEEDBACK[k], frames.pair_i32(mdeg[2 * k], mdeg[2 * k + 1])))
         opening = float(d.qpos[idx.finger_qpos_adr].sum())
         grip_force = float(np.abs(d.actuator_force[idx.finger_act_ids]).mean())
         effort = min(GRIPPER_EFFORT_MAX_MNM, round(grip_force / GRIPPER_N_PER_NM * 1000))
-        out.append((frames.GRIPPER_FEEDBACK, frames.gripper(
-            m_to_um(opening), effort, 0x40 if dev.grip_enabled else 0x00)))
+        out.append(
+            (
+                frames.GRIPPER_FEEDBACK,
+                frames.gripper(m_to_um(opening), effort, 0x40 if dev.grip_enabled else 0x00),
+            )
+        )
         for j in range(6):
-            out.append((frames.HIGH_SPEED[j], frames.high_speed(
-                round(float(qd[j]) * 1000), current[j], round(float(q[j]) * 1000))))
+            out.append(
+                (
+                    frames.HIGH_SPEED[j],
+                    frames.high_speed(
+                        round(float(qd[j]) * 1000), current[j], round(float(q[j]) * 1000)
+                    ),
+                )
+            )
         if low_speed:
             for j in range(6):
-                out.append((frames.LOW_SPEED[j], frames.low_speed(240, 35, 30, dev.foc_status(j),
-                                                                  abs(current[j]) // 10)))
+                out.append(
+                    (
+                        frames.LOW_SPEED[j],
+                        frames.low_speed(240, 35, 30, dev.foc_status(j), abs(current[j]) // 10),
+                    )
+                )
         out.extend(dev.replies)
         dev.replies.clear()
         return out

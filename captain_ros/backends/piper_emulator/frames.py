@@ -44,11 +44,20 @@ def pair_i32(a: int, b: int) -> bytes:
     return struct.pack(">ii", int(a), int(b))
 
 
-def status(ctrl_mode: int, arm_status: int, move_mode: int, motion_done: bool,
-           err_code: int = 0) -> bytes:
+def status(
+    ctrl_mode: int, arm_status: int, move_mode: int, motion_done: bool, err_code: int = 0
+) -> bytes:
     """0x2A1: ctrl mode, arm status, mode feed, teach status, motion status, trajectory, err."""
-    return struct.pack(">BBBBBBH", ctrl_mode, arm_status, move_mode, 0,
-                       0 if motion_done else 1, 0, err_code & 0xFFFF)
+    return struct.pack(
+        ">BBBBBBH",
+        ctrl_mode,
+        arm_status,
+        move_mode,
+        0,
+        0 if motion_done else 1,
+        0,
+        err_code & 0xFFFF,
+    )
 
 
 def gripper(angle_um: int, effort_mnm: int, status_code: int) -> bytes:
@@ -63,11 +72,13 @@ def high_speed(speed_mrad_s: int, current_ma: int, pos_mrad: int) -> bytes:
     return struct.pack(">hhi", clamp(speed_mrad_s), clamp(current_ma), int(pos_mrad))
 
 
-def low_speed(voltage_dv: int, foc_temp_c: int, motor_temp_c: int, foc_status: int,
-              bus_current_ma: int) -> bytes:
+def low_speed(
+    voltage_dv: int, foc_temp_c: int, motor_temp_c: int, foc_status: int, bus_current_ma: int
+) -> bytes:
     """0x261-0x266: voltage [0.1 V], driver temp, motor temp, driver status bits, bus current."""
-    return struct.pack(">HhbBH", voltage_dv, foc_temp_c, motor_temp_c, foc_status & 0xFF,
-                       bus_current_ma & 0xFFFF)
+    return struct.pack(
+        ">HhbBH", voltage_dv, foc_temp_c, motor_temp_c, foc_status & 0xFF, bus_current_ma & 0xFFFF
+    )
 
 
 def motor_limits(motor: int, max_deg10: int, min_deg10: int, max_spd_mrad_s: int) -> bytes:
@@ -99,16 +110,20 @@ def decode(can_id: int, data: bytes) -> Command | None:
     if can_id == MOTION_CTRL_1:
         return Command("motion_ctrl_1", {"emergency_stop": d[0], "track": d[1], "teach": d[2]})
     if can_id == MOTION_CTRL_2:
-        return Command("motion_ctrl_2", {"ctrl_mode": d[0], "move_mode": d[1],
-                                         "speed_rate": d[2], "mit_mode": d[3]})
+        return Command(
+            "motion_ctrl_2",
+            {"ctrl_mode": d[0], "move_mode": d[1], "speed_rate": d[2], "mit_mode": d[3]},
+        )
     if can_id in JOINT_CTRL:
         a, b = struct.unpack(">ii", d)
         k = JOINT_CTRL.index(can_id)
         return Command("joint_ctrl", {"first": 2 * k, "a": a, "b": b})
     if can_id == GRIPPER_CTRL:
         angle, effort, code, zero = struct.unpack(">iHBB", d)
-        return Command("gripper_ctrl", {"angle_um": angle, "effort_mnm": effort, "code": code,
-                                        "set_zero": zero})
+        return Command(
+            "gripper_ctrl",
+            {"angle_um": angle, "effort_mnm": effort, "code": code, "set_zero": zero},
+        )
     if can_id == MOTOR_ENABLE:
         return Command("motor_enable", {"motor": d[0], "flag": d[1]})
     if can_id == SEARCH_MOTOR_LIMITS:

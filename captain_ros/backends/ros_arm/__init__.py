@@ -26,8 +26,12 @@ CONFIG_DIR = data_path("config")
 DEFAULT_CONFIG = CONFIG_DIR / "xr1.yaml"
 
 
-def make(scene: SceneSpec | None = None, *, config: str | Path | RosArmConfig | None = None,
-         transport: ArmTransport | None = None) -> RosArmBackend:
+def make(
+    scene: SceneSpec | None = None,
+    *,
+    config: str | Path | RosArmConfig | None = None,
+    transport: ArmTransport | None = None,
+) -> RosArmBackend:
     """The ROS arm (unguarded: :func:`~captain_ros.backends.registry.make_backend` wraps it).
 
     Args:
@@ -36,7 +40,9 @@ def make(scene: SceneSpec | None = None, *, config: str | Path | RosArmConfig | 
         transport: The ROS side (default: a new one from the registered factory, the ros
             layer's :class:`~captain_ros.ros.arm_bridge.transport.RclpyArmTransport`).
     """
-    cfg = config if isinstance(config, RosArmConfig) else RosArmConfig.load(config or DEFAULT_CONFIG)
+    cfg = (
+        config if isinstance(config, RosArmConfig) else RosArmConfig.load(config or DEFAULT_CONFIG)
+    )
     transport = default_transport(cfg) if transport is None else transport
     try:
         return RosArmBackend(cfg, transport)

@@ -68,16 +68,20 @@ class RosArmBackend(HardwareBackend):
         self.twin = ModelTwin(config)
         self._spec: RobotSpec = self.twin.spec
         self._extrinsics = {
-            name: load_extrinsics(c.calibration, "world_from_optical" if c.mount == "world"
-                                  else "flange_from_optical")
-            for name, c in config.cameras.items()}
+            name: load_extrinsics(
+                c.calibration, "world_from_optical" if c.mount == "world" else "flange_from_optical"
+            )
+            for name, c in config.cameras.items()
+        }
         self._start()
         self._sent_s: dict[str, float] = {}
         first = transport.wait_joint_sample(-1.0, config.feedback_timeout_s)
         if first is None:
-            raise HardwareError(f"no {config.joint_states_topic} within "
-                                f"{config.feedback_timeout_s:.1f} s: is the arm driver running on "
-                                "this ROS domain (ROS_DOMAIN_ID)?")
+            raise HardwareError(
+                f"no {config.joint_states_topic} within "
+                f"{config.feedback_timeout_s:.1f} s: is the arm driver running on "
+                "this ROS domain (ROS_DOMAIN_ID)?"
+            )
         for arm in self._spec.arm_names:
             self._missing(arm, first)
             self._update_twin(arm, first)
@@ -93,9 +97,11 @@ class RosArmBackend(HardwareBackend):
         a = self._arm(arm)
         missing = [j for j in (*a.joints, *a.gripper.joints) if j not in s.position]
         if missing:
-            raise HardwareError(f"{arm}: {self.config.joint_states_topic} lacks joint(s) "
-                                f"{', '.join(missing)} (has {', '.join(sorted(s.position))}); "
-                                "check the joint names in the config")
+            raise HardwareError(
+                f"{arm}: {self.config.joint_states_topic} lacks joint(s) "
+                f"{', '.join(missing)} (has {', '.join(sorted(s.position))}); "
+                "check the joint names in the config"
+            )
 
     def _sample(self) -> JointSample:
         s = self.transport.joint_sample()
@@ -136,16 +142,19 @@ class RosArmBackend(HardwareBackend):
             cam = self.config.cameras[c]
             img = self.transport.wait_image(c, asked, self.config.camera_timeout_s)
             if img is None:
-                raise HardwareError(f"camera {c}: no new frame on {cam.image_topic} + "
-                                    f"{cam.depth_topic} + {cam.info_topic} within "
-                                    f"{self.config.camera_timeout_s:.1f} s")
+                raise HardwareError(
+                    f"camera {c}: no new frame on {cam.image_topic} + "
+                    f"{cam.depth_topic} + {cam.info_topic} within "
+                    f"{self.config.camera_timeout_s:.1f} s"
+                )
             if img.encoding == "16UC1":
                 depth, scale = np.asarray(img.depth, dtype=np.uint16), cam.depth_scale_m
             else:
                 depth, scale = encode_depth(img.depth, 0.001), 0.001
             h, w = img.color.shape[:2]
-            raw = RawRGBD(img.color, depth, scale, Intrinsics.from_matrix(img.k, w, h),
-                          self.time_s())
+            raw = RawRGBD(
+                img.color, depth, scale, Intrinsics.from_matrix(img.k, w, h), self.time_s()
+            )
             ext = self._extrinsics[c]
             pose = ext if cam.mount == "world" else self.twin.flange_matrix(cam.mount) @ ext
             out[c] = to_camera_frame(c, raw, pose)
@@ -154,8 +163,13 @@ class RosArmBackend(HardwareBackend):
     def joint_state(self, arm: str) -> JointState:
         a = self._arm(arm)
         s = self._sample()
-        return JointState(a.joints, s.vector("position", a.joints), s.vector("velocity", a.joints),
-                          s.vector("effort", a.joints), self.time_s())
+        return JointState(
+            a.joints,
+            s.vector("position", a.joints),
+            s.vector("velocity", a.joints),
+            s.vector("effort", a.joints),
+            self.time_s(),
+        )
 
     def ee_pose(self, arm: str) -> Pose:
         self._arm(arm)
@@ -182,33 +196,42 @@ class RosArmBackend(HardwareBackend):
         age = float("inf") if s is None else max(0.0, time.monotonic() - s.received_s)
         faults = []
         if not server:
-            faults.append(f"action server {a.trajectory_action} is not available (driver down or "
-                          "its controller inactive)")
+            faults.append(
+                f"action server {a.trajectory_action} is not available (driver down or "
+                "its controller inactive)"
+            )
         goal = self.transport.goal_state(arm)
         if goal.status == "aborted" and goal.error:
             faults.append(f"last trajectory aborted by the driver: {goal.error}")
-        return LinkStatus(connected=s is not None, enabled=server, feedback_age_s=age,
-                          faults=tuple(faults))
+        return LinkStatus(
+            connected=s is not None, enabled=server, feedback_age_s=age, faults=tuple(faults)
+        )
 
     def enable(self, arm: str) -> None:
         """Check the driver before any motion: the trajectory server answers, ``/joint_states``
         carries every configured joint and the measured joints lie within the limits."""
         a = self._arm(arm)
         if not self.transport.server_ready(arm, self.config.server_timeout_s):
-            raise HardwareError(f"{arm}: FollowJointTrajectory server {a.trajectory_action} not "
-                                f"available within {self.config.server_timeout_s:.1f} s (driver "
-                                "down, or the controller is not active); nothing was commanded")
+            raise HardwareError(
+                f"{arm}: FollowJointTrajectory server {a.trajectory_action} not "
+                f"available within {self.config.server_timeout_s:.1f} s (driver "
+                "down, or the controller is not active); nothing was commanded"
+            )
         s = self._sample()
         self._missing(arm, s)
         spec = self._spec.arm(arm)
         q = s.vector("position", a.joints)
-        bad = [f"{j} = {v:.3f} rad outside [{lo:.3f}, {hi:.3f}]" for j, v, lo, hi in
-               zip(a.joints, q, spec.lower_rad, spec.upper_rad, strict=True)
-               if v < lo - LIMIT_TOLERANCE_RAD or v > hi + LIMIT_TOLERANCE_RAD]
+        bad = [
+            f"{j} = {v:.3f} rad outside [{lo:.3f}, {hi:.3f}]"
+            for j, v, lo, hi in zip(a.joints, q, spec.lower_rad, spec.upper_rad, strict=True)
+            if v < lo - LIMIT_TOLERANCE_RAD or v > hi + LIMIT_TOLERANCE_RAD
+        ]
         if bad:
-            raise HardwareError(f"{arm}: measured joints exceed the configured limits ("
-                                f"{'; '.join(bad)}): wrong model, joint order or zero offsets; "
-                                "refusing to enable")
+            raise HardwareError(
+                f"{arm}: measured joints exceed the configured limits ("
+                f"{'; '.join(bad)}): wrong model, joint order or zero offsets; "
+                "refusing to enable"
+            )
 
     def disable(self, arm: str) -> None:
         self.transport.cancel(arm)
@@ -229,8 +252,13 @@ class RosArmBackend(HardwareBackend):
 
     def _measure(self, arms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         s = self._fresh()
-        return {arm: (s.vector("position", self._arm(arm).joints),
-                      s.vector("effort", self._arm(arm).joints)) for arm in arms}
+        return {
+            arm: (
+                s.vector("position", self._arm(arm).joints),
+                s.vector("effort", self._arm(arm).joints),
+            )
+            for arm in arms
+        }
 
     def _check_driver(self, arm: str) -> None:
         goal = self.transport.goal_state(arm)
@@ -240,8 +268,9 @@ class RosArmBackend(HardwareBackend):
 
     def _send(self, arm: str, q: np.ndarray, duration_s: float, moving: bool) -> None:
         a = self._arm(arm)
-        goal = self.transport.send_trajectory(arm, a.joints, [(q, duration_s)],
-                                              self.config.goal_timeout_s)
+        goal = self.transport.send_trajectory(
+            arm, a.joints, [(q, duration_s)], self.config.goal_timeout_s
+        )
         if goal.status in ("accepted", "succeeded"):
             return
         why = goal.error or f"no answer within {self.config.goal_timeout_s:.2f} s"

@@ -31,7 +31,9 @@ def _named(section: str, data: Any) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, Mapping):
-        raise InvalidArgumentError(f"{section} must be a mapping of names, got {type(data).__name__}")
+        raise InvalidArgumentError(
+            f"{section} must be a mapping of names, got {type(data).__name__}"
+        )
     return {str(k): v for k, v in data.items()}
 
 
@@ -47,10 +49,17 @@ def _floats(value: Any, name: str, n: int | None = None) -> tuple[float, ...]:
     return out
 
 
-ROS_ARM_SAFETY = SafetyConfig(workspace_margin_m=0.0, velocity_scale=1.0, max_accel_rad_s2=5.0,
-                              max_contact_force_n=60.0, max_effort_nm=20.0, watchdog_s=0.2,
-                              max_feedback_age_s=0.1, twin_tolerance_m=0.005,
-                              twin_tolerance_rad=0.02)
+ROS_ARM_SAFETY = SafetyConfig(
+    workspace_margin_m=0.0,
+    velocity_scale=1.0,
+    max_accel_rad_s2=5.0,
+    max_contact_force_n=60.0,
+    max_effort_nm=20.0,
+    watchdog_s=0.2,
+    max_feedback_age_s=0.1,
+    twin_tolerance_m=0.005,
+    twin_tolerance_rad=0.02,
+)
 """Defaults of a ROS arm: every guard on; set per arm in its config (docs/hardware.md)."""
 
 
@@ -84,12 +93,15 @@ class GripperConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "joints", tuple(str(j) for j in self.joints))
-        object.__setattr__(self, "model_joints", tuple(str(j) for j in self.model_joints)
-                           or self.joints)
+        object.__setattr__(
+            self, "model_joints", tuple(str(j) for j in self.model_joints) or self.joints
+        )
         object.__setattr__(self, "pad_size_m", _floats(self.pad_size_m, "gripper.pad_size_m", 3))
         if bool(self.action) == bool(self.topic):
-            raise InvalidArgumentError("gripper: set exactly one of action (GripperCommand) or "
-                                       "topic (std_msgs/Float64 opening [m])")
+            raise InvalidArgumentError(
+                "gripper: set exactly one of action (GripperCommand) or "
+                "topic (std_msgs/Float64 opening [m])"
+            )
         if not self.joints:
             raise InvalidArgumentError("gripper.joints: name the gripper joint(s) of /joint_states")
         if not (self.opening_scale > 0 and self.max_opening_m > 0 and self.max_effort_n > 0):
@@ -135,8 +147,10 @@ class ArmConfig:
         if n == 0 or len(set(self.joints)) != n:
             raise InvalidArgumentError("arm joints: a non-empty list of distinct names")
         if not self.trajectory_action.startswith("/"):
-            raise InvalidArgumentError("trajectory_action must be an absolute action name "
-                                       f"(/…/follow_joint_trajectory), got {self.trajectory_action!r}")
+            raise InvalidArgumentError(
+                "trajectory_action must be an absolute action name "
+                f"(/…/follow_joint_trajectory), got {self.trajectory_action!r}"
+            )
         if not (self.tcp_site or self.tcp_body):
             raise InvalidArgumentError("arm: set tcp_site, or tcp_body (+ tcp_offset_m)")
         object.__setattr__(self, "tcp_offset_m", _floats(self.tcp_offset_m, "tcp_offset_m", 3))
@@ -221,8 +235,10 @@ class RosArmConfig:
 
     def __post_init__(self) -> None:
         if not Path(self.model).is_file():
-            raise InvalidArgumentError(f"ros_arm model {self.model} does not exist: supply the "
-                                       "arm's URDF or MJCF (no public XR1 model ships)")
+            raise InvalidArgumentError(
+                f"ros_arm model {self.model} does not exist: supply the "
+                "arm's URDF or MJCF (no public XR1 model ships)"
+            )
         if not self.arms:
             raise InvalidArgumentError("ros_arm.arms: configure at least one arm")
         for k in ("base_xyz_m", "base_rpy_rad", "workspace_min_m", "workspace_max_m"):
@@ -231,11 +247,14 @@ class RosArmConfig:
             raise InvalidArgumentError("workspace_min_m must be below workspace_max_m")
         for name, cam in self.cameras.items():
             if cam.mount != "world" and cam.mount not in self.arms:
-                raise InvalidArgumentError(f"camera {name} mount {cam.mount!r}; valid: world, "
-                                           f"{', '.join(self.arms)}")
+                raise InvalidArgumentError(
+                    f"camera {name} mount {cam.mount!r}; valid: world, {', '.join(self.arms)}"
+                )
         if self.cameras and self.head_camera not in self.cameras:
-            raise InvalidArgumentError(f"head_camera {self.head_camera!r} is not a configured "
-                                       f"camera ({', '.join(self.cameras)})")
+            raise InvalidArgumentError(
+                f"head_camera {self.head_camera!r} is not a configured "
+                f"camera ({', '.join(self.cameras)})"
+            )
         if not -1 <= int(self.domain_id) <= 101:
             raise InvalidArgumentError("domain_id must be -1 (environment) or 0..101")
         for k in ("server_timeout_s", "feedback_timeout_s", "goal_timeout_s", "camera_timeout_s"):
@@ -258,19 +277,25 @@ class RosArmConfig:
             a = check_keys(f"ros_arm.arms.{name}", a, ArmConfig)
             g = check_keys(f"ros_arm.arms.{name}.gripper", a.pop("gripper", None), GripperConfig)
             if "joints" not in a or "trajectory_action" not in a:
-                raise InvalidArgumentError(f"ros_arm.arms.{name} needs joints and trajectory_action")
+                raise InvalidArgumentError(
+                    f"ros_arm.arms.{name} needs joints and trajectory_action"
+                )
             arms[str(name)] = ArmConfig(gripper=GripperConfig(**g), **a)
         cams = {}
         for name, c in _named("ros_arm.cameras", d.pop("cameras", None)).items():
             c = check_keys(f"ros_arm.cameras.{name}", c, CameraConfig)
-            missing = [k for k in ("image_topic", "depth_topic", "info_topic", "calibration")
-                       if not c.get(k)]
+            missing = [
+                k
+                for k in ("image_topic", "depth_topic", "info_topic", "calibration")
+                if not c.get(k)
+            ]
             if missing:
                 raise InvalidArgumentError(f"ros_arm.cameras.{name} needs {', '.join(missing)}")
             c["calibration"] = path(c["calibration"])
             cams[str(name)] = CameraConfig(**c)
-        contact = ContactConfig(**check_keys("ros_arm.contact", d.pop("contact", None),
-                                             ContactConfig))
+        contact = ContactConfig(
+            **check_keys("ros_arm.contact", d.pop("contact", None), ContactConfig)
+        )
         safety = SafetyConfig.from_dict(d.pop("safety")) if "safety" in d else ROS_ARM_SAFETY
         d["model"] = path(d["model"])
         return cls(arms=arms, cameras=cams, contact=contact, safety=safety, **d)
@@ -280,11 +305,19 @@ class RosArmConfig:
         """Read ``path`` (its top-level ``ros_arm:`` section)."""
         p, raw = read_rig_file(path, "ros_arm")
         if not isinstance(raw, dict) or set(raw) != {"ros_arm"}:
-            raise InvalidArgumentError(f"{p}: expected one top-level key ros_arm, got "
-                                       f"{', '.join(map(str, raw)) if isinstance(raw, dict) else raw}")
+            raise InvalidArgumentError(
+                f"{p}: expected one top-level key ros_arm, got "
+                f"{', '.join(map(str, raw)) if isinstance(raw, dict) else raw}"
+            )
         return cls.from_dict(raw["ros_arm"], config_base(p))
 
 
-
-__all__ = ["ROS_ARM_SAFETY", "ArmConfig", "CameraConfig", "ContactConfig", "GripperConfig",
-           "RosArmConfig", "check_keys"]
+__all__ = [
+    "ROS_ARM_SAFETY",
+    "ArmConfig",
+    "CameraConfig",
+    "ContactConfig",
+    "GripperConfig",
+    "RosArmConfig",
+    "check_keys",
+]

@@ -58,14 +58,18 @@ class SimulatedArmDriver:
     prefixes on the dual rig).
     """
 
-    def __init__(self, scene: SceneSpec | None = None, rig: str = "piper",
-                 image_size_px: int = 256) -> None:
+    def __init__(
+        self, scene: SceneSpec | None = None, rig: str = "piper", image_size_px: int = 256
+    ) -> None:
         self.sim = MujocoBackend(scene, rig=rig, image_size_px=image_size_px)
         m = self.sim.model
-        self.arms = {a: rigmodel.index_arm(m, a, p)
-                     for a, p in rigmodel.ARM_PREFIXES[self.sim.rig].items()}
-        self._finger_dof = {a: np.array([m.jnt_dofadr[m.joint(n).id] for n in self.finger_names(a)])
-                            for a in self.arms}
+        self.arms = {
+            a: rigmodel.index_arm(m, a, p) for a, p in rigmodel.ARM_PREFIXES[self.sim.rig].items()
+        }
+        self._finger_dof = {
+            a: np.array([m.jnt_dofadr[m.joint(n).id] for n in self.finger_names(a)])
+            for a in self.arms
+        }
         self.lock = threading.RLock()
         self._traj: dict[str, _Trajectory | None] = dict.fromkeys(self.arms)
         self._setpoint = {a: self._q(a) for a in self.arms}
@@ -102,9 +106,13 @@ class SimulatedArmDriver:
                 self._status[old.token] = "preempted"
             self._tokens += 1
             tok = self._tokens
-            self._traj[arm] = _Trajectory(tok, time.monotonic(), self._setpoint[arm].copy(),
-                                          np.asarray(times_s, dtype=float),
-                                          np.asarray(points, dtype=float))
+            self._traj[arm] = _Trajectory(
+                tok,
+                time.monotonic(),
+                self._setpoint[arm].copy(),
+                np.asarray(times_s, dtype=float),
+                np.asarray(points, dtype=float),
+            )
             self._status[tok] = "active"
             while len(self._status) > 256:
                 self._status.pop(next(iter(self._status)))
@@ -142,7 +150,9 @@ class SimulatedArmDriver:
         """Names, positions, velocities, efforts of every arm and finger joint."""
         with self.lock:
             if self._frozen is not None and time.monotonic() < self.frozen_until_s:
-                names = [n for a in self.arms for n in (*self.joint_names(a), *self.finger_names(a))]
+                names = [
+                    n for a in self.arms for n in (*self.joint_names(a), *self.finger_names(a))
+                ]
                 return (names, *self._frozen)
             d = self.sim.data
             names, pos, vel, eff = [], [], [], []
@@ -150,8 +160,10 @@ class SimulatedArmDriver:
                 names += [*a.joint_names, *self.finger_names(arm)]
                 pos += [*d.qpos[a.qpos_adr], *d.qpos[a.finger_qpos_adr]]
                 vel += [*d.qvel[a.dof_adr], *d.qvel[self._finger_dof[arm]]]
-                eff += [*(d.actuator_force[a.act_ids] + d.qfrc_gravcomp[a.dof_adr]),
-                        *d.actuator_force[a.finger_act_ids]]
+                eff += [
+                    *(d.actuator_force[a.act_ids] + d.qfrc_gravcomp[a.dof_adr]),
+                    *d.actuator_force[a.finger_act_ids],
+                ]
             state = (np.array(pos), np.array(vel), np.array(eff))
             self._frozen = state
             return (names, *state)
@@ -174,10 +186,12 @@ class SimulatedArmDriver:
     def render(self, camera: str) -> CameraFrame:
         """One frame of ``camera``; only the state copy is taken under the loop's lock, so
         ``/joint_states`` and the controllers keep their rates while it renders."""
+
         def grab() -> CameraFrame:
             with self.lock:
                 state = self.sim.state_copy()
             return self.sim.capture([camera], state=state)[camera]
+
         return self._render.submit(grab).result()
 
     def tcp_pose(self, arm: str) -> Pose:

@@ -96,8 +96,13 @@ class ArmTransport(Protocol):
     def server_ready(self, arm: str, timeout_s: float = 0.0) -> bool:
         """Whether ``arm``'s FollowJointTrajectory server is available (waits up to ``timeout_s``)."""
 
-    def send_trajectory(self, arm: str, joints: Sequence[str],
-                        points: Sequence[tuple[np.ndarray, float]], timeout_s: float) -> GoalState:
+    def send_trajectory(
+        self,
+        arm: str,
+        joints: Sequence[str],
+        points: Sequence[tuple[np.ndarray, float]],
+        timeout_s: float,
+    ) -> GoalState:
         """Send a goal of ``(q, time_from_start_s)`` points (it preempts the previous goal) and
         wait up to ``timeout_s`` for the driver's accept/reject."""
 
@@ -123,8 +128,6 @@ class ArmTransport(Protocol):
         """Destroy the node and stop its executor."""
 
 
-
-
 TransportFactory = Callable[["RosArmConfig"], ArmTransport]
 _registered: list[TransportFactory] = []
 
@@ -141,9 +144,17 @@ def default_transport(config: RosArmConfig) -> ArmTransport:
         raise NotSupportedError(
             "backend ros_arm needs the ROS 2 transport, which the ros layer registers: import "
             "captain_ros.ros.arm_bridge first (the robot node and the captain command do), or "
-            "pass transport=")
+            "pass transport="
+        )
     return _registered[0](config)
 
 
-__all__ = ["ArmTransport", "GoalState", "ImageSample", "JointSample", "TransportFactory",
-           "default_transport", "register_transport"]
+__all__ = [
+    "ArmTransport",
+    "GoalState",
+    "ImageSample",
+    "JointSample",
+    "TransportFactory",
+    "default_transport",
+    "register_transport",
+]

@@ -37,9 +37,13 @@ def rpy_matrix(rpy: tuple[float, float, float]) -> np.ndarray:
     """Rotation of roll-pitch-yaw [rad] (``R = Rz(y) Ry(p) Rx(r)``, as URDF)."""
     r, p, y = rpy
     cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
 
 
 def urdf_velocity_limits(path: Path) -> dict[str, float]:
@@ -81,8 +85,9 @@ class ModelTwin(MujocoTwin):
                 if not a.tcp_site:
                     body = spec.body(a.tcp_body)
                     if body is None:
-                        raise InvalidArgumentError(f"arm {name}: tcp_body {a.tcp_body!r} is not a "
-                                                   f"body of {path.name}")
+                        raise InvalidArgumentError(
+                            f"arm {name}: tcp_body {a.tcp_body!r} is not a body of {path.name}"
+                        )
                     body.add_site(name=f"captain_tcp_{name}", pos=list(a.tcp_offset_m))
             self.model = spec.compile()
         except (ValueError, mujoco.FatalError) as exc:  # parse/compile errors
@@ -103,34 +108,52 @@ class ModelTwin(MujocoTwin):
     def _id(self, kind: mujoco.mjtObj, name: str, what: str, arm: str) -> int:
         i = mujoco.mj_name2id(self.model, kind, name)
         if i < 0:
-            raise InvalidArgumentError(f"arm {arm}: {what} {name!r} is not in the model "
-                                       f"{Path(self.config.model).name}")
+            raise InvalidArgumentError(
+                f"arm {arm}: {what} {name!r} is not in the model {Path(self.config.model).name}"
+            )
         return int(i)
 
     def _index(self, name: str) -> ArmIndex:
         a, m = self.config.arms[name], self.model
         jids = [self._id(mujoco.mjtObj.mjOBJ_JOINT, j, "joint", name) for j in a.joints]
         for j, jid in zip(a.joints, jids, strict=True):
-            if int(m.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE),
-                                            int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            if int(m.jnt_type[jid]) not in (
+                int(mujoco.mjtJoint.mjJNT_HINGE),
+                int(mujoco.mjtJoint.mjJNT_SLIDE),
+            ):
                 raise InvalidArgumentError(f"arm {name}: joint {j} is not a hinge or slide joint")
         first = int(m.jnt_bodyid[jids[0]])
-        tcp = self._id(mujoco.mjtObj.mjOBJ_SITE, a.tcp_site or f"captain_tcp_{name}", "tcp site",
-                       name)
-        flange = self._id(mujoco.mjtObj.mjOBJ_BODY, a.flange_body, "flange body", name) \
-            if a.flange_body else int(m.site_bodyid[tcp])
-        grip = [self._id(mujoco.mjtObj.mjOBJ_JOINT, j, "gripper joint", name)
-                for j in a.gripper.model_joints]
+        tcp = self._id(
+            mujoco.mjtObj.mjOBJ_SITE, a.tcp_site or f"captain_tcp_{name}", "tcp site", name
+        )
+        flange = (
+            self._id(mujoco.mjtObj.mjOBJ_BODY, a.flange_body, "flange body", name)
+            if a.flange_body
+            else int(m.site_bodyid[tcp])
+        )
+        grip = [
+            self._id(mujoco.mjtObj.mjOBJ_JOINT, j, "gripper joint", name)
+            for j in a.gripper.model_joints
+        ]
         lo = np.array([m.jnt_range[j][0] if m.jnt_limited[j] else -np.pi for j in jids])
         hi = np.array([m.jnt_range[j][1] if m.jnt_limited[j] else np.pi for j in jids])
         if a.lower_rad:
             lo = np.maximum(lo, a.lower_rad)
         if a.upper_rad:
             hi = np.minimum(hi, a.upper_rad)
-        return ArmIndex(name, a.joints, np.array([m.jnt_qposadr[j] for j in jids]),
-                        np.array([m.jnt_dofadr[j] for j in jids]), subtree_bodies(m, first),
-                        int(m.body_parentid[first]), tcp, flange,
-                        np.array([m.jnt_qposadr[j] for j in grip], dtype=int), lo, hi)
+        return ArmIndex(
+            name,
+            a.joints,
+            np.array([m.jnt_qposadr[j] for j in jids]),
+            np.array([m.jnt_dofadr[j] for j in jids]),
+            subtree_bodies(m, first),
+            int(m.body_parentid[first]),
+            tcp,
+            flange,
+            np.array([m.jnt_qposadr[j] for j in grip], dtype=int),
+            lo,
+            hi,
+        )
 
     def _robot_spec(self, path: Path) -> RobotSpec:
         urdf_v = urdf_velocity_limits(path) if path.suffix.lower() == ".urdf" else {}
@@ -142,16 +165,35 @@ class ModelTwin(MujocoTwin):
             elif all(j in urdf_v and urdf_v[j] > 0 for j in a.joints):
                 vmax = np.array([urdf_v[j] for j in a.joints])
             else:
-                raise InvalidArgumentError(f"arm {name}: no joint velocity limits; set "
-                                           "max_velocity_rad_s (an MJCF model has none)")
+                raise InvalidArgumentError(
+                    f"arm {name}: no joint velocity limits; set "
+                    "max_velocity_rad_s (an MJCF model has none)"
+                )
             wrist = next((c for c, cam in self.config.cameras.items() if cam.mount == name), None)
             base = self.base @ self._body_matrix(idx.base_body)
-            arms.append(ArmSpec(name, a.joints, idx.lower_rad, idx.upper_rad, vmax,
-                                Pose(base[:3, 3].copy(), matrix_to_quat(base[:3, :3])), a.reach_m,
-                                a.gripper.max_opening_m, a.gripper.pad_size_m, wrist))
+            arms.append(
+                ArmSpec(
+                    name,
+                    a.joints,
+                    idx.lower_rad,
+                    idx.upper_rad,
+                    vmax,
+                    Pose(base[:3, 3].copy(), matrix_to_quat(base[:3, :3])),
+                    a.reach_m,
+                    a.gripper.max_opening_m,
+                    a.gripper.pad_size_m,
+                    wrist,
+                )
+            )
         c = self.config
-        return RobotSpec(c.name, tuple(arms), tuple(c.cameras), c.head_camera,
-                         np.asarray(c.workspace_min_m), np.asarray(c.workspace_max_m))
+        return RobotSpec(
+            c.name,
+            tuple(arms),
+            tuple(c.cameras),
+            c.head_camera,
+            np.asarray(c.workspace_min_m),
+            np.asarray(c.workspace_max_m),
+        )
 
     def _body_matrix(self, body: int) -> np.ndarray:
         mujoco.mj_kinematics(self.model, self.data)
@@ -245,5 +287,4 @@ class TwinKinematics:
         return out
 
 
-__all__ = ["ArmIndex", "ModelTwin", "TwinKinematics", "rpy_matrix",
-           "urdf_velocity_limits"]
+__all__ = ["ArmIndex", "ModelTwin", "TwinKinematics", "rpy_matrix", "urdf_velocity_limits"]

@@ -6,5 +6,13 @@ from captain_ros.backends.safety.layer import SafeBackend
 from captain_ros.backends.safety.link import HardwareLink, LinkStatus
 from captain_ros.backends.safety.watchdog import CommandWatchdog
 
-__all__ = ["SIM_DEFAULTS", "CommandWatchdog", "EStopEvent", "EStopLatch", "HardwareLink",
-           "LinkStatus", "SafeBackend", "SafetyConfig"]
+__all__ = [
+    "SIM_DEFAULTS",
+    "CommandWatchdog",
+    "EStopEvent",
+    "EStopLatch",
+    "HardwareLink",
+    "LinkStatus",
+    "SafeBackend",
+    "SafetyConfig",
+]

@@ -60,8 +60,14 @@ class SafetyConfig:
         for name in ("workspace_margin_m", "watchdog_s"):
             if getattr(self, name) < 0:
                 raise InvalidArgumentError(f"safety.{name} must be >= 0")
-        for name in ("max_accel_rad_s2", "max_contact_force_n", "max_effort_nm",
-                     "max_feedback_age_s", "twin_tolerance_m", "twin_tolerance_rad"):
+        for name in (
+            "max_accel_rad_s2",
+            "max_contact_force_n",
+            "max_effort_nm",
+            "max_feedback_age_s",
+            "twin_tolerance_m",
+            "twin_tolerance_rad",
+        ):
             if not getattr(self, name) > 0:
                 raise InvalidArgumentError(f"safety.{name} must be positive")
 
@@ -73,7 +79,8 @@ class SafetyConfig:
         unknown = sorted(set(data) - set(valid))
         if unknown:
             raise InvalidArgumentError(
-                f"unknown safety key(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
+                f"unknown safety key(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
+            )
         return cls(**{k: (math.inf if v in ("inf", None) else v) for k, v in data.items()})
 
 

@@ -23,9 +23,16 @@ class StepLimit:
     clipped: tuple[str, ...]
 
 
-def limit_step(q_target: np.ndarray, q_ref: np.ndarray, v_prev: np.ndarray, dt_s: float,
-               lower_rad: np.ndarray, upper_rad: np.ndarray, vmax_rad_s: np.ndarray,
-               amax_rad_s2: float) -> StepLimit:
+def limit_step(
+    q_target: np.ndarray,
+    q_ref: np.ndarray,
+    v_prev: np.ndarray,
+    dt_s: float,
+    lower_rad: np.ndarray,
+    upper_rad: np.ndarray,
+    vmax_rad_s: np.ndarray,
+    amax_rad_s2: float,
+) -> StepLimit:
     """Limit a joint target for one tick of ``dt_s`` [s] from the reference ``q_ref`` [rad].
 
     Position: clip to ``[lower, upper]``. Velocity: the step is at most ``vmax * dt``. Acceleration:

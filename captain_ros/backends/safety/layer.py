@@ -65,13 +65,17 @@ class SafeBackend(Backend):
         self.latch = EStopLatch()
         self._lock = threading.RLock()
         self._ref: dict[str, np.ndarray | None] = dict.fromkeys(inner.spec.arm_names)
-        self._vel: dict[str, np.ndarray] = {a: np.zeros(len(inner.spec.arm(a).joint_names))
-                                            for a in inner.spec.arm_names}
+        self._vel: dict[str, np.ndarray] = {
+            a: np.zeros(len(inner.spec.arm(a).joint_names)) for a in inner.spec.arm_names
+        }
         self._moving = False
         self.last_clipped: dict[str, tuple[str, ...]] = {}
         self.link: HardwareLink | None = inner if isinstance(inner, HardwareLink) else None
-        self.watchdog = CommandWatchdog(config.watchdog_s, self._on_watchdog) \
-            if config.watchdog_s > 0 and self.link is not None else None
+        self.watchdog = (
+            CommandWatchdog(config.watchdog_s, self._on_watchdog)
+            if config.watchdog_s > 0 and self.link is not None
+            else None
+        )
 
     def __getattr__(self, name: str) -> Any:  # backend-specific extras (e.g. MuJoCo's `step`)
         if name == "inner":
@@ -120,13 +124,17 @@ class SafeBackend(Backend):
             if not st.connected:
                 problem = f"{arm}: no link to the controller (bus down or unplugged){_why(st)}"
             elif st.feedback_age_s > self.config.max_feedback_age_s:
-                problem = (f"{arm}: joint feedback is stale ({st.feedback_age_s * 1e3:.0f} ms old, "
-                           f"limit {self.config.max_feedback_age_s * 1e3:.0f} ms)")
+                problem = (
+                    f"{arm}: joint feedback is stale ({st.feedback_age_s * 1e3:.0f} ms old, "
+                    f"limit {self.config.max_feedback_age_s * 1e3:.0f} ms)"
+                )
             elif not st.enabled:
                 off = ", ".join(f"J{j}" for j in st.disabled_motors)
                 which = f" (motor {off} disabled)" if off else ""
-                problem = (f"{arm}: motors are not enabled{which}{_why(st)}; check the arm, then "
-                           "reset the e-stop to re-enable its motors")
+                problem = (
+                    f"{arm}: motors are not enabled{which}{_why(st)}; check the arm, then "
+                    "reset the e-stop to re-enable its motors"
+                )
             if problem:
                 if self._moving:
                     self._trip("guard:link", problem)
@@ -139,21 +147,25 @@ class SafeBackend(Backend):
         for arm in arms or self.spec.arm_names:
             st = self.link.link_status(arm)
             if not st.connected:
-                raise HardwareError(f"{arm}: no link to the controller{_why(st)}; check the bus "
-                                    "and power")
+                raise HardwareError(
+                    f"{arm}: no link to the controller{_why(st)}; check the bus and power"
+                )
             if st.feedback_age_s > self.config.max_feedback_age_s:
-                raise HardwareError(f"{arm}: feedback is stale ({st.feedback_age_s:.2f} s); "
-                                    "refusing to enable")
+                raise HardwareError(
+                    f"{arm}: feedback is stale ({st.feedback_age_s:.2f} s); refusing to enable"
+                )
             if st.twin_error_m > self.config.twin_tolerance_m:
                 raise SafetyLimitError(
                     f"{arm}: the kinematic twin disagrees with the arm's own pose by "
                     f"{st.twin_error_m * 1e3:.1f} mm (limit {self.config.twin_tolerance_m * 1e3:.1f} "
-                    "mm): wrong model, mount or calibration; refusing to enable")
+                    "mm): wrong model, mount or calibration; refusing to enable"
+                )
             if st.joint_disagreement_rad > self.config.twin_tolerance_rad:
                 raise SafetyLimitError(
                     f"{arm}: joint feedback and motor encoders disagree by "
                     f"{st.joint_disagreement_rad:.3f} rad (limit {self.config.twin_tolerance_rad} "
-                    "rad); refusing to enable")
+                    "rad); refusing to enable"
+                )
             self.link.enable(arm)
 
     # --- commanding -----------------------------------------------------------------------------
@@ -178,8 +190,9 @@ class SafeBackend(Backend):
             self._ref[a] = None
             self._vel[a][:] = 0.0
 
-    def _limited(self, q_targets: Mapping[str, np.ndarray],
-                 dt: float) -> tuple[dict[str, np.ndarray], bool]:
+    def _limited(
+        self, q_targets: Mapping[str, np.ndarray], dt: float
+    ) -> tuple[dict[str, np.ndarray], bool]:
         """Limited targets per arm and whether they move any arm (vs the reference)."""
         spec, cfg = self.spec, self.config
         out: dict[str, np.ndarray] = {}
@@ -193,12 +206,22 @@ class SafeBackend(Backend):
             ref = self._ref[arm]
             if ref is None:
                 ref = np.asarray(self.inner.joint_state(arm).position_rad, dtype=float)
-            lim = limit_step(q, ref, self._vel[arm], dt, a.lower_rad, a.upper_rad,
-                             a.max_velocity_rad_s * cfg.velocity_scale, cfg.max_accel_rad_s2)
+            lim = limit_step(
+                q,
+                ref,
+                self._vel[arm],
+                dt,
+                a.lower_rad,
+                a.upper_rad,
+                a.max_velocity_rad_s * cfg.velocity_scale,
+                cfg.max_accel_rad_s2,
+            )
             tool = self.inner.kinematics(arm).fk(lim.q_rad).position_m
             if outside_box(tool, lo_box, hi_box, cfg.workspace_margin_m):
-                msg = (f"{arm}: commanded tool point {np.round(tool, 3).tolist()} leaves the "
-                       f"workspace box {lo_box.tolist()}..{hi_box.tolist()} (+{cfg.workspace_margin_m} m)")
+                msg = (
+                    f"{arm}: commanded tool point {np.round(tool, 3).tolist()} leaves the "
+                    f"workspace box {lo_box.tolist()}..{hi_box.tolist()} (+{cfg.workspace_margin_m} m)"
+                )
                 if self._moving:
                     self._trip("guard:workspace", msg)
                 raise SafetyLimitError(msg + "; nothing moved")
@@ -207,8 +230,9 @@ class SafeBackend(Backend):
             moving = moving or float(np.max(np.abs(lim.q_rad - ref))) > MOVING_RAD
         return out, moving
 
-    def servo(self, q_targets: Mapping[str, np.ndarray], duration_s: float,
-              guard: ForceGuard) -> TickReport:
+    def servo(
+        self, q_targets: Mapping[str, np.ndarray], duration_s: float, guard: ForceGuard
+    ) -> TickReport:
         with self._lock:
             if self.latch.tripped:
                 raise EStopError(self.latch.message() + "; reset it before moving")
@@ -229,8 +253,9 @@ class SafeBackend(Backend):
             self._after_tick(rep, cmd, duration_s, moving)
             return rep
 
-    def _after_tick(self, rep: TickReport, cmd: Mapping[str, np.ndarray], dt: float,
-                    moving: bool) -> None:
+    def _after_tick(
+        self, rep: TickReport, cmd: Mapping[str, np.ndarray], dt: float, moving: bool
+    ) -> None:
         for arm, q in rep.q_applied.items():
             prev = self._ref[arm]
             self._vel[arm] = np.zeros_like(q) if prev is None or rep.stopped else (q - prev) / dt
@@ -245,16 +270,22 @@ class SafeBackend(Backend):
         for arm in cmd or self.spec.arm_names:
             force = max(rep.peak_force_n, self.inner.contact_force_n(arm))
             if force > cfg.max_contact_force_n:
-                self._trip("guard:force", f"{arm}: contact force {force:.1f} N over the "
-                           f"{cfg.max_contact_force_n:.0f} N limit")
+                self._trip(
+                    "guard:force",
+                    f"{arm}: contact force {force:.1f} N over the "
+                    f"{cfg.max_contact_force_n:.0f} N limit",
+                )
             if np.isfinite(cfg.max_effort_nm):
                 effort = np.abs(np.asarray(self.inner.joint_state(arm).effort_nm, dtype=float))
                 if effort.size and float(effort.max()) > cfg.max_effort_nm:
                     j = int(effort.argmax())
                     faults = _why(self.link.link_status(arm)) if self.link is not None else ""
-                    self._trip("guard:current", f"{arm}: joint {j + 1} effort {effort[j]:.2f} N m "
-                               f"over the {cfg.max_effort_nm:.1f} N m limit (motor current)"
-                               + (f"; the controller reports{faults}" if faults else ""))
+                    self._trip(
+                        "guard:current",
+                        f"{arm}: joint {j + 1} effort {effort[j]:.2f} N m "
+                        f"over the {cfg.max_effort_nm:.1f} N m limit (motor current)"
+                        + (f"; the controller reports{faults}" if faults else ""),
+                    )
 
     def command_gripper(self, arm: str, opening_m: float) -> float:
         with self._lock:
@@ -310,14 +341,19 @@ class SafeBackend(Backend):
         """The layer's memory of the last applied targets and joint velocities (the next tick's
         rate limits start from them), for a decision-point snapshot of the whole episode."""
         with self._lock:
-            return {"ref": {a: None if q is None else q.copy() for a, q in self._ref.items()},
-                    "vel": {a: v.copy() for a, v in self._vel.items()}, "moving": self._moving,
-                    "last_clipped": dict(self.last_clipped)}
+            return {
+                "ref": {a: None if q is None else q.copy() for a, q in self._ref.items()},
+                "vel": {a: v.copy() for a, v in self._vel.items()},
+                "moving": self._moving,
+                "last_clipped": dict(self.last_clipped),
+            }
 
     def restore_guard_state(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`guard_state` after :meth:`restore` (the latch is never touched here)."""
         with self._lock:
-            self._ref = {a: None if q is None else np.array(q, dtype=float) for a, q in state["ref"].items()}
+            self._ref = {
+                a: None if q is None else np.array(q, dtype=float) for a, q in state["ref"].items()
+            }
             self._vel = {a: np.array(v, dtype=float) for a, v in state["vel"].items()}
             self._moving = bool(state["moving"])
             self.last_clipped = dict(state["last_clipped"])

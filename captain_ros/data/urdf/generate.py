@@ -41,17 +41,29 @@ FINGER_STROKE_M = 0.035
 TCP_Z_M = 0.13  # tool point beyond the flange (link6 origin), centre of the pads
 PAD_SIZE_M = (0.03, 0.02, 0.005)  # length (along z), width (along x), thickness (along y)
 LINK_MASS_KG = [0.71, 1.02, 0.50, 0.38, 0.38, 0.45]
-ARM_BASES = {"piper": {"": (0.0, 0.0)}, "piper_dual": {"left_": (0.0, 0.25), "right_": (0.0, -0.25)}}
+ARM_BASES = {
+    "piper": {"": (0.0, 0.0)},
+    "piper_dual": {"left_": (0.0, 0.25), "right_": (0.0, -0.25)},
+}
 # head RGB-D camera (position, look-at target) [m]. Dual rig: high, centred behind the two arms,
 # as on the AgileX dual-arm rig. Single arm: on a stand at the far end of the table looking back
 # at the robot, so the arm's ready pose never hides the objects in front of it.
-HEAD_CAMERA_M = {"piper": ((0.80, 0.0, 0.90), (0.30, 0.0, 0.0)),
-                 "piper_dual": ((0.0, 0.0, 1.0), (0.42, 0.0, 0.0))}
+HEAD_CAMERA_M = {
+    "piper": ((0.80, 0.0, 0.90), (0.30, 0.0, 0.0)),
+    "piper_dual": ((0.0, 0.0, 1.0), (0.42, 0.0, 0.0)),
+}
 HEAD_FOVY_DEG = 58.0
 WRIST_FOVY_DEG = 70.0
 WRIST_CAM_POS_M = (-0.055, 0.0, 0.05)  # in the link6 frame
 WRIST_CAM_TARGET_M = (0.0, 0.0, 0.20)
-HOME_Q_DEG = [0.0, 80.0, -55.0, 0.0, 70.0, 0.0]  # ready pose: tool pointing straight down at (0.23, 0, 0.11)
+HOME_Q_DEG = [
+    0.0,
+    80.0,
+    -55.0,
+    0.0,
+    70.0,
+    0.0,
+]  # ready pose: tool pointing straight down at (0.23, 0, 0.11)
 
 
 def rot_x(a: float) -> np.ndarray:
@@ -77,8 +89,14 @@ def dh_origin(i: int) -> np.ndarray:
 def quat_of(r: np.ndarray) -> np.ndarray:
     w = math.sqrt(max(0.0, 1 + r[0, 0] + r[1, 1] + r[2, 2])) / 2
     if w > 1e-6:
-        q = np.array([w, (r[2, 1] - r[1, 2]) / (4 * w), (r[0, 2] - r[2, 0]) / (4 * w),
-                      (r[1, 0] - r[0, 1]) / (4 * w)])
+        q = np.array(
+            [
+                w,
+                (r[2, 1] - r[1, 2]) / (4 * w),
+                (r[0, 2] - r[2, 0]) / (4 * w),
+                (r[1, 0] - r[0, 1]) / (4 * w),
+            ]
+        )
     else:
         i = int(np.argmax(np.diag(r)))
         j, k = (i + 1) % 3, (i + 2) % 3
@@ -101,7 +119,9 @@ def rpy_of(r: np.ndarray) -> tuple[float, float, float]:
     return roll, pitch, yaw
 
 
-def look_at_axes(pos: np.ndarray, target: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def look_at_axes(
+    pos: np.ndarray, target: np.ndarray, up: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """MuJoCo camera x (right) and y (up) axes for a camera at ``pos`` looking at ``target``."""
     f = target - pos
     f = f / np.linalg.norm(f)
@@ -132,20 +152,32 @@ def mjcf_arm(p: str, base_xy: tuple[float, float], indent: str) -> str:
     out: list[str] = []
     ind = indent
     out.append(f'{ind}<body name="{p}base_link" pos="{base_xy[0]} {base_xy[1]} 0">')
-    out.append(f'{ind}  <geom class="robot" type="cylinder" size="0.055 0.03" pos="0 0 0.03" material="dark"/>')
+    out.append(
+        f'{ind}  <geom class="robot" type="cylinder" size="0.055 0.03" pos="0 0 0.03" material="dark"/>'
+    )
     segs = link_segments()
     for i in range(6):
         ind += "  "
         t = dh_origin(i)
-        out.append(f'{ind}<body name="{p}link{i + 1}" pos="{fmt(t[:3, 3])}" quat="{fmt(quat_of(t[:3, :3]))}" gravcomp="1">')
-        out.append(f'{ind}  <inertial pos="0 0 0" mass="{LINK_MASS_KG[i]}" diaginertia="0.002 0.002 0.002"/>')
-        out.append(f'{ind}  <joint name="{p}joint{i + 1}" class="arm" range="{math.radians(LOWER_DEG[i]):.6f} {math.radians(UPPER_DEG[i]):.6f}"/>')
+        out.append(
+            f'{ind}<body name="{p}link{i + 1}" pos="{fmt(t[:3, 3])}" quat="{fmt(quat_of(t[:3, :3]))}" gravcomp="1">'
+        )
+        out.append(
+            f'{ind}  <inertial pos="0 0 0" mass="{LINK_MASS_KG[i]}" diaginertia="0.002 0.002 0.002"/>'
+        )
+        out.append(
+            f'{ind}  <joint name="{p}joint{i + 1}" class="arm" range="{math.radians(LOWER_DEG[i]):.6f} {math.radians(UPPER_DEG[i]):.6f}"/>'
+        )
         if i < 5:
             a, b, r = segs[i]
             if np.allclose(a, b):
-                out.append(f'{ind}  <geom class="robot" type="sphere" size="{r}" material="{"grey" if i % 2 else "white"}"/>')
+                out.append(
+                    f'{ind}  <geom class="robot" type="sphere" size="{r}" material="{"grey" if i % 2 else "white"}"/>'
+                )
             else:
-                out.append(f'{ind}  <geom class="robot" type="capsule" size="{r}" fromto="{fmt(a)} {fmt(b)}" material="{"grey" if i % 2 else "white"}"/>')
+                out.append(
+                    f'{ind}  <geom class="robot" type="capsule" size="{r}" fromto="{fmt(a)} {fmt(b)}" material="{"grey" if i % 2 else "white"}"/>'
+                )
     # gripper on link6 (flange at the link6 origin, z out of the flange)
     g = ind + "  "
     px, py, pz = PAD_SIZE_M[1] / 2, PAD_SIZE_M[2] / 2, PAD_SIZE_M[0] / 2
@@ -153,9 +185,15 @@ def mjcf_arm(p: str, base_xy: tuple[float, float], indent: str) -> str:
         f'{g}<geom name="{p}gripper_housing" class="robot" type="box" size="0.025 0.048 0.04" pos="0 0 0.04" material="dark"/>',
         f'{g}<site name="{p}tcp" pos="0 0 {TCP_Z_M}" size="0.005" rgba="1 0 0 0.5" group="4"/>',
     ]
-    wx, wy = look_at_axes(np.array(WRIST_CAM_POS_M), np.array(WRIST_CAM_TARGET_M), np.array([-1.0, 0, 0]))
-    out.append(f'{g}<camera name="{p}wrist" pos="{fmt(WRIST_CAM_POS_M)}" xyaxes="{fmt(wx)} {fmt(wy)}" fovy="{WRIST_FOVY_DEG}"/>')
-    out.append(f'{g}<geom class="robot" type="box" size="0.012 0.012 0.012" pos="{fmt(np.array(WRIST_CAM_POS_M) + [0.0, 0.0, -0.012])}" material="dark"/>')
+    wx, wy = look_at_axes(
+        np.array(WRIST_CAM_POS_M), np.array(WRIST_CAM_TARGET_M), np.array([-1.0, 0, 0])
+    )
+    out.append(
+        f'{g}<camera name="{p}wrist" pos="{fmt(WRIST_CAM_POS_M)}" xyaxes="{fmt(wx)} {fmt(wy)}" fovy="{WRIST_FOVY_DEG}"/>'
+    )
+    out.append(
+        f'{g}<geom class="robot" type="box" size="0.012 0.012 0.012" pos="{fmt(np.array(WRIST_CAM_POS_M) + [0.0, 0.0, -0.012])}" material="dark"/>'
+    )
     for side, sign in (("left", 1), ("right", -1)):
         out += [
             f'{g}<body name="{p}finger_{side}" pos="0 0 0" gravcomp="1">',
@@ -189,16 +227,24 @@ def mjcf_rig(rig: str) -> str:
     act = []
     for p in prefixes:
         for i in range(6):
-            act.append(f'    <position name="{p}joint{i + 1}" joint="{p}joint{i + 1}" kp="{KP[i]}" dampratio="1" forcerange="{-EFFORT_NM[i]} {EFFORT_NM[i]}" ctrlrange="{math.radians(LOWER_DEG[i]):.6f} {math.radians(UPPER_DEG[i]):.6f}"/>')
+            act.append(
+                f'    <position name="{p}joint{i + 1}" joint="{p}joint{i + 1}" kp="{KP[i]}" dampratio="1" forcerange="{-EFFORT_NM[i]} {EFFORT_NM[i]}" ctrlrange="{math.radians(LOWER_DEG[i]):.6f} {math.radians(UPPER_DEG[i]):.6f}"/>'
+            )
         for f in ("finger_left", "finger_right"):
-            act.append(f'    <position name="{p}{f}" joint="{p}{f}" kp="600" dampratio="1" forcerange="-12 12" ctrlrange="0 {FINGER_STROKE_M}"/>')
+            act.append(
+                f'    <position name="{p}{f}" joint="{p}{f}" kp="600" dampratio="1" forcerange="-12 12" ctrlrange="0 {FINGER_STROKE_M}"/>'
+            )
     # net external contact force on each arm (world frame, sign: force exerted by the arm)
     # and the number of contacts on each pad (cheap "anything touching?" checks)
     sensors = []
     for p in prefixes:
-        sensors.append(f'    <contact name="{p}arm_force" subtree1="{p}link1" data="found force" reduce="netforce" num="1"/>')
+        sensors.append(
+            f'    <contact name="{p}arm_force" subtree1="{p}link1" data="found force" reduce="netforce" num="1"/>'
+        )
         for side in ("left", "right"):
-            sensors.append(f'    <contact name="{p}pad_{side}_touch" geom1="{p}pad_{side}" data="found" num="1"/>')
+            sensors.append(
+                f'    <contact name="{p}pad_{side}_touch" geom1="{p}pad_{side}" data="found" num="1"/>'
+            )
     home = home_keyframe(rig)
     return f"""<mujoco model="{rig}">
   <!-- Generated by captain_ros/data/urdf/generate.py from AgileX PiPER published kinematics. Do not edit. -->
@@ -281,17 +327,21 @@ def fk_tcp(q: np.ndarray) -> np.ndarray:
 
 # --- URDF -------------------------------------------------------------------------------------
 def urdf_arm(p: str, parent: str, base_xy: tuple[float, float]) -> str:
-    out = [f'  <joint name="{p}base_mount" type="fixed"><parent link="{parent}"/><child link="{p}base_link"/>'
-           f'<origin xyz="{base_xy[0]} {base_xy[1]} 0" rpy="0 0 0"/></joint>',
-           f'  <link name="{p}base_link"><visual><origin xyz="0 0 0.03"/><geometry><cylinder radius="0.055" length="0.06"/></geometry></visual></link>']
+    out = [
+        f'  <joint name="{p}base_mount" type="fixed"><parent link="{parent}"/><child link="{p}base_link"/>'
+        f'<origin xyz="{base_xy[0]} {base_xy[1]} 0" rpy="0 0 0"/></joint>',
+        f'  <link name="{p}base_link"><visual><origin xyz="0 0 0.03"/><geometry><cylinder radius="0.055" length="0.06"/></geometry></visual></link>',
+    ]
     segs = link_segments()
     prev = f"{p}base_link"
     for i in range(6):
         t = dh_origin(i)
         rpy = rpy_of(t[:3, :3])
-        out.append(f'  <joint name="{p}joint{i + 1}" type="revolute"><parent link="{prev}"/><child link="{p}link{i + 1}"/>'
-                   f'<origin xyz="{fmt(t[:3, 3])}" rpy="{fmt(rpy)}"/><axis xyz="0 0 1"/>'
-                   f'<limit lower="{math.radians(LOWER_DEG[i]):.6f}" upper="{math.radians(UPPER_DEG[i]):.6f}" effort="{EFFORT_NM[i]}" velocity="{MAX_VEL_RAD_S[i]}"/></joint>')
+        out.append(
+            f'  <joint name="{p}joint{i + 1}" type="revolute"><parent link="{prev}"/><child link="{p}link{i + 1}"/>'
+            f'<origin xyz="{fmt(t[:3, 3])}" rpy="{fmt(rpy)}"/><axis xyz="0 0 1"/>'
+            f'<limit lower="{math.radians(LOWER_DEG[i]):.6f}" upper="{math.radians(UPPER_DEG[i]):.6f}" effort="{EFFORT_NM[i]}" velocity="{MAX_VEL_RAD_S[i]}"/></joint>'
+        )
         geo = ""
         if i < 5:
             a, b, r = segs[i]
@@ -302,22 +352,38 @@ def urdf_arm(p: str, parent: str, base_xy: tuple[float, float]) -> str:
                 mid = (a + b) / 2
                 z = (b - a) / length
                 rr = np.eye(3) if abs(z[2]) > 0.999999 else _frame_with_z(z)
-                geo = (f'<collision><origin xyz="{fmt(mid)}" rpy="{fmt(rpy_of(rr))}"/>'
-                       f'<geometry><cylinder radius="{r}" length="{length:.6f}"/></geometry></collision>')
-        out.append(f'  <link name="{p}link{i + 1}"><inertial><mass value="{LINK_MASS_KG[i]}"/>'
-                   f'<inertia ixx="0.002" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.002"/></inertial>{geo}</link>')
+                geo = (
+                    f'<collision><origin xyz="{fmt(mid)}" rpy="{fmt(rpy_of(rr))}"/>'
+                    f'<geometry><cylinder radius="{r}" length="{length:.6f}"/></geometry></collision>'
+                )
+        out.append(
+            f'  <link name="{p}link{i + 1}"><inertial><mass value="{LINK_MASS_KG[i]}"/>'
+            f'<inertia ixx="0.002" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.002"/></inertial>{geo}</link>'
+        )
         prev = f"{p}link{i + 1}"
     for side, sign in (("left", 1), ("right", -1)):
-        out.append(f'  <joint name="{p}finger_{side}" type="prismatic"><parent link="{p}link6"/><child link="{p}finger_{side}"/>'
-                   f'<origin xyz="0 0 0" rpy="0 0 0"/><axis xyz="0 {sign} 0"/><limit lower="0" upper="{FINGER_STROKE_M}" effort="12" velocity="0.1"/></joint>')
-        out.append(f'  <link name="{p}finger_{side}"><collision><origin xyz="0 {sign * PAD_SIZE_M[2] / 2} {TCP_Z_M}"/>'
-                   f'<geometry><box size="{PAD_SIZE_M[1]} {PAD_SIZE_M[2]} {PAD_SIZE_M[0]}"/></geometry></collision></link>')
-    out.append(f'  <joint name="{p}tcp_joint" type="fixed"><parent link="{p}link6"/><child link="{p}tcp"/><origin xyz="0 0 {TCP_Z_M}" rpy="0 0 0"/></joint>')
+        out.append(
+            f'  <joint name="{p}finger_{side}" type="prismatic"><parent link="{p}link6"/><child link="{p}finger_{side}"/>'
+            f'<origin xyz="0 0 0" rpy="0 0 0"/><axis xyz="0 {sign} 0"/><limit lower="0" upper="{FINGER_STROKE_M}" effort="12" velocity="0.1"/></joint>'
+        )
+        out.append(
+            f'  <link name="{p}finger_{side}"><collision><origin xyz="0 {sign * PAD_SIZE_M[2] / 2} {TCP_Z_M}"/>'
+            f'<geometry><box size="{PAD_SIZE_M[1]} {PAD_SIZE_M[2]} {PAD_SIZE_M[0]}"/></geometry></collision></link>'
+        )
+    out.append(
+        f'  <joint name="{p}tcp_joint" type="fixed"><parent link="{p}link6"/><child link="{p}tcp"/><origin xyz="0 0 {TCP_Z_M}" rpy="0 0 0"/></joint>'
+    )
     out.append(f'  <link name="{p}tcp"/>')
-    wx, wy = look_at_axes(np.array(WRIST_CAM_POS_M), np.array(WRIST_CAM_TARGET_M), np.array([-1.0, 0, 0]))
-    r_opt = np.column_stack([wx, -wy, np.cross(wx, -wy)])  # optical frame: x right, y down, z forward
-    out.append(f'  <joint name="{p}wrist_camera_joint" type="fixed"><parent link="{p}link6"/><child link="{p}wrist_optical_frame"/>'
-               f'<origin xyz="{fmt(WRIST_CAM_POS_M)}" rpy="{fmt(rpy_of(r_opt))}"/></joint>')
+    wx, wy = look_at_axes(
+        np.array(WRIST_CAM_POS_M), np.array(WRIST_CAM_TARGET_M), np.array([-1.0, 0, 0])
+    )
+    r_opt = np.column_stack(
+        [wx, -wy, np.cross(wx, -wy)]
+    )  # optical frame: x right, y down, z forward
+    out.append(
+        f'  <joint name="{p}wrist_camera_joint" type="fixed"><parent link="{p}link6"/><child link="{p}wrist_optical_frame"/>'
+        f'<origin xyz="{fmt(WRIST_CAM_POS_M)}" rpy="{fmt(rpy_of(r_opt))}"/></joint>'
+    )
     out.append(f'  <link name="{p}wrist_optical_frame"/>')
     return "\n".join(out)
 
