@@ -57,8 +57,15 @@ class BagObserver(EpisodeObserver):
         self.error = ""
 
     # --- helpers --------------------------------------------------------------------------------
-    def _write(self, topic: str, msgtype: str, msg: Any, stamp_s: float, depth: int = 10,
-               latched: bool = False) -> None:
+    def _write(
+        self,
+        topic: str,
+        msgtype: str,
+        msg: Any,
+        stamp_s: float,
+        depth: int = 10,
+        latched: bool = False,
+    ) -> None:
         assert self.writer is not None
         if not self.writer.has_topic(topic):
             self.writer.add_topic(topic, msgtype, LATCHED if latched else [qos(depth)])
@@ -82,29 +89,54 @@ class BagObserver(EpisodeObserver):
         m, b, now = self.msgs, self.backend, time.time()
         arms = b.spec.arm_names
         jaws = {f"{a}_jaw_opening_m": b.gripper(a).opening_m for a in arms}
-        self._known("/joint_states", m.joint_states([b.joint_state(a) for a in arms], now, jaws), now)
-        self._known("/tf", m.tf([m.transform("world", f"{a}_tcp", b.ee_pose(a), now) for a in arms]), now)
+        self._known(
+            "/joint_states", m.joint_states([b.joint_state(a) for a in arms], now, jaws), now
+        )
+        self._known(
+            "/tf", m.tf([m.transform("world", f"{a}_tcp", b.ee_pose(a), now) for a in arms]), now
+        )
         for a in arms:
-            self._write(f"/captain/wrench/{a}", "geometry_msgs/msg/WrenchStamped",
-                        m.wrench(a, b.contact_force_n(a), now), now)
+            self._write(
+                f"/captain/wrench/{a}",
+                "geometry_msgs/msg/WrenchStamped",
+                m.wrench(a, b.contact_force_n(a), now),
+                now,
+            )
 
     def _observation(self, value: dict[str, Any]) -> None:
         assert self.msgs is not None
         m, now = self.msgs, time.time()
         handle = str(value.get("handle", ""))
         cams = [str(c) for c in value.get("cameras", [])]
-        self._known("/captain/observations",
-                    m.observation(handle, cams, float(value.get("stamp_s") or 0.0), now), now)
+        self._known(
+            "/captain/observations",
+            m.observation(handle, cams, float(value.get("stamp_s") or 0.0), now),
+            now,
+        )
         if not self.images:
             return
         obs = self.service.perception.observations.get(handle)
         tfs = []
         for cam, fr in obs.frames.items():
             frame_id = optical_frame(cam)
-            self._write(f"/camera/{cam}/image_raw", "sensor_msgs/msg/Image", m.image(fr.rgb, now, frame_id), now)
-            self._write(f"/camera/{cam}/depth/image_raw", "sensor_msgs/msg/Image",
-                        m.image(fr.depth_m, now, frame_id), now)
-            self._write(f"/camera/{cam}/camera_info", "sensor_msgs/msg/CameraInfo", m.camera_info(fr, now), now)
+            self._write(
+                f"/camera/{cam}/image_raw",
+                "sensor_msgs/msg/Image",
+                m.image(fr.rgb, now, frame_id),
+                now,
+            )
+            self._write(
+                f"/camera/{cam}/depth/image_raw",
+                "sensor_msgs/msg/Image",
+                m.image(fr.depth_m, now, frame_id),
+                now,
+            )
+            self._write(
+                f"/camera/{cam}/camera_info",
+                "sensor_msgs/msg/CameraInfo",
+                m.camera_info(fr, now),
+                now,
+            )
             tfs.append(m.transform("world", frame_id, Pose.from_matrix(fr.world_from_camera), now))
         self._known("/tf", m.tf(tfs), now)
 
@@ -117,13 +149,31 @@ class BagObserver(EpisodeObserver):
         self.episode_id = f"{info.task}_{info.seed}"
         now = time.time()
         m = self.msgs
-        self._guard("start", self._known, "/captain/episode_events",
-                    m.episode_event(self.episode_id, "start", {"task": info.task, "seed": info.seed,
-                                                               "out_dir": info.out_dir}, now), now)
+        self._guard(
+            "start",
+            self._known,
+            "/captain/episode_events",
+            m.episode_event(
+                self.episode_id,
+                "start",
+                {"task": info.task, "seed": info.seed, "out_dir": info.out_dir},
+                now,
+            ),
+            now,
+        )
         spec = self.backend.spec
-        self._guard("tf_static", self._write, "/tf_static", "tf2_msgs/msg/TFMessage",
-                    m.tf([m.transform("world", f"{a.name}_base_link", a.base_pose, now) for a in spec.arms]),
-                    now, 1, True)
+        self._guard(
+            "tf_static",
+            self._write,
+            "/tf_static",
+            "tf2_msgs/msg/TFMessage",
+            m.tf(
+                [m.transform("world", f"{a.name}_base_link", a.base_pose, now) for a in spec.arms]
+            ),
+            now,
+            1,
+            True,
+        )
 
     def before_request(self, t: int) -> None:
         self._guard("state", self._state)
@@ -131,9 +181,15 @@ class BagObserver(EpisodeObserver):
     def on_call(self, event: CallEvent) -> None:
         assert self.msgs is not None
         now = time.time()
-        msg = self.msgs.receipt(event.result, event.name, episode_id=self.episode_id,
-                                request_index=event.request, call_index=event.index, stamp_s=now,
-                                duration_s=event.duration_s)
+        msg = self.msgs.receipt(
+            event.result,
+            event.name,
+            episode_id=self.episode_id,
+            request_index=event.request,
+            call_index=event.index,
+            stamp_s=now,
+            duration_s=event.duration_s,
+        )
         self._guard("receipt", self._known, "/captain/receipts", msg, now)
         value = event.result.value if isinstance(event.result.value, dict) else {}
         if event.name == "observe" and event.result.success and "handle" in value:
@@ -143,13 +199,26 @@ class BagObserver(EpisodeObserver):
     def on_privileged(self, line: dict[str, Any]) -> None:
         assert self.msgs is not None
         now = time.time()
-        self._guard("privileged", self._known, "/captain/privileged", self.msgs.string(json.dumps(line)), now)
+        self._guard(
+            "privileged",
+            self._known,
+            "/captain/privileged",
+            self.msgs.string(json.dumps(line)),
+            now,
+        )
 
     def on_trajectory(self, line: dict[str, Any]) -> None:
         assert self.msgs is not None
         now = time.time()
-        self._guard("trajectory", self._write, TRAJECTORY_TOPIC, "std_msgs/msg/String",
-                    self.msgs.string(json.dumps(line, default=str)), now, 100)
+        self._guard(
+            "trajectory",
+            self._write,
+            TRAJECTORY_TOPIC,
+            "std_msgs/msg/String",
+            self.msgs.string(json.dumps(line, default=str)),
+            now,
+            100,
+        )
 
     def on_request(self, t: int, entry: dict[str, Any]) -> None:
         self._guard("flush", self.writer.flush if self.writer else (lambda: None))
@@ -160,8 +229,13 @@ class BagObserver(EpisodeObserver):
             return record
         assert self.msgs is not None
         now = time.time()
-        self._guard("end", self._known, "/captain/episode_events",
-                    self.msgs.episode_event(self.episode_id, "end", record.to_dict(), now), now)
+        self._guard(
+            "end",
+            self._known,
+            "/captain/episode_events",
+            self.msgs.episode_event(self.episode_id, "end", record.to_dict(), now),
+            now,
+        )
         try:
             self.writer.close()
         except Exception as exc:  # noqa: BLE001

@@ -42,16 +42,31 @@ class ProgressObserver(EpisodeObserver):
         self.on_event("request", {"t": t})
 
     def on_reply(self, t: int, reply: PolicyReply) -> None:
-        self.on_event("reply", {"t": t, "reasoning": reply.reasoning or reply.content,
-                                "tool_calls": len(reply.tool_calls), "model_s": reply.model_s})
+        self.on_event(
+            "reply",
+            {
+                "t": t,
+                "reasoning": reply.reasoning or reply.content,
+                "tool_calls": len(reply.tool_calls),
+                "model_s": reply.model_s,
+            },
+        )
 
     def on_call(self, event: CallEvent) -> None:
         res = event.result
-        self.on_event("receipt", {"request_index": event.request, "capability": event.name,
-                                  "duration_s": event.duration_s, "success": res.success,
-                                  "executed": res.executed,
-                                  "failure_category": res.failure_category.value if res.failure_category else "",
-                                  "message": res.message, "receipt": res.receipt})
+        self.on_event(
+            "receipt",
+            {
+                "request_index": event.request,
+                "capability": event.name,
+                "duration_s": event.duration_s,
+                "success": res.success,
+                "executed": res.executed,
+                "failure_category": res.failure_category.value if res.failure_category else "",
+                "message": res.message,
+                "receipt": res.receipt,
+            },
+        )
 
 
 class RuntimeObserver(EpisodeObserver):
@@ -65,8 +80,14 @@ class RuntimeObserver(EpisodeObserver):
         import dataclasses
 
         runtime = dict(self.policy.describe())
-        return dataclasses.replace(record, extra={**record.extra, "engine": runtime.get("engine", "none"),
-                                                  "policy_runtime": runtime})
+        return dataclasses.replace(
+            record,
+            extra={
+                **record.extra,
+                "engine": runtime.get("engine", "none"),
+                "policy_runtime": runtime,
+            },
+        )
 
 
 def check_episode_args(task: str, seed: int, policy: str, backend: str | None = None) -> None:
@@ -76,13 +97,19 @@ def check_episode_args(task: str, seed: int, policy: str, backend: str | None = 
     from captain_ros.policy.factory import check_spec
     from captain_ros.tasks import get_task
 
-    get_task(task, backend).rng(seed)  # unknown task / negative seed: InvalidArgumentError, UnknownNameError
+    get_task(task, backend).rng(
+        seed
+    )  # unknown task / negative seed: InvalidArgumentError, UnknownNameError
     check_spec(policy)
 
 
-def build_robot(task_name: str, seed: int, backend_name: str = "mujoco",
-                backend_options: dict[str, Any] | None = None,
-                perception: dict[str, Any] | None = None) -> tuple[Any, Any, Any]:
+def build_robot(
+    task_name: str,
+    seed: int,
+    backend_name: str = "mujoco",
+    backend_options: dict[str, Any] | None = None,
+    perception: dict[str, Any] | None = None,
+) -> tuple[Any, Any, Any]:
     """``(task, backend, RobotService)`` for one scene (``backend_options``: e.g. the PiPER's
     ``can``/``config``/``emulate``; ``perception``: the fields of
     :class:`~captain_ros.perception.models.PerceptionModels`, e.g. ``{"segmenter": "sam", ...}``)."""
@@ -104,14 +131,24 @@ def budgets_from(options: dict[str, Any]) -> Any:
     from captain_ros.harness.episode.budgets import Budgets
 
     base = Budgets.rl() if options.get("budget_mode") == "rl" else Budgets()
-    kw = {k: options[k] for k in ("max_requests", "max_wall_s", "max_physical_actions")
-          if options.get(k) is not None}
+    kw = {
+        k: options[k]
+        for k in ("max_requests", "max_wall_s", "max_physical_actions")
+        if options.get(k) is not None
+    }
     return base.replace(**kw) if kw else base
 
 
-def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backend_name: str = "mujoco",
-                out_dir: str | Path = "runs/episode", options: dict[str, Any] | None = None,
-                on_event: Event | None = None, policy: Policy | None = None) -> tuple[EpisodeSetup, Any]:
+def local_setup(
+    task_name: str,
+    seed: int,
+    policy_spec: str = "scripted",
+    backend_name: str = "mujoco",
+    out_dir: str | Path = "runs/episode",
+    options: dict[str, Any] | None = None,
+    on_event: Event | None = None,
+    policy: Policy | None = None,
+) -> tuple[EpisodeSetup, Any]:
     """The in-process :class:`EpisodeSetup` of one episode and its backend (close it after)."""
     from captain_ros.harness.episode import EpisodeOptions
     from captain_ros.harness.episode.profiles import resolve_profile
@@ -121,9 +158,12 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
 
     policy_spec, opts = expand_policy(policy_spec, dict(options or {}))  # student: its folder
     out = Path(out_dir)
-    profile = resolve_profile(opts.get("profile"), opts.get("model_folder"))  # before any model loads
-    task, backend, service = build_robot(task_name, seed, backend_name, opts.get("backend_options"),
-                                         opts.get("perception"))
+    profile = resolve_profile(
+        opts.get("profile"), opts.get("model_folder")
+    )  # before any model loads
+    task, backend, service = build_robot(
+        task_name, seed, backend_name, opts.get("backend_options"), opts.get("perception")
+    )
     try:
         pol = policy or make_policy(policy_spec, opts)
     except BaseException:
@@ -135,28 +175,46 @@ def local_setup(task_name: str, seed: int, policy_spec: str = "scripted", backen
     if opts.get("record_bag", True):
         from captain_ros.evaluation.bag import BagObserver
 
-        observers.append(BagObserver(EpisodeFiles(out).bag, service, images=bool(opts.get("bag_images", True))))
+        observers.append(
+            BagObserver(EpisodeFiles(out).bag, service, images=bool(opts.get("bag_images", True)))
+        )
     if opts.get("report", True):
         observers.append(ReportObserver(out))
     setup = EpisodeSetup(
-        task=task, seed=int(seed), robot=service, policy=pol, out_dir=out,
+        task=task,
+        seed=int(seed),
+        robot=service,
+        policy=pol,
+        out_dir=out,
         budgets=budgets_from(opts),
-        options=EpisodeOptions(policy_name=policy_spec, backend_name=backend_name,
-                               missed_finish_after=int(opts.get("missed_finish_after", 15)),
-                               profile=profile),
+        options=EpisodeOptions(
+            policy_name=policy_spec,
+            backend_name=backend_name,
+            missed_finish_after=int(opts.get("missed_finish_after", 15)),
+            profile=profile,
+        ),
         privileged=BackendPrivileged(backend) if backend_name in SIM_BACKENDS else None,
         observers=observers,
         session_config=SessionConfig(strict_sandbox=True) if opts.get("strict_sandbox") else None,
-        overwrite=bool(opts.get("overwrite", False)))
+        overwrite=bool(opts.get("overwrite", False)),
+    )
     return setup, backend
 
 
-def run_one(task_name: str, seed: int, policy_spec: str = "scripted", backend_name: str = "mujoco",
-            out_dir: str | Path = "runs/episode", options: dict[str, Any] | None = None,
-            on_event: Event | None = None, policy: Policy | None = None) -> EpisodeRecord:
+def run_one(
+    task_name: str,
+    seed: int,
+    policy_spec: str = "scripted",
+    backend_name: str = "mujoco",
+    out_dir: str | Path = "runs/episode",
+    options: dict[str, Any] | None = None,
+    on_event: Event | None = None,
+    policy: Policy | None = None,
+) -> EpisodeRecord:
     """Run one episode in this process and write its folder; returns its record."""
-    setup, backend = local_setup(task_name, seed, policy_spec, backend_name, out_dir, options,
-                                 on_event, policy)
+    setup, backend = local_setup(
+        task_name, seed, policy_spec, backend_name, out_dir, options, on_event, policy
+    )
     try:
         return setup.run()
     finally:
@@ -169,6 +227,11 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     worker_environment()
     opts = dict(job.get("options") or {})
     opts.setdefault("report", False)  # eval folders stay light; `captain report DIR` renders later
-    return run_one(job["task"], int(job["seed"]), job.get("policy", "scripted"),
-                   job.get("backend", "mujoco"), job.get("out_dir") or "runs/eval_episode",
-                   opts).to_dict()
+    return run_one(
+        job["task"],
+        int(job["seed"]),
+        job.get("policy", "scripted"),
+        job.get("backend", "mujoco"),
+        job.get("out_dir") or "runs/eval_episode",
+        opts,
+    ).to_dict()

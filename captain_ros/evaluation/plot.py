@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 
-def plot_eval(per_task: Mapping[str, Mapping[str, Any]], path: str | Path,
-              title: str = "captain eval") -> Path:
+def plot_eval(
+    per_task: Mapping[str, Mapping[str, Any]], path: str | Path, title: str = "captain eval"
+) -> Path:
     """Bar chart of host and strict success per task with Wilson 95% error bars, plus requests.
 
     Args:
@@ -21,17 +22,26 @@ def plot_eval(per_task: Mapping[str, Mapping[str, Any]], path: str | Path,
     import matplotlib.pyplot as plt
 
     tasks = list(per_task)
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(max(6.0, 1.6 * len(tasks) + 4), 4.0),
-                                  gridspec_kw={"width_ratios": [2, 1]})
+    fig, (ax, ax2) = plt.subplots(
+        1, 2, figsize=(max(6.0, 1.6 * len(tasks) + 4), 4.0), gridspec_kw={"width_ratios": [2, 1]}
+    )
     width = 0.38
-    for k, (metric, colour) in enumerate((("host_success", "#4c72b0"),
-                                          ("strict_success", "#55a868"))):
+    for k, (metric, colour) in enumerate(
+        (("host_success", "#4c72b0"), ("strict_success", "#55a868"))
+    ):
         rates = [per_task[t][metric]["rate"] for t in tasks]
         lows = [per_task[t][metric]["rate"] - per_task[t][metric]["ci_low"] for t in tasks]
         highs = [per_task[t][metric]["ci_high"] - per_task[t][metric]["rate"] for t in tasks]
         xs = [i + (k - 0.5) * width for i in range(len(tasks))]
-        ax.bar(xs, rates, width, yerr=[lows, highs], capsize=3, color=colour,
-               label=metric.replace("_", " "))
+        ax.bar(
+            xs,
+            rates,
+            width,
+            yerr=[lows, highs],
+            capsize=3,
+            color=colour,
+            label=metric.replace("_", " "),
+        )
     ax.set_xticks(range(len(tasks)))
     ax.set_xticklabels(tasks, rotation=20, ha="right")
     ax.set_ylim(0, 1.05)

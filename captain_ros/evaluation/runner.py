@@ -86,8 +86,14 @@ def _guarded(job_path: str, job: dict[str, Any]) -> dict[str, Any]:
     except BaseException as exc:  # noqa: BLE001 - a crashed episode is a result, not a crash
         if isinstance(exc, KeyboardInterrupt):
             raise
-        return EpisodeRecord.error_record(job["task"], job["seed"], job["policy"], job["backend"],
-                                            traceback.format_exc(), job.get("out_dir", "")).to_dict()
+        return EpisodeRecord.error_record(
+            job["task"],
+            job["seed"],
+            job["policy"],
+            job["backend"],
+            traceback.format_exc(),
+            job.get("out_dir", ""),
+        ).to_dict()
 
 
 def worker_environment() -> None:
@@ -111,8 +117,10 @@ def oversubscription(workers: int, env: Any = None, cores: int | None = None) ->
         return None
     if workers <= 1 or threads * workers <= cores:
         return None
-    return (f"warning: OMP_NUM_THREADS={threads} with {workers} workers is {threads * workers} "
-            f"threads on {cores} cores; unset it (workers default to 1 thread each) or lower it")
+    return (
+        f"warning: OMP_NUM_THREADS={threads} with {workers} workers is {threads * workers} "
+        f"threads on {cores} cores; unset it (workers default to 1 thread each) or lower it"
+    )
 
 
 def warn_oversubscription(workers: int) -> None:
@@ -139,8 +147,12 @@ def watch_parent() -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def run_local(jobs: Sequence[EpisodeJob], workers: int, job_path: str = DEFAULT_JOB,
-              on_result: Callable[[EpisodeRecord], None] | None = None) -> list[EpisodeRecord]:
+def run_local(
+    jobs: Sequence[EpisodeJob],
+    workers: int,
+    job_path: str = DEFAULT_JOB,
+    on_result: Callable[[EpisodeRecord], None] | None = None,
+) -> list[EpisodeRecord]:
     """Run ``jobs`` in ``workers`` spawned processes (in this process when ``workers <= 1``)."""
     results: dict[int, EpisodeRecord] = {}
     if workers <= 1:
@@ -159,8 +171,9 @@ def run_local(jobs: Sequence[EpisodeJob], workers: int, job_path: str = DEFAULT_
                 results[i] = EpisodeRecord.from_dict(fut.result())
             except BaseException as exc:  # noqa: BLE001 - a dead worker process
                 job = jobs[i]
-                results[i] = EpisodeRecord.error_record(job.task, job.seed, job.policy,
-                                                          job.backend, repr(exc), job.out_dir)
+                results[i] = EpisodeRecord.error_record(
+                    job.task, job.seed, job.policy, job.backend, repr(exc), job.out_dir
+                )
             if on_result:
                 on_result(results[i])
     return [results[i] for i in range(len(jobs))]
@@ -173,23 +186,29 @@ def submit_local(pool: Any, jobs: Sequence[EpisodeJob], job_path: str = DEFAULT_
     return [pool.submit(_guarded, job_path, asdict(job)) for job in jobs]
 
 
-def submit_ray(ray: Any, jobs: Sequence[EpisodeJob], job_path: str = DEFAULT_JOB,
-               num_cpus: float = 1.0) -> list[Any]:
+def submit_ray(
+    ray: Any, jobs: Sequence[EpisodeJob], job_path: str = DEFAULT_JOB, num_cpus: float = 1.0
+) -> list[Any]:
     """Submit ``jobs`` as Ray tasks on an initialised ``ray`` module; returns object refs."""
     remote = ray.remote(num_cpus=num_cpus, max_retries=1)(_guarded)
     return [remote.remote(job_path, asdict(job)) for job in jobs]
 
 
-def run_ray(jobs: Sequence[EpisodeJob], address: str, job_path: str = DEFAULT_JOB,
-            on_result: Callable[[EpisodeRecord], None] | None = None,
-            num_cpus: float = 1.0) -> list[EpisodeRecord]:
+def run_ray(
+    jobs: Sequence[EpisodeJob],
+    address: str,
+    job_path: str = DEFAULT_JOB,
+    on_result: Callable[[EpisodeRecord], None] | None = None,
+    num_cpus: float = 1.0,
+) -> list[EpisodeRecord]:
     """Run ``jobs`` on the Ray cluster at ``address`` (``"local"`` starts an in-process one)."""
     import ray  # only when asked for
 
     if not ray.is_initialized():
         if address == "local":
-            ray.init(num_cpus=max(1, int(num_cpus * 2)), include_dashboard=False,
-                     log_to_driver=False)
+            ray.init(
+                num_cpus=max(1, int(num_cpus * 2)), include_dashboard=False, log_to_driver=False
+            )
         else:
             ray.init(address=address, log_to_driver=False)
     refs = submit_ray(ray, jobs, job_path, num_cpus)
@@ -204,25 +223,39 @@ def run_ray(jobs: Sequence[EpisodeJob], address: str, job_path: str = DEFAULT_JO
                 results[i] = EpisodeRecord.from_dict(ray.get(ref))
             except Exception as exc:  # noqa: BLE001 - a lost node or worker
                 job = jobs[i]
-                results[i] = EpisodeRecord.error_record(job.task, job.seed, job.policy,
-                                                          job.backend, repr(exc), job.out_dir)
+                results[i] = EpisodeRecord.error_record(
+                    job.task, job.seed, job.policy, job.backend, repr(exc), job.out_dir
+                )
             if on_result:
                 on_result(results[i])
     return [results[i] for i in range(len(jobs))]
 
 
-def make_jobs(tasks: Iterable[str], seeds: Iterable[int], policy: str, backend: str,
-              out_dir: str | Path, options: dict[str, Any] | None = None) -> list[EpisodeJob]:
+def make_jobs(
+    tasks: Iterable[str],
+    seeds: Iterable[int],
+    policy: str,
+    backend: str,
+    out_dir: str | Path,
+    options: dict[str, Any] | None = None,
+) -> list[EpisodeJob]:
     """One job per (task, seed), each with its own folder ``<out>/<task>/seed_<seed>``."""
     out = Path(out_dir)
-    return [EpisodeJob(t, int(s), policy, backend, str(out / t / f"seed_{s:05d}"),
-                       dict(options or {}))
-            for t in tasks for s in seeds]
+    return [
+        EpisodeJob(t, int(s), policy, backend, str(out / t / f"seed_{s:05d}"), dict(options or {}))
+        for t in tasks
+        for s in seeds
+    ]
 
 
-def evaluate(jobs: Sequence[EpisodeJob], out_dir: str | Path, workers: int = 1,
-             ray_address: str | None = None, job_path: str = DEFAULT_JOB,
-             on_result: Callable[[EpisodeRecord], None] | None = None) -> dict[str, Any]:
+def evaluate(
+    jobs: Sequence[EpisodeJob],
+    out_dir: str | Path,
+    workers: int = 1,
+    ray_address: str | None = None,
+    job_path: str = DEFAULT_JOB,
+    on_result: Callable[[EpisodeRecord], None] | None = None,
+) -> dict[str, Any]:
     """Run ``jobs`` and write ``eval.json`` and ``eval.png`` into ``out_dir``; returns the report.
 
     Raises:
@@ -242,16 +275,22 @@ def evaluate(jobs: Sequence[EpisodeJob], out_dir: str | Path, workers: int = 1,
     policies = sorted({j.policy for j in jobs})
     backends = sorted({j.backend for j in jobs})
     report: dict[str, Any] = {
-        "jobs": len(jobs), "workers": workers, "ray_address": ray_address, "wall_s": wall,
+        "jobs": len(jobs),
+        "workers": workers,
+        "ray_address": ray_address,
+        "wall_s": wall,
         "episodes_per_hour": 3600.0 * len(episodes) / wall if wall > 0 else 0.0,
-        "policy": policies, "backend": backends,
-        "overall": aggregate(episodes), "per_task": per_task,
+        "policy": policies,
+        "backend": backends,
+        "overall": aggregate(episodes),
+        "per_task": per_task,
         "episodes": [e.to_dict() for e in episodes],
     }
     (out / "eval.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     if episodes:
-        plot_eval(per_task, out / "eval.png",
-                  title=f"{', '.join(policies)} on {', '.join(backends)}")
+        plot_eval(
+            per_task, out / "eval.png", title=f"{', '.join(policies)} on {', '.join(backends)}"
+        )
     return report
 
 

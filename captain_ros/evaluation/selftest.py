@@ -16,10 +16,18 @@ from captain_ros.harness.record.episode_record import EpisodeRecord
 def echo_job(job: dict[str, Any]) -> dict[str, Any]:
     """Return a successful placeholder summary naming the host and process it ran in."""
     ran_on = "ray" if "RAY_RAYLET_PID" in os.environ or _in_ray_worker() else "process"
-    return EpisodeRecord(job["task"], int(job["seed"]), job["policy"], job["backend"],
-                          "success_with_finish", True, True, True, out_dir=job.get("out_dir", ""),
-                          extra={"ran_on": ran_on, "host": socket.gethostname(),
-                                 "pid": os.getpid()}).to_dict()
+    return EpisodeRecord(
+        job["task"],
+        int(job["seed"]),
+        job["policy"],
+        job["backend"],
+        "success_with_finish",
+        True,
+        True,
+        True,
+        out_dir=job.get("out_dir", ""),
+        extra={"ran_on": ran_on, "host": socket.gethostname(), "pid": os.getpid()},
+    ).to_dict()
 
 
 def _in_ray_worker() -> bool:

@@ -39,12 +39,20 @@ class Proportion:
     confidence: float = 0.95
 
     def to_dict(self) -> dict[str, float | int]:
-        return {"successes": self.successes, "n": self.n, "rate": self.rate,
-                "ci_low": self.low, "ci_high": self.high, "confidence": self.confidence}
+        return {
+            "successes": self.successes,
+            "n": self.n,
+            "rate": self.rate,
+            "ci_low": self.low,
+            "ci_high": self.high,
+            "confidence": self.confidence,
+        }
 
     def __str__(self) -> str:
-        return (f"{self.successes}/{self.n} = {100 * self.rate:.1f}% "
-                f"[{100 * self.low:.1f}, {100 * self.high:.1f}]")
+        return (
+            f"{self.successes}/{self.n} = {100 * self.rate:.1f}% "
+            f"[{100 * self.low:.1f}, {100 * self.high:.1f}]"
+        )
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Proportion:
@@ -89,8 +97,14 @@ class McNemar:
     p_value: float
 
     def to_dict(self) -> dict[str, float | int]:
-        return {"n_pairs": self.n_pairs, "both": self.both, "only_a": self.only_a,
-                "only_b": self.only_b, "neither": self.neither, "p_value": self.p_value}
+        return {
+            "n_pairs": self.n_pairs,
+            "both": self.both,
+            "only_a": self.only_a,
+            "only_b": self.only_b,
+            "neither": self.neither,
+            "p_value": self.p_value,
+        }
 
 
 def mcnemar_exact_p(only_a: int, only_b: int) -> float:
@@ -109,8 +123,9 @@ def mcnemar_exact_p(only_a: int, only_b: int) -> float:
 def mcnemar(outcomes_a: Sequence[bool], outcomes_b: Sequence[bool]) -> McNemar:
     """Paired comparison of two runs over the same seeds (equal-length outcome vectors)."""
     if len(outcomes_a) != len(outcomes_b):
-        raise ValueError(f"paired outcomes must have equal length ({len(outcomes_a)} vs "
-                         f"{len(outcomes_b)})")
+        raise ValueError(
+            f"paired outcomes must have equal length ({len(outcomes_a)} vs {len(outcomes_b)})"
+        )
     both = sum(1 for a, b in zip(outcomes_a, outcomes_b, strict=True) if a and b)
     only_a = sum(1 for a, b in zip(outcomes_a, outcomes_b, strict=True) if a and not b)
     only_b = sum(1 for a, b in zip(outcomes_a, outcomes_b, strict=True) if b and not a)
@@ -123,8 +138,14 @@ def describe(values: Sequence[float]) -> dict[str, float]:
     if not values:
         return {"n": 0, "mean": 0.0, "median": 0.0, "p95": 0.0, "min": 0.0, "max": 0.0}
     xs = sorted(float(v) for v in values)
-    return {"n": len(xs), "mean": sum(xs) / len(xs), "median": _quantile(xs, 0.5),
-            "p95": _quantile(xs, 0.95), "min": xs[0], "max": xs[-1]}
+    return {
+        "n": len(xs),
+        "mean": sum(xs) / len(xs),
+        "median": _quantile(xs, 0.5),
+        "p95": _quantile(xs, 0.95),
+        "min": xs[0],
+        "max": xs[-1],
+    }
 
 
 def _quantile(sorted_xs: Sequence[float], q: float) -> float:

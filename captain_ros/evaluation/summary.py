@@ -39,15 +39,22 @@ def aggregate(episodes: Sequence[EpisodeRecord]) -> dict[str, Any]:
         "physical_actions_per_episode": describe([e.physical_actions for e in episodes]),
         "wall_s_per_episode": describe([e.wall_s for e in episodes]),
         "harness_overhead_per_request_s": describe(
-            [e.harness_overhead_per_request_s for e in episodes if e.requests]),
-        "time_split_s": {"model": sum(e.model_s for e in episodes),
-                         "harness": sum(e.harness_s for e in episodes),
-                         "backend": sum(e.backend_s for e in episodes),
-                         "requests": total_requests},
-        "tokens": {"prompt": sum(e.prompt_tokens for e in episodes),
-                   "completion": sum(e.completion_tokens for e in episodes)},
-        "milestones_mean": (sum(e.milestones for e in episodes if e.milestones is not None)
-                            / max(1, sum(e.milestones is not None for e in episodes))),
+            [e.harness_overhead_per_request_s for e in episodes if e.requests]
+        ),
+        "time_split_s": {
+            "model": sum(e.model_s for e in episodes),
+            "harness": sum(e.harness_s for e in episodes),
+            "backend": sum(e.backend_s for e in episodes),
+            "requests": total_requests,
+        },
+        "tokens": {
+            "prompt": sum(e.prompt_tokens for e in episodes),
+            "completion": sum(e.completion_tokens for e in episodes),
+        },
+        "milestones_mean": (
+            sum(e.milestones for e in episodes if e.milestones is not None)
+            / max(1, sum(e.milestones is not None for e in episodes))
+        ),
     }
 
 
@@ -57,8 +64,9 @@ def by_task(episodes: Sequence[EpisodeRecord]) -> dict[str, dict[str, Any]]:
     return {t: aggregate([e for e in episodes if e.task == t]) for t in tasks}
 
 
-def compare(run_a: Sequence[EpisodeRecord], run_b: Sequence[EpisodeRecord],
-            metric: str = "strict_success") -> dict[str, Any]:
+def compare(
+    run_a: Sequence[EpisodeRecord], run_b: Sequence[EpisodeRecord], metric: str = "strict_success"
+) -> dict[str, Any]:
     """Paired comparison of two runs on their common (task, seed) pairs (exact McNemar)."""
     if metric not in ("strict_success", "host_success"):
         raise ValueError("metric must be strict_success or host_success")
@@ -66,11 +74,15 @@ def compare(run_a: Sequence[EpisodeRecord], run_b: Sequence[EpisodeRecord],
     b = {(e.task, e.seed): bool(getattr(e, metric)) for e in run_b}
     keys = sorted(set(a) & set(b))
     test = mcnemar([a[k] for k in keys], [b[k] for k in keys])
-    return {"metric": metric, "paired": len(keys), "only_in_a": len(set(a) - set(b)),
-            "only_in_b": len(set(b) - set(a)),
-            "rate_a": wilson_interval(sum(a[k] for k in keys), len(keys)).to_dict(),
-            "rate_b": wilson_interval(sum(b[k] for k in keys), len(keys)).to_dict(),
-            "mcnemar": test.to_dict()}
+    return {
+        "metric": metric,
+        "paired": len(keys),
+        "only_in_a": len(set(a) - set(b)),
+        "only_in_b": len(set(b) - set(a)),
+        "rate_a": wilson_interval(sum(a[k] for k in keys), len(keys)).to_dict(),
+        "rate_b": wilson_interval(sum(b[k] for k in keys), len(keys)).to_dict(),
+        "mcnemar": test.to_dict(),
+    }
 
 
 def load_episodes(path: str | Path) -> list[EpisodeRecord]:

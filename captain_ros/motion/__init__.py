@@ -5,5 +5,12 @@ from captain_ros.motion.limits import CONTACT_FORCE_N, DEFAULT_FORCE_LIMIT_N, EM
 from captain_ros.motion.planner import PlanError
 from captain_ros.motion.service import MotionService
 
-__all__ = ["CONTACT_FORCE_N", "DEFAULT_FORCE_LIMIT_N", "EMERGENCY_FORCE_N", "IKResult", "MotionService",
-           "PlanError", "solve"]
+__all__ = [
+    "CONTACT_FORCE_N",
+    "DEFAULT_FORCE_LIMIT_N",
+    "EMERGENCY_FORCE_N",
+    "IKResult",
+    "MotionService",
+    "PlanError",
+    "solve",
+]

@@ -43,7 +43,9 @@ def jaw(value: Any, max_opening_m: float) -> float:
             return max_opening_m
         if value == "close":
             return 0.0
-        raise InvalidArgumentError(f"jaw must be 'open', 'close' or an opening in metres, got {value!r}")
+        raise InvalidArgumentError(
+            f"jaw must be 'open', 'close' or an opening in metres, got {value!r}"
+        )
     return number(value, "jaw", 0.0, max_opening_m + 1e-6, lo_open=False)
 
 

@@ -27,13 +27,25 @@ StopRule = Callable[[int, Samples], str | None]
 
 def sample(backend: Backend, arm: str, t0: float) -> MotionSample:
     """Tool pose, jaw opening [m] and contact force [N] of ``arm`` at ``backend.time_s() - t0``."""
-    return MotionSample(backend.time_s() - t0, backend.ee_pose(arm), backend.gripper(arm).opening_m,
-                        backend.contact_force_n(arm))
+    return MotionSample(
+        backend.time_s() - t0,
+        backend.ee_pose(arm),
+        backend.gripper(arm).opening_m,
+        backend.contact_force_n(arm),
+    )
 
 
-def run_ticks(backend: Backend, arms: Sequence[str], dt_s: float, guard: ForceGuard,
-              targets: Iterable[Mapping[str, np.ndarray]], *, before: StopRule | None = None,
-              after: StopRule | None = None, estop_stops: bool = True) -> Outcome:
+def run_ticks(
+    backend: Backend,
+    arms: Sequence[str],
+    dt_s: float,
+    guard: ForceGuard,
+    targets: Iterable[Mapping[str, np.ndarray]],
+    *,
+    before: StopRule | None = None,
+    after: StopRule | None = None,
+    estop_stops: bool = True,
+) -> Outcome:
     """Execute ``targets`` (one joint-target dict per tick) on ``backend``.
 
     Args:

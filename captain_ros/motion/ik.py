@@ -71,9 +71,17 @@ def _norms(e: np.ndarray) -> tuple[float, float]:
     return math.sqrt(ex * ex + ey * ey + ez * ez), math.sqrt(wx * wx + wy * wy + wz * wz)
 
 
-def solve(kin: Kinematics, target: Pose, q0: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-          max_iters: int = 100, position_only: bool = False, pos_tol_m: float = POS_TOL_M,
-          rot_tol_rad: float = ROT_TOL_RAD) -> IKResult:
+def solve(
+    kin: Kinematics,
+    target: Pose,
+    q0: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    max_iters: int = 100,
+    position_only: bool = False,
+    pos_tol_m: float = POS_TOL_M,
+    rot_tol_rad: float = ROT_TOL_RAD,
+) -> IKResult:
     """DLS iterations from ``q0`` until the residual is below ``pos_tol_m`` / ``rot_tol_rad``
     (default 1 mm / 0.01 rad)."""
     q = np.minimum(np.maximum(np.asarray(q0, dtype=float), lower), upper)

@@ -63,7 +63,10 @@ def polyline(poses: list[Pose], speed_m_s: float, dt_s: float = CONTROL_DT_S) ->
     """Resample a piecewise-linear tool path by arc length at ``speed_m_s`` (used by recover)."""
     if len(poses) < 2:
         return list(poses[-1:])
-    seg = [float(np.linalg.norm(b.position_m - a.position_m)) for a, b in zip(poses[:-1], poses[1:], strict=True)]
+    seg = [
+        float(np.linalg.norm(b.position_m - a.position_m))
+        for a, b in zip(poses[:-1], poses[1:], strict=True)
+    ]
     total = sum(seg)
     n = max(1, int(math.ceil(total / (speed_m_s * dt_s) - 1e-9)))
     out: list[Pose] = []
@@ -75,9 +78,18 @@ def polyline(poses: list[Pose], speed_m_s: float, dt_s: float = CONTROL_DT_S) ->
             i += 1
         u = 1.0 if seg[i] <= 1e-12 else min(1.0, (s - acc) / seg[i])
         a, b = poses[i], poses[i + 1]
-        out.append(Pose(a.position_m + u * (b.position_m - a.position_m), slerp(a.quat_wxyz, b.quat_wxyz, u)))
+        out.append(
+            Pose(
+                a.position_m + u * (b.position_m - a.position_m), slerp(a.quat_wxyz, b.quat_wxyz, u)
+            )
+        )
     return out
 
 
 def path_length_m(poses: list[Pose]) -> float:
-    return float(sum(np.linalg.norm(b.position_m - a.position_m) for a, b in zip(poses[:-1], poses[1:], strict=True)))
+    return float(
+        sum(
+            np.linalg.norm(b.position_m - a.position_m)
+            for a, b in zip(poses[:-1], poses[1:], strict=True)
+        )
+    )

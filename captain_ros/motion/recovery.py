@@ -10,7 +10,9 @@ from captain_ros.core.geometry import Pose
 from captain_ros.motion import path
 
 
-def reverse_path(history: Sequence[Pose], current: Pose, distance_m: float) -> tuple[list[Pose], int, float]:
+def reverse_path(
+    history: Sequence[Pose], current: Pose, distance_m: float
+) -> tuple[list[Pose], int, float]:
     """Walk back from ``current`` along ``history`` (oldest first) for up to ``distance_m`` [m].
 
     Returns ``(poses, cut, walked_m)``: the reversed poses starting at ``current`` (the last one

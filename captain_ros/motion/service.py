@@ -79,9 +79,12 @@ class MotionService:
     def history_state(self) -> dict[str, Any]:
         """The executed-trajectory memory (what ``recover`` and ``read_motion_trajectory`` use),
         for a decision-point snapshot of the whole episode; samples are frozen, lists are copied."""
-        return {"last": {a: list(v) for a, v in self._last.items()},
-                "recover_path": {a: list(v) for a, v in self._recover_path.items()},
-                "last_arm": self._last_arm, "clock_s": self._clock_s}
+        return {
+            "last": {a: list(v) for a, v in self._last.items()},
+            "recover_path": {a: list(v) for a, v in self._recover_path.items()},
+            "last_arm": self._last_arm,
+            "clock_s": self._clock_s,
+        }
 
     def restore_history_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`history_state` (after ``backend.restore`` to the same instant)."""
@@ -106,7 +109,9 @@ class MotionService:
 
     def _guard(self, mode: str, force_limit_n: float | None, baseline_n: float = 0.0) -> ForceGuard:
         stop = CONTACT_FORCE_N if mode == "guarded" else (force_limit_n or DEFAULT_FORCE_LIMIT_N)
-        return ForceGuard(stop_force_n=stop, emergency_force_n=EMERGENCY_FORCE_N, baseline_n=baseline_n)
+        return ForceGuard(
+            stop_force_n=stop, emergency_force_n=EMERGENCY_FORCE_N, baseline_n=baseline_n
+        )
 
     def _refuse_if_estopped(self) -> None:
         if self.backend.estopped:
@@ -125,8 +130,10 @@ class MotionService:
         steps += [{a: p.q[-1] for a, p in plans.items()}] * 15
 
         def settled(k: int, _samples: Samples) -> str | None:
-            done = k >= n and all(np.linalg.norm(b.ee_pose(a).position_m - p.goal.position_m) < SETTLE_TOL_M
-                                  for a, p in plans.items())
+            done = k >= n and all(
+                np.linalg.norm(b.ee_pose(a).position_m - p.goal.position_m) < SETTLE_TOL_M
+                for a, p in plans.items()
+            )
             return "reached" if done else None
 
         out = run_ticks(b, list(plans), self.dt_s, guard, steps, before=settled)
@@ -143,29 +150,42 @@ class MotionService:
     def _goal(self, arm: str, position: Any, orientation: Any) -> tuple[Pose, Pose]:
         start = self.backend.ee_pose(arm)
         p = start.position_m if position is None else args.position(position, f"position[{arm}]")
-        q = start.quat_wxyz if orientation is None else args.orientation(orientation, f"orientation[{arm}]")
+        q = (
+            start.quat_wxyz
+            if orientation is None
+            else args.orientation(orientation, f"orientation[{arm}]")
+        )
         return start, Pose(p, q)
 
-    def _plan(self, goals: dict[str, tuple[Pose, Pose]], speed_m_s: float,
-              duration_s: float | None) -> dict[str, ArmPlan]:
+    def _plan(
+        self, goals: dict[str, tuple[Pose, Pose]], speed_m_s: float, duration_s: float | None
+    ) -> dict[str, ArmPlan]:
         for a, (_s, g) in goals.items():  # before any work proportional to the distance
             check_workspace(self.backend, a, g.position_m)
         dur = duration_s or max(path.sweep_duration_s(s, g, speed_m_s) for s, g in goals.values())
         if dur > path.MAX_SWEEP_S:
             raise InvalidArgumentError(
                 f"at speed_m_s={speed_m_s:.3g} this sweep would take {dur:.3g} s, more than "
-                f"{path.MAX_SWEEP_S:.0f} s; raise speed_m_s (or give duration_s)")
-        plans = {a: plan_sweep(self.backend, a, g, path.sweep(s, g, dur, self.dt_s), s)
-                 for a, (s, g) in goals.items()}
+                f"{path.MAX_SWEEP_S:.0f} s; raise speed_m_s (or give duration_s)"
+            )
+        plans = {
+            a: plan_sweep(self.backend, a, g, path.sweep(s, g, dur, self.dt_s), s)
+            for a, (s, g) in goals.items()
+        }
         ratio = max(self._velocity_ratio(p) for p in plans.values())
         if ratio > 1.0:  # too fast for the joint velocity limits: stretch the sweep in time
             dur = dur * ratio * 1.05
             if dur > path.MAX_STRETCHED_SWEEP_S:
-                raise PlanError(FailureCategory.UNREACHABLE,
-                                f"the joint velocity limits would stretch this sweep to {dur:.0f} s; go "
-                                "through an intermediate pose", duration_s=round(dur, 1))
-            plans = {a: plan_sweep(self.backend, a, g, path.sweep(s, g, dur, self.dt_s), s)
-                     for a, (s, g) in goals.items()}
+                raise PlanError(
+                    FailureCategory.UNREACHABLE,
+                    f"the joint velocity limits would stretch this sweep to {dur:.0f} s; go "
+                    "through an intermediate pose",
+                    duration_s=round(dur, 1),
+                )
+            plans = {
+                a: plan_sweep(self.backend, a, g, path.sweep(s, g, dur, self.dt_s), s)
+                for a, (s, g) in goals.items()
+            }
             for p in plans.values():
                 p.diagnostics["duration_stretched_to_s"] = round(dur, 3)
         ignored = check_collisions(self.backend, plans)
@@ -175,26 +195,50 @@ class MotionService:
 
     # --- API ------------------------------------------------------------------------------------
     @_physical
-    def move_to(self, position: Any = None, orientation: Any = None, jaw: Any = None, arm: Any = None,
-                speed_m_s: Any = 0.05, duration_s: Any = None, mode: Any = "guarded",
-                force_limit_n: Any = None) -> Result:
+    def move_to(
+        self,
+        position: Any = None,
+        orientation: Any = None,
+        jaw: Any = None,
+        arm: Any = None,
+        speed_m_s: Any = 0.05,
+        duration_s: Any = None,
+        mode: Any = "guarded",
+        force_limit_n: Any = None,
+    ) -> Result:
         """Move the tool to an absolute pose (straight sweep) OR set the jaw opening [m]."""
         mode = args.mode(mode)
         speed = args.number(speed_m_s, "speed_m_s", 0.0, path.MAX_SPEED_M_S)
         dur = None if duration_s is None else args.number(duration_s, "duration_s", 0.0, 60.0)
-        flim = None if force_limit_n is None else args.number(force_limit_n, "force_limit_n", 0.0, EMERGENCY_FORCE_N)
+        flim = (
+            None
+            if force_limit_n is None
+            else args.number(force_limit_n, "force_limit_n", 0.0, EMERGENCY_FORCE_N)
+        )
         if jaw is not None and (position is not None or orientation is not None):
-            raise InvalidArgumentError("give either a pose (position/orientation) or a jaw command, not both")
+            raise InvalidArgumentError(
+                "give either a pose (position/orientation) or a jaw command, not both"
+            )
         if jaw is None and position is None and orientation is None:
             raise InvalidArgumentError("give a position and/or orientation, or a jaw command")
         if arm == "both":
             if len(self._arm_names()) < 2 or jaw is not None:
-                raise InvalidArgumentError("arm='both' needs the dual rig and a pose dict {'left': ..., 'right': ...}")
+                raise InvalidArgumentError(
+                    "arm='both' needs the dual rig and a pose dict {'left': ..., 'right': ...}"
+                )
             if not isinstance(position, dict) or set(position) != set(self._arm_names()):
-                raise InvalidArgumentError("with arm='both', position must be {'left': [x,y,z], 'right': [x,y,z]}")
-            if orientation is not None and (not isinstance(orientation, dict) or not set(orientation) <= set(position)):
-                raise InvalidArgumentError("with arm='both', orientation must be None or {'left': q, 'right': q}")
-            goals = {a: self._goal(a, position[a], (orientation or {}).get(a)) for a in self._arm_names()}
+                raise InvalidArgumentError(
+                    "with arm='both', position must be {'left': [x,y,z], 'right': [x,y,z]}"
+                )
+            if orientation is not None and (
+                not isinstance(orientation, dict) or not set(orientation) <= set(position)
+            ):
+                raise InvalidArgumentError(
+                    "with arm='both', orientation must be None or {'left': q, 'right': q}"
+                )
+            goals = {
+                a: self._goal(a, position[a], (orientation or {}).get(a)) for a in self._arm_names()
+            }
         else:
             target = None if position is None else args.position(position)
             a = self._route(arm, target)
@@ -230,24 +274,51 @@ class MotionService:
             still = still + 1 if abs(trace[-1].jaw_m - trace[-2].jaw_m) < 5e-5 else 0
             return "blocked" if still >= 3 else None
 
-        out = run_ticks(b, [arm], self.dt_s, self._guard("manipulation", force_limit_n),
-                        itertools.repeat({}), before=timed_out, after=arrived, estop_stops=False)
+        out = run_ticks(
+            b,
+            [arm],
+            self.dt_s,
+            self._guard("manipulation", force_limit_n),
+            itertools.repeat({}),
+            before=timed_out,
+            after=arrived,
+            estop_stops=False,
+        )
         self._remember(out.samples)
         stop, peak = out.stop_reason, out.peak_force_n
         g = b.gripper(arm)
-        value_out = {"arm": arm, "stop_reason": stop, "jaw_command_m": round(cmd, 4),
-                     "jaw_before_m": round(before, 4), "jaw_after_m": round(g.opening_m, 4),
-                     "holding": g.holding, "grip_force_n": round(g.force_n, 2),
-                     "peak_force_n": round(peak, 2), "executed_distance_m": 0.0,
-                     "duration_s": round(b.time_s() - t0, 3)}
-        receipt = (f"jaw {arm}: {stop} (cmd {cmd:.3f} m), jaw {before:.3f}->{g.opening_m:.3f} m, "
-                   f"holding={g.holding}, grip {g.force_n:.1f} N, peak {peak:.1f} N")
+        value_out = {
+            "arm": arm,
+            "stop_reason": stop,
+            "jaw_command_m": round(cmd, 4),
+            "jaw_before_m": round(before, 4),
+            "jaw_after_m": round(g.opening_m, 4),
+            "holding": g.holding,
+            "grip_force_n": round(g.force_n, 2),
+            "peak_force_n": round(peak, 2),
+            "executed_distance_m": 0.0,
+            "duration_s": round(b.time_s() - t0, 3),
+        }
+        receipt = (
+            f"jaw {arm}: {stop} (cmd {cmd:.3f} m), jaw {before:.3f}->{g.opening_m:.3f} m, "
+            f"holding={g.holding}, grip {g.force_n:.1f} N, peak {peak:.1f} N"
+        )
         if stop == "force_limit":
-            return Result.fail(FailureCategory.FORCE_LIMIT, "emergency force limit tripped while moving the jaw",
-                               executed=True, value=value_out, receipt=receipt)
+            return Result.fail(
+                FailureCategory.FORCE_LIMIT,
+                "emergency force limit tripped while moving the jaw",
+                executed=True,
+                value=value_out,
+                receipt=receipt,
+            )
         if stop == "deadline":
-            return Result.fail(FailureCategory.TIMEOUT, f"{deadline.what()} passed while moving the jaw",
-                               executed=True, value=value_out, receipt=receipt)
+            return Result.fail(
+                FailureCategory.TIMEOUT,
+                f"{deadline.what()} passed while moving the jaw",
+                executed=True,
+                value=value_out,
+                receipt=receipt,
+            )
         msg = "jaw stopped on an object" if stop == "blocked" else "jaw reached its command"
         return Result.ok(msg, value_out, executed=True, receipt=receipt)
 
@@ -259,22 +330,42 @@ class MotionService:
         self._refuse_if_estopped()
         b = self.backend
         base = max(b.contact_force_n(a) for a in names)
-        guard = ForceGuard(stop_force_n=DEFAULT_FORCE_LIMIT_N, emergency_force_n=EMERGENCY_FORCE_N, baseline_n=base)
+        guard = ForceGuard(
+            stop_force_n=DEFAULT_FORCE_LIMIT_N, emergency_force_n=EMERGENCY_FORCE_N, baseline_n=base
+        )
         t0, peak, emergency = b.time_s(), 0.0, False
         n = max(1, int(round(dur / self.dt_s)))
         for _ in range(n):
             if deadline.expired():
-                value = {"arms": list(names), "duration_s": round(b.time_s() - t0, 3), "peak_force_n": round(peak, 2)}
-                return Result.fail(FailureCategory.TIMEOUT, f"{deadline.what()} passed while holding",
-                                   executed=True, value=value, receipt=f"hold: timeout after {value['duration_s']:.2f} s")
+                value = {
+                    "arms": list(names),
+                    "duration_s": round(b.time_s() - t0, 3),
+                    "peak_force_n": round(peak, 2),
+                }
+                return Result.fail(
+                    FailureCategory.TIMEOUT,
+                    f"{deadline.what()} passed while holding",
+                    executed=True,
+                    value=value,
+                    receipt=f"hold: timeout after {value['duration_s']:.2f} s",
+                )
             rep = b.servo({}, self.dt_s, guard)
             peak = max(peak, rep.peak_force_n)
             emergency = emergency or rep.emergency
-        value = {"arms": list(names), "duration_s": round(b.time_s() - t0, 3), "peak_force_n": round(peak, 2)}
+        value = {
+            "arms": list(names),
+            "duration_s": round(b.time_s() - t0, 3),
+            "peak_force_n": round(peak, 2),
+        }
         receipt = f"hold {','.join(names)}: {value['duration_s']:.2f} s, peak {peak:.1f} N"
         if emergency:
-            return Result.fail(FailureCategory.FORCE_LIMIT, "emergency force limit tripped while holding",
-                               executed=True, value=value, receipt=receipt)
+            return Result.fail(
+                FailureCategory.FORCE_LIMIT,
+                "emergency force limit tripped while holding",
+                executed=True,
+                value=value,
+                receipt=receipt,
+            )
         return Result.ok("held position", value, executed=True, receipt=receipt)
 
     @_physical
@@ -284,23 +375,37 @@ class MotionService:
         a = self._route(arm) if arm is not None else (self._last_arm or self._route(None))
         hist = self._recover_path[a]
         if len(hist) < 2:
-            return Result.fail(FailureCategory.PRECONDITION,
-                               f"no executed trajectory of arm {a!r} to reverse; use move_to to back away")
+            return Result.fail(
+                FailureCategory.PRECONDITION,
+                f"no executed trajectory of arm {a!r} to reverse; use move_to to back away",
+            )
         self._refuse_if_estopped()
         b = self.backend
         rev, cut, acc = reverse_path(hist, b.ee_pose(a), dist)
         if acc < 1e-4:
-            return Result.fail(FailureCategory.PRECONDITION, "already at the start of the last trajectory")
+            return Result.fail(
+                FailureCategory.PRECONDITION, "already at the start of the last trajectory"
+            )
         poses = path.polyline(rev, 0.05, self.dt_s)
         plan = plan_sweep(b, a, poses[-1], poses, rev[0])
         check_collisions(b, {a: plan})
-        guard = ForceGuard(stop_force_n=CONTACT_FORCE_N, emergency_force_n=EMERGENCY_FORCE_N,
-                           baseline_n=b.contact_force_n(a))
+        guard = ForceGuard(
+            stop_force_n=CONTACT_FORCE_N,
+            emergency_force_n=EMERGENCY_FORCE_N,
+            baseline_n=b.contact_force_n(a),
+        )
         jaw_before = {a: b.gripper(a).opening_m}
         out = self._execute({a: plan}, guard)
         self._recover_path[a] = hist[:cut] + [rev[-1]] if out.stop_reason == "reached" else hist
-        return motion_result(self.backend, "recover", {a: plan}, out, jaw_before, "guarded",
-                                   {"start_force_n": round(guard.baseline_n, 2)})
+        return motion_result(
+            self.backend,
+            "recover",
+            {a: plan},
+            out,
+            jaw_before,
+            "guarded",
+            {"start_force_n": round(guard.baseline_n, 2)},
+        )
 
     @_physical
     def release(self, arm: Any = None) -> Result:
@@ -312,34 +417,57 @@ class MotionService:
         else:
             a = self._route(arm)
         if not self.backend.gripper(a).holding:
-            return Result.fail(FailureCategory.PRECONDITION,
-                               f"arm {a!r} holds nothing (no object between both pads); nothing moved")
+            return Result.fail(
+                FailureCategory.PRECONDITION,
+                f"arm {a!r} holds nothing (no object between both pads); nothing moved",
+            )
         self._refuse_if_estopped()
         res = self._jaw(a, self.backend.spec.arm(a).jaw_max_opening_m, None)
         released = not self.backend.gripper(a).holding
         value = dict(res.value or {}, released=released)
         receipt = f"release {a}: released={released}; " + res.receipt
         if not released:
-            return Result.fail(FailureCategory.PRECONDITION, "the jaw opened but the object is still held",
-                               executed=True, value=value, receipt=receipt)
+            return Result.fail(
+                FailureCategory.PRECONDITION,
+                "the jaw opened but the object is still held",
+                executed=True,
+                value=value,
+                receipt=receipt,
+            )
         return Result.ok("object released", value, executed=True, receipt=receipt)
 
-    def _check(self, position: Any, orientation: Any, arm: Any, speed_m_s: float) -> tuple[str, dict[str, Any], dict[str, ArmPlan] | None]:
+    def _check(
+        self, position: Any, orientation: Any, arm: Any, speed_m_s: float
+    ) -> tuple[str, dict[str, Any], dict[str, ArmPlan] | None]:
         target = args.position(position)
         a = self._route(arm, target)
         start, goal = self._goal(a, target, orientation)
-        verdict: dict[str, Any] = {"arm": a, "distance_m": round(float(np.linalg.norm(target - start.position_m)), 4)}
+        verdict: dict[str, Any] = {
+            "arm": a,
+            "distance_m": round(float(np.linalg.norm(target - start.position_m)), 4),
+        }
         dur = path.sweep_duration_s(start, goal, speed_m_s)
         verdict["predicted_duration_s"] = round(dur, 3)
         try:
             plans = self._plan({a: (start, goal)}, speed_m_s, None)
         except PlanError as e:
-            verdict.update(feasible=False, category=e.category.value, reason=e.message,
-                           **{k: v for k, v in e.diagnostics.items() if k != "target_m"})
+            verdict.update(
+                feasible=False,
+                category=e.category.value,
+                reason=e.message,
+                **{k: v for k, v in e.diagnostics.items() if k != "target_m"},
+            )
             return a, verdict, None
         p = plans[a]
-        verdict.update(feasible=True, category=None, reachable=True, joint_limits_ok=True, collision_free=True,
-                       ik_residual_m=round(p.ik_position_error_m, 6), ik_residual_rad=round(p.ik_rotation_error_rad, 6))
+        verdict.update(
+            feasible=True,
+            category=None,
+            reachable=True,
+            joint_limits_ok=True,
+            collision_free=True,
+            ik_residual_m=round(p.ik_position_error_m, 6),
+            ik_residual_rad=round(p.ik_rotation_error_rad, 6),
+        )
         return a, verdict, plans
 
     @_readonly
@@ -354,29 +482,43 @@ class MotionService:
         return Result.ok(msg, verdict, receipt=f"check_motion {a}: {msg}"[:300])
 
     @_readonly
-    def preview_motion(self, position: Any, orientation: Any = None, arm: Any = None,
-                       speed_m_s: Any = 0.05) -> Result:
+    def preview_motion(
+        self, position: Any, orientation: Any = None, arm: Any = None, speed_m_s: Any = 0.05
+    ) -> Result:
         """Read-only: sampled waypoints, joint path, duration and minimum clearance of a sweep."""
         speed = args.number(speed_m_s, "speed_m_s", 0.0, path.MAX_SPEED_M_S)
         a, verdict, plans = self._check(position, orientation, arm, speed)
         if plans is not None:
             p = plans[a]
             idx = np.unique(np.linspace(0, len(p.q) - 1, min(10, len(p.q))).astype(int))
-            verdict["waypoints_m"] = [[round(float(v), 4) for v in p.poses[i].position_m] for i in idx]
+            verdict["waypoints_m"] = [
+                [round(float(v), 4) for v in p.poses[i].position_m] for i in idx
+            ]
             verdict["joint_path_rad"] = [[round(float(v), 4) for v in p.q[i]] for i in idx]
             kin = self.backend.kinematics(a)
             clear = getattr(kin, "clearance_m", None)
-            verdict["min_clearance_m"] = (None if clear is None else
-                                          round(min(clear({a: p.q[i]}) for i in idx), 4))
+            verdict["min_clearance_m"] = (
+                None if clear is None else round(min(clear({a: p.q[i]}) for i in idx), 4)
+            )
         msg = "feasible" if verdict["feasible"] else f"infeasible: {verdict['reason']}"
-        return Result.ok(msg, verdict, receipt=f"preview_motion {a}: {msg}, {verdict['predicted_duration_s']:.2f} s"[:300])
+        return Result.ok(
+            msg,
+            verdict,
+            receipt=f"preview_motion {a}: {msg}, {verdict['predicted_duration_s']:.2f} s"[:300],
+        )
 
     @_readonly
     def read_motion_trajectory(self, arm: Any = None, last_n: Any = 50) -> Result:
         """The last ``last_n`` samples (t, tool position, jaw, force) of the arm's last motion."""
-        if isinstance(last_n, bool) or not isinstance(last_n, (int, np.integer)) or not 1 <= last_n <= 10000:
+        if (
+            isinstance(last_n, bool)
+            or not isinstance(last_n, (int, np.integer))
+            or not 1 <= last_n <= 10000
+        ):
             raise InvalidArgumentError(f"last_n must be an integer in [1, 10000], got {last_n!r}")
         a = self._route(arm) if arm is not None else (self._last_arm or self._route(None))
-        s = self._last[a][-int(last_n):]
+        s = self._last[a][-int(last_n) :]
         value = {"arm": a, "samples": [x.to_dict() for x in s], "n_total": len(self._last[a])}
-        return Result.ok(f"{len(s)} samples", value, receipt=f"read_motion_trajectory {a}: {len(s)} samples")
+        return Result.ok(
+            f"{len(s)} samples", value, receipt=f"read_motion_trajectory {a}: {len(s)} samples"
+        )

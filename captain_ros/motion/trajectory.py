@@ -20,8 +20,12 @@ class MotionSample:
     force_n: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"t_s": round(self.t_s, 4), "position_m": [round(float(v), 5) for v in self.pose.position_m],
-                "jaw_m": round(self.jaw_m, 5), "force_n": round(self.force_n, 3)}
+        return {
+            "t_s": round(self.t_s, 4),
+            "position_m": [round(float(v), 5) for v in self.pose.position_m],
+            "jaw_m": round(self.jaw_m, 5),
+            "force_n": round(self.force_n, 3),
+        }
 
 
 @dataclass(frozen=True)
@@ -54,5 +58,9 @@ def trace(samples: list[MotionSample], max_samples: int = TRACE_MAX_SAMPLES) -> 
     keep = set(np.linspace(0, n - 1, min(n, max(max_samples - 1, 2))).round().astype(int).tolist())
     keep.add(int(np.argmax([s.force_n for s in samples])))
     picked = [samples[i].to_dict() for i in sorted(keep)]
-    return {"t_s": [p["t_s"] for p in picked], "position_m": [p["position_m"] for p in picked],
-            "jaw_m": [p["jaw_m"] for p in picked], "force_n": [p["force_n"] for p in picked]}
+    return {
+        "t_s": [p["t_s"] for p in picked],
+        "position_m": [p["position_m"] for p in picked],
+        "jaw_m": [p["jaw_m"] for p in picked],
+        "force_n": [p["force_n"] for p in picked],
+    }

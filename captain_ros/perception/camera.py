@@ -22,8 +22,9 @@ def valid_depth(frame: CameraFrame) -> np.ndarray:
     return np.isfinite(d) & (d > 0)
 
 
-def backproject_pixels(frame: CameraFrame, u: np.ndarray, v: np.ndarray,
-                       depth_m: np.ndarray | None = None) -> np.ndarray:
+def backproject_pixels(
+    frame: CameraFrame, u: np.ndarray, v: np.ndarray, depth_m: np.ndarray | None = None
+) -> np.ndarray:
     """World points (N, 3) [m] of integer pixels ``u`` (columns), ``v`` (rows).
 
     ``depth_m`` defaults to the frame's depth at those pixels (no validity check here).

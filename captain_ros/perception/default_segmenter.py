@@ -50,8 +50,12 @@ class DefaultSegmenter:
 
     name = "default"
 
-    def __init__(self, exclude: Callable[[np.ndarray], np.ndarray] | None = None,
-                 min_score: float = 0.25, max_candidates: int = 8) -> None:
+    def __init__(
+        self,
+        exclude: Callable[[np.ndarray], np.ndarray] | None = None,
+        min_score: float = 0.25,
+        max_candidates: int = 8,
+    ) -> None:
         self.exclude = exclude
         self.min_score = min_score
         self.max_candidates = max_candidates
@@ -91,8 +95,9 @@ class DefaultSegmenter:
             entry[2] = infos
         return regions, entry[2]
 
-    def _describe(self, frame: CameraFrame, regions: Regions, lab: int,
-                  mask: np.ndarray) -> RegionInfo | None:
+    def _describe(
+        self, frame: CameraFrame, regions: Regions, lab: int, mask: np.ndarray
+    ) -> RegionInfo | None:
         pts = regions.points_m[mask & valid_depth(frame)]
         if len(pts) < 20:
             return None
@@ -125,9 +130,13 @@ class DefaultSegmenter:
             s *= 0.6 + 0.4 * min(1.0, sat / 0.5)
         return float(s)
 
-    def segment(self, frame: CameraFrame, text: str = "",
-                points: list[tuple[float, float]] | None = None,
-                box: tuple[float, float, float, float] | None = None) -> list[MaskCandidate]:
+    def segment(
+        self,
+        frame: CameraFrame,
+        text: str = "",
+        points: list[tuple[float, float]] | None = None,
+        box: tuple[float, float, float, float] | None = None,
+    ) -> list[MaskCandidate]:
         """Masks matching ``text``; with ``points``, the regions under them; with ``box``, the
         regions whose pixels mostly fall inside it."""
         out: list[MaskCandidate] = []

@@ -52,12 +52,16 @@ class ObjectGeometry:
     n_points: int
 
     def to_dict(self) -> dict:
-        return {"center_m": [float(x) for x in self.center_m],
-                "extents_m": [float(x) for x in self.extents_m], "yaw_rad": float(self.yaw_rad),
-                "shape": self.shape,
-                "radius_m": None if self.radius_m is None else float(self.radius_m),
-                "footprint_m": [[float(a), float(b)] for a, b in self.footprint_m],
-                "top_z_m": float(self.top_z_m), "bottom_z_m": float(self.bottom_z_m)}
+        return {
+            "center_m": [float(x) for x in self.center_m],
+            "extents_m": [float(x) for x in self.extents_m],
+            "yaw_rad": float(self.yaw_rad),
+            "shape": self.shape,
+            "radius_m": None if self.radius_m is None else float(self.radius_m),
+            "footprint_m": [[float(a), float(b)] for a, b in self.footprint_m],
+            "top_z_m": float(self.top_z_m),
+            "bottom_z_m": float(self.bottom_z_m),
+        }
 
 
 def _rot(yaw: float) -> np.ndarray:
@@ -120,8 +124,12 @@ def _top_is_disc(pts: np.ndarray, top_z_m: float, rect_area_m2: float) -> bool:
     return area >= 0.5 * rect_area_m2 and area / max(size[0] * size[1], 1e-12) < CYLINDER_FILL
 
 
-def fit_geometry(points_m: np.ndarray, support_z_m: float | None = None, shape: str = "auto",
-                 pixel_size_m: float = 0.0) -> ObjectGeometry:
+def fit_geometry(
+    points_m: np.ndarray,
+    support_z_m: float | None = None,
+    shape: str = "auto",
+    pixel_size_m: float = 0.0,
+) -> ObjectGeometry:
     """Fit a gravity-aligned box or vertical cylinder to world points (N, 3) [m].
 
     Args:
@@ -135,7 +143,9 @@ def fit_geometry(points_m: np.ndarray, support_z_m: float | None = None, shape: 
     pts = np.asarray(points_m, dtype=float).reshape(-1, 3)
     pts = pts[np.all(np.isfinite(pts), axis=1)]
     if len(pts) < 5:
-        raise InvalidArgumentError(f"need at least 5 points with depth to fit a shape, got {len(pts)}")
+        raise InvalidArgumentError(
+            f"need at least 5 points with depth to fit a shape, got {len(pts)}"
+        )
     if shape not in ("auto", "box", "cylinder"):
         raise InvalidArgumentError(f"shape must be auto, box or cylinder, got {shape!r}")
     top = float(np.percentile(pts[:, 2], 99.5))
@@ -146,8 +156,12 @@ def fit_geometry(points_m: np.ndarray, support_z_m: float | None = None, shape: 
     yaw, centre, size, hull_area = min_area_rectangle(xy)
     fill = hull_area / max(size[0] * size[1], 1e-12)
     pad = float(pixel_size_m)
-    is_cyl = shape == "cylinder" or (shape == "auto" and fill < CYLINDER_FILL and len(xy) > 20
-                                     and _top_is_disc(pts, top, size[0] * size[1]))
+    is_cyl = shape == "cylinder" or (
+        shape == "auto"
+        and fill < CYLINDER_FILL
+        and len(xy) > 20
+        and _top_is_disc(pts, top, size[0] * size[1])
+    )
     if is_cyl:
         c, r = fit_circle(hull_vertices(xy))
         r += pad / 2
@@ -158,9 +172,15 @@ def fit_geometry(points_m: np.ndarray, support_z_m: float | None = None, shape: 
     corners = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * half @ _rot(yaw).T + centre
     return ObjectGeometry(
         center_m=np.array([centre[0], centre[1], (top + bottom) / 2]),
-        extents_m=np.array([size[0], size[1], top - bottom]), yaw_rad=yaw,
-        shape="cylinder" if is_cyl else "box", radius_m=float(size[0] / 2) if is_cyl else None,
-        footprint_m=corners, top_z_m=top, bottom_z_m=bottom, n_points=len(pts))
+        extents_m=np.array([size[0], size[1], top - bottom]),
+        yaw_rad=yaw,
+        shape="cylinder" if is_cyl else "box",
+        radius_m=float(size[0] / 2) if is_cyl else None,
+        footprint_m=corners,
+        top_z_m=top,
+        bottom_z_m=bottom,
+        n_points=len(pts),
+    )
 
 
 def inside_footprint(xy: np.ndarray, geom: ObjectGeometry, margin_m: float = 0.0) -> np.ndarray:

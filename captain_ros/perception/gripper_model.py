@@ -29,20 +29,27 @@ def to_tool(points_m: np.ndarray, tcp_position_m: Any, tcp_quat_wxyz: Any) -> np
     return (np.asarray(points_m, dtype=float).reshape(-1, 3) - np.asarray(tcp_position_m)) @ r
 
 
-def gripper_points_mask(local: np.ndarray, opening_m: float,
-                        pad_size_m: tuple[float, float, float]) -> np.ndarray:
+def gripper_points_mask(
+    local: np.ndarray, opening_m: float, pad_size_m: tuple[float, float, float]
+) -> np.ndarray:
     """Tool-frame points (N, 3) on the gripper itself (pads, fingers, body), not between the pads."""
     length, width, thick = pad_size_m
     x, y, z = local[:, 0], local[:, JAW_AXIS], local[:, APPROACH_AXIS]
     half = opening_m / 2
     near = (np.abs(x) < width / 2 + 0.02) & (np.abs(y) < half + thick + 0.03)
-    pads = near & (np.abs(y) > half - 0.002) & (z > -length / 2 - WRIST_LENGTH_M) & \
-        (z < length / 2 + 0.01)
+    pads = (
+        near
+        & (np.abs(y) > half - 0.002)
+        & (z > -length / 2 - WRIST_LENGTH_M)
+        & (z < length / 2 + 0.01)
+    )
     body = near & (z < -length / 2 - 0.005) & (z > -length / 2 - WRIST_LENGTH_M)
     return pads | body
 
 
-def robot_point_filter(backend: Backend, robot: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray]:
+def robot_point_filter(
+    backend: Backend, robot: dict[str, Any]
+) -> Callable[[np.ndarray], np.ndarray]:
     """``f(points (N, 3)) -> (N,) bool``: which world points lie on a gripper of the rig,
     using the TCP poses and jaw openings in an observation's robot summary."""
     arms = []
@@ -50,8 +57,14 @@ def robot_point_filter(backend: Backend, robot: dict[str, Any]) -> Callable[[np.
         st = robot.get("arms", {}).get(spec.name)
         if st is None:
             continue
-        arms.append((st["end_effector_position_m"], st["end_effector_quat_wxyz"],
-                     float(st["jaw_opening_m"]), spec.pad_size_m))
+        arms.append(
+            (
+                st["end_effector_position_m"],
+                st["end_effector_quat_wxyz"],
+                float(st["jaw_opening_m"]),
+                spec.pad_size_m,
+            )
+        )
 
     def f(points_m: np.ndarray) -> np.ndarray:
         pts = np.asarray(points_m, dtype=float).reshape(-1, 3)

@@ -21,7 +21,11 @@ def guarded(fn: F) -> F:
 
 def finite_number(value: Any, name: str) -> float:
     """A finite float, or InvalidArgumentError."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        and not hasattr(value, "__float__")
+    ):
         raise InvalidArgumentError(f"{name} must be a number, got {value!r}")
     try:
         x = float(value)

@@ -53,8 +53,10 @@ def rests_on(geom: ObjectGeometry, support: ObjectGeometry) -> bool:
     """
     if abs(geom.bottom_z_m - support.top_z_m) >= 1.5 * RESTING_TOL_M:
         return False
-    return bool(inside_footprint(geom.center_m[:2], support)[0]
-                or inside_footprint(support.center_m[:2], geom, -COVERED_SUPPORT_MARGIN_M)[0])
+    return bool(
+        inside_footprint(geom.center_m[:2], support)[0]
+        or inside_footprint(support.center_m[:2], geom, -COVERED_SUPPORT_MARGIN_M)[0]
+    )
 
 
 def _chroma(rgb: np.ndarray) -> np.ndarray:
@@ -107,7 +109,9 @@ class MeasureMixin:
                 used.append(cam)
         return (np.concatenate(extra) if extra else np.zeros((0, 3))), used
 
-    def object_geometry(self, det: Detection, shape: str = "auto") -> tuple[ObjectGeometry, list[str]]:
+    def object_geometry(
+        self, det: Detection, shape: str = "auto"
+    ) -> tuple[ObjectGeometry, list[str]]:
         """Fit of a detection, merged with the other cameras of its observation when consistent."""
         obs = self.observations.find(det.handle)  # type: ignore[attr-defined]
         base = fit_geometry(det.points_m, det.support_z_m, shape)
@@ -134,7 +138,9 @@ class MeasureMixin:
 
     # ------------------------------------------------------------------ calls
     @guarded
-    def measure_object_geometry(self, obj: Any, destination: Any = None, shape: str = "auto") -> Result:
+    def measure_object_geometry(
+        self, obj: Any, destination: Any = None, shape: str = "auto"
+    ) -> Result:
         """Gravity-aligned geometry of ``obj`` and, with ``destination``, the xy offset from the
         object's centre to the destination's centre (destination - object) [m]."""
         if shape not in ("auto", "box", "cylinder"):
@@ -148,12 +154,18 @@ class MeasureMixin:
                 raise InvalidArgumentError("destination must be another detection than obj")
             dgeom, _ = self.object_geometry(ddet)
             off = dgeom.center_m[:2] - geom.center_m[:2]
-            dvalue = {"id": ddet.id, "label": ddet.label, "center_m": _r(dgeom.center_m),
-                      "extents_m": _r(dgeom.extents_m), "shape": dgeom.shape,
-                      "radius_m": None if dgeom.radius_m is None else round(dgeom.radius_m, 4),
-                      "top_z_m": round(dgeom.top_z_m, 4), "offset_xy_m": _r(off),
-                      "distance_xy_m": round(float(np.linalg.norm(off)), 4),
-                      "object_inside_footprint": bool(inside_footprint(geom.center_m[:2], dgeom)[0])}
+            dvalue = {
+                "id": ddet.id,
+                "label": ddet.label,
+                "center_m": _r(dgeom.center_m),
+                "extents_m": _r(dgeom.extents_m),
+                "shape": dgeom.shape,
+                "radius_m": None if dgeom.radius_m is None else round(dgeom.radius_m, 4),
+                "top_z_m": round(dgeom.top_z_m, 4),
+                "offset_xy_m": _r(off),
+                "distance_xy_m": round(float(np.linalg.norm(off)), 4),
+                "object_inside_footprint": bool(inside_footprint(geom.center_m[:2], dgeom)[0]),
+            }
         support = "none"
         if geom.bottom_z_m - det.support_z_m < RESTING_TOL_M:
             support = "table"
@@ -161,28 +173,45 @@ class MeasureMixin:
             support = "destination"
         else:
             for other in self.detections.values():  # type: ignore[attr-defined]
-                if other.handle == det.handle and other.id != det.id and \
-                        rests_on(geom, other.geometry):
+                if (
+                    other.handle == det.handle
+                    and other.id != det.id
+                    and rests_on(geom, other.geometry)
+                ):
                     support = f"object {other.id}"
                     break
         held = self._held_near(geom)
         resting = support != "none" and not held
-        value = {"object_id": det.id, "label": det.label, "center_m": _r(geom.center_m),
-                 "extents_m": _r(geom.extents_m), "yaw_rad": round(geom.yaw_rad, 4),
-                 "shape": geom.shape,
-                 "radius_m": None if geom.radius_m is None else round(geom.radius_m, 4),
-                 "footprint_m": [_r(c) for c in geom.footprint_m],
-                 "top_z_m": round(geom.top_z_m, 4), "bottom_z_m": round(geom.bottom_z_m, 4),
-                 "resting": bool(resting), "support": support, "held": held,
-                 "support_z_m": round(det.support_z_m, 4), "views": views,
-                 "handle": det.handle, "destination": dvalue}
+        value = {
+            "object_id": det.id,
+            "label": det.label,
+            "center_m": _r(geom.center_m),
+            "extents_m": _r(geom.extents_m),
+            "yaw_rad": round(geom.yaw_rad, 4),
+            "shape": geom.shape,
+            "radius_m": None if geom.radius_m is None else round(geom.radius_m, 4),
+            "footprint_m": [_r(c) for c in geom.footprint_m],
+            "top_z_m": round(geom.top_z_m, 4),
+            "bottom_z_m": round(geom.bottom_z_m, 4),
+            "resting": bool(resting),
+            "support": support,
+            "held": held,
+            "support_z_m": round(det.support_z_m, 4),
+            "views": views,
+            "handle": det.handle,
+            "destination": dvalue,
+        }
         self.measurements.append(value)  # type: ignore[attr-defined]
-        rec = (f"measure {det.id}: c {fmt(geom.center_m)} ext {fmt(geom.extents_m)} {geom.shape} "
-               f"yaw {geom.yaw_rad:.2f} top {geom.top_z_m:.3f} "
-               f"{'resting(' + support + ')' if resting else ('held' if held else 'not resting')}")
+        rec = (
+            f"measure {det.id}: c {fmt(geom.center_m)} ext {fmt(geom.extents_m)} {geom.shape} "
+            f"yaw {geom.yaw_rad:.2f} top {geom.top_z_m:.3f} "
+            f"{'resting(' + support + ')' if resting else ('held' if held else 'not resting')}"
+        )
         if dvalue is not None:
-            rec += (f"; to {dvalue['id']} off ({dvalue['offset_xy_m'][0]:.4f}, "
-                    f"{dvalue['offset_xy_m'][1]:.4f}) d {dvalue['distance_xy_m']:.4f} m")
+            rec += (
+                f"; to {dvalue['id']} off ({dvalue['offset_xy_m'][0]:.4f}, "
+                f"{dvalue['offset_xy_m'][1]:.4f}) d {dvalue['distance_xy_m']:.4f} m"
+            )
         return Result.ok(f"geometry of {det.id}", value, receipt=rec)
 
     @guarded
@@ -200,23 +229,40 @@ class MeasureMixin:
             if not isinstance(p, (list, tuple, np.ndarray)) or len(p) != 2:
                 raise InvalidArgumentError(f"points[{i}] must be [u, v], got {p!r}")
             u, v = self.pixel(frame, p[0], p[1])  # type: ignore[attr-defined]
-            out.append(_r(backproject_pixels(frame, np.array([u]), np.array([v]))[0])
-                       if valid[v, u] else None)
+            out.append(
+                _r(backproject_pixels(frame, np.array([u]), np.array([v]))[0])
+                if valid[v, u]
+                else None
+            )
         n_ok = sum(p is not None for p in out)
         if n_ok == 0:
-            return Result.fail(FailureCategory.NO_DEPTH,
-                               "none of the pixels has valid depth; pick pixels on surfaces",
-                               value={"points_m": out})
+            return Result.fail(
+                FailureCategory.NO_DEPTH,
+                "none of the pixels has valid depth; pick pixels on surfaces",
+                value={"points_m": out},
+            )
         first = next(p for p in out if p is not None)
-        return Result.ok(f"{n_ok}/{len(out)} points with depth",
-                         {"points_m": out, "valid": [p is not None for p in out],
-                          "handle": handle, "camera": camera},
-                         receipt=f"image points {handle}/{camera}: {n_ok}/{len(out)} valid, first "
-                                 f"{fmt(first)} m")
+        return Result.ok(
+            f"{n_ok}/{len(out)} points with depth",
+            {
+                "points_m": out,
+                "valid": [p is not None for p in out],
+                "handle": handle,
+                "camera": camera,
+            },
+            receipt=f"image points {handle}/{camera}: {n_ok}/{len(out)} valid, first "
+            f"{fmt(first)} m",
+        )
 
     @guarded
-    def inspect_contact_geometry(self, obj: Any, position: Any, orientation: Any = None,
-                                 jaw_opening_m: Any = None, arm: str | None = None) -> Result:
+    def inspect_contact_geometry(
+        self,
+        obj: Any,
+        position: Any,
+        orientation: Any = None,
+        jaw_opening_m: Any = None,
+        arm: str | None = None,
+    ) -> Result:
         """Would both pads contact ``obj`` if the tool were at ``position``/``orientation`` and the
         jaw closed from ``jaw_opening_m`` (default: current opening)? Clearance per pad [m]
         (positive = gap between the pad's inner face and the object, negative = the pad would
@@ -225,13 +271,20 @@ class MeasureMixin:
         name = self.resolve_arm(arm)  # type: ignore[attr-defined]
         spec = self.backend.spec.arm(name)  # type: ignore[attr-defined]
         pos = as_vector(position, 3, "position")
-        quat = normalize_quat(orientation, "orientation") if orientation is not None else \
-            self.backend.ee_pose(name).quat_wxyz  # type: ignore[attr-defined]
-        opening = float(self.backend.gripper(name).opening_m) if jaw_opening_m is None else \
-            finite_number(jaw_opening_m, "jaw_opening_m")  # type: ignore[attr-defined]
+        quat = (
+            normalize_quat(orientation, "orientation")
+            if orientation is not None
+            else self.backend.ee_pose(name).quat_wxyz
+        )  # type: ignore[attr-defined]
+        opening = (
+            float(self.backend.gripper(name).opening_m)
+            if jaw_opening_m is None
+            else finite_number(jaw_opening_m, "jaw_opening_m")
+        )  # type: ignore[attr-defined]
         if not 0 <= opening <= spec.jaw_max_opening_m + 1e-6:
             raise InvalidArgumentError(
-                f"jaw_opening_m must be in [0, {spec.jaw_max_opening_m:.3f}] m")
+                f"jaw_opening_m must be in [0, {spec.jaw_max_opening_m:.3f}] m"
+            )
         geom, _ = self.object_geometry(det)
         local = to_tool(solid_samples(geom), pos, quat)
         length, width, thick = spec.pad_size_m
@@ -239,42 +292,72 @@ class MeasureMixin:
         x, y, z = local[:, 0], local[:, JAW_AXIS], local[:, APPROACH_AXIS]
         slab = (np.abs(x) <= width / 2) & (np.abs(z) <= length / 2)
         r = quat_to_matrix(quat)
-        corners = np.array([[sx * width / 2, sy * (half + thick), sz * length / 2]
-                            for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+        corners = np.array(
+            [
+                [sx * width / 2, sy * (half + thick), sz * length / 2]
+                for sx in (-1, 1)
+                for sy in (-1, 1)
+                for sz in (-1, 1)
+            ]
+        )
         pad_low = float(np.min((corners[:, [0, JAW_AXIS, APPROACH_AXIS]] @ r.T + pos)[:, 2]))
         support_clear = pad_low - det.support_z_m
-        value: dict[str, Any] = {"object_id": det.id, "arm": name, "jaw_opening_m": opening,
-                                 "pad_lowest_z_m": round(pad_low, 4),
-                                 "support_clearance_m": round(support_clear, 4)}
+        value: dict[str, Any] = {
+            "object_id": det.id,
+            "arm": name,
+            "jaw_opening_m": opening,
+            "pad_lowest_z_m": round(pad_low, 4),
+            "support_clearance_m": round(support_clear, 4),
+        }
         if not slab.any():
-            dx = float(np.min(np.maximum(np.abs(x) - width / 2, 0) + np.maximum(np.abs(z) - length / 2, 0)))
-            value |= {"both_pads_contact": False, "clearance_per_pad_m": {"+y": None, "-y": None},
-                      "collision_on_approach": False, "miss_distance_m": round(dx, 4)}
-            return Result.ok("the object is not between the pads at this pose", value,
-                             receipt=f"contact {det.id}: pads miss object by {dx:.3f} m")
+            dx = float(
+                np.min(np.maximum(np.abs(x) - width / 2, 0) + np.maximum(np.abs(z) - length / 2, 0))
+            )
+            value |= {
+                "both_pads_contact": False,
+                "clearance_per_pad_m": {"+y": None, "-y": None},
+                "collision_on_approach": False,
+                "miss_distance_m": round(dx, 4),
+            }
+            return Result.ok(
+                "the object is not between the pads at this pose",
+                value,
+                receipt=f"contact {det.id}: pads miss object by {dx:.3f} m",
+            )
         ymin, ymax = float(y[slab].min()), float(y[slab].max())
         clear_p, clear_m = half - ymax, ymin + half
         collide = clear_p < 0 or clear_m < 0
         between = (np.abs(x) <= width / 2) & (np.abs(y) <= half)
         overlap = 0.0
         if between.any():
-            overlap = max(0.0, min(float(z[between].max()), length / 2) -
-                          max(float(z[between].min()), -length / 2))
+            overlap = max(
+                0.0,
+                min(float(z[between].max()), length / 2)
+                - max(float(z[between].min()), -length / 2),
+            )
         both = (not collide) and ymin < 0 < ymax and support_clear > -0.002
-        value |= {"both_pads_contact": bool(both),
-                  "clearance_per_pad_m": {"+y": round(clear_p, 4), "-y": round(clear_m, 4)},
-                  "collision_on_approach": bool(collide),
-                  "object_width_along_jaw_m": round(ymax - ymin, 4),
-                  "object_offset_along_jaw_m": round((ymax + ymin) / 2, 4),
-                  "grip_overlap_m": round(overlap, 4)}
-        verdict = "both pads contact" if both else ("pad collides on approach" if collide
-                                                    else "pads would not both contact")
+        value |= {
+            "both_pads_contact": bool(both),
+            "clearance_per_pad_m": {"+y": round(clear_p, 4), "-y": round(clear_m, 4)},
+            "collision_on_approach": bool(collide),
+            "object_width_along_jaw_m": round(ymax - ymin, 4),
+            "object_offset_along_jaw_m": round((ymax + ymin) / 2, 4),
+            "grip_overlap_m": round(overlap, 4),
+        }
+        verdict = (
+            "both pads contact"
+            if both
+            else ("pad collides on approach" if collide else "pads would not both contact")
+        )
         if support_clear < -0.002:
             verdict += "; pads below the support surface"
-        return Result.ok(verdict, value,
-                         receipt=f"contact {det.id}: {verdict}; clearance +y {clear_p:.4f} -y "
-                                 f"{clear_m:.4f} m, overlap {overlap:.3f} m, width "
-                                 f"{ymax - ymin:.3f} m")
+        return Result.ok(
+            verdict,
+            value,
+            receipt=f"contact {det.id}: {verdict}; clearance +y {clear_p:.4f} -y "
+            f"{clear_m:.4f} m, overlap {overlap:.3f} m, width "
+            f"{ymax - ymin:.3f} m",
+        )
 
     @guarded
     def inspect_release_geometry(self, destination: Any, arm: str | None = None) -> Result:
@@ -295,13 +378,19 @@ class MeasureMixin:
                 local = to_tool(pts, ee.position_m, ee.quat_wxyz)
                 keep = ~gripper_points_mask(local, opening, self.backend.spec.arm(name).pad_size_m)  # type: ignore[attr-defined]
                 lk = local[keep]
-                between = (np.abs(lk[:, 0]) <= width / 2 + 0.01) & \
-                    (np.abs(lk[:, JAW_AXIS]) <= opening / 2) & \
-                    (np.abs(lk[:, APPROACH_AXIS]) <= length / 2 + 0.01)
+                between = (
+                    (np.abs(lk[:, 0]) <= width / 2 + 0.01)
+                    & (np.abs(lk[:, JAW_AXIS]) <= opening / 2)
+                    & (np.abs(lk[:, APPROACH_AXIS]) <= length / 2 + 0.01)
+                )
                 if between.sum() >= 5:
                     held_pts.append(pts[keep])
-        value: dict[str, Any] = {"arm": name, "destination_id": ddet.id, "handle": obs.handle,
-                                 "destination_top_z_m": round(dgeom.top_z_m, 4)}
+        value: dict[str, Any] = {
+            "arm": name,
+            "destination_id": ddet.id,
+            "handle": obs.handle,
+            "destination_top_z_m": round(dgeom.top_z_m, 4),
+        }
         if held_pts:
             hg = fit_geometry(np.concatenate(held_pts), None, "auto")
             centre, bottom, seen = hg.center_m, hg.bottom_z_m, True
@@ -310,17 +399,25 @@ class MeasureMixin:
         off = dgeom.center_m[:2] - centre[:2]
         above = bool(inside_footprint(centre[:2], dgeom)[0])
         drop = float(bottom - dgeom.top_z_m)
-        value |= {"held_object_seen": seen, "held_center_m": _r(centre),
-                  "held_bottom_z_m": round(bottom, 4), "above_support": above,
-                  "offset_xy_m": _r(off), "distance_xy_m": round(float(np.linalg.norm(off)), 4),
-                  "expected_drop_m": round(drop, 4),
-                  "holding": bool(self.backend.gripper(name).holding)}  # type: ignore[attr-defined]
+        value |= {
+            "held_object_seen": seen,
+            "held_center_m": _r(centre),
+            "held_bottom_z_m": round(bottom, 4),
+            "above_support": above,
+            "offset_xy_m": _r(off),
+            "distance_xy_m": round(float(np.linalg.norm(off)), 4),
+            "expected_drop_m": round(drop, 4),
+            "holding": bool(self.backend.gripper(name).holding),
+        }  # type: ignore[attr-defined]
         note = "" if seen else " (held object not visible: estimated from the pads)"
         msg = f"{'above' if above else 'NOT above'} {ddet.id}, drop {drop:.3f} m{note}"
-        return Result.ok(msg, value,
-                         receipt=f"release over {ddet.id}: {'above' if above else 'NOT above'} "
-                                 f"support, off ({off[0]:.4f}, {off[1]:.4f}) m, drop {drop:.3f} m"
-                                 f"{' est.' if not seen else ''}")
+        return Result.ok(
+            msg,
+            value,
+            receipt=f"release over {ddet.id}: {'above' if above else 'NOT above'} "
+            f"support, off ({off[0]:.4f}, {off[1]:.4f}) m, drop {drop:.3f} m"
+            f"{' est.' if not seen else ''}",
+        )
 
     @guarded
     def compare_object_observations(self, before_id: Any, after_id: Any) -> Result:
@@ -333,12 +430,18 @@ class MeasureMixin:
         dyaw = float((gb.yaw_rad - ga.yaw_rad + np.pi / 4) % (np.pi / 2) - np.pi / 4)
         if "cylinder" in (ga.shape, gb.shape):
             dyaw = 0.0
-        value = {"before_id": a.id, "after_id": b.id, "displacement_xyz_m": _r(d),
-                 "displacement_m": round(float(np.linalg.norm(d)), 4),
-                 "distance_xy_m": round(float(np.linalg.norm(d[:2])), 4),
-                 "yaw_change_rad": round(dyaw, 4),
-                 "extents_change_m": _r(gb.extents_m - ga.extents_m)}
-        return Result.ok(f"{a.id} -> {b.id}: moved {np.linalg.norm(d):.4f} m", value,
-                         receipt=f"compare {a.id}->{b.id}: moved {fmt(d, 4)} m "
-                                 f"({np.linalg.norm(d):.4f}), yaw {dyaw:+.3f} rad")
-
+        value = {
+            "before_id": a.id,
+            "after_id": b.id,
+            "displacement_xyz_m": _r(d),
+            "displacement_m": round(float(np.linalg.norm(d)), 4),
+            "distance_xy_m": round(float(np.linalg.norm(d[:2])), 4),
+            "yaw_change_rad": round(dyaw, 4),
+            "extents_change_m": _r(gb.extents_m - ga.extents_m),
+        }
+        return Result.ok(
+            f"{a.id} -> {b.id}: moved {np.linalg.norm(d):.4f} m",
+            value,
+            receipt=f"compare {a.id}->{b.id}: moved {fmt(d, 4)} m "
+            f"({np.linalg.norm(d):.4f}), yaw {dyaw:+.3f} rad",
+        )

@@ -45,19 +45,26 @@ class PerceptionModels:
 
     def __post_init__(self) -> None:
         if self.segmenter not in SEGMENTERS:
-            raise InvalidArgumentError(f"segmenter {self.segmenter!r}; valid: {', '.join(SEGMENTERS)}")
+            raise InvalidArgumentError(
+                f"segmenter {self.segmenter!r}; valid: {', '.join(SEGMENTERS)}"
+            )
         if self.pointer not in POINTERS:
             raise InvalidArgumentError(f"pointer {self.pointer!r}; valid: {', '.join(POINTERS)}")
         if self.segmenter == "sam" and not (Path(self.sam_folder) / "config.json").is_file():
-            raise InvalidArgumentError(f"segmenter sam: sam_folder {self.sam_folder!r} holds no "
-                                       "SAM checkpoint (config.json); save one with "
-                                       "save_pretrained (no hub access at run time)")
+            raise InvalidArgumentError(
+                f"segmenter sam: sam_folder {self.sam_folder!r} holds no "
+                "SAM checkpoint (config.json); save one with "
+                "save_pretrained (no hub access at run time)"
+            )
         if self.pointer == "vlm_local" and not (Path(self.vlm_folder) / "config.json").is_file():
-            raise InvalidArgumentError(f"pointer vlm_local: vlm_folder {self.vlm_folder!r} holds "
-                                       "no model (config.json)")
+            raise InvalidArgumentError(
+                f"pointer vlm_local: vlm_folder {self.vlm_folder!r} holds no model (config.json)"
+            )
         if self.pointer == "vlm_endpoint" and not (self.vlm_url and self.vlm_model):
-            raise InvalidArgumentError("pointer vlm_endpoint needs vlm_url (e.g. "
-                                       "http://localhost:8000/v1) and vlm_model (served name)")
+            raise InvalidArgumentError(
+                "pointer vlm_endpoint needs vlm_url (e.g. "
+                "http://localhost:8000/v1) and vlm_model (served name)"
+            )
 
     @property
     def is_default(self) -> bool:
@@ -69,21 +76,24 @@ class PerceptionModels:
         if self.pointer == "vlm_local":
             from captain_ros.perception.vlm_pointer import TransformersVLM, VLMPointer
 
-            pointer = VLMPointer(TransformersVLM(self.vlm_folder, device=self.device),
-                                 coords=self.vlm_coords)
+            pointer = VLMPointer(
+                TransformersVLM(self.vlm_folder, device=self.device), coords=self.vlm_coords
+            )
         elif self.pointer == "vlm_endpoint":
             from captain_ros.perception.vlm_pointer import EndpointVLM, VLMPointer
 
             key = os.environ.get(self.vlm_api_key_env) if self.vlm_api_key_env else None
-            pointer = VLMPointer(EndpointVLM(self.vlm_url, self.vlm_model, api_key=key),
-                                 coords=self.vlm_coords)
+            pointer = VLMPointer(
+                EndpointVLM(self.vlm_url, self.vlm_model, api_key=key), coords=self.vlm_coords
+            )
         segmenter: Any = None
         if self.segmenter == "sam":
             from captain_ros.perception.default_segmenter import DefaultPointer
             from captain_ros.perception.sam import SamSegmenter
 
-            segmenter = SamSegmenter(self.sam_folder, pointer=pointer or DefaultPointer(),
-                                     device=self.device)
+            segmenter = SamSegmenter(
+                self.sam_folder, pointer=pointer or DefaultPointer(), device=self.device
+            )
         return segmenter, pointer
 
     def service(self, backend: Any) -> Any:

@@ -25,8 +25,9 @@ _NUM = r"[-+]?\d+(?:\.\d+)?"
 _POINT = re.compile(r"<point\b([^>]*)>(.*?)(?:</point>|$)", re.S | re.I)
 _POINTS = re.compile(r"<points\b([^>]*)>(.*?)(?:</points>|$)", re.S | re.I)
 _KV = re.compile(r"([a-zA-Z_]+)(\d*)\s*=\s*[\"']([^\"']*)[\"']")
-_JSON = re.compile(r"[\"'](?:point_2d|point|points_2d)[\"']\s*:\s*\[\s*(" + _NUM + r")\s*,\s*(" + _NUM +
-                   r")\s*\]")
+_JSON = re.compile(
+    r"[\"'](?:point_2d|point|points_2d)[\"']\s*:\s*\[\s*(" + _NUM + r")\s*,\s*(" + _NUM + r")\s*\]"
+)
 _TUPLE = re.compile(r"\(\s*(" + _NUM + r")\s*,\s*(" + _NUM + r")\s*\)")
 _LABEL = re.compile(r"[\"']label[\"']\s*:\s*[\"']([^\"']*)[\"']")
 
@@ -56,14 +57,25 @@ def _coords_pairs(text: str) -> list[tuple[float, float]]:
     if len(groups) > 1:
         return [(v[-2], v[-1]) for v in (_floats(g) for g in groups) if len(v) >= 2]
     vals = _floats(text)
-    if len(vals) % 3 == 0 and len(vals) >= 3 and all(
-            float(vals[i]).is_integer() and vals[i] == i // 3 + 1 for i in range(0, len(vals), 3)):
+    if (
+        len(vals) % 3 == 0
+        and len(vals) >= 3
+        and all(
+            float(vals[i]).is_integer() and vals[i] == i // 3 + 1 for i in range(0, len(vals), 3)
+        )
+    ):
         return [(vals[i + 1], vals[i + 2]) for i in range(0, len(vals), 3)]
     return [(vals[i], vals[i + 1]) for i in range(0, len(vals) - 1, 2)]
 
 
-def parse_points(text: str, width: int, height: int, coords: str = "auto",
-                 default_label: str = "", max_points: int = 32) -> list[PointCandidate]:
+def parse_points(
+    text: str,
+    width: int,
+    height: int,
+    coords: str = "auto",
+    default_label: str = "",
+    max_points: int = 32,
+) -> list[PointCandidate]:
     """Pixel points ``(u, v)`` in an image of ``width`` x ``height`` from VLM output ``text``."""
     if not isinstance(text, str):
         return []
@@ -77,8 +89,7 @@ def parse_points(text: str, width: int, height: int, coords: str = "auto",
             if "coords" in attrs:
                 raw += [(x, y, label, "permille") for x, y in _coords_pairs(attrs["coords"])]
                 continue
-            keys = sorted({k[1:] for k in attrs if k.startswith("x") and k[1:].isdigit()},
-                          key=int)
+            keys = sorted({k[1:] for k in attrs if k.startswith("x") and k[1:].isdigit()}, key=int)
             if tag == "point" or not keys:
                 keys = [""]
             for i in keys:
@@ -89,15 +100,24 @@ def parse_points(text: str, width: int, height: int, coords: str = "auto",
     if not raw:
         labels = _LABEL.findall(text)
         for k, m in enumerate(_JSON.finditer(text)):
-            raw.append((float(m.group(1)), float(m.group(2)),
-                        labels[k] if k < len(labels) else default_label, "pixels"))
+            raw.append(
+                (
+                    float(m.group(1)),
+                    float(m.group(2)),
+                    labels[k] if k < len(labels) else default_label,
+                    "pixels",
+                )
+            )
     if not raw:
         for m in _TUPLE.finditer(text):
             x, y = float(m.group(1)), float(m.group(2))
             raw.append((x, y, default_label, "fraction" if max(x, y) <= 1 else "pixels"))
     xml_vals = [v for x, y, _, h in raw if h == "xml" for v in (x, y)]
-    xml_unit = coords if coords != "auto" else ("pixels" if xml_vals and max(xml_vals) > 100
-                                               else "percent")
+    xml_unit = (
+        coords
+        if coords != "auto"
+        else ("pixels" if xml_vals and max(xml_vals) > 100 else "percent")
+    )
     out: list[PointCandidate] = []
     for x, y, label, hint in raw:
         unit = xml_unit if hint == "xml" else (coords if coords != "auto" else hint)

@@ -18,23 +18,51 @@ from captain_ros.perception.fitting import ObjectGeometry
 
 # name -> (hue in [0,1) or None for achromatic, min saturation, value range)
 COLOURS: dict[str, tuple[float | None, float, tuple[float, float]]] = {
-    "red": (0.0, 0.35, (0.15, 1.0)), "orange": (0.081, 0.4, (0.3, 1.0)),
-    "yellow": (0.148, 0.35, (0.3, 1.0)), "green": (0.348, 0.25, (0.1, 1.0)),
-    "cyan": (0.49, 0.3, (0.2, 1.0)), "blue": (0.635, 0.3, (0.1, 1.0)),
-    "purple": (0.78, 0.25, (0.1, 1.0)), "magenta": (0.907, 0.3, (0.2, 1.0)),
-    "pink": (0.95, 0.2, (0.45, 1.0)), "brown": (0.07, 0.3, (0.1, 0.5)),
-    "white": (None, 0.0, (0.7, 1.0)), "gray": (None, 0.0, (0.2, 0.75)),
+    "red": (0.0, 0.35, (0.15, 1.0)),
+    "orange": (0.081, 0.4, (0.3, 1.0)),
+    "yellow": (0.148, 0.35, (0.3, 1.0)),
+    "green": (0.348, 0.25, (0.1, 1.0)),
+    "cyan": (0.49, 0.3, (0.2, 1.0)),
+    "blue": (0.635, 0.3, (0.1, 1.0)),
+    "purple": (0.78, 0.25, (0.1, 1.0)),
+    "magenta": (0.907, 0.3, (0.2, 1.0)),
+    "pink": (0.95, 0.2, (0.45, 1.0)),
+    "brown": (0.07, 0.3, (0.1, 0.5)),
+    "white": (None, 0.0, (0.7, 1.0)),
+    "gray": (None, 0.0, (0.2, 0.75)),
     "black": (None, 0.0, (0.0, 0.22)),
 }
-SYNONYMS = {"grey": "gray", "violet": "purple", "sky": "cyan", "teal": "cyan", "navy": "blue",
-            "silver": "gray", "dark": "", "light": ""}
+SYNONYMS = {
+    "grey": "gray",
+    "violet": "purple",
+    "sky": "cyan",
+    "teal": "cyan",
+    "navy": "blue",
+    "silver": "gray",
+    "dark": "",
+    "light": "",
+}
 
 # shape class -> words
 SHAPES: dict[str, tuple[str, ...]] = {
     "cube": ("cube", "cubes", "block", "blocks", "brick", "box", "boxes", "dice"),
     "flat": ("plate", "plates", "dish", "coaster", "disc", "disk", "pad", "mat", "lid"),
-    "cylinder": ("cylinder", "can", "cup", "mug", "bottle", "jar", "peg", "pegs", "post", "rod",
-                 "pole", "pin", "bowl", "ramekin"),
+    "cylinder": (
+        "cylinder",
+        "can",
+        "cup",
+        "mug",
+        "bottle",
+        "jar",
+        "peg",
+        "pegs",
+        "post",
+        "rod",
+        "pole",
+        "pin",
+        "bowl",
+        "ramekin",
+    ),
     "container": ("tray", "container", "bin", "basket", "crate", "target", "goal", "zone"),
     "handle": ("handle", "knob", "grip"),
     "ball": ("ball", "sphere"),

@@ -65,8 +65,9 @@ def _chroma_intensity(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return f / s, np.log(s[..., 0])
 
 
-def pair_breaks(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES
-                ) -> tuple[np.ndarray, np.ndarray]:
+def pair_breaks(
+    frame: CameraFrame, params: EdgeParams = OBJECT_EDGES
+) -> tuple[np.ndarray, np.ndarray]:
     """Discontinuities between 4-neighbours: ``(H, W-1)`` for horizontal pairs and ``(H-1, W)``
     for vertical pairs; True where depth jumps, depth is missing, or colour/brightness changes."""
     d = np.where(valid_depth(frame), frame.depth_m, np.nan).astype(np.float32)
@@ -96,8 +97,9 @@ def edge_map(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES) -> np.ndarra
     return edges
 
 
-def connected_regions(valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
-                      ) -> tuple[np.ndarray, int]:
+def connected_regions(
+    valid: np.ndarray, break_h: np.ndarray, break_v: np.ndarray
+) -> tuple[np.ndarray, int]:
     """Connected components of ``valid`` pixels where neighbours join unless a break lies between
     them (breaks sit between pixels, so one-pixel-wide faces survive). Labels 1..n, 0 elsewhere,
     numbered in raster order of each region's first pixel.
@@ -141,8 +143,13 @@ def foreground(points_m: np.ndarray, support_z_m: float) -> np.ndarray:
     return np.isfinite(z) & (z > support_z_m + SUPPORT_MARGIN_M)
 
 
-def over_segment(frame: CameraFrame, params: EdgeParams = OBJECT_EDGES, min_area_px: int = 30,
-                 points_m: np.ndarray | None = None, support_z_m: float | None = None) -> Regions:
+def over_segment(
+    frame: CameraFrame,
+    params: EdgeParams = OBJECT_EDGES,
+    min_area_px: int = 30,
+    points_m: np.ndarray | None = None,
+    support_z_m: float | None = None,
+) -> Regions:
     """Split the frame's above-table pixels into connected regions bounded by edges."""
     pts = world_points_image(frame) if points_m is None else points_m
     sz = estimate_support_z(pts) if support_z_m is None else support_z_m
@@ -175,8 +182,9 @@ def _hue(f: np.ndarray, mx: np.ndarray, mn: np.ndarray) -> np.ndarray:
     return (h / 6.0) % 1.0
 
 
-def merge_coloured(labels: np.ndarray, n: int, rgb: np.ndarray, pts: np.ndarray,
-                   max_gap_m: float = 0.02) -> tuple[np.ndarray, int]:
+def merge_coloured(
+    labels: np.ndarray, n: int, rgb: np.ndarray, pts: np.ndarray, max_gap_m: float = 0.02
+) -> tuple[np.ndarray, int]:
     """Merge touching regions of the same saturated colour (the top and the shaded sides of one
     object are split by brightness edges); neutral regions (robot, fixtures) stay apart."""
     if n < 2:
@@ -188,8 +196,10 @@ def merge_coloured(labels: np.ndarray, n: int, rgb: np.ndarray, pts: np.ndarray,
     mx, mn = f.max(axis=1), f.min(axis=1)
     sat = np.asarray(ndimage.median((mx - mn) / np.maximum(mx, 1.0), lab, idx))
     ang = 2 * np.pi * _hue(f, mx, mn)
-    hue = (np.arctan2(ndimage.mean(np.sin(ang), lab, idx), ndimage.mean(np.cos(ang), lab, idx))
-           / (2 * np.pi)) % 1.0
+    hue = (
+        np.arctan2(ndimage.mean(np.sin(ang), lab, idx), ndimage.mean(np.cos(ang), lab, idx))
+        / (2 * np.pi)
+    ) % 1.0
     parent = np.arange(n + 1)
 
     def find(a: int) -> int:
@@ -208,16 +218,20 @@ def merge_coloured(labels: np.ndarray, n: int, rgb: np.ndarray, pts: np.ndarray,
         sel = (la != lb) & (la > 0) & (lb > 0) & (gap < max_gap_m)
         for x, y in set(zip(la[sel].tolist(), lb[sel].tolist(), strict=True)):
             dh = abs(hue[x - 1] - hue[y - 1])
-            if sat[x - 1] >= MIN_SATURATION and sat[y - 1] >= MIN_SATURATION and \
-                    min(dh, 1 - dh) < MERGE_HUE:
+            if (
+                sat[x - 1] >= MIN_SATURATION
+                and sat[y - 1] >= MIN_SATURATION
+                and min(dh, 1 - dh) < MERGE_HUE
+            ):
                 parent[find(x)] = find(y)
     roots = np.array([find(i) for i in range(n + 1)])
     uniq, remap = np.unique(roots, return_inverse=True)  # uniq[0] == 0 (background)
     return remap[labels].astype(np.int32), int(len(uniq) - 1)
 
 
-def grow_from_seed(frame: CameraFrame, u: int, v: int, granularity: str = "object",
-                   regions: Regions | None = None) -> np.ndarray:
+def grow_from_seed(
+    frame: CameraFrame, u: int, v: int, granularity: str = "object", regions: Regions | None = None
+) -> np.ndarray:
     """Mask (H, W) bool of the region containing pixel ``(u, v)``; empty if it lies on the table.
 
     ``granularity="part"`` uses tighter depth/colour thresholds, so it stops at a handle's edges.
@@ -225,9 +239,13 @@ def grow_from_seed(frame: CameraFrame, u: int, v: int, granularity: str = "objec
     """
     params = PART_EDGES if granularity == "part" else OBJECT_EDGES
     if regions is None or granularity == "part":
-        regions = over_segment(frame, params, min_area_px=4,
-                               points_m=None if regions is None else regions.points_m,
-                               support_z_m=None if regions is None else regions.support_z_m)
+        regions = over_segment(
+            frame,
+            params,
+            min_area_px=4,
+            points_m=None if regions is None else regions.points_m,
+            support_z_m=None if regions is None else regions.support_z_m,
+        )
     lab = int(regions.labels[v, u])
     if lab == 0:
         h, w = regions.labels.shape

@@ -33,11 +33,19 @@ class SamSegmenter:
 
     name = "sam"
 
-    def __init__(self, folder: str | Path, pointer: Pointer | None = None, device: str = "cpu",
-                 mask_threshold: float = 0.0, num_threads: int | None = None) -> None:
+    def __init__(
+        self,
+        folder: str | Path,
+        pointer: Pointer | None = None,
+        device: str = "cpu",
+        mask_threshold: float = 0.0,
+        num_threads: int | None = None,
+    ) -> None:
         self.folder = Path(folder)
         if not (self.folder / "config.json").is_file():
-            raise InvalidArgumentError(f"{self.folder} holds no SAM checkpoint (config.json missing)")
+            raise InvalidArgumentError(
+                f"{self.folder} holds no SAM checkpoint (config.json missing)"
+            )
         self.pointer = pointer
         self.device = device
         self.mask_threshold = mask_threshold
@@ -54,7 +62,9 @@ class SamSegmenter:
 
         if self.num_threads:
             torch.set_num_threads(self.num_threads)
-        self._processor = SamProcessor(image_processor=SamImageProcessorPil.from_pretrained(self.folder))
+        self._processor = SamProcessor(
+            image_processor=SamImageProcessorPil.from_pretrained(self.folder)
+        )
         self._model = SamModel.from_pretrained(self.folder).to(self.device).eval()  # type: ignore[arg-type]
 
     def _embeddings(self, rgb: np.ndarray) -> tuple[Any, Any]:
@@ -69,8 +79,12 @@ class SamSegmenter:
         self._emb_cache = (rgb, emb, inputs)
         return emb, inputs
 
-    def _run(self, rgb: np.ndarray, points: list[tuple[float, float]] | None,
-             box: tuple[float, float, float, float] | None) -> tuple[np.ndarray, float]:
+    def _run(
+        self,
+        rgb: np.ndarray,
+        points: list[tuple[float, float]] | None,
+        box: tuple[float, float, float, float] | None,
+    ) -> tuple[np.ndarray, float]:
         import torch
 
         emb, image_inputs = self._embeddings(rgb)
@@ -81,20 +95,30 @@ class SamSegmenter:
         if box is not None:
             kwargs["input_boxes"] = [[[float(x) for x in box]]]
         prompt = self._processor(images=rgb, return_tensors="pt", **kwargs)
-        model_kwargs = {k: prompt[k].to(self.device) for k in ("input_points", "input_labels",
-                                                                "input_boxes") if k in prompt}
+        model_kwargs = {
+            k: prompt[k].to(self.device)
+            for k in ("input_points", "input_labels", "input_boxes")
+            if k in prompt
+        }
         with torch.no_grad():
             out = self._model(image_embeddings=emb, multimask_output=True, **model_kwargs)
         masks = self._processor.image_processor.post_process_masks(
-            out.pred_masks.cpu(), image_inputs["original_sizes"], image_inputs["reshaped_input_sizes"],
-            mask_threshold=self.mask_threshold)[0][0]  # (3, H, W) for the first prompt
+            out.pred_masks.cpu(),
+            image_inputs["original_sizes"],
+            image_inputs["reshaped_input_sizes"],
+            mask_threshold=self.mask_threshold,
+        )[0][0]  # (3, H, W) for the first prompt
         scores = out.iou_scores[0, 0].cpu().numpy()
         k = int(np.argmax(scores))
         return np.asarray(masks[k], dtype=bool), float(np.clip(scores[k], 0.0, 1.0))
 
-    def segment(self, frame: CameraFrame, text: str = "",
-                points: list[tuple[float, float]] | None = None,
-                box: tuple[float, float, float, float] | None = None) -> list[MaskCandidate]:
+    def segment(
+        self,
+        frame: CameraFrame,
+        text: str = "",
+        points: list[tuple[float, float]] | None = None,
+        box: tuple[float, float, float, float] | None = None,
+    ) -> list[MaskCandidate]:
         """One mask per prompt point (or for the box); text prompts are pointed first."""
         self._load()
         if not points and box is None:

@@ -40,9 +40,13 @@ class Segmenter(Protocol):
 
     name: str
 
-    def segment(self, frame: CameraFrame, text: str = "",
-                points: list[tuple[float, float]] | None = None,
-                box: tuple[float, float, float, float] | None = None) -> list[MaskCandidate]:
+    def segment(
+        self,
+        frame: CameraFrame,
+        text: str = "",
+        points: list[tuple[float, float]] | None = None,
+        box: tuple[float, float, float, float] | None = None,
+    ) -> list[MaskCandidate]:
         """Masks for ``text`` and/or prompt ``points`` [(u, v) px] / ``box`` (u0, v0, u1, v1) [px],
         best first. Returns ``[]`` when nothing matches."""
 

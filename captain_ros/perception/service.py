@@ -53,9 +53,15 @@ class PerceptionService(MeasureMixin, StateMixin):
             observation see inside the detection's box (e.g. the wrist camera).
     """
 
-    def __init__(self, backend: Backend, segmenter: Segmenter | None = None,
-                 pointer: Pointer | None = None, max_observations: int = 24,
-                 max_detections: int = 128, merge_views: bool = True) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        segmenter: Segmenter | None = None,
+        pointer: Pointer | None = None,
+        max_observations: int = 24,
+        max_detections: int = 128,
+        merge_views: bool = True,
+    ) -> None:
         self.backend = backend
         self.merge_views = merge_views
         self.default_segmenter = DefaultSegmenter()
@@ -69,8 +75,12 @@ class PerceptionService(MeasureMixin, StateMixin):
     def memory_state(self) -> dict[str, Any]:
         """Everything the service remembers between calls (observations, detections, recorded
         measurements, support-plane cache), for a decision-point snapshot of the episode."""
-        return {"observations": self.observations.snapshot(), "detections": self.detections.snapshot(),
-                "measurements": copy.deepcopy(self.measurements), "support": dict(self._support)}
+        return {
+            "observations": self.observations.snapshot(),
+            "detections": self.detections.snapshot(),
+            "measurements": copy.deepcopy(self.measurements),
+            "support": dict(self._support),
+        }
 
     def restore_memory_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`memory_state` (handles and ids continue from the same counters)."""
@@ -90,8 +100,13 @@ class PerceptionService(MeasureMixin, StateMixin):
                     raise UnknownNameError("camera", c, valid)
         frames = self.backend.capture(cameras)
         handle = self.observations.new_id()
-        obs = Observation(handle, dict(frames), float(self.backend.time_s()), self.robot_summary(),
-                          int(handle.split("_")[1]))
+        obs = Observation(
+            handle,
+            dict(frames),
+            float(self.backend.time_s()),
+            self.robot_summary(),
+            int(handle.split("_")[1]),
+        )
         self.observations.put(handle, obs)
         return obs
 
@@ -123,13 +138,21 @@ class PerceptionService(MeasureMixin, StateMixin):
         obs = self._capture(cameras)
         cams = sorted(obs.frames)
         sizes = {c: [obs.frames[c].width, obs.frames[c].height] for c in cams}
-        value = {"handle": obs.handle, "observation_handle": obs.handle, "cameras": cams,
-                 "stamp_s": obs.stamp_s, "robot": obs.robot, "robot_state": obs.robot,
-                 "image_size_px": sizes,
-                 "images": [{"handle": obs.handle, "camera": c} for c in cams]}
-        return Result.ok(f"observation {obs.handle}: {', '.join(cams)}", value,
-                         receipt=f"observe: {obs.handle} cameras={','.join(cams)} "
-                                 f"t={obs.stamp_s:.2f}s")
+        value = {
+            "handle": obs.handle,
+            "observation_handle": obs.handle,
+            "cameras": cams,
+            "stamp_s": obs.stamp_s,
+            "robot": obs.robot,
+            "robot_state": obs.robot,
+            "image_size_px": sizes,
+            "images": [{"handle": obs.handle, "camera": c} for c in cams],
+        }
+        return Result.ok(
+            f"observation {obs.handle}: {', '.join(cams)}",
+            value,
+            receipt=f"observe: {obs.handle} cameras={','.join(cams)} t={obs.stamp_s:.2f}s",
+        )
 
     def image(self, handle: str, camera: str) -> np.ndarray:
         """The (H, W, 3) uint8 RGB image of ``camera`` in observation ``handle`` (raises
@@ -149,9 +172,16 @@ class PerceptionService(MeasureMixin, StateMixin):
                 return True
         return False
 
-    def make_detection(self, obs: Observation, camera: str, mask: np.ndarray, label: str,
-                       score: float, pixel_uv: tuple[int, int] | None = None,
-                       extra: dict[str, Any] | None = None) -> Detection | None:
+    def make_detection(
+        self,
+        obs: Observation,
+        camera: str,
+        mask: np.ndarray,
+        label: str,
+        score: float,
+        pixel_uv: tuple[int, int] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Detection | None:
         """Back-project a mask, fit its geometry and store it; ``None`` if it has no depth."""
         frame = obs.frame(camera)
         mask = np.asarray(mask, dtype=bool) & valid_depth(frame)
@@ -162,8 +192,20 @@ class PerceptionService(MeasureMixin, StateMixin):
         geom = fit_geometry(pts, sz)
         uv = pixel_uv if pixel_uv is not None else interior_pixel(mask)
         rgb = np.median(frame.rgb[mask], axis=0).astype(np.uint8)
-        det = Detection(self.detections.new_id(), str(label), float(score), obs.handle, camera,
-                        mask, pts, geom, (int(uv[0]), int(uv[1])), sz, rgb, dict(extra or {}))
+        det = Detection(
+            self.detections.new_id(),
+            str(label),
+            float(score),
+            obs.handle,
+            camera,
+            mask,
+            pts,
+            geom,
+            (int(uv[0]), int(uv[1])),
+            sz,
+            rgb,
+            dict(extra or {}),
+        )
         self.detections.put(det.id, det)
         return det
 
@@ -176,8 +218,10 @@ class PerceptionService(MeasureMixin, StateMixin):
     @staticmethod
     def _receipt(d: Detection, prefix: str) -> str:
         g = d.geometry
-        return (f"{prefix}: {d.id} '{d.label[:40]}' at {fmt(g.center_m)} m, extents "
-                f"{fmt(g.extents_m)} m, {g.shape}, {d.handle}/{d.camera} px {d.pixel_uv}")
+        return (
+            f"{prefix}: {d.id} '{d.label[:40]}' at {fmt(g.center_m)} m, extents "
+            f"{fmt(g.extents_m)} m, {g.shape}, {d.handle}/{d.camera} px {d.pixel_uv}"
+        )
 
     @guarded
     def segment(self, text: str, handle: str | None = None, camera: str = "head") -> Result:
@@ -196,14 +240,19 @@ class PerceptionService(MeasureMixin, StateMixin):
             if det is not None:
                 dets.append(det)
         if not dets:
-            return Result.fail(FailureCategory.NOT_DETECTED,
-                               f"nothing matching {text!r} in {obs.handle}/{camera}. Re-observe, "
-                               "rephrase (colour + shape word), try another camera, or click it "
-                               "with mark_point.", receipt=f"segment {text!r}: nothing found")
+            return Result.fail(
+                FailureCategory.NOT_DETECTED,
+                f"nothing matching {text!r} in {obs.handle}/{camera}. Re-observe, "
+                "rephrase (colour + shape word), try another camera, or click it "
+                "with mark_point.",
+                receipt=f"segment {text!r}: nothing found",
+            )
         best = dets[0]
-        return Result.ok(f"{len(dets)} detection(s) for {text!r}",
-                         {"detections": [d.to_value() for d in dets], "handle": obs.handle},
-                         receipt=self._receipt(best, f"segment {len(dets)} found; best"))
+        return Result.ok(
+            f"{len(dets)} detection(s) for {text!r}",
+            {"detections": [d.to_value() for d in dets], "handle": obs.handle},
+            receipt=self._receipt(best, f"segment {len(dets)} found; best"),
+        )
 
     @guarded
     def point(self, text: str, handle: str | None = None, camera: str = "head") -> Result:
@@ -214,32 +263,45 @@ class PerceptionService(MeasureMixin, StateMixin):
         pts = self.pointer.point(frame, text)
         pts = [p for p in pts if 0 <= p.u < frame.width and 0 <= p.v < frame.height]
         if not pts:
-            return Result.fail(FailureCategory.NOT_DETECTED,
-                               f"no point found for {text!r} in {obs.handle}/{camera}; rephrase, "
-                               "or look at the image and use mark_point.",
-                               receipt=f"point {text!r}: nothing")
-        value: dict[str, Any] = {"points": [{"u": int(round(p.u)), "v": int(round(p.v)),
-                                             "label": p.label}
-                            for p in pts], "handle": obs.handle, "camera": camera}
+            return Result.fail(
+                FailureCategory.NOT_DETECTED,
+                f"no point found for {text!r} in {obs.handle}/{camera}; rephrase, "
+                "or look at the image and use mark_point.",
+                receipt=f"point {text!r}: nothing",
+            )
+        value: dict[str, Any] = {
+            "points": [{"u": int(round(p.u)), "v": int(round(p.v)), "label": p.label} for p in pts],
+            "handle": obs.handle,
+            "camera": camera,
+        }
         first = value["points"][0]
-        return Result.ok(f"{len(pts)} point(s) for {text!r}", value,
-                         receipt=f"point {text!r}: {len(pts)} point(s), first "
-                                 f"({first['u']}, {first['v']}) in {obs.handle}/{camera}")
+        return Result.ok(
+            f"{len(pts)} point(s) for {text!r}",
+            value,
+            receipt=f"point {text!r}: {len(pts)} point(s), first "
+            f"({first['u']}, {first['v']}) in {obs.handle}/{camera}",
+        )
 
     @staticmethod
     def pixel(frame: CameraFrame, u: Any, v: Any) -> tuple[int, int]:
         """Integer pixel from ``u`` (column), ``v`` (row); floats in [0, 1) for both are read as
         fractions of the width/height. Raises InvalidArgumentError off the image."""
         fu, fv = finite_number(u, "u"), finite_number(v, "v")
-        if isinstance(u, float) and isinstance(v, float) and 0 <= fu < 1 and 0 <= fv < 1 \
-                and (fu > 0 or fv > 0):
+        if (
+            isinstance(u, float)
+            and isinstance(v, float)
+            and 0 <= fu < 1
+            and 0 <= fv < 1
+            and (fu > 0 or fv > 0)
+        ):
             fu, fv = fu * frame.width, fv * frame.height
         iu, iv = int(np.floor(fu)), int(np.floor(fv))
         if not (0 <= iu < frame.width and 0 <= iv < frame.height):
             raise InvalidArgumentError(
                 f"pixel ({u}, {v}) is off the {frame.width}x{frame.height} image of "
                 f"{frame.camera}; u is the column in [0, {frame.width - 1}], v the row in "
-                f"[0, {frame.height - 1}]")
+                f"[0, {frame.height - 1}]"
+            )
         return iu, iv
 
     def _no_depth(self, frame: CameraFrame, u: int, v: int) -> Result:
@@ -248,13 +310,17 @@ class PerceptionService(MeasureMixin, StateMixin):
         if uu.size:
             k = int(np.argmin((uu - u) ** 2 + (vv - v) ** 2))
             hint = f" Nearest pixel with depth: ({int(uu[k])}, {int(vv[k])})."
-        return Result.fail(FailureCategory.NO_DEPTH,
-                           f"pixel ({u}, {v}) of {frame.camera} has no valid depth; pick a nearby "
-                           f"pixel on the object.{hint}", receipt=f"mark_point ({u},{v}): no depth")
+        return Result.fail(
+            FailureCategory.NO_DEPTH,
+            f"pixel ({u}, {v}) of {frame.camera} has no valid depth; pick a nearby "
+            f"pixel on the object.{hint}",
+            receipt=f"mark_point ({u},{v}): no depth",
+        )
 
     @guarded
-    def mark_point(self, handle: str, camera: str, u: Any, v: Any, label: str = "",
-                   granularity: str = "object") -> Result:
+    def mark_point(
+        self, handle: str, camera: str, u: Any, v: Any, label: str = "", granularity: str = "object"
+    ) -> Result:
         """Back-project pixel (u, v), grow it into an object (or part) mask, return a detection.
 
         ``granularity``: ``"object"`` (depth- and colour-continuous region), ``"part"`` (tighter
@@ -273,20 +339,26 @@ class PerceptionService(MeasureMixin, StateMixin):
             mask = grow_from_seed(frame, iu, iv, granularity, regions)
         if not mask.any():
             z = float(regions.points_m[iv, iu, 2])
-            return Result.fail(FailureCategory.NOT_DETECTED,
-                               f"pixel ({iu}, {iv}) lies on the support surface (z={z:.3f} m), not "
-                               "on an object; click a pixel inside the object in the image.",
-                               receipt=f"mark_point ({iu},{iv}): on the table")
+            return Result.fail(
+                FailureCategory.NOT_DETECTED,
+                f"pixel ({iu}, {iv}) lies on the support surface (z={z:.3f} m), not "
+                "on an object; click a pixel inside the object in the image.",
+                receipt=f"mark_point ({iu},{iv}): on the table",
+            )
         if granularity != "point" and not isinstance(self.segmenter, DefaultSegmenter):
             cands = self.segmenter.segment(frame, str(label), points=[(iu, iv)])
             if cands and cands[0].mask[iv, iu]:
                 mask = cands[0].mask
-        det = self.make_detection(obs, camera, mask, label or "object", 1.0, (iu, iv),
-                                  {"granularity": granularity})
+        det = self.make_detection(
+            obs, camera, mask, label or "object", 1.0, (iu, iv), {"granularity": granularity}
+        )
         if det is None:
             return self._no_depth(frame, iu, iv)
-        return Result.ok(f"{det.id} from pixel ({iu}, {iv})", det.to_value(),
-                         receipt=self._receipt(det, "mark_point"))
+        return Result.ok(
+            f"{det.id} from pixel ({iu}, {iv})",
+            det.to_value(),
+            receipt=self._receipt(det, "mark_point"),
+        )
 
     @guarded
     def select_detection(self, detection_ids: list[str], by: str = "score") -> Result:
@@ -301,15 +373,20 @@ class PerceptionService(MeasureMixin, StateMixin):
             raise InvalidArgumentError("detection_ids is empty; pass ids from segment/mark_point")
         bases = [a.base_pose.position_m for a in self.backend.spec.arms]
         keys = {
-            "score": lambda d: -d.score, "largest": lambda d: -d.area_px,
+            "score": lambda d: -d.score,
+            "largest": lambda d: -d.area_px,
             "nearest": lambda d: min(np.linalg.norm(d.geometry.center_m - b) for b in bases),
             "leftmost": lambda d: -d.geometry.center_m[1],
             "rightmost": lambda d: d.geometry.center_m[1],
-            "highest": lambda d: -d.geometry.top_z_m, "lowest": lambda d: d.geometry.top_z_m,
+            "highest": lambda d: -d.geometry.top_z_m,
+            "lowest": lambda d: d.geometry.top_z_m,
         }
         best = min(dets, key=keys[by])
-        return Result.ok(f"selected {best.id} by {by}", best.to_value(),
-                         receipt=self._receipt(best, f"select by {by}"))
+        return Result.ok(
+            f"selected {best.id} by {by}",
+            best.to_value(),
+            receipt=self._receipt(best, f"select by {by}"),
+        )
 
     @guarded
     def track_target(self, detection_id: str, handle: str | None = None) -> Result:
@@ -328,22 +405,33 @@ class PerceptionService(MeasureMixin, StateMixin):
                 continue
             jump = float(np.linalg.norm(info.geometry.center_m - old.geometry.center_m))
             dcol = float(np.abs(info.rgb.astype(float) - old.rgb.astype(float)).mean()) / 255
-            dsize = float(np.abs(np.sort(info.geometry.extents_m) - np.sort(old.geometry.extents_m))
-                          .sum())
+            dsize = float(
+                np.abs(np.sort(info.geometry.extents_m) - np.sort(old.geometry.extents_m)).sum()
+            )
             cost = jump + 0.5 * dcol + 0.5 * dsize
             if jump < TRACK_MAX_JUMP_M and dcol < 0.2 and cost < best_cost:
                 best, best_cost = info, cost
         if best is None:
-            return Result.fail(FailureCategory.NOT_DETECTED,
-                               f"{old.id} ('{old.label}') not found again in {obs.handle}/{camera}; "
-                               "it may be occluded or moved far: try another camera or mark_point.",
-                               receipt=f"track {old.id}: lost")
-        det = self.make_detection(obs, camera, best.mask, old.label, max(0.0, 1 - best_cost),
-                                  extra={"tracked_from": old.id})
+            return Result.fail(
+                FailureCategory.NOT_DETECTED,
+                f"{old.id} ('{old.label}') not found again in {obs.handle}/{camera}; "
+                "it may be occluded or moved far: try another camera or mark_point.",
+                receipt=f"track {old.id}: lost",
+            )
+        det = self.make_detection(
+            obs,
+            camera,
+            best.mask,
+            old.label,
+            max(0.0, 1 - best_cost),
+            extra={"tracked_from": old.id},
+        )
         if det is None:
             raise InvalidArgumentError("the re-identified region has no depth")
         moved = float(np.linalg.norm(det.geometry.center_m - old.geometry.center_m))
         value = det.to_value() | {"tracked_from": old.id, "moved_m": round(moved, 4)}
-        return Result.ok(f"{old.id} -> {det.id}", value,
-                         receipt=self._receipt(det, f"track {old.id}") + f" moved {moved:.3f} m")
-
+        return Result.ok(
+            f"{old.id} -> {det.id}",
+            value,
+            receipt=self._receipt(det, f"track {old.id}") + f" moved {moved:.3f} m",
+        )

@@ -50,22 +50,30 @@ class StateMixin:
         ee = self.backend.ee_pose(arm)
         js = self.backend.joint_state(arm)
         gr = self.backend.gripper(arm)
-        return {"end_effector_position_m": _r(ee.position_m),
-                "end_effector_quat_wxyz": _r(ee.quat_wxyz, 5),
-                "tcp_position_m": _r(ee.position_m), "tcp_quat_wxyz": _r(ee.quat_wxyz, 5),
-                "joints_rad": _r(js.position_rad, 5),
-                "force_n": round(float(self.backend.contact_force_n(arm)), 3),
-                "joint_names": list(js.names), "joint_positions_rad": _r(js.position_rad, 5),
-                "jaw_opening_m": round(float(gr.opening_m), 5),
-                "jaw_command_m": round(float(gr.command_m), 5),
-                "grip_force_n": round(float(gr.force_n), 3), "holding": bool(gr.holding),
-                "contact_force_n": round(float(self.backend.contact_force_n(arm)), 3)}
+        return {
+            "end_effector_position_m": _r(ee.position_m),
+            "end_effector_quat_wxyz": _r(ee.quat_wxyz, 5),
+            "tcp_position_m": _r(ee.position_m),
+            "tcp_quat_wxyz": _r(ee.quat_wxyz, 5),
+            "joints_rad": _r(js.position_rad, 5),
+            "force_n": round(float(self.backend.contact_force_n(arm)), 3),
+            "joint_names": list(js.names),
+            "joint_positions_rad": _r(js.position_rad, 5),
+            "jaw_opening_m": round(float(gr.opening_m), 5),
+            "jaw_command_m": round(float(gr.command_m), 5),
+            "grip_force_n": round(float(gr.force_n), 3),
+            "holding": bool(gr.holding),
+            "contact_force_n": round(float(self.backend.contact_force_n(arm)), 3),
+        }
 
     def robot_summary(self) -> dict[str, Any]:
         """Per-arm state; on a single-arm rig the arm's keys are also at the top level."""
         arms = {n: self.arm_state(n) for n in self.arm_names()}
-        out: dict[str, Any] = {"arms": arms, "stamp_s": float(self.backend.time_s()),
-                               "estopped": bool(self.backend.estopped)}
+        out: dict[str, Any] = {
+            "arms": arms,
+            "stamp_s": float(self.backend.time_s()),
+            "estopped": bool(self.backend.estopped),
+        }
         if len(arms) == 1:
             out.update(next(iter(arms.values())))
         return out
@@ -79,9 +87,11 @@ class StateMixin:
         else:
             arms = {self.resolve_arm(arm): self.arm_state(self.resolve_arm(arm))}
             value = next(iter(arms.values())) | {"arm": arm}
-        rec = "; ".join(f"{n}: tcp {fmt(s['end_effector_position_m'])} jaw "
-                        f"{s['jaw_opening_m']:.3f} m{' holding' if s['holding'] else ''}"
-                        for n, s in arms.items())
+        rec = "; ".join(
+            f"{n}: tcp {fmt(s['end_effector_position_m'])} jaw "
+            f"{s['jaw_opening_m']:.3f} m{' holding' if s['holding'] else ''}"
+            for n, s in arms.items()
+        )
         return Result.ok("robot state", value, receipt=f"state {rec}")
 
     @guarded
@@ -89,30 +99,51 @@ class StateMixin:
         """Jaw opening [m], command [m], grip force [N] and whether it holds something."""
         name = self.resolve_arm(arm)
         g = self.backend.gripper(name)
-        value = {"arm": name, "opening_m": float(g.opening_m), "command_m": float(g.command_m),
-                 "force_n": float(g.force_n), "holding": bool(g.holding),
-                 "max_opening_m": float(self.backend.spec.arm(name).jaw_max_opening_m)}
-        return Result.ok("gripper state", value,
-                         receipt=f"gripper {name}: opening {g.opening_m:.4f} m, force "
-                                 f"{g.force_n:.1f} N, holding={g.holding}")
+        value = {
+            "arm": name,
+            "opening_m": float(g.opening_m),
+            "command_m": float(g.command_m),
+            "force_n": float(g.force_n),
+            "holding": bool(g.holding),
+            "max_opening_m": float(self.backend.spec.arm(name).jaw_max_opening_m),
+        }
+        return Result.ok(
+            "gripper state",
+            value,
+            receipt=f"gripper {name}: opening {g.opening_m:.4f} m, force "
+            f"{g.force_n:.1f} N, holding={g.holding}",
+        )
 
     @guarded
     def robot_geometry(self) -> Result:
         """Reach, jaw opening, pad size, base poses, cameras and workspace bounds of the rig."""
         spec = self.backend.spec
-        arms = {a.name: {"base_pose": a.base_pose.to_dict(), "reach_m": float(a.reach_m),
-                         "jaw_max_opening_m": float(a.jaw_max_opening_m),
-                         "pad_size_m": [float(x) for x in a.pad_size_m],
-                         "pad_size_axes": "length along tool z (approach), width along tool x, "
-                                          "thickness along tool y (jaw axis)",
-                         "wrist_camera": a.wrist_camera, "joint_names": list(a.joint_names)}
-                for a in spec.arms}
-        value = {"rig": spec.name, "arms": arms, "cameras": list(spec.cameras),
-                 "head_camera": spec.head_camera,
-                 "workspace_min_m": _r(spec.workspace_min_m), "workspace_max_m": _r(spec.workspace_max_m),
-                 "frames": self.frame_names()}
-        rec = "; ".join(f"{n}: reach {a['reach_m']:.2f} m jaw {a['jaw_max_opening_m']:.3f} m"
-                        for n, a in arms.items())
+        arms = {
+            a.name: {
+                "base_pose": a.base_pose.to_dict(),
+                "reach_m": float(a.reach_m),
+                "jaw_max_opening_m": float(a.jaw_max_opening_m),
+                "pad_size_m": [float(x) for x in a.pad_size_m],
+                "pad_size_axes": "length along tool z (approach), width along tool x, "
+                "thickness along tool y (jaw axis)",
+                "wrist_camera": a.wrist_camera,
+                "joint_names": list(a.joint_names),
+            }
+            for a in spec.arms
+        }
+        value = {
+            "rig": spec.name,
+            "arms": arms,
+            "cameras": list(spec.cameras),
+            "head_camera": spec.head_camera,
+            "workspace_min_m": _r(spec.workspace_min_m),
+            "workspace_max_m": _r(spec.workspace_max_m),
+            "frames": self.frame_names(),
+        }
+        rec = "; ".join(
+            f"{n}: reach {a['reach_m']:.2f} m jaw {a['jaw_max_opening_m']:.3f} m"
+            for n, a in arms.items()
+        )
         return Result.ok("robot geometry", value, receipt=f"geometry {spec.name}: {rec}")
 
     def frame_names(self) -> list[str]:
@@ -145,17 +176,33 @@ class StateMixin:
         raise UnknownNameError("frame", frame, self.frame_names())
 
     @guarded
-    def transform_pose(self, position: Any, orientation: Any = None, from_frame: str = "world",
-                       to_frame: str = "world") -> Result:
+    def transform_pose(
+        self,
+        position: Any,
+        orientation: Any = None,
+        from_frame: str = "world",
+        to_frame: str = "world",
+    ) -> Result:
         """Express a pose given in ``from_frame`` in ``to_frame`` (position [m], quat wxyz)."""
         p = as_vector(position, 3, "position")
-        q = normalize_quat(orientation, "orientation") if orientation is not None else \
-            np.array([1.0, 0, 0, 0])
+        q = (
+            normalize_quat(orientation, "orientation")
+            if orientation is not None
+            else np.array([1.0, 0, 0, 0])
+        )
         src = self.world_from(from_frame)
         dst = self.world_from(to_frame)
-        out = Pose.from_matrix(dst.inverse().matrix() @ src.matrix() @ Pose(p, q).matrix(), to_frame)
-        value = {"position_m": _r(out.position_m, 6), "quat_wxyz": _r(out.quat_wxyz, 6),
-                 "frame": to_frame}
-        return Result.ok(f"{from_frame} -> {to_frame}", value,
-                         receipt=f"transform {from_frame}->{to_frame}: {fmt(out.position_m)} m "
-                                 f"q {fmt(out.quat_wxyz, 3)}")
+        out = Pose.from_matrix(
+            dst.inverse().matrix() @ src.matrix() @ Pose(p, q).matrix(), to_frame
+        )
+        value = {
+            "position_m": _r(out.position_m, 6),
+            "quat_wxyz": _r(out.quat_wxyz, 6),
+            "frame": to_frame,
+        }
+        return Result.ok(
+            f"{from_frame} -> {to_frame}",
+            value,
+            receipt=f"transform {from_frame}->{to_frame}: {fmt(out.position_m)} m "
+            f"q {fmt(out.quat_wxyz, 3)}",
+        )

@@ -70,12 +70,18 @@ class Detection:
     def to_value(self) -> dict[str, Any]:
         """The detection as the API returns it (contract keys plus ``detection_id``)."""
         g = self.geometry
-        return {"id": self.id, "detection_id": self.id, "label": self.label,
-                "score": round(float(self.score), 4),
-                "centroid_m": [round(float(x), 4) for x in g.center_m],
-                "extents_m": [round(float(x), 4) for x in g.extents_m],
-                "pixel_uv": [int(self.pixel_uv[0]), int(self.pixel_uv[1])],
-                "area_px": self.area_px, "handle": self.handle, "camera": self.camera}
+        return {
+            "id": self.id,
+            "detection_id": self.id,
+            "label": self.label,
+            "score": round(float(self.score), 4),
+            "centroid_m": [round(float(x), 4) for x in g.center_m],
+            "extents_m": [round(float(x), 4) for x in g.extents_m],
+            "pixel_uv": [int(self.pixel_uv[0]), int(self.pixel_uv[1])],
+            "area_px": self.area_px,
+            "handle": self.handle,
+            "camera": self.camera,
+        }
 
 
 class BoundedStore:

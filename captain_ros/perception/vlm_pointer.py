@@ -55,23 +55,41 @@ class EndpointVLM:
         transport: Optional ``httpx`` transport (tests use ``httpx.MockTransport``).
     """
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None,
-                 timeout_s: float = 30.0, max_tokens: int = 256, transport: Any = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 30.0,
+        max_tokens: int = 256,
+        transport: Any = None,
+    ) -> None:
         import httpx
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
         self.max_tokens = max_tokens
-        self._client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
-                                    timeout=timeout_s, transport=transport)
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
+        )
 
     def generate(self, rgb: np.ndarray, prompt: str) -> str:
         import httpx
 
-        body = {"model": self.model, "temperature": 0.0, "max_tokens": self.max_tokens,
-                "messages": [{"role": "user", "content": [
-                    {"type": "image_url", "image_url": {"url": png_data_url(rgb)}},
-                    {"type": "text", "text": prompt}]}]}
+        body = {
+            "model": self.model,
+            "temperature": 0.0,
+            "max_tokens": self.max_tokens,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image_url", "image_url": {"url": png_data_url(rgb)}},
+                        {"type": "text", "text": prompt},
+                    ],
+                }
+            ],
+        }
         try:
             resp = self._client.post("/chat/completions", json=body)
             resp.raise_for_status()
@@ -116,14 +134,19 @@ class TransformersVLM:
         from PIL import Image
 
         self._load()
-        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
-        text = self._processor.apply_chat_template(messages, add_generation_prompt=True,
-                                                   tokenize=False)
+        messages = [
+            {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}
+        ]
+        text = self._processor.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False
+        )
         inputs = self._processor(text=[text], images=[Image.fromarray(rgb)], return_tensors="pt")
         inputs = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
         with torch.no_grad():
-            out = self._model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
-        new = out[0, inputs["input_ids"].shape[1]:]
+            out = self._model.generate(
+                **inputs, max_new_tokens=self.max_new_tokens, do_sample=False
+            )
+        new = out[0, inputs["input_ids"].shape[1] :]
         return str(self._processor.decode(new, skip_special_tokens=True))
 
 
@@ -138,7 +161,9 @@ class VLMPointer:
 
     name = "vlm"
 
-    def __init__(self, client: VLMClient, coords: str = "auto", prompt: str = DEFAULT_PROMPT) -> None:
+    def __init__(
+        self, client: VLMClient, coords: str = "auto", prompt: str = DEFAULT_PROMPT
+    ) -> None:
         self.client = client
         self.coords = coords
         self.prompt = prompt
@@ -146,4 +171,6 @@ class VLMPointer:
 
     def point(self, frame: CameraFrame, text: str) -> list[PointCandidate]:
         self.last_reply = self.client.generate(frame.rgb, self.prompt.format(text=text))
-        return parse_points(self.last_reply, frame.width, frame.height, self.coords, default_label=text)
+        return parse_points(
+            self.last_reply, frame.width, frame.height, self.coords, default_label=text
+        )

@@ -14,5 +14,12 @@ from captain_ros.policy.base import Policy, PolicyReply, python_call
 from captain_ros.policy.factory import POLICY_KINDS, make_policy
 from captain_ros.policy.toolcalls import ParsedReply, parse_reply
 
-__all__ = ["POLICY_KINDS", "ParsedReply", "Policy", "PolicyReply", "make_policy", "parse_reply",
-           "python_call"]
+__all__ = [
+    "POLICY_KINDS",
+    "ParsedReply",
+    "Policy",
+    "PolicyReply",
+    "make_policy",
+    "parse_reply",
+    "python_call",
+]

@@ -45,16 +45,26 @@ class PolicyReply:
     logprobs: tuple[float, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"content": self.content, "reasoning": self.reasoning, "tool_calls": list(self.tool_calls),
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "model_s": self.model_s, "info": dict(self.info),
-                "completion_ids": list(self.completion_ids), "logprobs": list(self.logprobs)}
+        return {
+            "content": self.content,
+            "reasoning": self.reasoning,
+            "tool_calls": list(self.tool_calls),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "model_s": self.model_s,
+            "info": dict(self.info),
+            "completion_ids": list(self.completion_ids),
+            "logprobs": list(self.logprobs),
+        }
 
 
 def python_call(code: str, call_id: str) -> dict[str, Any]:
     """A structured ``python`` tool call carrying ``code``."""
-    return {"id": call_id, "type": "function",
-            "function": {"name": "python", "arguments": json.dumps({"code": code})}}
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "python", "arguments": json.dumps({"code": code})},
+    }
 
 
 class Policy(abc.ABC):

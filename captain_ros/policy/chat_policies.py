@@ -13,10 +13,16 @@ from captain_ros.policy.openai_client import ChatCompletion, OpenAIChatClient
 
 
 def _reply(out: ChatCompletion) -> PolicyReply:
-    return PolicyReply(content=out.content, reasoning=out.reasoning, tool_calls=out.tool_calls,
-                       prompt_tokens=out.usage.prompt_tokens,
-                       completion_tokens=out.usage.completion_tokens, model_s=out.latency_s,
-                       completion_ids=out.completion_ids, logprobs=out.logprobs)
+    return PolicyReply(
+        content=out.content,
+        reasoning=out.reasoning,
+        tool_calls=out.tool_calls,
+        prompt_tokens=out.usage.prompt_tokens,
+        completion_tokens=out.usage.completion_tokens,
+        model_s=out.latency_s,
+        completion_ids=out.completion_ids,
+        logprobs=out.logprobs,
+    )
 
 
 class OpenAIPolicy(Policy):
@@ -59,13 +65,26 @@ class TransformersPolicy(Policy):
 
     name = "transformers"
 
-    def __init__(self, folder: str = "smollm2", engine: str = "auto", grammar: str = "none",
-                 threads: int | None = None, device: str | None = None,
-                 draft_tokens: int | None = None, **kw: Any) -> None:
+    def __init__(
+        self,
+        folder: str = "smollm2",
+        engine: str = "auto",
+        grammar: str = "none",
+        threads: int | None = None,
+        device: str | None = None,
+        draft_tokens: int | None = None,
+        **kw: Any,
+    ) -> None:
         from captain_ros.policy.engines import EngineSettings, make_engine
 
-        self.engine = make_engine(engine, folder, EngineSettings(threads=threads, **kw),
-                                  grammar=grammar, device=device, draft_tokens=draft_tokens)
+        self.engine = make_engine(
+            engine,
+            folder,
+            EngineSettings(threads=threads, **kw),
+            grammar=grammar,
+            device=device,
+            draft_tokens=draft_tokens,
+        )
         # What samples (``seed`` / ``requests`` / ``render``; RE-0 seats reseed it): the
         # transformers engine's TransformersChat, or the llama.cpp engine itself.
         self.chat: Any = getattr(self.engine, "chat", self.engine)
@@ -78,8 +97,12 @@ class TransformersPolicy(Policy):
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyReply:
         gen = self.engine.generate(messages, tools or None)
-        info = {"engine": self.engine.name, "reused_tokens": gen.cache.reused,
-                "prefilled_tokens": gen.cache.prefilled, "finish_reason": gen.finish_reason}
+        info = {
+            "engine": self.engine.name,
+            "reused_tokens": gen.cache.reused,
+            "prefilled_tokens": gen.cache.prefilled,
+            "finish_reason": gen.finish_reason,
+        }
         grammar = getattr(self.engine, "grammar_name", "none")
         if grammar != "none":
             info["grammar"] = grammar
@@ -88,9 +111,15 @@ class TransformersPolicy(Policy):
         if drafted is not None:  # llamacpp's prompt lookup: drafted and kept tokens
             info["drafted_tokens"], info["accepted_tokens"] = drafted
         info["decode_s"] = round(float(getattr(self.engine, "last_decode_s", 0.0)), 4)
-        return PolicyReply(content=gen.text, prompt_tokens=len(gen.prompt_ids),
-                           completion_tokens=len(gen.completion_ids), model_s=gen.model_s,
-                           completion_ids=gen.completion_ids, logprobs=gen.logprobs, info=info)
+        return PolicyReply(
+            content=gen.text,
+            prompt_tokens=len(gen.prompt_ids),
+            completion_tokens=len(gen.completion_ids),
+            model_s=gen.model_s,
+            completion_ids=gen.completion_ids,
+            logprobs=gen.logprobs,
+            info=info,
+        )
 
     def close(self) -> None:
         self.engine.close()

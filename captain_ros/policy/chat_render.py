@@ -27,10 +27,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-TOOL_NOTE = ("You have one tool, `python`, which runs code in a persistent Python session with "
-             "`robot` pre-imported. Call it by writing <tool_call>{\"name\": \"python\", "
-             "\"arguments\": {\"code\": \"...\"}}</tool_call> or a ```python fenced block. "
-             "Reply without a tool call only when the episode is over.")
+TOOL_NOTE = (
+    "You have one tool, `python`, which runs code in a persistent Python session with "
+    '`robot` pre-imported. Call it by writing <tool_call>{"name": "python", '
+    '"arguments": {"code": "..."}}</tool_call> or a ```python fenced block. '
+    "Reply without a tool call only when the episode is over."
+)
 
 PRELUDE_PATH = Path(__file__).with_name("tool_prelude.jinja")
 _PRELUDE_MARK = "{#- Tool-call prelude for chat templates without tool support"
@@ -84,35 +86,56 @@ def _supports_tools(template: str) -> bool:
     from transformers.utils import chat_template_utils
 
     render_jinja_template: Any = chat_template_utils.render_jinja_template
-    tool = {"type": "function", "function": {"name": _PROBE_TOOL, "description": "probe",
-                                             "parameters": {"type": "object", "properties": {}}}}
-    call = {"id": "c0", "type": "function",
-            "function": {"name": _PROBE_TOOL, "arguments": json.dumps({"code": _PROBE_CODE})}}
-    probe = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
-             {"role": "assistant", "content": "", "tool_calls": [call]},
-             {"role": "tool", "tool_call_id": "c0", "content": _PROBE_OUTPUT}]
+    tool = {
+        "type": "function",
+        "function": {
+            "name": _PROBE_TOOL,
+            "description": "probe",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+    call = {
+        "id": "c0",
+        "type": "function",
+        "function": {"name": _PROBE_TOOL, "arguments": json.dumps({"code": _PROBE_CODE})},
+    }
+    probe = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c0", "content": _PROBE_OUTPUT},
+    ]
     try:
-        rendered, _ = render_jinja_template([probe], tools=[tool], chat_template=template,
-                                            add_generation_prompt=True)
+        rendered, _ = render_jinja_template(
+            [probe], tools=[tool], chat_template=template, add_generation_prompt=True
+        )
     except Exception:  # noqa: BLE001 - a template that cannot render tools does not support them
         return False
     text = rendered[0]
     return _PROBE_TOOL in text and _PROBE_CODE in text and _PROBE_OUTPUT in text
 
 
-def render_template(template: str, conversation: Sequence[dict[str, Any]],
-                    tools: Sequence[dict[str, Any]] | None = None, *,
-                    add_generation_prompt: bool = True, **special_tokens: str) -> str:
+def render_template(
+    template: str,
+    conversation: Sequence[dict[str, Any]],
+    tools: Sequence[dict[str, Any]] | None = None,
+    *,
+    add_generation_prompt: bool = True,
+    **special_tokens: str,
+) -> str:
     """``template`` rendered as a tokenizer's ``apply_chat_template`` renders it (transformers'
     Jinja environment), for a model that has a chat template but no transformers tokenizer (the
     llama.cpp engine reads the template from a GGUF file)."""
     from transformers.utils import chat_template_utils
 
     render_jinja_template: Any = chat_template_utils.render_jinja_template
-    rendered, _ = render_jinja_template([list(conversation)], tools=list(tools) if tools else None,
-                                        chat_template=template,
-                                        add_generation_prompt=add_generation_prompt,
-                                        **special_tokens)
+    rendered, _ = render_jinja_template(
+        [list(conversation)],
+        tools=list(tools) if tools else None,
+        chat_template=template,
+        add_generation_prompt=add_generation_prompt,
+        **special_tokens,
+    )
     return str(rendered[0])
 
 
@@ -132,15 +155,24 @@ def effective_template(tokenizer: Any) -> str:
     return template if template_supports_tools(template) else with_tool_prelude(template)
 
 
-def render_chat(tokenizer: Any, messages: Sequence[dict[str, Any]],
-                tools: Sequence[dict[str, Any]] | None = None, *,
-                add_generation_prompt: bool = True) -> str:
+def render_chat(
+    tokenizer: Any,
+    messages: Sequence[dict[str, Any]],
+    tools: Sequence[dict[str, Any]] | None = None,
+    *,
+    add_generation_prompt: bool = True,
+) -> str:
     """The prompt text for ``messages`` (and the tool schema ``tools``) under ``tokenizer``.
 
     With ``add_generation_prompt`` the text ends where the model's reply begins; without it, a
     final assistant message is rendered as a finished turn (what SFT supervises).
     """
-    return str(tokenizer.apply_chat_template(
-        chat_messages(messages), tools=list(tools) if tools else None,
-        chat_template=effective_template(tokenizer), add_generation_prompt=add_generation_prompt,
-        tokenize=False))
+    return str(
+        tokenizer.apply_chat_template(
+            chat_messages(messages),
+            tools=list(tools) if tools else None,
+            chat_template=effective_template(tokenizer),
+            add_generation_prompt=add_generation_prompt,
+            tokenize=False,
+        )
+    )

@@ -10,8 +10,14 @@ from typing import Any
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.policy.base import Policy
 
-POLICY_KINDS = ("scripted", "scripted-faulty[:NAME=RATE,...,seed=N]", "openai", "transformers",
-                "student[:NAME]", "replay:FILE")
+POLICY_KINDS = (
+    "scripted",
+    "scripted-faulty[:NAME=RATE,...,seed=N]",
+    "openai",
+    "transformers",
+    "student[:NAME]",
+    "replay:FILE",
+)
 
 
 def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
@@ -39,16 +45,32 @@ def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
     if spec == "openai":
         from captain_ros.policy.chat_policies import OpenAIPolicy
 
-        kw = {k: opts[k] for k in ("timeout_s", "max_tokens", "temperature", "max_retries",
-                                   "stream") if opts.get(k) is not None}
-        return OpenAIPolicy(opts.get("base_url") or os.environ.get("CAPTAIN_BASE_URL",
-                                                                   "http://localhost:8000/v1"),
-                            opts.get("model") or os.environ.get("CAPTAIN_MODEL", "default"), **kw)
+        kw = {
+            k: opts[k]
+            for k in ("timeout_s", "max_tokens", "temperature", "max_retries", "stream")
+            if opts.get(k) is not None
+        }
+        return OpenAIPolicy(
+            opts.get("base_url") or os.environ.get("CAPTAIN_BASE_URL", "http://localhost:8000/v1"),
+            opts.get("model") or os.environ.get("CAPTAIN_MODEL", "default"),
+            **kw,
+        )
     if spec == "transformers":
         from captain_ros.policy.chat_policies import TransformersPolicy
 
-        kw = {k: opts[k] for k in ("max_new_tokens", "temperature", "device", "engine", "grammar",
-                                   "threads", "draft_tokens") if opts.get(k) is not None}
+        kw = {
+            k: opts[k]
+            for k in (
+                "max_new_tokens",
+                "temperature",
+                "device",
+                "engine",
+                "grammar",
+                "threads",
+                "draft_tokens",
+            )
+            if opts.get(k) is not None
+        }
         return TransformersPolicy(opts.get("model_folder") or "smollm2", **kw)
     if spec.startswith("replay:"):
         from captain_ros.policy.replay import ReplayPolicy

@@ -33,9 +33,11 @@ PYTHON_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "python",
-        "description": ("Run Python code in the persistent sandboxed session. Variables persist "
-                        "across calls; `robot` (the robot API), numpy as np, scipy and math are "
-                        "pre-imported. Printed output and robot receipts are returned."),
+        "description": (
+            "Run Python code in the persistent sandboxed session. Variables persist "
+            "across calls; `robot` (the robot API), numpy as np, scipy and math are "
+            "pre-imported. Printed output and robot receipts are returned."
+        ),
         "parameters": {
             "type": "object",
             "properties": {"code": {"type": "string", "description": "Python source to run."}},
@@ -65,18 +67,24 @@ class TokenUsage:
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(self.prompt_tokens + other.prompt_tokens,
-                          self.completion_tokens + other.completion_tokens,
-                          self.reasoning_tokens + other.reasoning_tokens,
-                          self.reported or other.reported)
+        return TokenUsage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.reported or other.reported,
+        )
 
     @classmethod
     def from_json(cls, usage: dict[str, Any] | None) -> TokenUsage:
         if not usage:
             return cls()
         details = usage.get("completion_tokens_details") or {}
-        return cls(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
-                   int(details.get("reasoning_tokens") or 0), True)
+        return cls(
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+            int(details.get("reasoning_tokens") or 0),
+            True,
+        )
 
 
 @dataclass(frozen=True)
@@ -125,8 +133,10 @@ class _Tokens:
 
     def frozen(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...]]:
         if self.completion and self.logprobs and len(self.completion) != len(self.logprobs):
-            raise ChatError(f"the server returned {len(self.completion)} reply token ids but "
-                            f"{len(self.logprobs)} log-probabilities; refusing misaligned tokens")
+            raise ChatError(
+                f"the server returned {len(self.completion)} reply token ids but "
+                f"{len(self.logprobs)} log-probabilities; refusing misaligned tokens"
+            )
         return tuple(self.prompt), tuple(self.completion), tuple(self.logprobs)
 
 
@@ -148,12 +158,24 @@ class OpenAIChatClient:
         sleep: Sleep function (tests pass a recorder).
     """
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
-                 timeout_s: float = 300.0, max_retries: int = 3, backoff_s: float = 1.0,
-                 stream: bool = True, temperature: float = 1.0, top_p: float = 1.0,
-                 max_tokens: int = 4096, extra_body: dict[str, Any] | None = None,
-                 token_info: bool = False, transport: httpx.BaseTransport | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 300.0,
+        max_retries: int = 3,
+        backoff_s: float = 1.0,
+        stream: bool = True,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_tokens: int = 4096,
+        extra_body: dict[str, Any] | None = None,
+        token_info: bool = False,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         if timeout_s <= 0 or max_retries < 0 or backoff_s < 0 or max_tokens <= 0:
             raise ValueError("timeout_s and max_tokens must be positive, retries/backoff >= 0")
         self.base_url = base_url.rstrip("/")
@@ -169,8 +191,12 @@ class OpenAIChatClient:
         self.requests = 0
         key = api_key or os.environ.get("CAPTAIN_API_KEY") or os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, transport=transport,
-                                  timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)))
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            transport=transport,
+            timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -181,12 +207,20 @@ class OpenAIChatClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def complete(self, messages: Sequence[dict[str, Any]],
-                 tools: Sequence[dict[str, Any]] | None = (PYTHON_TOOL,),
-                 on_delta: Callable[[str, str], None] | None = None) -> ChatCompletion:
+    def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = (PYTHON_TOOL,),
+        on_delta: Callable[[str, str], None] | None = None,
+    ) -> ChatCompletion:
         """Send one request; ``on_delta(channel, text)`` sees streamed ``content``/``reasoning``."""
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages), **self.sampling,
-                                **(TOKEN_INFO_BODY if self.token_info else {}), **self.extra_body}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            **self.sampling,
+            **(TOKEN_INFO_BODY if self.token_info else {}),
+            **self.extra_body,
+        }
         if tools:
             body["tools"] = list(tools)
             body["tool_choice"] = "auto"
@@ -205,8 +239,11 @@ class OpenAIChatClient:
                 last_error = str(exc)
                 if attempt == self.max_retries:
                     break
-                delay = exc.retry_after_s if exc.retry_after_s is not None else min(
-                    30.0, self.backoff_s * 2**attempt)
+                delay = (
+                    exc.retry_after_s
+                    if exc.retry_after_s is not None
+                    else min(30.0, self.backoff_s * 2**attempt)
+                )
                 self.sleep(delay)
                 continue
             self.requests += 1
@@ -231,13 +268,20 @@ class OpenAIChatClient:
         tokens = _Tokens([int(v) for v in data.get("prompt_token_ids") or ()])
         tokens.add_choice(choice)
         prompt_ids, completion_ids, logprobs = tokens.frozen()
-        return ChatCompletion(msg.get("content") or "", reasoning,
-                              tuple(msg.get("tool_calls") or ()), choice.get("finish_reason"),
-                              TokenUsage.from_json(data.get("usage")), prompt_ids=prompt_ids,
-                              completion_ids=completion_ids, logprobs=logprobs)
+        return ChatCompletion(
+            msg.get("content") or "",
+            reasoning,
+            tuple(msg.get("tool_calls") or ()),
+            choice.get("finish_reason"),
+            TokenUsage.from_json(data.get("usage")),
+            prompt_ids=prompt_ids,
+            completion_ids=completion_ids,
+            logprobs=logprobs,
+        )
 
-    def _post_stream(self, body: dict[str, Any],
-                     on_delta: Callable[[str, str], None] | None) -> ChatCompletion:
+    def _post_stream(
+        self, body: dict[str, Any], on_delta: Callable[[str, str], None] | None
+    ) -> ChatCompletion:
         content: list[str] = []
         reasoning: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
@@ -272,9 +316,16 @@ class OpenAIChatClient:
             raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
         tool_calls = tuple(calls[i] for i in sorted(calls))
         prompt_ids, completion_ids, logprobs = tokens.frozen()
-        return ChatCompletion("".join(content), "".join(reasoning) or None, tool_calls, finish,
-                              usage, prompt_ids=prompt_ids, completion_ids=completion_ids,
-                              logprobs=logprobs)
+        return ChatCompletion(
+            "".join(content),
+            "".join(reasoning) or None,
+            tool_calls,
+            finish,
+            usage,
+            prompt_ids=prompt_ids,
+            completion_ids=completion_ids,
+            logprobs=logprobs,
+        )
 
 
 class _Retryable(Exception):
@@ -297,9 +348,13 @@ def _check_status(resp: httpx.Response) -> None:
     raise ChatError(f"HTTP {resp.status_code} from chat server (not retried): {text}")
 
 
-def _merge_delta(delta: dict[str, Any], content: list[str], reasoning: list[str],
-                 calls: dict[int, dict[str, Any]],
-                 on_delta: Callable[[str, str], None] | None) -> None:
+def _merge_delta(
+    delta: dict[str, Any],
+    content: list[str],
+    reasoning: list[str],
+    calls: dict[int, dict[str, Any]],
+    on_delta: Callable[[str, str], None] | None,
+) -> None:
     """Accumulate one streamed delta (content, reasoning, tool-call fragments by index)."""
     if delta.get("content"):
         content.append(delta["content"])
@@ -312,8 +367,9 @@ def _merge_delta(delta: dict[str, Any], content: list[str], reasoning: list[str]
             on_delta("reasoning", piece)
     for frag in delta.get("tool_calls") or ():
         idx = int(frag.get("index", len(calls)))
-        call = calls.setdefault(idx, {"id": None, "type": "function",
-                                      "function": {"name": "", "arguments": ""}})
+        call = calls.setdefault(
+            idx, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+        )
         if frag.get("id"):
             call["id"] = frag["id"]
         fn = frag.get("function") or {}

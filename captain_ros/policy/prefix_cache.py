@@ -60,7 +60,11 @@ class PrefixCache:
 
     def take(self, prompt_ids: Sequence[int]) -> tuple[Any, CacheUse]:
         """The cache to pass to ``generate`` for ``prompt_ids`` (None: start afresh), and its use."""
-        keep = common_prefix_len(self.ids, prompt_ids) if self.enabled and self.cache is not None else 0
+        keep = (
+            common_prefix_len(self.ids, prompt_ids)
+            if self.enabled and self.cache is not None
+            else 0
+        )
         keep = min(keep, len(prompt_ids) - 1)
         cache = None
         if keep > 0:

@@ -45,7 +45,9 @@ class ReplayPolicy(Policy):
     name = "replay"
 
     def __init__(self, requests: str | Path | Iterable[dict[str, Any]]) -> None:
-        self.requests = load_requests(requests) if isinstance(requests, (str, Path)) else list(requests)
+        self.requests = (
+            load_requests(requests) if isinstance(requests, (str, Path)) else list(requests)
+        )
         self.position = 0
         self.seen_messages: list[int] = []
 
@@ -60,9 +62,14 @@ class ReplayPolicy(Policy):
         item = self.requests[self.position]
         self.position += 1
         if "content" in item or "tool_calls" in item:
-            return PolicyReply(content=str(item.get("content") or ""), reasoning=item.get("reasoning"),
-                               tool_calls=tuple(item.get("tool_calls") or ()))
+            return PolicyReply(
+                content=str(item.get("content") or ""),
+                reasoning=item.get("reasoning"),
+                tool_calls=tuple(item.get("tool_calls") or ()),
+            )
         code = item.get("code")
         cells = [code] if isinstance(code, str) else list(code or [])
-        calls = tuple(python_call(str(c), f"call_{self.position}_{i}") for i, c in enumerate(cells) if str(c))
+        calls = tuple(
+            python_call(str(c), f"call_{self.position}_{i}") for i, c in enumerate(cells) if str(c)
+        )
         return PolicyReply(content="", reasoning=str(item.get("reasoning") or ""), tool_calls=calls)

@@ -31,7 +31,7 @@ def outputs_since_last_reply(messages: list[dict[str, Any]]) -> str | None:
     last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
     if last is None:
         return None
-    return "\n".join(flatten_content(m.get("content")) for m in messages[last + 1:])
+    return "\n".join(flatten_content(m.get("content")) for m in messages[last + 1 :])
 
 
 def instruction_from(messages: list[dict[str, Any]]) -> str:
@@ -44,8 +44,9 @@ def instruction_from(messages: list[dict[str, Any]]) -> str:
         texts.append(flatten_content(m.get("content")))
     text = "\n".join(texts)
     for heading in (r"#+ *Instruction\b[^\n]*", r"#+ *Task\b[^\n]*"):
-        for match in re.finditer(r"^" + heading + r"\n+((?:(?!#).+\n?)+)", text,
-                                 re.MULTILINE | re.IGNORECASE):
+        for match in re.finditer(
+            r"^" + heading + r"\n+((?:(?!#).+\n?)+)", text, re.MULTILINE | re.IGNORECASE
+        ):
             para = match.group(1).strip()
             if para:
                 return para.split("\n\n")[0].strip()
@@ -93,15 +94,25 @@ class ScriptedPolicy(Policy):
             raise RuntimeError("ScriptedPolicy.reset(task, seed) must be called before act()")
         self.requests += 1
         if self.expert is None:
-            self.expert = self._make_expert(self.task, instruction_from(messages), library_in(messages))
+            self.expert = self._make_expert(
+                self.task, instruction_from(messages), library_in(messages)
+            )
         cell = self.expert.next_cell(outputs_since_last_reply(messages))
         info = self._info()
         if cell is None:
-            return PolicyReply(content="The episode is over.", reasoning="Nothing left to do.",
-                               model_s=time.perf_counter() - start, info=info)
-        return PolicyReply(content="", reasoning=cell.reasoning,
-                           tool_calls=(python_call(cell.code, f"call_{self.expert.cells}"),),
-                           model_s=time.perf_counter() - start, info=info)
+            return PolicyReply(
+                content="The episode is over.",
+                reasoning="Nothing left to do.",
+                model_s=time.perf_counter() - start,
+                info=info,
+            )
+        return PolicyReply(
+            content="",
+            reasoning=cell.reasoning,
+            tool_calls=(python_call(cell.code, f"call_{self.expert.cells}"),),
+            model_s=time.perf_counter() - start,
+            info=info,
+        )
 
 
 class FaultyScriptedPolicy(ScriptedPolicy):
@@ -138,7 +149,7 @@ class FaultyScriptedPolicy(ScriptedPolicy):
 
     def _info(self) -> dict[str, Any]:
         assert self.injector is not None
-        new = self.injector.events[self._reported:]
+        new = self.injector.events[self._reported :]
         self._reported = len(self.injector.events)
         return {"faults": [e.to_dict() for e in new], "fault_spec": self.spec.to_text()}
 
@@ -155,14 +166,21 @@ class TakeoverPolicy(Policy):
 
     name = "takeover"
 
-    def __init__(self, base: Policy, at_request: int, max_requests: int = 20,
-                 allowed_symbols: frozenset[str] | set[str] | None = None,
-                 wrap_teacher: Callable[[Plan], Plan] | None = None) -> None:
+    def __init__(
+        self,
+        base: Policy,
+        at_request: int,
+        max_requests: int = 20,
+        allowed_symbols: frozenset[str] | set[str] | None = None,
+        wrap_teacher: Callable[[Plan], Plan] | None = None,
+    ) -> None:
         if isinstance(at_request, bool) or not isinstance(at_request, int) or at_request < 1:
             raise InvalidArgumentError(f"at_request must be an integer >= 1, got {at_request!r}")
         self.base = base
         self.at_request = at_request
-        self.segment = Segment(max_requests, None if allowed_symbols is None else frozenset(allowed_symbols))
+        self.segment = Segment(
+            max_requests, None if allowed_symbols is None else frozenset(allowed_symbols)
+        )
         self.wrap_teacher = wrap_teacher
         self.name = f"{base.name}+takeover"
         self.task: str | None = None
@@ -185,16 +203,29 @@ class TakeoverPolicy(Policy):
         if self.requests >= self.at_request and (self.expert is None or not self.expert.done):
             first = self.expert is None
             if first:
-                self.expert = ScriptedExpert(self.task, instruction_from(messages), wrap=self.wrap_teacher,
-                                             segment=self.segment)
+                self.expert = ScriptedExpert(
+                    self.task,
+                    instruction_from(messages),
+                    wrap=self.wrap_teacher,
+                    segment=self.segment,
+                )
             assert self.expert is not None
             cell = self.expert.next_cell(None if first else outputs_since_last_reply(messages))
             if cell is not None:
                 self.segment_requests.append(self.requests)
-                info = {"segment": {"by": "scripted", "request": len(self.segment_requests),
-                                    "handed_back": self.expert.handed_back and self.expert.done}}
-                return PolicyReply(content="", reasoning=cell.reasoning,
-                                   tool_calls=(python_call(cell.code, f"call_takeover_{self.requests}"),),
-                                   model_s=time.perf_counter() - start, info=info)
+                info = {
+                    "segment": {
+                        "by": "scripted",
+                        "request": len(self.segment_requests),
+                        "handed_back": self.expert.handed_back and self.expert.done,
+                    }
+                }
+                return PolicyReply(
+                    content="",
+                    reasoning=cell.reasoning,
+                    tool_calls=(python_call(cell.code, f"call_takeover_{self.requests}"),),
+                    model_s=time.perf_counter() - start,
+                    info=info,
+                )
         reply = self.base.act(messages, tools)
         return replace(reply, info={**reply.info, "segment": {"by": self.base.name}})

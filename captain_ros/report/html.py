@@ -63,26 +63,34 @@ def _seconds(ep: EpisodeFolder) -> str:
         return "unknown"
     text = f"{wall:.1f} s"
     if model is not None and backend is not None:
-        text += (f" (model {model:.1f} s, robot calls {backend:.1f} s, session and harness "
-                 f"{max(0.0, wall - model - backend):.1f} s)")
+        text += (
+            f" (model {model:.1f} s, robot calls {backend:.1f} s, session and harness "
+            f"{max(0.0, wall - model - backend):.1f} s)"
+        )
     return _e(text)
 
 
 def _summary_table(ep: EpisodeFolder) -> str:
     unknown = "unknown (not recorded)"
     gate = ep.field("gate_rejections")
-    rows = [("outcome", _e(ep.field("outcome", "unknown"))),
-            ("host success", _flag(ep.field("host_success"))),
-            ("strict success", _flag(ep.field("strict_success"))),
-            ("finish() accepted", _flag(ep.field("finished"))),
-            ("policy", _e(ep.field("policy", unknown))),
-            ("backend", _e(ep.field("backend", unknown))),
-            ("requests", _e(ep.field("requests", len(ep.requests)))),
-            ("physical actions", _e(ep.field("physical_actions", "unknown"))),
-            ("gate rejections", _e("unknown" if gate is None else gate)),
-            ("end reason", _e(ep.field("end_reason", "unknown"))),
-            ("wall time", _seconds(ep))]
-    return "<table class='s'>" + "".join(f"<tr><td>{_e(k)}</td><td>{v}</td></tr>" for k, v in rows) + "</table>"
+    rows = [
+        ("outcome", _e(ep.field("outcome", "unknown"))),
+        ("host success", _flag(ep.field("host_success"))),
+        ("strict success", _flag(ep.field("strict_success"))),
+        ("finish() accepted", _flag(ep.field("finished"))),
+        ("policy", _e(ep.field("policy", unknown))),
+        ("backend", _e(ep.field("backend", unknown))),
+        ("requests", _e(ep.field("requests", len(ep.requests)))),
+        ("physical actions", _e(ep.field("physical_actions", "unknown"))),
+        ("gate rejections", _e("unknown" if gate is None else gate)),
+        ("end reason", _e(ep.field("end_reason", "unknown"))),
+        ("wall time", _seconds(ep)),
+    ]
+    return (
+        "<table class='s'>"
+        + "".join(f"<tr><td>{_e(k)}</td><td>{v}</td></tr>" for k, v in rows)
+        + "</table>"
+    )
 
 
 def _task(ep: EpisodeFolder) -> str:
@@ -92,8 +100,10 @@ def _task(ep: EpisodeFolder) -> str:
         md = task_md.read_text(errors="replace")
     out = ""
     if md:
-        out += (f"<details class='task'><summary>TASK.md ({len(md.splitlines())} lines, as the "
-                f"policy saw it)</summary><pre>{_e(md)}</pre></details>")
+        out += (
+            f"<details class='task'><summary>TASK.md ({len(md.splitlines())} lines, as the "
+            f"policy saw it)</summary><pre>{_e(md)}</pre></details>"
+        )
     imgs = ep.start.get("initial_images") or []
     if isinstance(imgs, list) and imgs:
         out += "<div>" + "".join(_img(r) for r in imgs) + "</div>"
@@ -114,10 +124,12 @@ def _plot(req: dict[str, Any], use_reads: bool) -> str:
 
 def _request(req: dict[str, Any], use_reads: bool) -> str:
     t = _e(req.get("t"))
-    parts = [f"<div class='req' id='req-{t}'><h2>Request {t}</h2>"
-             f"<div class='meta'>model {float(req.get('model_s') or 0):.2f} s, backend "
-             f"{float(req.get('backend_s') or 0):.2f} s, harness "
-             f"{float(req.get('harness_s') or 0):.3f} s</div>"]
+    parts = [
+        f"<div class='req' id='req-{t}'><h2>Request {t}</h2>"
+        f"<div class='meta'>model {float(req.get('model_s') or 0):.2f} s, backend "
+        f"{float(req.get('backend_s') or 0):.2f} s, harness "
+        f"{float(req.get('harness_s') or 0):.3f} s</div>"
+    ]
     if req.get("reasoning"):
         parts.append(f"<p class='reason'>{_e(req['reasoning'])}</p>")
     for call in req.get("calls") or []:
@@ -143,9 +155,13 @@ def render_report(episode_dir: str | Path) -> str:
     """The HTML text of an episode folder's report."""
     ep = EpisodeFolder.load(episode_dir)
     title = _e(ep.title)
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
-             f"<style>{_CSS}</style></head><body><h1>Episode {title}</h1>",
-             _summary_table(ep), render_overview(ep.requests), _task(ep)]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
+        f"<style>{_CSS}</style></head><body><h1>Episode {title}</h1>",
+        _summary_table(ep),
+        render_overview(ep.requests),
+        _task(ep),
+    ]
     use_reads = not episode_has_traces(ep.requests)
     parts += [_request(r, use_reads) for r in ep.requests]
     parts.append("</body></html>\n")

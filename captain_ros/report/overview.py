@@ -34,8 +34,13 @@ class RequestRow:
 
 
 def _robot_calls(req: dict[str, Any]) -> list[dict[str, Any]]:
-    return [rc for call in req.get("calls") or [] if isinstance(call, dict)
-            for rc in call.get("robot_calls") or [] if isinstance(rc, dict)]
+    return [
+        rc
+        for call in req.get("calls") or []
+        if isinstance(call, dict)
+        for rc in call.get("robot_calls") or []
+        if isinstance(rc, dict)
+    ]
 
 
 def _physical(calls: list[dict[str, Any]]) -> tuple[str, int]:
@@ -47,14 +52,20 @@ def _physical(calls: list[dict[str, Any]]) -> tuple[str, int]:
         if name not in PHYSICAL or not res.get("executed"):
             continue
         counts[name] += 1
-        stop = (res.get("value") or {}).get("stop_reason") if isinstance(res.get("value"), dict) else None
+        stop = (
+            (res.get("value") or {}).get("stop_reason")
+            if isinstance(res.get("value"), dict)
+            else None
+        )
         if stop and stop != "reached":
             stops.setdefault(name, Counter())[str(stop)] += 1
     parts = []
     for name, n in counts.items():
         text = name if n == 1 else f"{name} x{n}"
         if name in stops:
-            text += " (" + ", ".join(f"{n_stop} {stop}" for stop, n_stop in stops[name].items()) + ")"
+            text += (
+                " (" + ", ".join(f"{n_stop} {stop}" for stop, n_stop in stops[name].items()) + ")"
+            )
         parts.append(text)
     return ", ".join(parts), sum(counts.values())
 
@@ -94,7 +105,11 @@ def request_row(req: dict[str, Any]) -> RequestRow:
         outcome, sev = "malformed reply", "bad"
     elif errors:
         first = errors[0]
-        kind = "timed out" if first.get("timed_out") else ("crashed" if first.get("crashed") else "error")
+        kind = (
+            "timed out"
+            if first.get("timed_out")
+            else ("crashed" if first.get("crashed") else "error")
+        )
         outcome, sev = f"cell {kind}", "bad"
     elif not cells:
         outcome, sev = "no code", "warn"
@@ -118,13 +133,16 @@ def render_overview(requests: list[dict[str, Any]]) -> str:
         return "<p>(no requests recorded)</p>"
     rows = [request_row(r) for r in requests]
     n_phys = sum(r.physical_count for r in rows)
-    head = (f"<h2 id='overview'>Overview: {len(rows)} requests, {n_phys} physical actions</h2>"
-            "<div class='ov'><table class='ov'><tr><th>#</th><th>outcome</th>"
-            "<th>physical actions</th><th>calls</th><th>failed calls</th><th>gate</th>"
-            "<th>reasoning</th></tr>")
+    head = (
+        f"<h2 id='overview'>Overview: {len(rows)} requests, {n_phys} physical actions</h2>"
+        "<div class='ov'><table class='ov'><tr><th>#</th><th>outcome</th>"
+        "<th>physical actions</th><th>calls</th><th>failed calls</th><th>gate</th>"
+        "<th>reasoning</th></tr>"
+    )
     body = "".join(
         f"<tr><td><a href='#req-{r.t}'>{r.t}</a></td><td class='{r.severity}'>{html.escape(r.outcome)}"
         f"</td><td>{html.escape(r.physical)}</td><td>{r.calls}</td><td>{html.escape(r.failures)}</td>"
         f"<td>{html.escape(r.gate)}</td><td class='meta'>{html.escape(r.reasoning)}</td></tr>"
-        for r in rows)
+        for r in rows
+    )
     return head + body + "</table></div>"

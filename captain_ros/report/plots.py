@@ -62,7 +62,8 @@ def _arrays(tr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     except (TypeError, ValueError):
         return None
     if not (len(t) == len(p) == len(f) >= MIN_SAMPLES) or not (
-            np.all(np.isfinite(t)) and np.all(np.isfinite(p)) and np.all(np.isfinite(f))):
+        np.all(np.isfinite(t)) and np.all(np.isfinite(p)) and np.all(np.isfinite(f))
+    ):
         return None
     return t, p, f
 
@@ -97,9 +98,17 @@ def motion_traces(req: dict[str, Any], use_reads: bool = False) -> list[MotionTr
                 arrays = _arrays(tr)
                 if arrays is None:
                     continue
-                out.append(MotionTrace(request, len(out) + 1, name, str(arm)[:20],
-                                       str(value.get("stop_reason", "samples"))[:30],
-                                       str(value.get("mode", ""))[:20], *arrays))
+                out.append(
+                    MotionTrace(
+                        request,
+                        len(out) + 1,
+                        name,
+                        str(arm)[:20],
+                        str(value.get("stop_reason", "samples"))[:30],
+                        str(value.get("mode", ""))[:20],
+                        *arrays,
+                    )
+                )
     return out
 
 
@@ -119,7 +128,7 @@ def render_motion_svg(traces: list[MotionTrace]) -> str:
     with _svg_rc():
         fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def motion_figure(traces: list[MotionTrace]) -> Any:
@@ -151,7 +160,9 @@ def motion_figure(traces: list[MotionTrace]) -> Any:
     ax_z.set(xlabel="t [s]", ylabel="z [m]", title="tool height")
     ax_f.set(xlabel="t [s]", ylabel="force [N]", title="contact force")
     peak = max(float(tr.force_n.max()) for tr in traces)
-    ax_f.set_ylim(bottom=0.0, top=max(1.0, math.ceil(1.1 * peak), 1.3 * CONTACT_FORCE_N if guarded else 0.0))
+    ax_f.set_ylim(
+        bottom=0.0, top=max(1.0, math.ceil(1.1 * peak), 1.3 * CONTACT_FORCE_N if guarded else 0.0)
+    )
     for ax in (ax_xy, ax_z, ax_f):
         ax.tick_params(labelsize=7)
         ax.title.set_fontsize(8)
@@ -159,8 +170,13 @@ def motion_figure(traces: list[MotionTrace]) -> Any:
         ax.yaxis.label.set_fontsize(7)
         ax.xaxis.set_major_locator(MaxNLocator(4))
         ax.yaxis.set_major_locator(MaxNLocator(4))
-    fig.legend(*ax_xy.get_legend_handles_labels(), loc="outside lower center",
-               ncol=min(len(traces), 4), fontsize=7, frameon=False)
+    fig.legend(
+        *ax_xy.get_legend_handles_labels(),
+        loc="outside lower center",
+        ncol=min(len(traces), 4),
+        fontsize=7,
+        frameon=False,
+    )
     return fig
 
 

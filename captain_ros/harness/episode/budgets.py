@@ -38,8 +38,11 @@ class Budgets:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"max_requests": self.max_requests, "max_wall_s": self.max_wall_s,
-                "max_physical_actions": self.max_physical_actions}
+        return {
+            "max_requests": self.max_requests,
+            "max_wall_s": self.max_wall_s,
+            "max_physical_actions": self.max_physical_actions,
+        }
 
 
 class BudgetTracker:
@@ -76,6 +79,11 @@ class BudgetTracker:
 
     def snapshot(self) -> dict[str, Any]:
         """What every Result reports under ``budget``."""
-        return {"requests_used": self.requests, "requests_left": self.requests_left(),
-                "physical_actions_used": self.physical_actions, "physical_actions_left": self.physical_left(),
-                "wall_s_used": round(self.elapsed_s(), 3), "wall_s_left": round(max(0.0, self.wall_left_s()), 3)}
+        return {
+            "requests_used": self.requests,
+            "requests_left": self.requests_left(),
+            "physical_actions_used": self.physical_actions,
+            "physical_actions_left": self.physical_left(),
+            "wall_s_used": round(self.elapsed_s(), 3),
+            "wall_s_left": round(max(0.0, self.wall_left_s()), 3),
+        }

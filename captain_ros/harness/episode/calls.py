@@ -37,7 +37,11 @@ log = logging.getLogger(__name__)
 MAX_RECEIPTS_SHOWN = 20
 CallObserver = Callable[[CallEvent], None]
 """Sees every call's final Result (budget attached), ``finish`` included."""
-NOT_COUNTED = (FailureCategory.INVALID_ARGUMENT, FailureCategory.UNKNOWN_ID, FailureCategory.BUDGET_EXHAUSTED)
+NOT_COUNTED = (
+    FailureCategory.INVALID_ARGUMENT,
+    FailureCategory.UNKNOWN_ID,
+    FailureCategory.BUDGET_EXHAUSTED,
+)
 
 
 @dataclass
@@ -93,9 +97,15 @@ def observe_initial(robot: RobotCaller, out_dir: Path) -> tuple[ImageRef, ...]:
 class EpisodeCalls:
     """Per-episode robot-call handling (budgets, gate, receipts, images, logs)."""
 
-    def __init__(self, robot: RobotCaller, tracker: BudgetTracker, gate: CompletionGate,
-                 episode_dir: Path, max_images_per_cell: int = 4,
-                 observer: CallObserver | None = None) -> None:
+    def __init__(
+        self,
+        robot: RobotCaller,
+        tracker: BudgetTracker,
+        gate: CompletionGate,
+        episode_dir: Path,
+        max_images_per_cell: int = 4,
+        observer: CallObserver | None = None,
+    ) -> None:
         self.robot = robot
         self.observer = observer
         self.tracker = tracker
@@ -132,16 +142,26 @@ class EpisodeCalls:
         try:
             cap = registry.CAPABILITY_BY_NAME.get(name) if isinstance(name, str) else None
             if cap is None:
-                result = self._fail(str(name)[:60], FailureCategory.UNKNOWN_ID,
-                                    f"unknown capability {str(name)[:60]!r}; valid: " + ", ".join(registry.CAPABILITY_BY_NAME))
+                result = self._fail(
+                    str(name)[:60],
+                    FailureCategory.UNKNOWN_ID,
+                    f"unknown capability {str(name)[:60]!r}; valid: "
+                    + ", ".join(registry.CAPABILITY_BY_NAME),
+                )
             elif self.tracker.wall_left_s() <= 0:
                 self.exhausted = self.exhausted or "wall_time"
-                result = self._fail(name, FailureCategory.BUDGET_EXHAUSTED,
-                                    "the wall-time budget is spent; the episode is ending")
+                result = self._fail(
+                    name,
+                    FailureCategory.BUDGET_EXHAUSTED,
+                    "the wall-time budget is spent; the episode is ending",
+                )
             elif cap.physical and self.tracker.physical_left() <= 0:
                 self.exhausted = self.exhausted or "physical_actions"
-                result = self._fail(name, FailureCategory.BUDGET_EXHAUSTED,
-                                    "the physical-action budget is spent; the episode is ending")
+                result = self._fail(
+                    name,
+                    FailureCategory.BUDGET_EXHAUSTED,
+                    "the physical-action budget is spent; the episode is ending",
+                )
             elif cap.service == "harness":
                 try:
                     args = validate_call(cap, kwargs)
@@ -153,7 +173,9 @@ class EpisodeCalls:
             else:
                 result = self._forward(cap, name, kwargs)
                 if not isinstance(result, Result):
-                    result = self._fail(name, FailureCategory.INTERNAL_ERROR, "the robot returned no Result")
+                    result = self._fail(
+                        name, FailureCategory.INTERNAL_ERROR, "the robot returned no Result"
+                    )
                 if cap.physical and result.failure_category not in NOT_COUNTED:
                     self.tracker.physical_actions += 1
                     self.tally.physical_actions += 1
@@ -161,27 +183,43 @@ class EpisodeCalls:
             if cap is not None:
                 self.tally.capabilities.append(name)
                 self.tally.successful_calls += int(result.success)
-                if cap.physical and not result.success and \
-                        result.failure_category != FailureCategory.BUDGET_EXHAUSTED:
+                if (
+                    cap.physical
+                    and not result.success
+                    and result.failure_category != FailureCategory.BUDGET_EXHAUSTED
+                ):
                     self.tally.failed_physical += 1
                     self.failed_physical += 1
                 elif not cap.physical and cap.service != "harness":
                     self.tally.perception_calls += 1
         except Exception as exc:  # noqa: BLE001 - the harness must not crash on a call
             log.exception("robot call %s failed in the harness", name)
-            result = self._fail(str(name)[:60], FailureCategory.INTERNAL_ERROR,
-                                f"internal harness error ({type(exc).__name__}); it was logged")
+            result = self._fail(
+                str(name)[:60],
+                FailureCategory.INTERNAL_ERROR,
+                f"internal harness error ({type(exc).__name__}); it was logged",
+            )
         if not result.receipt:
             result = replace(result, receipt=default_receipt(str(name)[:60], result))
         result = result.with_budget(self.tracker.snapshot())
         self.last_dict = result.to_dict()
         self.log.receipts.append(result.receipt)
-        self.log.robot_calls.append({"name": str(name)[:60], "kwargs": kwargs, "result": self.last_dict})
+        self.log.robot_calls.append(
+            {"name": str(name)[:60], "kwargs": kwargs, "result": self.last_dict}
+        )
         if self.observer is not None:
             try:
-                self.observer(CallEvent(self.request, self.cell, self.calls, str(name)[:60],
-                                        dict(kwargs) if isinstance(kwargs, dict) else {}, result,
-                                        time.perf_counter() - t_call))
+                self.observer(
+                    CallEvent(
+                        self.request,
+                        self.cell,
+                        self.calls,
+                        str(name)[:60],
+                        dict(kwargs) if isinstance(kwargs, dict) else {},
+                        result,
+                        time.perf_counter() - t_call,
+                    )
+                )
             except Exception:  # noqa: BLE001 - an observer must not break the episode
                 log.exception("call observer failed for %s", name)
         return result
@@ -218,7 +256,9 @@ class EpisodeCalls:
             if img is None:
                 msg = f"image not attached: no image for handle {handle!r} camera {camera!r} (call robot.observe() first)"
             else:
-                rel = f"{IMAGES}/r{self.request:03d}_c{self.cell}_{len(self.log.images)}_{camera}.png"
+                rel = (
+                    f"{IMAGES}/r{self.request:03d}_c{self.cell}_{len(self.log.images)}_{camera}.png"
+                )
                 save_png(img, self.episode_dir / rel)
                 self.log.images.append(ImageRef(rel, camera, handle))
                 msg = f"attached image {len(self.log.images)}/{self.max_images_per_cell}: {camera} of {handle}"

@@ -42,22 +42,33 @@ def precheck(code: str) -> str | None:
     try:
         compile(code, "<cell>", "exec", dont_inherit=True)
     except SyntaxError as exc:
-        return (f"SyntaxError: {exc.msg} (line {exc.lineno}, column {exc.offset}). "
-                f"The cell was not run; fix the code and call python again.")
+        return (
+            f"SyntaxError: {exc.msg} (line {exc.lineno}, column {exc.offset}). "
+            f"The cell was not run; fix the code and call python again."
+        )
     except (ValueError, OverflowError, RecursionError, MemoryError) as exc:
         return f"Code rejected: {type(exc).__name__}: {exc}"
     return None
 
 
-def run_cells(t: int, cells: list[tuple[str, str]], session: PythonSession, calls: EpisodeCalls,
-              end_on_finish: bool) -> CellsOutcome:
+def run_cells(
+    t: int,
+    cells: list[tuple[str, str]],
+    session: PythonSession,
+    calls: EpisodeCalls,
+    end_on_finish: bool,
+) -> CellsOutcome:
     """Execute ``cells`` (``(call_id, code)`` pairs) of request ``t``."""
     out = CellsOutcome()
     calls.begin_request(t)
     for k, (call_id, code) in enumerate(cells):
         out.tool_calls.append(ToolCall(call_id, code))
         if calls.exhausted or (calls.finish_accepted and end_on_finish):
-            why = "finish() was accepted" if calls.finish_accepted else f"the {calls.exhausted} budget is spent"
+            why = (
+                "finish() was accepted"
+                if calls.finish_accepted
+                else f"the {calls.exhausted} budget is spent"
+            )
             text = f"[not executed: {why}]"
             out.outputs.append(ToolOutput(call_id, text))
             out.logged.append({"call_id": call_id, "code": code, "output": text, "skipped": True})
@@ -75,16 +86,27 @@ def run_cells(t: int, cells: list[tuple[str, str]], session: PythonSession, call
             out.errors += 1
         receipts = calls.receipts_block()
         if calls.log.image_messages:
-            text = (text + "\n" if text else "") + "\n".join(f"[image] {m}" for m in calls.log.image_messages)
+            text = (text + "\n" if text else "") + "\n".join(
+                f"[image] {m}" for m in calls.log.image_messages
+            )
         full = "\n".join(p for p in (text, receipts) if p) or "(no output)"
         out.outputs.append(ToolOutput(call_id, full, tuple(calls.log.images)))
-        out.logged.append({"call_id": call_id, "code": code, "output": full, "receipts": list(calls.log.receipts),
-                           "receipts_total": len(calls.log.receipts),
-                           "images": [r.to_dict() for r in calls.log.images],
-                           "robot_calls": calls.log.robot_calls,
-                           "error": error or (cres.error if cres else None),
-                           "timed_out": bool(cres and cres.timed_out), "crashed": bool(cres and cres.crashed),
-                           "violations": list(cres.violations) if cres else [],
-                           "duration_s": cres.duration_s if cres else 0.0, "call_s": cres.call_s if cres else 0.0,
-                           "ns_digest": cres.ns_digest if cres else ""})
+        out.logged.append(
+            {
+                "call_id": call_id,
+                "code": code,
+                "output": full,
+                "receipts": list(calls.log.receipts),
+                "receipts_total": len(calls.log.receipts),
+                "images": [r.to_dict() for r in calls.log.images],
+                "robot_calls": calls.log.robot_calls,
+                "error": error or (cres.error if cres else None),
+                "timed_out": bool(cres and cres.timed_out),
+                "crashed": bool(cres and cres.crashed),
+                "violations": list(cres.violations) if cres else [],
+                "duration_s": cres.duration_s if cres else 0.0,
+                "call_s": cres.call_s if cres else 0.0,
+                "ns_digest": cres.ns_digest if cres else "",
+            }
+        )
     return out

@@ -32,20 +32,32 @@ from typing import Any
 from captain_ros.harness.episode.tokens import approx_tokens, token_counter
 from captain_ros.harness.record.history import History, ImageRef, Turn
 
-__all__ = ["PYTHON_TOOL_SCHEMA", "ContextConfig", "approx_tokens", "context_tokens", "render",
-           "truncate_output", "turn_commands", "without_receipts"]
+__all__ = [
+    "PYTHON_TOOL_SCHEMA",
+    "ContextConfig",
+    "approx_tokens",
+    "context_tokens",
+    "render",
+    "truncate_output",
+    "turn_commands",
+    "without_receipts",
+]
 
 PYTHON_TOOL_SCHEMA: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "python",
-        "description": ("Run Python code in the persistent sandboxed session. Variables persist across "
-                        "calls; `robot` (the robot API), numpy as np, scipy and math are pre-imported; "
-                        "`image(handle, camera)` attaches a camera image. Printed output and robot "
-                        "receipts are returned."),
-        "parameters": {"type": "object",
-                       "properties": {"code": {"type": "string", "description": "Python source to run."}},
-                       "required": ["code"]},
+        "description": (
+            "Run Python code in the persistent sandboxed session. Variables persist across "
+            "calls; `robot` (the robot API), numpy as np, scipy and math are pre-imported; "
+            "`image(handle, camera)` attaches a camera image. Printed output and robot "
+            "receipts are returned."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "Python source to run."}},
+            "required": ["code"],
+        },
     },
 }
 
@@ -120,7 +132,9 @@ def without_receipts(text: str) -> str:
     return "\n".join(kept)
 
 
-def truncate_output(text: str, max_tokens: int, count_tokens: Callable[[str], int] = approx_tokens) -> str:
+def truncate_output(
+    text: str, max_tokens: int, count_tokens: Callable[[str], int] = approx_tokens
+) -> str:
     """Cut ``text`` to about ``max_tokens`` keeping the head (2/3) and the tail (1/3)."""
     if count_tokens(text) <= max_tokens:
         return text
@@ -134,7 +148,9 @@ def turn_commands(turn: Turn) -> str:
     """Short description of what a turn ran (its robot calls, else the first code line)."""
     parts = []
     for call in turn.calls:
-        names = _ROBOT_CALL_RE.findall(call.code) + (["finish"] if _FINISH_RE.search(call.code) else [])
+        names = _ROBOT_CALL_RE.findall(call.code) + (
+            ["finish"] if _FINISH_RE.search(call.code) else []
+        )
         if names:
             seen: list[str] = []
             for n in names:
@@ -153,25 +169,50 @@ def _image_part(ref: ImageRef, image_root: str | None) -> dict[str, Any]:
 
 
 def _omitted(ref: ImageRef) -> dict[str, Any]:
-    return {"type": "text", "text": f"[image omitted: {ref.camera} of {ref.handle}; only the most recent images are kept]"}
+    return {
+        "type": "text",
+        "text": f"[image omitted: {ref.camera} of {ref.handle}; only the most recent images are kept]",
+    }
 
 
-def _render_turn(turn: Turn, cfg: ContextConfig, count: Callable[[str], int], keep: set[str],
-                 image_root: str | None) -> list[dict[str, Any]]:
+def _render_turn(
+    turn: Turn,
+    cfg: ContextConfig,
+    count: Callable[[str], int],
+    keep: set[str],
+    image_root: str | None,
+) -> list[dict[str, Any]]:
     msgs: list[dict[str, Any]] = []
     assistant: dict[str, Any] = {"role": "assistant", "content": turn.reasoning}
     if turn.calls:
-        assistant["tool_calls"] = [{"id": c.call_id, "type": "function",
-                                    "function": {"name": "python", "arguments": json.dumps({"code": c.code})}}
-                                   for c in turn.calls]
+        assistant["tool_calls"] = [
+            {
+                "id": c.call_id,
+                "type": "function",
+                "function": {"name": "python", "arguments": json.dumps({"code": c.code})},
+            }
+            for c in turn.calls
+        ]
     msgs.append(assistant)
     for out in turn.outputs:
-        msgs.append({"role": "tool", "tool_call_id": out.call_id,
-                     "content": truncate_output(out.text if cfg.receipts else without_receipts(out.text),
-                                                cfg.max_tool_output_tokens, count)})
+        msgs.append(
+            {
+                "role": "tool",
+                "tool_call_id": out.call_id,
+                "content": truncate_output(
+                    out.text if cfg.receipts else without_receipts(out.text),
+                    cfg.max_tool_output_tokens,
+                    count,
+                ),
+            }
+        )
         if out.images:
-            parts: list[dict[str, Any]] = [{"type": "text", "text": f"Images attached by {out.call_id}:"}]
-            parts += [_image_part(r, image_root) if r.path in keep else _omitted(r) for r in out.images]
+            parts: list[dict[str, Any]] = [
+                {"type": "text", "text": f"Images attached by {out.call_id}:"}
+            ]
+            parts += [
+                _image_part(r, image_root) if r.path in keep else _omitted(r) for r in out.images
+            ]
             msgs.append({"role": "user", "content": parts})
     if turn.notice:
         msgs.append({"role": "user", "content": f"[harness] {turn.notice}"})
@@ -194,17 +235,24 @@ def _tokens(msgs: list[dict[str, Any]], cfg: ContextConfig, count: Callable[[str
 
 
 def _compaction_notice(removed: tuple[Turn, ...]) -> str:
-    lines = [f"[Context compacted: requests {removed[0].index}-{removed[-1].index} were removed to fit "
-             "the context window. They ran:"]
+    lines = [
+        f"[Context compacted: requests {removed[0].index}-{removed[-1].index} were removed to fit "
+        "the context window. They ran:"
+    ]
     lines += [f"- request {t.index}: {turn_commands(t)}" for t in removed]
-    lines.append("The scene may have changed since then. Your Python variables are still defined; "
-                 "re-observe before relying on old detections or poses.]")
+    lines.append(
+        "The scene may have changed since then. Your Python variables are still defined; "
+        "re-observe before relying on old detections or poses.]"
+    )
     return "\n".join(lines)
 
 
-def render(history: History, config: ContextConfig | None = None,
-           count_tokens: Callable[[str], int] | None = None,
-           image_root: str | None = None) -> list[dict[str, Any]]:
+def render(
+    history: History,
+    config: ContextConfig | None = None,
+    count_tokens: Callable[[str], int] | None = None,
+    image_root: str | None = None,
+) -> list[dict[str, Any]]:
     """Chat messages for ``history`` (deterministic: same history and config -> same messages).
 
     ``count_tokens`` overrides the configuration's counter (``config.tokenizer``)."""
@@ -215,28 +263,39 @@ def render(history: History, config: ContextConfig | None = None,
     while True:
         kept = turns[n_removed:]
         refs = list(history.initial_images) + [r for t in kept for o in t.outputs for r in o.images]
-        keep = {r.path for r in refs[-cfg.max_images:]} if cfg.max_images > 0 else set()
+        keep = {r.path for r in refs[-cfg.max_images :]} if cfg.max_images > 0 else set()
         task_parts: list[dict[str, Any]] = [{"type": "text", "text": history.task_md}]
         if history.initial_images:
             seen = ", ".join(f"{r.camera} ({r.handle})" for r in history.initial_images)
             task_parts.append({"type": "text", "text": f"Initial images: {seen}."})
-        task_parts += [_image_part(r, image_root) if r.path in keep else _omitted(r) for r in history.initial_images]
-        msgs: list[dict[str, Any]] = [{"role": "system", "content": history.system},
-                                      {"role": "user", "content": task_parts}]
+        task_parts += [
+            _image_part(r, image_root) if r.path in keep else _omitted(r)
+            for r in history.initial_images
+        ]
+        msgs: list[dict[str, Any]] = [
+            {"role": "system", "content": history.system},
+            {"role": "user", "content": task_parts},
+        ]
         if n_removed:
             msgs.append({"role": "user", "content": _compaction_notice(turns[:n_removed])})
         for t in kept:
             msgs += _render_turn(t, cfg, count_tokens, keep, image_root)
         tokens = _tokens(msgs, cfg, count_tokens)
         left = len(turns) - n_removed
-        if (tokens <= cfg.compact_at_tokens or left <= min(1, cfg.keep_recent_turns)
-                or (left <= cfg.keep_recent_turns and tokens <= cfg.hard_limit_tokens)):
+        if (
+            tokens <= cfg.compact_at_tokens
+            or left <= min(1, cfg.keep_recent_turns)
+            or (left <= cfg.keep_recent_turns and tokens <= cfg.hard_limit_tokens)
+        ):
             return msgs
         n_removed += 1
 
 
-def context_tokens(messages: list[dict[str, Any]], config: ContextConfig | None = None,
-                   count_tokens: Callable[[str], int] | None = None) -> int:
+def context_tokens(
+    messages: list[dict[str, Any]],
+    config: ContextConfig | None = None,
+    count_tokens: Callable[[str], int] | None = None,
+) -> int:
     """Token count of rendered messages under the same counting rules."""
     cfg = config or ContextConfig()
     return _tokens(messages, cfg, count_tokens or cfg.counter())

@@ -72,12 +72,23 @@ class CompletionGate:
             why = f"accepted after {self.rejections} rejections although: {reason}"
         else:
             why = reason or "your recorded measurements do not show the goal"
-        decision = GateDecision(len(self.decisions) + 1, accepted, ok, why, summary[:500], len(self.measurements))
+        decision = GateDecision(
+            len(self.decisions) + 1, accepted, ok, why, summary[:500], len(self.measurements)
+        )
         self.decisions.append(decision)
         value = {"accepted": accepted, "reason": why, "rejections": self.rejections}
         if accepted:
-            return Result.ok(f"finish() accepted: {why}", value, receipt=f"finish: ACCEPTED - {why}"[:300])
+            return Result.ok(
+                f"finish() accepted: {why}", value, receipt=f"finish: ACCEPTED - {why}"[:300]
+            )
         left = self.max_rejections - self.rejections + 1
-        msg = (f"finish() rejected: {why}. Measure again with measure_object_geometry, fix the scene if "
-               f"needed, then call finish() again ({left} more call(s) until it is accepted regardless).")
-        return Result.fail(FailureCategory.GATE_REJECTED, msg, value=value, receipt=f"finish: REJECTED - {why}"[:300])
+        msg = (
+            f"finish() rejected: {why}. Measure again with measure_object_geometry, fix the scene if "
+            f"needed, then call finish() again ({left} more call(s) until it is accepted regardless)."
+        )
+        return Result.fail(
+            FailureCategory.GATE_REJECTED,
+            msg,
+            value=value,
+            receipt=f"finish: REJECTED - {why}"[:300],
+        )

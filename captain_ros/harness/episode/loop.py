@@ -70,7 +70,10 @@ class Episode:
         self.profile = get_profile(str(recorded.get("profile") or parts.options.profile))
         self.system_prompt = parts.options.system_prompt or self.profile.system_prompt
         self.ctx = parts.context_config or (
-            ContextConfig(**recorded["context"]) if recorded.get("context") else self.profile.context)
+            ContextConfig(**recorded["context"])
+            if recorded.get("context")
+            else self.profile.context
+        )
         self.task_name = str(getattr(parts.task, "name", "task"))
         self.obs = Observers(parts.observers)
         self.totals = Totals.before(parts.resume)
@@ -99,7 +102,9 @@ class Episode:
         self.tracker = BudgetTracker(p.budgets, p.clock)
         self.t_start = p.clock()
         self.gate = p.resume.gate if p.resume is not None else CompletionGate(p.task.gate_check)
-        self.calls = EpisodeCalls(p.robot, self.tracker, self.gate, p.out_dir, observer=self.obs.on_call)
+        self.calls = EpisodeCalls(
+            p.robot, self.tracker, self.gate, p.out_dir, observer=self.obs.on_call
+        )
         if p.resume is not None:
             apply_counters(p.resume, self.tracker, self.calls)
         self.sess, self.own_session = self._session()
@@ -111,11 +116,17 @@ class Episode:
         if p.resume is not None:
             return p.resume.session, True
         prelude = library_prelude(self.profile)
-        config = replace(p.session_config or SessionConfig(), prelude=prelude) if prelude else p.session_config
+        config = (
+            replace(p.session_config or SessionConfig(), prelude=prelude)
+            if prelude
+            else p.session_config
+        )
         if p.session is not None:
             if p.session.config.prelude != prelude:
-                raise InvalidArgumentError(f"the session given does not start with the {self.profile.name!r} "
-                                           "profile's helper library")
+                raise InvalidArgumentError(
+                    f"the session given does not start with the {self.profile.name!r} "
+                    "profile's helper library"
+                )
             return p.session, False
         files = EpisodeFiles(p.out_dir)
         return PythonSession(files.workspace, config, log_path=files.session_log), True
@@ -123,17 +134,30 @@ class Episode:
     def _files(self) -> None:
         p = self.parts
         self.task_md = str(self.recorded.get("task_md") or "") or render_task_md(
-            p.task, p.seed, p.budgets, self.profile.compact_api, library_task_md(self.profile),
-            self.profile.reference)
+            p.task,
+            p.seed,
+            p.budgets,
+            self.profile.compact_api,
+            library_task_md(self.profile),
+            self.profile.reference,
+        )
         files = EpisodeFiles(p.out_dir)
         files.task_md.write_text(self.task_md)
-        (self.sess.workspace / TASK_MD).write_text(self.task_md)  # the session's copy: the policy reads it
+        (self.sess.workspace / TASK_MD).write_text(
+            self.task_md
+        )  # the session's copy: the policy reads it
         self.writer = TrajectoryWriter(files.trajectory)
-        self.recorder = (PrivilegedRecorder(files.privileged, p.task, p.privileged, log.warning,
-                                            self.obs.on_privileged)
-                         if p.privileged is not None else None)
-        self.session_info: dict[str, Any] = {"hash_seed": self.sess.config.hash_seed,
-                                             "rng_seed": self.sess.config.rng_seed}
+        self.recorder = (
+            PrivilegedRecorder(
+                files.privileged, p.task, p.privileged, log.warning, self.obs.on_privileged
+            )
+            if p.privileged is not None
+            else None
+        )
+        self.session_info: dict[str, Any] = {
+            "hash_seed": self.sess.config.hash_seed,
+            "rng_seed": self.sess.config.rng_seed,
+        }
         if self.sess.config.prelude:  # the record holds what ran (a replay must run the same)
             self.session_info["prelude"] = self.sess.config.prelude
 
@@ -141,19 +165,33 @@ class Episode:
         p, r = self.parts, self.parts.resume
         if r is None:
             p.policy.reset(self.task_name, p.seed)
-            self.history = History(self.system_prompt, self.task_md, observe_initial(p.robot, p.out_dir))
+            self.history = History(
+                self.system_prompt, self.task_md, observe_initial(p.robot, p.out_dir)
+            )
             self.start_line = {
-                "type": "episode_start", "task": self.task_name, "seed": p.seed,
-                "policy": p.options.policy_name, "backend": p.options.backend_name,
-                "profile": self.profile.name, "system": self.system_prompt, "task_md": self.task_md,
+                "type": "episode_start",
+                "task": self.task_name,
+                "seed": p.seed,
+                "policy": p.options.policy_name,
+                "backend": p.options.backend_name,
+                "profile": self.profile.name,
+                "system": self.system_prompt,
+                "task_md": self.task_md,
                 "initial_images": [i.to_dict() for i in self.history.initial_images],
-                "budgets": p.budgets.to_dict(), "context": self.ctx.to_dict(), "tools": [PYTHON_TOOL_SCHEMA],
-                "session": self.session_info}
+                "budgets": p.budgets.to_dict(),
+                "context": self.ctx.to_dict(),
+                "tools": [PYTHON_TOOL_SCHEMA],
+                "session": self.session_info,
+            }
             self.prefix_lines: tuple[dict[str, Any], ...] = ()
             return
         self.history = r.history
-        self.start_line = {**r.start_line, "policy": p.options.policy_name, "session": self.session_info,
-                           "resumed_from": dict(r.resumed_from)}
+        self.start_line = {
+            **r.start_line,
+            "policy": p.options.policy_name,
+            "session": self.session_info,
+            "resumed_from": dict(r.resumed_from),
+        }
         self.prefix_lines = tuple(r.prefix_lines)
         if self.recorder is not None and r.privileged_states is not None:
             self.recorder.resume_from(r.privileged_states, r.privileged_requests, r.task_tracker)
@@ -173,8 +211,16 @@ class Episode:
             self.writer.write(self.start_line)
             for line in self.prefix_lines:
                 self.writer.write(line)
-            self.obs.on_start(EpisodeStart(self.task_name, int(p.seed), p.options.policy_name,
-                                           p.options.backend_name, str(p.out_dir), p.budgets.to_dict()))
+            self.obs.on_start(
+                EpisodeStart(
+                    self.task_name,
+                    int(p.seed),
+                    p.options.policy_name,
+                    p.options.backend_name,
+                    str(p.out_dir),
+                    p.budgets.to_dict(),
+                )
+            )
             self.obs.on_trajectory(self.start_line)
             for line in self.prefix_lines:
                 self.obs.on_trajectory(line)
@@ -191,8 +237,11 @@ class Episode:
         state = self._ends_before(t)
         if self.end_reason:
             return False
-        solved_before = self.recorder is not None and state is not None and (
-            state.solved or any(s.solved for s in self.recorder.states))
+        solved_before = (
+            self.recorder is not None
+            and state is not None
+            and (state.solved or any(s.solved for s in self.recorder.states))
+        )
         if self.recorder is not None:
             self.recorder.commit()
         t_request = self.parts.clock()
@@ -204,15 +253,25 @@ class Episode:
         done, turn = self._execute(t, parsed)
         backend_dt = self.calls.backend_s - backend_before
         self._tally(t, done, solved_before)
-        entry = {"type": "request", "t": t, "reasoning": parsed.reasoning, "content": reply.content,
-                 "tool_calls_raw": list(reply.tool_calls), "calls": done.logged,
-                 "malformed": list(parsed.errors), "notice": turn.notice, "budget": self.tracker.snapshot(),
-                 "gate": [d.to_dict() for d in self.gate.decisions[gate_before:]],
-                 "model_s": dt_model, "backend_s": backend_dt,
-                 "harness_s": max(0.0, self.parts.clock() - t_request - dt_model - backend_dt),
-                 "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                 "policy_info": dict(reply.info),  # e.g. the faults a scripted-faulty expert injected
-                 "context_sha256": messages_sha256(messages)}
+        entry = {
+            "type": "request",
+            "t": t,
+            "reasoning": parsed.reasoning,
+            "content": reply.content,
+            "tool_calls_raw": list(reply.tool_calls),
+            "calls": done.logged,
+            "malformed": list(parsed.errors),
+            "notice": turn.notice,
+            "budget": self.tracker.snapshot(),
+            "gate": [d.to_dict() for d in self.gate.decisions[gate_before:]],
+            "model_s": dt_model,
+            "backend_s": backend_dt,
+            "harness_s": max(0.0, self.parts.clock() - t_request - dt_model - backend_dt),
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "policy_info": dict(reply.info),  # e.g. the faults a scripted-faulty expert injected
+            "context_sha256": messages_sha256(messages),
+        }
         self.writer.write(entry)
         self.obs.on_trajectory(entry)
         self.obs.on_request(t, entry)
@@ -226,15 +285,21 @@ class Episode:
     def _ends_before(self, t: int) -> StateRecord | None:
         """Read s_t; set ``end_reason`` when a budget, the missed-finish stop or an observer ends
         the episode before request ``t``."""
-        spent = self.tracker.exhausted()  # requests or wall time; physical: only once a call is refused
+        spent = (
+            self.tracker.exhausted()
+        )  # requests or wall time; physical: only once a call is refused
         spent = (spent if spent != "physical_actions" else None) or self.calls.exhausted
         if spent:
             self.end_reason = f"budget:{spent}"
             return None
         state = self.recorder.observe(t) if self.recorder is not None else None
         after = self.parts.options.missed_finish_after
-        if (state is not None and after > 0 and self.recorder is not None
-                and self.recorder.solved_streak(state) > after):
+        if (
+            state is not None
+            and after > 0
+            and self.recorder is not None
+            and self.recorder.solved_streak(state) > after
+        ):
             self.end_reason = "missed_finish_stop"  # all goals held for N requests without finish()
             return state
         if state is not None:
@@ -262,7 +327,10 @@ class Episode:
     def _execute(self, t: int, parsed: ParsedReply) -> tuple[CellsOutcome, Turn]:
         """Run the reply's cells in the session; the turn it adds to the history."""
         ids = list(parsed.tool_call_ids)
-        cells = [(ids[i] if i < len(ids) else f"call_{t}_{i}", code) for i, code in enumerate(parsed.code_cells)]
+        cells = [
+            (ids[i] if i < len(ids) else f"call_{t}_{i}", code)
+            for i, code in enumerate(parsed.code_cells)
+        ]
         notices = [f"Malformed tool call: {e}" for e in parsed.errors]
         self.totals.malformed += bool(parsed.errors)
         done = run_cells(t, cells, self.sess, self.calls, self.parts.options.end_on_finish)
@@ -271,20 +339,31 @@ class Episode:
             notices.append(f"The {self.calls.exhausted} budget is spent; the episode ends.")
         if not cells and not parsed.errors:
             self.end_reason = self.end_reason or "no_tool_call"
-        turn = Turn(t, parsed.reasoning, tuple(done.tool_calls), tuple(done.outputs), "\n".join(notices))
+        turn = Turn(
+            t, parsed.reasoning, tuple(done.tool_calls), tuple(done.outputs), "\n".join(notices)
+        )
         self.history = self.history.with_turn(turn)
         return done, turn
 
     def _tally(self, t: int, done: CellsOutcome, solved_before: bool) -> None:
         """The request's cost inputs and, with a privileged source, its hidden request record."""
         tally = self.calls.tally
-        self.totals.counts.append(RequestCounts(tally.physical_actions, tally.failed_physical, solved_before))
+        self.totals.counts.append(
+            RequestCounts(tally.physical_actions, tally.failed_physical, solved_before)
+        )
         if self.recorder is not None:
-            self.recorder.record_request(RequestRecord(
-                t, tally.physical_actions, tally.failed_physical,
-                done.python_error_only and tally.successful_calls == 0,
-                tally.physical_actions == 0 and tally.failed_physical == 0 and tally.perception_calls > 0,
-                tuple(tally.capabilities)))
+            self.recorder.record_request(
+                RequestRecord(
+                    t,
+                    tally.physical_actions,
+                    tally.failed_physical,
+                    done.python_error_only and tally.successful_calls == 0,
+                    tally.physical_actions == 0
+                    and tally.failed_physical == 0
+                    and tally.perception_calls > 0,
+                    tuple(tally.capabilities),
+                )
+            )
 
     # -- settle and close ----------------------------------------------------------------------
 
@@ -293,34 +372,58 @@ class Episode:
         p, totals = self.parts, self.totals
         resumed_s = p.resume.wall_used_s if p.resume is not None else 0.0
         wall_s = p.clock() - self.t_start + resumed_s
-        final = self.recorder.final_state(self.tracker.requests + 1) if self.recorder is not None else None
+        final = (
+            self.recorder.final_state(self.tracker.requests + 1)
+            if self.recorder is not None
+            else None
+        )
         host_ok, judged = self._host_success(final)
-        milestones = sum(final.milestones) / max(1, len(final.milestones)) if final is not None else None
+        milestones = (
+            sum(final.milestones) / max(1, len(final.milestones)) if final is not None else None
+        )
         reason = self.end_reason
-        exhausted = reason[len("budget:"):] if reason.startswith("budget:") else self.settle_budget
+        exhausted = reason[len("budget:") :] if reason.startswith("budget:") else self.settle_budget
         outcome = outcome_label(host_ok, self.gate.accepted, exhausted)
         costs: list[float] = []
         ret: float | None = None
         if final is not None and self.recorder is not None:
             costs = request_costs(self.task_name, totals.counts, p.options.costs)
-            ret = terminal_return(outcome, self.task_name, self.recorder.final_rung(),
-                                  len(p.task.milestone_names))
+            ret = terminal_return(
+                outcome, self.task_name, self.recorder.final_rung(), len(p.task.milestone_names)
+            )
         calls, sess = self.calls, self.sess
         record = EpisodeRecord(
-            task=self.task_name, seed=int(p.seed), policy=p.options.policy_name,
-            backend=p.options.backend_name, outcome=outcome, host_success=host_ok,
-            strict_success=host_ok and self.gate.accepted, finished=self.gate.accepted,
-            gate_rejections=self.gate.rejections, end_reason=reason, budget_exhausted=exhausted,
-            requests=self.tracker.requests, physical_actions=self.tracker.physical_actions,
-            failed_actions=calls.failed_physical, robot_calls=calls.calls, wall_s=wall_s,
-            model_s=totals.model_s, backend_s=calls.backend_s,
+            task=self.task_name,
+            seed=int(p.seed),
+            policy=p.options.policy_name,
+            backend=p.options.backend_name,
+            outcome=outcome,
+            host_success=host_ok,
+            strict_success=host_ok and self.gate.accepted,
+            finished=self.gate.accepted,
+            gate_rejections=self.gate.rejections,
+            end_reason=reason,
+            budget_exhausted=exhausted,
+            requests=self.tracker.requests,
+            physical_actions=self.tracker.physical_actions,
+            failed_actions=calls.failed_physical,
+            robot_calls=calls.calls,
+            wall_s=wall_s,
+            model_s=totals.model_s,
+            backend_s=calls.backend_s,
             harness_s=max(0.0, wall_s - totals.model_s - calls.backend_s),
-            prompt_tokens=totals.prompt_tokens, completion_tokens=totals.completion_tokens,
-            session_restarts=sess.restarts, sandbox_violations=len(sess.violations),
-            malformed_replies=totals.malformed, milestones=milestones, return_R=ret,
+            prompt_tokens=totals.prompt_tokens,
+            completion_tokens=totals.completion_tokens,
+            session_restarts=sess.restarts,
+            sandbox_violations=len(sess.violations),
+            malformed_replies=totals.malformed,
+            milestones=milestones,
+            return_R=ret,
             cost_total=float(sum(costs)) if final is not None else None,
-            privileged=final is not None, out_dir=str(p.out_dir),
-            extra={"host_success_available": final is not None or judged})
+            privileged=final is not None,
+            out_dir=str(p.out_dir),
+            extra={"host_success_available": final is not None or judged},
+        )
         if self.recorder is not None:
             self.recorder.finish(record, costs)
         return record
@@ -334,8 +437,10 @@ class Episode:
         backend = getattr(p.robot, "backend", None)
         judge = p.host_success
         if judge is None and backend is not None and hasattr(p.task, "success"):
+
             def judge() -> bool:  # an in-process robot without a recorder: judge directly
                 return bool(p.task.success(backend.privileged_state()))
+
         try:
             return (bool(judge()) if judge else False), judge is not None
         except Exception:  # noqa: BLE001
@@ -353,18 +458,41 @@ class Episode:
         return record
 
 
-def run_episode(task: Any, seed: int, robot: RobotCaller, policy: Policy, budgets: Budgets | None = None,
-                out_dir: str | Path = "episode", *, options: EpisodeOptions | None = None,
-                privileged: PrivilegedSource | None = None,
-                host_success: Callable[[], bool] | None = None,
-                observers: Sequence[EpisodeObserver] = (),
-                session_config: SessionConfig | None = None, context_config: ContextConfig | None = None,
-                clock: Callable[[], float] = time.monotonic,
-                session: PythonSession | None = None,
-                resume: EpisodeResume | None = None) -> EpisodeRecord:
+def run_episode(
+    task: Any,
+    seed: int,
+    robot: RobotCaller,
+    policy: Policy,
+    budgets: Budgets | None = None,
+    out_dir: str | Path = "episode",
+    *,
+    options: EpisodeOptions | None = None,
+    privileged: PrivilegedSource | None = None,
+    host_success: Callable[[], bool] | None = None,
+    observers: Sequence[EpisodeObserver] = (),
+    session_config: SessionConfig | None = None,
+    context_config: ContextConfig | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    session: PythonSession | None = None,
+    resume: EpisodeResume | None = None,
+) -> EpisodeRecord:
     """Run one episode (``Episode(EpisodeParts(...)).run()``); the arguments are
     :class:`EpisodeParts`'s."""
-    parts = EpisodeParts(task, seed, robot, policy, Path(out_dir), budgets or Budgets(),
-                         options or EpisodeOptions(), privileged, host_success, tuple(observers),
-                         session_config, context_config, clock, session, resume)
+    parts = EpisodeParts(
+        task,
+        seed,
+        robot,
+        policy,
+        Path(out_dir),
+        budgets or Budgets(),
+        options or EpisodeOptions(),
+        privileged,
+        host_success,
+        tuple(observers),
+        session_config,
+        context_config,
+        clock,
+        session,
+        resume,
+    )
     return Episode(parts).run()

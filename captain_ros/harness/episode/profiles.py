@@ -38,11 +38,14 @@ COMPACT_SYSTEM = (
     "measurements, then call finish()."
 )
 
-HELPERS_SYSTEM = COMPACT_SYSTEM + (" The helpers listed in TASK.md are defined already: call them, "
-                                   "do not redefine them.")
+HELPERS_SYSTEM = COMPACT_SYSTEM + (
+    " The helpers listed in TASK.md are defined already: call them, do not redefine them."
+)
 
-STUDENT_SYSTEM = ("You control a robot by writing Python for the `python` tool; `robot` and the "
-                  "helpers are defined. Verify, then call finish().")
+STUDENT_SYSTEM = (
+    "You control a robot by writing Python for the `python` tool; `robot` and the "
+    "helpers are defined. Verify, then call finish()."
+)
 
 
 @dataclass(frozen=True)
@@ -68,9 +71,15 @@ class PromptProfile:
     reference: bool = True
 
 
-SMALL_CONTEXT = ContextConfig(max_tool_output_tokens=720, max_images=4, context_limit_tokens=8192,
-                              compact_at_tokens=7000, keep_recent_turns=3, tokenizer="smollm2",
-                              reply_reserve_tokens=REPLY_RESERVE_TOKENS)
+SMALL_CONTEXT = ContextConfig(
+    max_tool_output_tokens=720,
+    max_images=4,
+    context_limit_tokens=8192,
+    compact_at_tokens=7000,
+    keep_recent_turns=3,
+    tokenizer="smollm2",
+    reply_reserve_tokens=REPLY_RESERVE_TOKENS,
+)
 """History limits for a small student (SmolLM2-135M has 8,192 positions), in its own tokens. A tool
 output keeps 720 of them, what its former 400-token estimate allowed (1,600 characters at the
 0.45 SmolLM2 tokens per character of the expert's outputs): the expert's longest outputs (1.8-2.1k
@@ -86,8 +95,9 @@ PROFILES = {
     "default": PromptProfile("default", SYSTEM_PROMPT, False, ContextConfig()),
     "compact": PromptProfile("compact", COMPACT_SYSTEM, True, SMALL_CONTEXT),
     "helpers": PromptProfile("helpers", HELPERS_SYSTEM, True, SMALL_CONTEXT, library=True),
-    "student": PromptProfile("student", STUDENT_SYSTEM, True, STUDENT_CONTEXT, library=True,
-                             reference=False),
+    "student": PromptProfile(
+        "student", STUDENT_SYSTEM, True, STUDENT_CONTEXT, library=True, reference=False
+    ),
 }
 
 
@@ -144,7 +154,9 @@ def resolve_profile(requested: str | None, model_folder: str | Path | None = Non
         return trained or "default"
     get_profile(requested)
     if trained is not None and trained != requested:
-        raise InvalidArgumentError(f"the student in {model_folder} was trained with the "
-                                   f"{trained!r} prompt profile; run it with that profile, not "
-                                   f"{requested!r}")
+        raise InvalidArgumentError(
+            f"the student in {model_folder} was trained with the "
+            f"{trained!r} prompt profile; run it with that profile, not "
+            f"{requested!r}"
+        )
     return requested

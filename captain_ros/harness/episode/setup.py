@@ -38,8 +38,10 @@ def prepare_folder(path: Path, overwrite: bool) -> bool:
         raise InvalidArgumentError(f"{path} exists and is not a folder")
     if path.is_dir() and any(path.iterdir()):
         if not overwrite:
-            raise InvalidArgumentError(f"{path} is not empty (it holds an earlier episode?); "
-                                       "choose another folder or pass --overwrite")
+            raise InvalidArgumentError(
+                f"{path} is not empty (it holds an earlier episode?); "
+                "choose another folder or pass --overwrite"
+            )
         shutil.rmtree(path)
     created = not path.exists()
     try:
@@ -79,9 +81,19 @@ class EpisodeSetup:
 
     def parts(self) -> EpisodeParts:
         """The episode's :class:`EpisodeParts` (typed, frozen)."""
-        return EpisodeParts(self.task, self.seed, self.robot, self.policy, Path(self.out_dir),
-                            self.budgets, self.options, self.privileged, self.host_success,
-                            tuple(self.observers), self.session_config)
+        return EpisodeParts(
+            self.task,
+            self.seed,
+            self.robot,
+            self.policy,
+            Path(self.out_dir),
+            self.budgets,
+            self.options,
+            self.privileged,
+            self.host_success,
+            tuple(self.observers),
+            self.session_config,
+        )
 
     def run(self) -> EpisodeRecord:
         """Prepare the folder and run the episode (a failure before the first file is written

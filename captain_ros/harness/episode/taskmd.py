@@ -21,8 +21,14 @@ def _fmt(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def render_task_md(task: Any, seed: int, budgets: Budgets, compact_api: bool = False,
-                   helpers: str = "", reference: bool = True) -> str:
+def render_task_md(
+    task: Any,
+    seed: int,
+    budgets: Budgets,
+    compact_api: bool = False,
+    helpers: str = "",
+    reference: bool = True,
+) -> str:
     """The TASK.md of one episode (deterministic); ``compact_api``: the one-line-per-capability
     API section of the ``compact`` prompt profile; ``helpers``: a section appended after the API
     (the ``helpers`` profile's library index); ``reference=False``: no API section at all, only
@@ -31,18 +37,35 @@ def render_task_md(task: Any, seed: int, budgets: Budgets, compact_api: bool = F
         head = str(task.task_md(seed))
     else:
         tol = getattr(task, "tolerances", {}) or {}
-        lines = [f"# TASK: {getattr(task, 'name', 'task')}", "", "## Instruction", "",
-                 str(task.instruction(seed)), "", "## Success standard", "",
-                 "The final scene is judged by the task's goal predicate. finish() is checked against "
-                 "your own measure_object_geometry results with these tolerances:", ""]
+        lines = [
+            f"# TASK: {getattr(task, 'name', 'task')}",
+            "",
+            "## Instruction",
+            "",
+            str(task.instruction(seed)),
+            "",
+            "## Success standard",
+            "",
+            "The final scene is judged by the task's goal predicate. finish() is checked against "
+            "your own measure_object_geometry results with these tolerances:",
+            "",
+        ]
         lines += [f"- `{k}`: {_fmt(v)}" for k, v in sorted(tol.items())] or ["- (none stated)"]
-        lines += ["", "## Frames", "",
-                  "World frame (REP 103): x forward from the robot base toward the table centre, y left, "
-                  "z up, metres. Quaternions [w, x, y, z]. Camera optical frames: x right, y down, z forward. "
-                  "A tool orientation of [0, 1, 0, 0] points the gripper straight down.", ""]
+        lines += [
+            "",
+            "## Frames",
+            "",
+            "World frame (REP 103): x forward from the robot base toward the table centre, y left, "
+            "z up, metres. Quaternions [w, x, y, z]. Camera optical frames: x right, y down, z forward. "
+            "A tool orientation of [0, 1, 0, 0] points the gripper straight down.",
+            "",
+        ]
         head = "\n".join(lines)
-    budget_line = {"requests": budgets.max_requests, "wall time [s]": budgets.max_wall_s,
-                   "physical actions": budgets.max_physical_actions}
+    budget_line = {
+        "requests": budgets.max_requests,
+        "wall time [s]": budgets.max_wall_s,
+        "physical actions": budgets.max_physical_actions,
+    }
     if not reference:
         budgets_md = "Budgets: " + ", ".join(f"{k} {v:g}" for k, v in budget_line.items()) + "."
         return head.rstrip() + "\n\n" + budgets_md + ("\n\n" + helpers if helpers else "")

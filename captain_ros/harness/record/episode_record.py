@@ -21,12 +21,21 @@ from typing import Any
 
 from captain_ros.core.episode_folder import EpisodeFiles
 
-OUTCOMES = ("success_with_finish", "missed_finish", "false_finish", "budget_exhausted",
-            "other_failure", "error")
+OUTCOMES = (
+    "success_with_finish",
+    "missed_finish",
+    "false_finish",
+    "budget_exhausted",
+    "other_failure",
+    "error",
+)
 """The paper's five terminal labels, plus ``error`` for an episode whose runner crashed."""
 
-_LEGACY_KEYS = {"finish_called": "finished", "tokens_prompt": "prompt_tokens",
-                "tokens_completion": "completion_tokens"}
+_LEGACY_KEYS = {
+    "finish_called": "finished",
+    "tokens_prompt": "prompt_tokens",
+    "tokens_completion": "completion_tokens",
+}
 
 
 def outcome_label(host_success: bool, finished: bool, budget_exhausted: str | None) -> str:
@@ -132,7 +141,9 @@ class EpisodeRecord:
             if old in data:
                 data.setdefault(new, data.pop(old))
         if legacy_eval and "harness_s" in data:
-            data["harness_s"] = max(0.0, float(data["harness_s"]) - float(data.get("backend_s", 0.0)))
+            data["harness_s"] = max(
+                0.0, float(data["harness_s"]) - float(data.get("backend_s", 0.0))
+            )
         names = {f.name for f in fields(cls)}
         extra = dict(data.pop("extra", None) or {})
         extra.update({k: v for k, v in data.items() if k not in names and k != "false_finish"})
@@ -149,8 +160,9 @@ class EpisodeRecord:
         tmp.replace(p)
 
     @classmethod
-    def error_record(cls, task: str, seed: int, policy: str, backend: str, error: str,
-                     out_dir: str = "") -> EpisodeRecord:
+    def error_record(
+        cls, task: str, seed: int, policy: str, backend: str, error: str, out_dir: str = ""
+    ) -> EpisodeRecord:
         """The record of an episode whose runner crashed before the harness could finish it."""
         return cls(task, seed, policy, backend, "error", out_dir=out_dir, error=error[-4000:])
 

@@ -54,18 +54,32 @@ class StateRecord:
     time_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "state", "t": self.t, "features": [float(v) for v in self.features],
-                "milestones": list(self.milestones), "goals_satisfied": list(self.goals_satisfied),
-                "held": self.held, "ever_held": self.ever_held, "solved": self.solved,
-                "snapshot": self.snapshot, "time_s": self.time_s}
+        return {
+            "type": "state",
+            "t": self.t,
+            "features": [float(v) for v in self.features],
+            "milestones": list(self.milestones),
+            "goals_satisfied": list(self.goals_satisfied),
+            "held": self.held,
+            "ever_held": self.ever_held,
+            "solved": self.solved,
+            "snapshot": self.snapshot,
+            "time_s": self.time_s,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StateRecord:
-        return cls(int(d["t"]), np.asarray(d["features"], dtype=np.float32),
-                   tuple(bool(v) for v in d["milestones"]),
-                   tuple(bool(v) for v in d["goals_satisfied"]), bool(d["held"]),
-                   bool(d["ever_held"]), bool(d["solved"]), d.get("snapshot"),
-                   float(d.get("time_s", 0.0)))
+        return cls(
+            int(d["t"]),
+            np.asarray(d["features"], dtype=np.float32),
+            tuple(bool(v) for v in d["milestones"]),
+            tuple(bool(v) for v in d["goals_satisfied"]),
+            bool(d["held"]),
+            bool(d["ever_held"]),
+            bool(d["solved"]),
+            d.get("snapshot"),
+            float(d.get("time_s", 0.0)),
+        )
 
 
 @dataclass(frozen=True)
@@ -81,16 +95,28 @@ class RequestRecord:
     cost: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "request", "t": self.t, "physical_actions": self.physical_actions,
-                "failed_physical": self.failed_physical, "python_error_only": self.python_error_only,
-                "perception_only": self.perception_only, "capabilities": list(self.capabilities),
-                "cost": self.cost}
+        return {
+            "type": "request",
+            "t": self.t,
+            "physical_actions": self.physical_actions,
+            "failed_physical": self.failed_physical,
+            "python_error_only": self.python_error_only,
+            "perception_only": self.perception_only,
+            "capabilities": list(self.capabilities),
+            "cost": self.cost,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RequestRecord:
-        return cls(int(d["t"]), int(d["physical_actions"]), int(d["failed_physical"]),
-                   bool(d["python_error_only"]), bool(d["perception_only"]),
-                   tuple(str(c) for c in d["capabilities"]), float(d.get("cost", 0.0)))
+        return cls(
+            int(d["t"]),
+            int(d["physical_actions"]),
+            int(d["failed_physical"]),
+            bool(d["python_error_only"]),
+            bool(d["perception_only"]),
+            tuple(str(c) for c in d["capabilities"]),
+            float(d.get("cost", 0.0)),
+        )
 
 
 @dataclass(frozen=True)
@@ -118,9 +144,14 @@ class PrivilegedRecorder:
     """Writes ``privileged.jsonl`` of one episode (the harness calls it; it never raises into
     the loop: a failing source is logged once and recording stops)."""
 
-    def __init__(self, path: Path, task: Any, source: PrivilegedSource,
-                 log: Callable[[str], None],
-                 sink: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        task: Any,
+        source: PrivilegedSource,
+        log: Callable[[str], None],
+        sink: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.path = path
         self.sink = sink
         self.task = task
@@ -145,15 +176,22 @@ class PrivilegedRecorder:
             probe.restore(self.tracker.snapshot())
             probe.update(s)
             goals = tuple(bool(g.satisfied(s)) for g in self.task.goals)
-            active = next((g for g, done in zip(self.task.goals, goals, strict=True) if not done),
-                          self.task.goals[-1])
+            active = next(
+                (g for g, done in zip(self.task.goals, goals, strict=True) if not done),
+                self.task.goals[-1],
+            )
             target = s.objects.get(active.target)
             rec = StateRecord(
-                t=t, features=self.task.features(s, probe),
-                milestones=tuple(bool(m) for m in self.task.milestones(s)), goals_satisfied=goals,
+                t=t,
+                features=self.task.features(s, probe),
+                milestones=tuple(bool(m) for m in self.task.milestones(s)),
+                goals_satisfied=goals,
                 held=bool(target is not None and target.held),
                 ever_held=bool(active.target in probe.ever_held),
-                solved=all(goals), snapshot=None, time_s=s.time_s)
+                solved=all(goals),
+                snapshot=None,
+                time_s=s.time_s,
+            )
         except Exception as exc:  # noqa: BLE001 - a lost ground truth ends recording, not the episode
             self.log(f"privileged state unavailable at request {t}: {type(exc).__name__}: {exc}")
             self.ok = False
@@ -179,8 +217,12 @@ class PrivilegedRecorder:
         self._write(rec.to_dict())
         return rec
 
-    def resume_from(self, states: Sequence[StateRecord], requests: Sequence[RequestRecord],
-                    tracker_state: dict[str, Any] | None) -> None:
+    def resume_from(
+        self,
+        states: Sequence[StateRecord],
+        requests: Sequence[RequestRecord],
+        tracker_state: dict[str, Any] | None,
+    ) -> None:
         """Continue a recorded episode at a restored decision point: the states and requests of
         its prefix are written again and the task tracker's memory is put back (RE-0)."""
         self.states = list(states)
@@ -220,10 +262,18 @@ class PrivilegedRecorder:
     def finish(self, record: EpisodeRecord, costs: Sequence[float]) -> None:
         """Write the terminal line and close the file."""
         if self.ok:
-            self._write({"type": "terminal", "outcome": record.outcome,
-                         "host_success": record.host_success, "strict_success": record.strict_success,
-                         "return_R": record.return_R, "costs": list(costs),
-                         "rung": self.final_rung(), "n_rungs": len(self.task.milestone_names)})
+            self._write(
+                {
+                    "type": "terminal",
+                    "outcome": record.outcome,
+                    "host_success": record.host_success,
+                    "strict_success": record.strict_success,
+                    "return_R": record.return_R,
+                    "costs": list(costs),
+                    "rung": self.final_rung(),
+                    "n_rungs": len(self.task.milestone_names),
+                }
+            )
         self._fh.close()
 
     def _write(self, obj: dict[str, Any]) -> None:
@@ -280,7 +330,9 @@ def load_episode_record(folder: str | Path) -> EpisodeLearningRecord:
     try:
         rec = EpisodeRecord.from_dict(files.read_summary())
     except RecordError as exc:
-        raise RecordError(f"{exc} (not an episode folder?)" if not files.has_summary() else str(exc)) from exc
+        raise RecordError(
+            f"{exc} (not an episode folder?)" if not files.has_summary() else str(exc)
+        ) from exc
     except (ValueError, TypeError) as exc:
         raise RecordError(f"{files.summary}: not a valid episode summary ({exc})") from exc
     lines = read_privileged(files)
@@ -291,10 +343,20 @@ def load_episode_record(folder: str | Path) -> EpisodeLearningRecord:
     if len(costs) == len(requests):
         requests = [replace(r, cost=float(c)) for r, c in zip(requests, costs, strict=True)]
     if len(lines.states) != len(requests) + 1:
-        raise RecordError(f"{files.privileged}: {len(lines.states)} state lines for {len(requests)} "
-                          "requests (expected one more state than requests)")
+        raise RecordError(
+            f"{files.privileged}: {len(lines.states)} state lines for {len(requests)} "
+            "requests (expected one more state than requests)"
+        )
     return EpisodeLearningRecord(
-        task=rec.task, seed=rec.seed, policy=rec.policy, outcome=rec.outcome,
-        host_success=rec.host_success, strict_success=rec.strict_success,
-        return_R=float(lines.terminal.get("return_R") or 0.0), states=lines.states,
-        requests=tuple(requests), group=f"{rec.task}:{rec.seed}", out_dir=str(files.root))
+        task=rec.task,
+        seed=rec.seed,
+        policy=rec.policy,
+        outcome=rec.outcome,
+        host_success=rec.host_success,
+        strict_success=rec.strict_success,
+        return_R=float(lines.terminal.get("return_R") or 0.0),
+        states=lines.states,
+        requests=tuple(requests),
+        group=f"{rec.task}:{rec.seed}",
+        out_dir=str(files.root),
+    )

@@ -28,17 +28,27 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-RETURNS: Mapping[str, float] = {"success_with_finish": 1.0, "missed_finish": 0.25,
-                                "other_failure": 0.0, "budget_exhausted": -0.1,
-                                "false_finish": -0.3, "error": 0.0}
+RETURNS: Mapping[str, float] = {
+    "success_with_finish": 1.0,
+    "missed_finish": 0.25,
+    "other_failure": 0.0,
+    "budget_exhausted": -0.1,
+    "false_finish": -0.3,
+    "error": 0.0,
+}
 
 HARD_TASKS = frozenset({"restack", "open_drawer", "two_arm_lift", "insertion"})
 """Tasks that get the staged sub-goal reward: the long-horizon ones (restack moves two cubes) and
 the three whose first expert figures were lowest (open_drawer, two_arm_lift, insertion)."""
 
 SFT_MEDIAN_ACTIONS: Mapping[str, float] = {
-    "pick_place": 11.5, "stack": 26.0, "restack": 23.0, "open_drawer": 15.0,
-    "two_arm_lift": 20.0, "insertion": 13.0}
+    "pick_place": 11.5,
+    "stack": 26.0,
+    "restack": 23.0,
+    "open_drawer": 15.0,
+    "two_arm_lift": 20.0,
+    "insertion": 13.0,
+}
 """Median physical actions per episode of the scripted expert (the SFT teacher) on train seeds
 0-39 per task (benchmarks/results/sft.md, "Action medians"); ``captain learn dataset`` writes the
 medians of the actual SFT data into ``stats.json``, which the RL configuration uses instead."""
@@ -80,8 +90,9 @@ class RequestCounts:
     solved_before: bool
 
 
-def request_costs(task: str, requests: Sequence[RequestCounts],
-                  config: CostConfig | None = None) -> list[float]:
+def request_costs(
+    task: str, requests: Sequence[RequestCounts], config: CostConfig | None = None
+) -> list[float]:
     """c_t for each request of one episode of ``task`` (list of floats <= 0)."""
     cfg = config or CostConfig()
     median = cfg.median_actions.get(task)
@@ -110,8 +121,13 @@ def staged_reward(rung: int, n_rungs: int, coefficient: float = 0.15) -> float:
     return coefficient * min(rung, n_rungs) / (n_rungs + 1)
 
 
-def terminal_return(outcome: str, task: str = "", rung: int = 0, n_rungs: int = 0,
-                    hard_tasks: frozenset[str] = HARD_TASKS) -> float:
+def terminal_return(
+    outcome: str,
+    task: str = "",
+    rung: int = 0,
+    n_rungs: int = 0,
+    hard_tasks: frozenset[str] = HARD_TASKS,
+) -> float:
     """R of an episode with ``outcome`` (plus the staged reward for hard tasks' other failures)."""
     if outcome not in RETURNS:
         raise ValueError(f"unknown outcome {outcome!r}; valid: {', '.join(RETURNS)}")

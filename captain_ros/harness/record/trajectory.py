@@ -63,8 +63,12 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
 
 def turn_from_record(rec: dict[str, Any]) -> Turn:
     calls = tuple(ToolCall(c["call_id"], c["code"]) for c in rec.get("calls", []))
-    outputs = tuple(ToolOutput(c["call_id"], c["output"], tuple(ImageRef.from_dict(i) for i in c.get("images", [])))
-                    for c in rec.get("calls", []))
+    outputs = tuple(
+        ToolOutput(
+            c["call_id"], c["output"], tuple(ImageRef.from_dict(i) for i in c.get("images", []))
+        )
+        for c in rec.get("calls", [])
+    )
     return Turn(int(rec["t"]), rec.get("reasoning") or "", calls, outputs, rec.get("notice") or "")
 
 
@@ -75,5 +79,9 @@ def load_history(path: str | Path) -> History:
     if start is None:
         raise RecordError(f"{path}: no episode_start line")
     turns = tuple(turn_from_record(r) for r in lines.requests)
-    return History(start["system"], start["task_md"],
-                   tuple(ImageRef.from_dict(i) for i in start.get("initial_images", [])), turns)
+    return History(
+        start["system"],
+        start["task_md"],
+        tuple(ImageRef.from_dict(i) for i in start.get("initial_images", [])),
+        turns,
+    )

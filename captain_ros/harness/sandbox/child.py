@@ -31,41 +31,226 @@ import traceback
 from captain_ros.harness.sandbox import hook, isolation, wire
 from captain_ros.harness.sandbox.ns_digest import ns_digest
 
-ALLOWED_IMPORTS = frozenset({
-    "numpy", "scipy", "math", "cmath", "json", "random", "itertools", "collections", "functools",
-    "re", "time", "datetime", "statistics", "dataclasses", "typing", "copy", "heapq", "bisect",
-    "fractions", "decimal", "string", "textwrap", "pprint", "enum", "operator", "abc", "numbers",
-    "array", "struct", "warnings", "contextlib", "base64", "hashlib", "zlib", "io", "pathlib", "csv",
-    "PIL", "__future__",
-})
-PRELOAD = ("numpy", "scipy", "scipy.linalg", "scipy.spatial", "scipy.spatial.transform", "scipy.optimize",
-           "scipy.interpolate", "scipy.ndimage", "PIL", "PIL.Image",
-           "json", "random", "itertools", "collections", "functools", "re", "time", "datetime",
-           "statistics", "dataclasses", "typing", "copy", "heapq", "bisect", "fractions", "decimal",
-           "string", "textwrap", "pprint", "enum", "operator", "abc", "numbers", "array", "struct",
-           "warnings", "contextlib", "base64", "hashlib", "zlib", "io", "pathlib", "csv", "cmath",
-           "timeit", "difflib", "fnmatch", "glob", "calendar", "locale", "tokenize", "encodings.latin_1", "encodings.ascii", "encodings.utf_8", "encodings.idna", "unicodedata")
-DENY_NEW_IMPORTS = frozenset({
-    "os", "sys", "subprocess", "socket", "_socket", "ctypes", "_ctypes", "multiprocessing",
-    "_multiprocessing", "_posixsubprocess", "pty", "ssl", "_ssl", "http", "urllib", "ftplib", "smtplib",
-    "asyncio", "concurrent", "threading", "_thread", "signal", "resource", "fcntl", "code", "codeop",
-    "pdb", "shelve", "sqlite3", "tempfile", "shutil", "webbrowser", "xmlrpc", "socketserver",
-    "mujoco", "torch", "rclpy", "transformers", "httpx", "requests", "captain_ros", "importlib",
-    "gc", "inspect", "ctypes.util", "mmap", "select", "selectors", "posix", "_posixshmem",
-})
-DENY_EVENT_PREFIXES = (
-    "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "os.kill",
-    "os.killpg", "subprocess.", "pty.", "socket.", "ctypes.", "resource.setrlimit", "resource.prlimit",
-    "sys.addaudithook", "sys._current_frames", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-    "signal.pthread_kill", "webbrowser.", "urllib.", "http.client.", "ftplib.", "smtplib.", "poplib.",
-    "imaplib.", "nntplib.", "telnetlib.", "syslog.", "shutil.", "os.link", "os.symlink", "os.chroot",
-    "tempfile.", "builtins.input", "builtins.breakpoint", "os.add_dll_directory", "sqlite3.",
-    "os.setxattr", "os.removexattr", "os.chflags", "os.lchflags", "os.chown",
+ALLOWED_IMPORTS = frozenset(
+    {
+        "numpy",
+        "scipy",
+        "math",
+        "cmath",
+        "json",
+        "random",
+        "itertools",
+        "collections",
+        "functools",
+        "re",
+        "time",
+        "datetime",
+        "statistics",
+        "dataclasses",
+        "typing",
+        "copy",
+        "heapq",
+        "bisect",
+        "fractions",
+        "decimal",
+        "string",
+        "textwrap",
+        "pprint",
+        "enum",
+        "operator",
+        "abc",
+        "numbers",
+        "array",
+        "struct",
+        "warnings",
+        "contextlib",
+        "base64",
+        "hashlib",
+        "zlib",
+        "io",
+        "pathlib",
+        "csv",
+        "PIL",
+        "__future__",
+    }
 )
-PATH_EVENTS = {"os.listdir", "os.scandir", "os.chdir", "os.mkdir", "os.remove", "os.rmdir", "os.rename",
-               "os.truncate", "os.utime", "os.chmod", "glob.glob", "os.listxattr", "os.getxattr"}
+PRELOAD = (
+    "numpy",
+    "scipy",
+    "scipy.linalg",
+    "scipy.spatial",
+    "scipy.spatial.transform",
+    "scipy.optimize",
+    "scipy.interpolate",
+    "scipy.ndimage",
+    "PIL",
+    "PIL.Image",
+    "json",
+    "random",
+    "itertools",
+    "collections",
+    "functools",
+    "re",
+    "time",
+    "datetime",
+    "statistics",
+    "dataclasses",
+    "typing",
+    "copy",
+    "heapq",
+    "bisect",
+    "fractions",
+    "decimal",
+    "string",
+    "textwrap",
+    "pprint",
+    "enum",
+    "operator",
+    "abc",
+    "numbers",
+    "array",
+    "struct",
+    "warnings",
+    "contextlib",
+    "base64",
+    "hashlib",
+    "zlib",
+    "io",
+    "pathlib",
+    "csv",
+    "cmath",
+    "timeit",
+    "difflib",
+    "fnmatch",
+    "glob",
+    "calendar",
+    "locale",
+    "tokenize",
+    "encodings.latin_1",
+    "encodings.ascii",
+    "encodings.utf_8",
+    "encodings.idna",
+    "unicodedata",
+)
+DENY_NEW_IMPORTS = frozenset(
+    {
+        "os",
+        "sys",
+        "subprocess",
+        "socket",
+        "_socket",
+        "ctypes",
+        "_ctypes",
+        "multiprocessing",
+        "_multiprocessing",
+        "_posixsubprocess",
+        "pty",
+        "ssl",
+        "_ssl",
+        "http",
+        "urllib",
+        "ftplib",
+        "smtplib",
+        "asyncio",
+        "concurrent",
+        "threading",
+        "_thread",
+        "signal",
+        "resource",
+        "fcntl",
+        "code",
+        "codeop",
+        "pdb",
+        "shelve",
+        "sqlite3",
+        "tempfile",
+        "shutil",
+        "webbrowser",
+        "xmlrpc",
+        "socketserver",
+        "mujoco",
+        "torch",
+        "rclpy",
+        "transformers",
+        "httpx",
+        "requests",
+        "captain_ros",
+        "importlib",
+        "gc",
+        "inspect",
+        "ctypes.util",
+        "mmap",
+        "select",
+        "selectors",
+        "posix",
+        "_posixshmem",
+    }
+)
+DENY_EVENT_PREFIXES = (
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "os.forkpty",
+    "os.kill",
+    "os.killpg",
+    "subprocess.",
+    "pty.",
+    "socket.",
+    "ctypes.",
+    "resource.setrlimit",
+    "resource.prlimit",
+    "sys.addaudithook",
+    "sys._current_frames",
+    "gc.get_objects",
+    "gc.get_referrers",
+    "gc.get_referents",
+    "signal.pthread_kill",
+    "webbrowser.",
+    "urllib.",
+    "http.client.",
+    "ftplib.",
+    "smtplib.",
+    "poplib.",
+    "imaplib.",
+    "nntplib.",
+    "telnetlib.",
+    "syslog.",
+    "shutil.",
+    "os.link",
+    "os.symlink",
+    "os.chroot",
+    "tempfile.",
+    "builtins.input",
+    "builtins.breakpoint",
+    "os.add_dll_directory",
+    "sqlite3.",
+    "os.setxattr",
+    "os.removexattr",
+    "os.chflags",
+    "os.lchflags",
+    "os.chown",
+)
+PATH_EVENTS = {
+    "os.listdir",
+    "os.scandir",
+    "os.chdir",
+    "os.mkdir",
+    "os.remove",
+    "os.rmdir",
+    "os.rename",
+    "os.truncate",
+    "os.utime",
+    "os.chmod",
+    "glob.glob",
+    "os.listxattr",
+    "os.getxattr",
+}
 BLOCKED_ATTR_SET = frozenset({"__code__"})
-READ_ONLY_PATH_EVENTS = frozenset({"os.listdir", "os.scandir", "glob.glob", "os.listxattr", "os.getxattr"})
+READ_ONLY_PATH_EVENTS = frozenset(
+    {"os.listdir", "os.scandir", "glob.glob", "os.listxattr", "os.getxattr"}
+)
 SAFE_PICKLE_MODULES = ("numpy", "collections", "datetime", "decimal", "fractions", "copyreg")
 
 _NS: dict = {}
@@ -90,7 +275,7 @@ class _Capped:
             take = s[: self.cap // 2 - self.head_len]
             self.head.append(take)
             self.head_len += len(take)
-            s = s[len(take):]
+            s = s[len(take) :]
         if s:
             self.tail.append(s)
             self.tail_len += len(s)
@@ -110,7 +295,7 @@ class _Capped:
         tail = "".join(self.tail)
         if len(tail) > self.cap // 2:
             self.dropped += len(tail) - self.cap // 2
-            tail = tail[-(self.cap // 2):]
+            tail = tail[-(self.cap // 2) :]
         mid = f"\n[... {self.dropped} characters of output truncated ...]\n" if self.dropped else ""
         return "".join(self.head) + mid + tail
 
@@ -122,7 +307,11 @@ def _guarded_import_factory(real_import):
 
     def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
         caller_globals = getframe(1).f_globals
-        owner = modules.get(caller_globals.get("__name__", "")) if isinstance(caller_globals, dict) else None
+        owner = (
+            modules.get(caller_globals.get("__name__", ""))
+            if isinstance(caller_globals, dict)
+            else None
+        )
         if getattr(owner, "__dict__", None) is not caller_globals:  # policy code (cells, exec, ...)
             what, detail = ("relative import", "") if level else ("", "")
             top = str(name).split(".")[0]
@@ -161,13 +350,27 @@ def _robot_send(name: str, kwargs: dict) -> dict:
     try:
         reply = _transport(wire.Call(str(name), kwargs if isinstance(kwargs, dict) else {}))
     except (TypeError, ValueError, RecursionError, wire.WireError) as exc:
-        return {"success": False, "executed": False, "failure_category": "invalid_argument",
-                "message": f"{name}: arguments are not plain data ({exc}); pass numbers, lists, strings",
-                "value": None, "diagnostics": {}, "budget": {}, "receipt": ""}
+        return {
+            "success": False,
+            "executed": False,
+            "failure_category": "invalid_argument",
+            "message": f"{name}: arguments are not plain data ({exc}); pass numbers, lists, strings",
+            "value": None,
+            "diagnostics": {},
+            "budget": {},
+            "receipt": "",
+        }
     if not isinstance(reply, wire.CallReply):
-        return {"success": False, "executed": False, "failure_category": "internal_error",
-                "message": f"{name}: the harness answered with {reply.kind!r}", "value": None,
-                "diagnostics": {}, "budget": {}, "receipt": ""}
+        return {
+            "success": False,
+            "executed": False,
+            "failure_category": "internal_error",
+            "message": f"{name}: the harness answered with {reply.kind!r}",
+            "value": None,
+            "diagnostics": {},
+            "budget": {},
+            "receipt": "",
+        }
     return reply.result
 
 
@@ -181,11 +384,17 @@ def _os_layers(cfg: dict) -> dict[str, str]:
     """The kernel layers that need no later set-up step (single-threaded, before pre-imports;
     the uid drop and the rlimits come later)."""
     if not cfg.get("os_isolation", True):
-        return {k: "off: disabled by the session config" for k in ("netns", "no_new_privs", "landlock", "seccomp")}
+        return {
+            k: "off: disabled by the session config"
+            for k in ("netns", "no_new_privs", "landlock", "seccomp")
+        }
     as_root = os.getuid() == 0
-    steps = (("netns", lambda: isolation.enter_netns(as_root)), ("no_new_privs", isolation.no_new_privs),
-             ("landlock", lambda: isolation.landlock(cfg["workspace"])),
-             ("seccomp", isolation.seccomp))  # last: it denies unshare, which the netns needs
+    steps = (
+        ("netns", lambda: isolation.enter_netns(as_root)),
+        ("no_new_privs", isolation.no_new_privs),
+        ("landlock", lambda: isolation.landlock(cfg["workspace"])),
+        ("seccomp", isolation.seccomp),
+    )  # last: it denies unshare, which the netns needs
     layers = {}
     for name, apply in steps:
         try:
@@ -217,12 +426,25 @@ def _setup(cfg: dict) -> dict[str, str]:
     safe_builtins["__import__"] = guarded
     for name in ("breakpoint", "input", "help", "exit", "quit", "copyright", "credits", "license"):
         safe_builtins.pop(name, None)
-    _NS.update({"__name__": "__main__", "__builtins__": safe_builtins, "robot": robot, "np": numpy,
-                "numpy": numpy, "scipy": scipy, "math": math, "image": _image, "finish": robot.finish})
+    _NS.update(
+        {
+            "__name__": "__main__",
+            "__builtins__": safe_builtins,
+            "robot": robot,
+            "np": numpy,
+            "numpy": numpy,
+            "scipy": scipy,
+            "math": math,
+            "image": _image,
+            "finish": robot.finish,
+        }
+    )
     for handle, factory in (cfg.get("clients") or {}).items():  # e.g. CoEvolve's robot handles
         module, _, function = str(factory).partition(":")
         build = getattr(importlib.import_module(module), function)
-        _NS[str(handle)] = build(lambda n, k, _h=str(handle): RobotResult(_robot_send(f"{_h}.{n}", k)))
+        _NS[str(handle)] = build(
+            lambda n, k, _h=str(handle): RobotResult(_robot_send(f"{_h}.{n}", k))
+        )
     builtins.__import__ = guarded
     if cfg.get("rng_seed") is not None:  # randomness under the episode's seed (decision points)
         import random
@@ -267,11 +489,28 @@ def _setup(cfg: dict) -> dict[str, str]:
         _die_with_parent(int(cfg["parent_pid"]))
     limited["NPROC"] = limit(resource.RLIMIT_NPROC, 0) and os.getuid() != 0  # root is exempt
     failed = [k for k, ok in limited.items() if not ok]
-    layers["rlimits"] = "on (AS, FSIZE, NPROC)" if not failed else (
-        "unavailable: RLIMIT_" + ", RLIMIT_".join(failed) + " not enforced (NPROC does not bind root)")
-    hook.install(cfg["workspace"], tuple(cfg["read_roots"]), _OUT_FD, {
-        "deny_prefixes": DENY_EVENT_PREFIXES, "path_events": PATH_EVENTS, "read_only_events": READ_ONLY_PATH_EVENTS,
-        "deny_imports": DENY_NEW_IMPORTS, "blocked_attr": BLOCKED_ATTR_SET, "safe_pickle": SAFE_PICKLE_MODULES})
+    layers["rlimits"] = (
+        "on (AS, FSIZE, NPROC)"
+        if not failed
+        else (
+            "unavailable: RLIMIT_"
+            + ", RLIMIT_".join(failed)
+            + " not enforced (NPROC does not bind root)"
+        )
+    )
+    hook.install(
+        cfg["workspace"],
+        tuple(cfg["read_roots"]),
+        _OUT_FD,
+        {
+            "deny_prefixes": DENY_EVENT_PREFIXES,
+            "path_events": PATH_EVENTS,
+            "read_only_events": READ_ONLY_PATH_EVENTS,
+            "deny_imports": DENY_NEW_IMPORTS,
+            "blocked_attr": BLOCKED_ATTR_SET,
+            "safe_pickle": SAFE_PICKLE_MODULES,
+        },
+    )
     if cfg.get("prelude"):  # as policy code, under the limits and the hook; its names are base
         exec(compile(str(cfg["prelude"]), "<prelude>", "exec"), _NS)  # noqa: S102 - the sandbox
         _BASE.update(_NS)
@@ -291,7 +530,9 @@ def _die_with_parent(parent_pid: int) -> None:
 
 def _format_error(exc: BaseException) -> str:
     tb = traceback.TracebackException.from_exception(exc)
-    tb.stack = traceback.StackSummary.from_list([f for f in tb.stack if f.filename.startswith("<cell")])
+    tb.stack = traceback.StackSummary.from_list(
+        [f for f in tb.stack if f.filename.startswith("<cell")]
+    )
     return "".join(tb.format()).strip()
 
 
@@ -319,7 +560,9 @@ def _run_cell(code: str, cell_no: int, cap: int) -> wire.Done:
         interrupted = True
         error = "TimeoutError: the cell ran past its time limit and was interrupted (variables are kept)"
     except SystemExit:
-        error = "SystemExit: exit() is not available; the session keeps running (variables are kept)"
+        error = (
+            "SystemExit: exit() is not available; the session keeps running (variables are kept)"
+        )
     except BaseException as exc:  # noqa: BLE001 - every policy error becomes output
         try:
             error = _format_error(exc)
@@ -328,7 +571,11 @@ def _run_cell(code: str, cell_no: int, cap: int) -> wire.Done:
     finally:
         sys.stdout, sys.stderr = old
     if error is not None and len(error) > cap:  # an exception's text is as untrusted as output
-        error = error[: cap // 2] + f"\n[... {len(error) - cap} characters of the error truncated ...]\n" + error[-cap // 2:]
+        error = (
+            error[: cap // 2]
+            + f"\n[... {len(error) - cap} characters of the error truncated ...]\n"
+            + error[-cap // 2 :]
+        )
     try:
         digest = ns_digest(_NS, _BASE)
     except BaseException:  # noqa: BLE001 - a digest is optional; never lose the cell's result

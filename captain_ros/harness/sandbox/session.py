@@ -39,8 +39,15 @@ from captain_ros.harness.sandbox import isolation, wire
 log = logging.getLogger(__name__)
 
 NOBODY_UID = 65534
-_ENV_FIXED = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-              "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"}
+_ENV_FIXED = {
+    "PATH": "/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "MPLBACKEND": "Agg",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
 
 
 class SandboxUnavailableError(CaptainError):
@@ -106,8 +113,12 @@ class SessionConfig:
     def __post_init__(self) -> None:
         for name in ("hash_seed", "rng_seed"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**32):
-                raise ValueError(f"SessionConfig.{name} must be None or an integer in [0, 2**32), got {v!r}")
+            if v is not None and (
+                isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**32
+            ):
+                raise ValueError(
+                    f"SessionConfig.{name} must be None or an integer in [0, 2**32), got {v!r}"
+                )
 
 
 @dataclass(frozen=True)
@@ -151,9 +162,13 @@ class _Proc:
 
 
 def _read_roots() -> list[str]:
-    roots = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"],
-             sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
-             str(Path(captain_ros.__file__).resolve().parent)}
+    roots = {
+        sysconfig.get_paths()["stdlib"],
+        sysconfig.get_paths()["platstdlib"],
+        sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"],
+        str(Path(captain_ros.__file__).resolve().parent),
+    }
     for p in sys.path:
         if p and ("site-packages" in p or "dist-packages" in p) and os.path.isdir(p):
             roots.add(p)
@@ -177,7 +192,9 @@ def _safe_call(handler: CellHandler, name: str, kwargs: dict[str, Any]) -> dict[
         return handler.on_call(name, kwargs)
     except Exception as exc:  # noqa: BLE001 - a handler bug becomes a failed Result, not a crash
         log.exception("robot call handler failed for %s", name)
-        res = failure_from_exception(RuntimeError(f"harness handler: {type(exc).__name__}"), str(name))
+        res = failure_from_exception(
+            RuntimeError(f"harness handler: {type(exc).__name__}"), str(name)
+        )
         return replace(res, receipt=f"{name}: FAILED internal_error").to_dict()
 
 
@@ -190,8 +207,12 @@ class PythonSession:
         log_path: Where the child's own stderr goes (outside the workspace); None = discarded.
     """
 
-    def __init__(self, workspace: str | Path, config: SessionConfig | None = None,
-                 log_path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        workspace: str | Path,
+        config: SessionConfig | None = None,
+        log_path: str | Path | None = None,
+    ) -> None:
         self.workspace = Path(workspace).resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.config = config or SessionConfig()
@@ -229,9 +250,14 @@ class PythonSession:
         try:
             popen = subprocess.Popen(
                 [sys.executable, *flags, "-m", "captain_ros.harness.sandbox.child"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=log_file if log_file is not None else subprocess.DEVNULL, cwd=self.workspace,
-                env=env, close_fds=True, start_new_session=True)
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log_file if log_file is not None else subprocess.DEVNULL,
+                cwd=self.workspace,
+                env=env,
+                close_fds=True,
+                start_new_session=True,
+            )
         finally:
             if log_file is not None:
                 log_file.close()
@@ -240,12 +266,20 @@ class PythonSession:
         os.set_blocking(proc.to_child, False)  # a child that stops reading cannot block the harness
         self._proc = proc
         cfg = wire.Config(
-            str(self.workspace), _read_roots(), self.config.max_output_chars,
-            int(self.config.memory_limit_bytes), int(self.config.cpu_limit_s),
-            int(self.config.file_size_limit_bytes), NOBODY_UID if self.drop_privileges else None,
+            str(self.workspace),
+            _read_roots(),
+            self.config.max_output_chars,
+            int(self.config.memory_limit_bytes),
+            int(self.config.cpu_limit_s),
+            int(self.config.file_size_limit_bytes),
             NOBODY_UID if self.drop_privileges else None,
-            rng_seed=self.config.rng_seed, clients=dict(self.config.clients),
-            prelude=self.config.prelude, die_with_parent=True, os_isolation=self.config.os_isolation)
+            NOBODY_UID if self.drop_privileges else None,
+            rng_seed=self.config.rng_seed,
+            clients=dict(self.config.clients),
+            prelude=self.config.prelude,
+            die_with_parent=True,
+            os_isolation=self.config.os_isolation,
+        )
         deadline = time.monotonic() + self.config.startup_timeout_s
         try:
             wire.send(proc.to_child, cfg, timeout_s=self.config.startup_timeout_s)
@@ -259,13 +293,16 @@ class PythonSession:
         if not isinstance(msg, wire.Ready):
             self._kill()
             raise RuntimeError(f"the sandboxed session sent {msg!r:.100} instead of ready")
-        self.layers = {"clean_env": f"on ({len(env)} fixed variables)",
-                       **{str(k): printable(str(v))[:200] for k, v in msg.layers.items()}}
+        self.layers = {
+            "clean_env": f"on ({len(env)} fixed variables)",
+            **{str(k): printable(str(v))[:200] for k, v in msg.layers.items()},
+        }
         missing = isolation.missing(self.layers)
         if self.config.strict_sandbox and missing:
             self._kill()
-            raise SandboxUnavailableError("strict sandbox: refusing to start the policy session: "
-                                          + "; ".join(missing))
+            raise SandboxUnavailableError(
+                "strict sandbox: refusing to start the policy session: " + "; ".join(missing)
+            )
 
     def _violation(self, text: str) -> None:
         v = printable(str(text))[:300]
@@ -318,7 +355,9 @@ class PythonSession:
         return wire.read_frame(proc.from_child, stall_s=wire.FRAME_STALL_S)
 
     # --- cells ---------------------------------------------------------------------------------
-    def run_cell(self, code: str, handler: CellHandler, time_left_s: float | None = None) -> CellResult:
+    def run_cell(
+        self, code: str, handler: CellHandler, time_left_s: float | None = None
+    ) -> CellResult:
         """Run one cell, answering its robot calls with ``handler``. Never raises.
 
         Args:
@@ -334,13 +373,19 @@ class PythonSession:
             self.restarts += 1
             notice = (notice + "\n" if notice else "") + (
                 f"[session restarted: {why}. All variables were lost; `robot`, `np`, `scipy`, `math` "
-                "and `image` are available again.]")
+                "and `image` are available again.]"
+            )
         try:
             self.start()
         except (RuntimeError, SandboxUnavailableError) as exc:
             self._pending_notice = ""
-            return CellResult("", f"SessionError: {exc}", crashed=True, notice=notice,
-                              duration_s=time.monotonic() - t_begin)
+            return CellResult(
+                "",
+                f"SessionError: {exc}",
+                crashed=True,
+                notice=notice,
+                duration_s=time.monotonic() - t_begin,
+            )
         proc = self._proc
         assert proc is not None
         t0 = time.monotonic()  # the timeout counts from here, not from the (re)start
@@ -364,15 +409,24 @@ class PythonSession:
                         interrupted_at = time.monotonic()
                         os.kill(proc.popen.pid, signal.SIGINT)
                         continue
-                    return self._crash(t0, call_s, notice, timed_out=True,
-                                       why=f"the cell ran past its {self.config.cell_timeout_s:g} s limit "
-                                           "and ignored the interrupt, so the process was killed")
+                    return self._crash(
+                        t0,
+                        call_s,
+                        notice,
+                        timed_out=True,
+                        why=f"the cell ran past its {self.config.cell_timeout_s:g} s limit "
+                        "and ignored the interrupt, so the process was killed",
+                    )
                 try:
                     msg = wire.decode(raw)
                 except wire.WireError as exc:  # policy code wrote to the pipe itself
                     log.warning("sandbox sent an invalid frame: %s", exc)
                     self.violations.append(f"invalid frame: {str(exc)[:120]}")
-                    wire.send(proc.to_child, wire.ErrorReply("invalid request"), timeout_s=wire.FRAME_STALL_S)
+                    wire.send(
+                        proc.to_child,
+                        wire.ErrorReply("invalid request"),
+                        timeout_s=wire.FRAME_STALL_S,
+                    )
                     continue
                 if isinstance(msg, wire.Violation):  # sent by the audit hook as it denies
                     if len(cell_violations) < 100:
@@ -381,11 +435,16 @@ class PythonSession:
                     continue
                 if isinstance(msg, wire.Done):
                     violations = tuple(cell_violations)
-                    return CellResult(printable(msg.output), printable(msg.error) or None,
-                                      timed_out=interrupted_at is not None or msg.interrupted,
-                                      notice=notice, violations=violations,
-                                      duration_s=time.monotonic() - t0, call_s=call_s,
-                                      ns_digest=msg.ns_digest)
+                    return CellResult(
+                        printable(msg.output),
+                        printable(msg.error) or None,
+                        timed_out=interrupted_at is not None or msg.interrupted,
+                        notice=notice,
+                        violations=violations,
+                        duration_s=time.monotonic() - t0,
+                        call_s=call_s,
+                        ns_digest=msg.ns_digest,
+                    )
                 t_call = time.monotonic()
                 reply: wire.Frame
                 if isinstance(msg, wire.Call):
@@ -405,14 +464,26 @@ class PythonSession:
                 wire.send(proc.to_child, reply, timeout_s=wire.FRAME_STALL_S)
                 call_s += time.monotonic() - t_call
         except (OSError, wire.WireError) as exc:
-            if proc.popen.poll() is None:  # alive: it broke the protocol (e.g. policy code wrote raw bytes)
+            if (
+                proc.popen.poll() is None
+            ):  # alive: it broke the protocol (e.g. policy code wrote raw bytes)
                 self.violations.append(f"pipe: {str(exc)[:120]}")
-            return self._crash(t0, call_s, notice, timed_out=interrupted_at is not None,
-                               why=self._death_reason(exc))
+            return self._crash(
+                t0,
+                call_s,
+                notice,
+                timed_out=interrupted_at is not None,
+                why=self._death_reason(exc),
+            )
         except Exception as exc:  # noqa: BLE001 - whatever the child sent, the harness goes on
             log.exception("the session's pipe failed")
-            return self._crash(t0, call_s, notice, timed_out=interrupted_at is not None,
-                               why=f"the session's pipe failed ({type(exc).__name__})")
+            return self._crash(
+                t0,
+                call_s,
+                notice,
+                timed_out=interrupted_at is not None,
+                why=f"the session's pipe failed ({type(exc).__name__})",
+            )
 
     def _death_reason(self, exc: BaseException) -> str:
         proc = self._proc
@@ -423,19 +494,37 @@ class PythonSession:
             except subprocess.TimeoutExpired:
                 code = None
         if code is not None and code < 0:
-            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-            hint = {"SIGXCPU": " (CPU time limit)", "SIGKILL": " (killed, e.g. memory)", "SIGSEGV": " (crash)"}
+            name = (
+                signal.Signals(-code).name
+                if -code in signal.Signals._value2member_map_
+                else str(-code)
+            )
+            hint = {
+                "SIGXCPU": " (CPU time limit)",
+                "SIGKILL": " (killed, e.g. memory)",
+                "SIGSEGV": " (crash)",
+            }
             return f"the Python process died from {name}{hint.get(name, '')}"
         if code is not None:
             return f"the Python process exited with code {code}"
         return f"the session pipe broke ({exc})"
 
-    def _crash(self, t0: float, call_s: float, notice: str, timed_out: bool, why: str) -> CellResult:
+    def _crash(
+        self, t0: float, call_s: float, notice: str, timed_out: bool, why: str
+    ) -> CellResult:
         self._kill()
         self.restarts += 1
         log.warning("sandbox session lost: %s", why)
-        self._pending_notice = (f"[session restarted: {why}. All variables were lost; `robot`, `np`, "
-                                "`scipy`, `math` and `image` are available again.]")
-        return CellResult("", f"SessionError: {why}. The session will be restarted; variables are lost.",
-                          timed_out=timed_out, crashed=True, notice=notice,
-                          duration_s=time.monotonic() - t0, call_s=call_s)
+        self._pending_notice = (
+            f"[session restarted: {why}. All variables were lost; `robot`, `np`, "
+            "`scipy`, `math` and `image` are available again.]"
+        )
+        return CellResult(
+            "",
+            f"SessionError: {why}. The session will be restarted; variables are lost.",
+            timed_out=timed_out,
+            crashed=True,
+            notice=notice,
+            duration_s=time.monotonic() - t0,
+            call_s=call_s,
+        )

@@ -147,6 +147,7 @@ def finite_or_none(x: Any) -> Any:
 
 # --- typed frames ------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Frame:
     """Base of every frame; ``kind`` is its ``type`` on the wire."""
@@ -264,12 +265,31 @@ class Done(Frame):
     ns_digest: str = ""
 
 
-FRAMES: dict[str, type[Frame]] = {c.kind: c for c in (Config, Ready, Exec, Exit, Call, CallReply,
-                                                      ImageRequest, ImageReply, ErrorReply, Done,
-                                                      Violation)}
-_TYPES: dict[str, Any] = {"str": str, "int": int, "bool": bool, "dict[str, Any]": dict,
-                          "list[str]": list, "str | None": (str, type(None)),
-                          "int | None": (int, type(None))}
+FRAMES: dict[str, type[Frame]] = {
+    c.kind: c
+    for c in (
+        Config,
+        Ready,
+        Exec,
+        Exit,
+        Call,
+        CallReply,
+        ImageRequest,
+        ImageReply,
+        ErrorReply,
+        Done,
+        Violation,
+    )
+}
+_TYPES: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "bool": bool,
+    "dict[str, Any]": dict,
+    "list[str]": list,
+    "str | None": (str, type(None)),
+    "int | None": (int, type(None)),
+}
 
 
 def decode(obj: Any) -> Frame:
@@ -284,8 +304,11 @@ def decode(obj: Any) -> Frame:
             continue
         value = obj[f.name]
         want = _TYPES.get(str(f.type))
-        if want is not None and not isinstance(value, want) or (
-                want is int and isinstance(value, bool)):
+        if (
+            want is not None
+            and not isinstance(value, want)
+            or (want is int and isinstance(value, bool))
+        ):
             raise WireError(f"{cls.kind} frame: field {f.name!r} has type {type(value).__name__}")
         kwargs[f.name] = value
     try:

@@ -60,8 +60,11 @@ class Call:
 
     def line(self) -> str:
         """The call line of the cell."""
-        parts = ["S", *(literal(a) for a in self.args),
-                 *(f"{k}={literal(v)}" for k, v in self.kwargs.items())]
+        parts = [
+            "S",
+            *(literal(a) for a in self.args),
+            *(f"{k}={literal(v)}" for k, v in self.kwargs.items()),
+        ]
         call = f"{self.name}({', '.join(parts)})"
         return f"note({self.key}={call})" if self.key else f"note(**{call})"
 

@@ -36,25 +36,35 @@ from captain_ros.policy.expert.cells import Call, Cell, Notes, Plan, has_note, p
 from captain_ros.policy.expert.plans import PLANS, RESUME
 from captain_ros.policy.expert.source import HEADER, definitions, registered, robot_calls
 
-PROBE = ('import json\nprint("NOTE " + json.dumps({"epoch": getattr(globals().get("S"), "epoch", '
-         'None)}))')
+PROBE = (
+    'import json\nprint("NOTE " + json.dumps({"epoch": getattr(globals().get("S"), "epoch", '
+    "None)}))"
+)
 """A cell that works in any session: prints the epoch of the state ``S`` (None without one)."""
 
-HAND_BACK = ('if "_foreign" in globals():\n'
-             '    globals().update({k: v for k, v in _foreign.items() if globals().get(k) is not v})\n'
-             '    del _foreign\nprint(\'NOTE {"handed_back": true}\')')
+HAND_BACK = (
+    'if "_foreign" in globals():\n'
+    "    globals().update({k: v for k, v in _foreign.items() if globals().get(k) is not v})\n"
+    "    del _foreign\nprint('NOTE {\"handed_back\": true}')"
+)
 """Restores every foreign global my cells rebound (run at the end of a takeover segment)."""
 
-SETUP_REASONING = ("Set up my session state S (the robot client, the rig, my records of the "
-                   "objects) and note the pose I start from; I define each helper the first time "
-                   "a cell needs it, and my variables persist across requests.")
-LIBRARY_SETUP_REASONING = ("Set up my session state S (the robot client, the rig, my records of the "
-                           "objects) and note the pose I start from; the helpers of TASK.md are "
-                           "defined already, and my variables persist across requests.")
-TAKEOVER_REASONING = ("I take over this episode from here. The session has none of my helpers: set "
-                      "up my state S (keeping a reference to what the session held, to restore it "
-                      "when I hand back), take the arms' start pose from the rig geometry, then "
-                      "measure where the task stands.")
+SETUP_REASONING = (
+    "Set up my session state S (the robot client, the rig, my records of the "
+    "objects) and note the pose I start from; I define each helper the first time "
+    "a cell needs it, and my variables persist across requests."
+)
+LIBRARY_SETUP_REASONING = (
+    "Set up my session state S (the robot client, the rig, my records of the "
+    "objects) and note the pose I start from; the helpers of TASK.md are "
+    "defined already, and my variables persist across requests."
+)
+TAKEOVER_REASONING = (
+    "I take over this episode from here. The session has none of my helpers: set "
+    "up my state S (keeping a reference to what the session held, to restore it "
+    "when I hand back), take the arms' start pose from the rig geometry, then "
+    "measure where the task stands."
+)
 MAX_PROBES = 3
 """Consecutive probes without an answer after which the expert gives up (the session is broken)."""
 TAKEOVER_EPOCH = 100
@@ -75,8 +85,14 @@ class Segment:
     allowed_symbols: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_requests, bool) or not isinstance(self.max_requests, int) or self.max_requests < 1:
-            raise InvalidArgumentError(f"max_requests must be an integer >= 1, got {self.max_requests!r}")
+        if (
+            isinstance(self.max_requests, bool)
+            or not isinstance(self.max_requests, int)
+            or self.max_requests < 1
+        ):
+            raise InvalidArgumentError(
+                f"max_requests must be an integer >= 1, got {self.max_requests!r}"
+            )
         if self.allowed_symbols is not None:
             from captain_ros.api import registry
 
@@ -90,8 +106,13 @@ class Segment:
         return self.allowed_symbols is None or set(symbols) <= self.allowed_symbols
 
 
-def setup_cell(epoch: int, ready: Mapping[Any, Any] | None = None, have: Iterable[str] = (),
-               reasoning: str = SETUP_REASONING, takeover: bool = False) -> tuple[Cell, list[str]]:
+def setup_cell(
+    epoch: int,
+    ready: Mapping[Any, Any] | None = None,
+    have: Iterable[str] = (),
+    reasoning: str = SETUP_REASONING,
+    takeover: bool = False,
+) -> tuple[Cell, list[str]]:
     """(the cell that creates ``S`` and calls ``start``, the names it defines)."""
     names = ["State", "note", "start"] + (["rest_poses"] if takeover and not ready else [])
     text, new = definitions(names, have)
@@ -99,8 +120,13 @@ def setup_cell(epoch: int, ready: Mapping[Any, Any] | None = None, have: Iterabl
         line = Call(reasoning, kit.start, kwargs={"poses": dict(ready)}).line()
     else:
         line = "note(**start(S, rest_poses(S)))" if takeover else "note(**start(S))"
-    parts = ["_foreign = dict(globals())" if takeover else "", HEADER, text,
-             f"S = State(robot, {int(epoch)})", line]
+    parts = [
+        "_foreign = dict(globals())" if takeover else "",
+        HEADER,
+        text,
+        f"S = State(robot, {int(epoch)})",
+        line,
+    ]
     return Cell(reasoning, "\n".join(p for p in parts if p)), new
 
 
@@ -123,8 +149,14 @@ class ScriptedExpert:
     its own anyway (the foreign policy may have rebound them).
     """
 
-    def __init__(self, task: str, instruction: str = "", wrap: Callable[[Plan], Plan] | None = None,
-                 segment: Segment | None = None, preloaded: bool = False) -> None:
+    def __init__(
+        self,
+        task: str,
+        instruction: str = "",
+        wrap: Callable[[Plan], Plan] | None = None,
+        segment: Segment | None = None,
+        preloaded: bool = False,
+    ) -> None:
         if task not in PLANS:
             raise UnknownNameError("task", task, sorted(PLANS))
         self.task = task
@@ -147,9 +179,14 @@ class ScriptedExpert:
         self._owes_hand_back = False
 
     @classmethod
-    def takeover(cls, task: str, instruction: str = "", max_requests: int = 20,
-                 allowed_symbols: Iterable[str] | None = None,
-                 wrap: Callable[[Plan], Plan] | None = None) -> ScriptedExpert:
+    def takeover(
+        cls,
+        task: str,
+        instruction: str = "",
+        max_requests: int = 20,
+        allowed_symbols: Iterable[str] | None = None,
+        wrap: Callable[[Plan], Plan] | None = None,
+    ) -> ScriptedExpert:
         """The expert taking over a foreign episode for at most ``max_requests`` requests, calling
         only ``allowed_symbols`` (robot capabilities; None: all), then handing back."""
         symbols = None if allowed_symbols is None else frozenset(allowed_symbols)
@@ -184,10 +221,18 @@ class ScriptedExpert:
         self._owes_hand_back = False
         self.handed_back = True
         if cell is None:
-            return Cell("My segment is over: I hand the episode back, restoring what I rebound.", HAND_BACK)
-        code = ("try:\n" + textwrap.indent(cell.code, "    ") + "\nfinally:\n"
-                + textwrap.indent(HAND_BACK, "    "))
-        return Cell(cell.reasoning + " This is my last request of the segment: then I hand back.", code)
+            return Cell(
+                "My segment is over: I hand the episode back, restoring what I rebound.", HAND_BACK
+            )
+        code = (
+            "try:\n"
+            + textwrap.indent(cell.code, "    ")
+            + "\nfinally:\n"
+            + textwrap.indent(HAND_BACK, "    ")
+        )
+        return Cell(
+            cell.reasoning + " This is my last request of the segment: then I hand back.", code
+        )
 
     def take_stock(self) -> None:
         """Another policy wrote the requests since my last cell (a repair segment that handed
@@ -224,8 +269,11 @@ class ScriptedExpert:
             return None
         self.epoch += 1
         self.have = self._session_has()
-        reasoning = TAKEOVER_REASONING if takeover else (
-            LIBRARY_SETUP_REASONING if self.preloaded else SETUP_REASONING)
+        reasoning = (
+            TAKEOVER_REASONING
+            if takeover
+            else (LIBRARY_SETUP_REASONING if self.preloaded else SETUP_REASONING)
+        )
         cell, new = setup_cell(self.epoch, have=self.have, takeover=takeover, reasoning=reasoning)
         self.have.update(new)
         self._state = "setup"
@@ -245,8 +293,11 @@ class ScriptedExpert:
             return self._setup()
         self._failed = failed
         self._state = "probe"
-        return Cell("That cell did not finish (no note): check whether the session still holds my "
-                    "state before going on.", PROBE)
+        return Cell(
+            "That cell did not finish (no note): check whether the session still holds my "
+            "state before going on.",
+            PROBE,
+        )
 
     def _after_probe(self, out: str | None) -> Cell | None:
         if not has_note(out):
@@ -273,13 +324,17 @@ class ScriptedExpert:
     def _render(self, call: Call) -> Cell | None:
         reasoning, prefix = call.reasoning, ""
         if self._resetup:
-            setup, new = setup_cell(self.epoch, self.ready, self.have, takeover=self.segment is not None)
+            setup, new = setup_cell(
+                self.epoch, self.ready, self.have, takeover=self.segment is not None
+            )
             if self.segment is not None and not self.segment.allows(robot_calls(new)):
                 return None
             self.have.update(new)
             prefix = setup.code + "\n"
-            reasoning = ("The session lost my state (it was restarted): I set it up again, with "
-                         "the start pose I noted, and measure afresh where the task stands. " + reasoning)
+            reasoning = (
+                "The session lost my state (it was restarted): I set it up again, with "
+                "the start pose I noted, and measure afresh where the task stands. " + reasoning
+            )
         if self.segment is not None and not self.segment.allows(robot_calls([call.name])):
             return None  # the contract does not allow what this call may do: hand back here
         self._resetup = False

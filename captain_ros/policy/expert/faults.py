@@ -48,8 +48,12 @@ from captain_ros.policy.expert.plans import insertion, open_drawer, two_arm_lift
 from captain_ros.policy.expert.source import in_session
 
 FAULTS: dict[str, str] = {
-    "wrong_object": "perceive", "grasp_offset": "grasp", "premature_release": "carry",
-    "place_offset": "place", "skip_verify": "verify", "early_finish": "finish",
+    "wrong_object": "perceive",
+    "grasp_offset": "grasp",
+    "premature_release": "carry",
+    "place_offset": "place",
+    "skip_verify": "verify",
+    "early_finish": "finish",
 }
 """Fault name -> the task phase it strikes."""
 
@@ -139,8 +143,13 @@ class FaultEvent:
     detail: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"fault": self.fault, "phase": self.phase, "call": self.call, "request": self.request,
-                "detail": dict(self.detail)}
+        return {
+            "fault": self.fault,
+            "phase": self.phase,
+            "call": self.call,
+            "request": self.request,
+            "detail": dict(self.detail),
+        }
 
 
 # --- session functions only faulty episodes send --------------------------------------------
@@ -156,8 +165,12 @@ def other_object(S: State, name: str, avoid: tuple[str, ...] = ()) -> dict[str, 
         return bool(np.linalg.norm(np.asarray(d["centroid_m"][:2], dtype=float) - c[:2]) > 0.04)
 
     dets = val(S.robot.segment("objects", handle=H), "detections", default=[]) or []
-    cands = [d for d in dets if d["centroid_m"][2] < 0.15 and far(d, me) and all(far(d, a) for a in away)]
-    cands.sort(key=lambda d: float(np.linalg.norm(np.asarray(d["centroid_m"][:2], dtype=float) - me[:2])))
+    cands = [
+        d for d in dets if d["centroid_m"][2] < 0.15 and far(d, me) and all(far(d, a) for a in away)
+    ]
+    cands.sort(
+        key=lambda d: float(np.linalg.norm(np.asarray(d["centroid_m"][:2], dtype=float) - me[:2]))
+    )
     g = measure(S, cands[0]) if cands else None
     if g is None:
         return {"wrong": None}
@@ -189,8 +202,12 @@ class FaultInjector:
         self.spec = spec
         self.task = task
         self.episode_seed = int(episode_seed)
-        self._rng = {n: np.random.default_rng([spec.seed, zlib.crc32(task.encode()), self.episode_seed,
-                                               zlib.crc32(n.encode())]) for n in FAULTS}
+        self._rng = {
+            n: np.random.default_rng(
+                [spec.seed, zlib.crc32(task.encode()), self.episode_seed, zlib.crc32(n.encode())]
+            )
+            for n in FAULTS
+        }
         self.events: list[FaultEvent] = []
         self.opportunities: dict[str, int] = dict.fromkeys(FAULTS, 0)
         self.request: int | None = None  # set by the policy: the request being written
@@ -199,9 +216,18 @@ class FaultInjector:
     def reseed(self, sampling_seed: int) -> None:
         """Draw the opportunities from now on from generators that also depend on
         ``sampling_seed`` (a counterfactual continuation's own draw; faults that struck stay)."""
-        self._rng = {n: np.random.default_rng([self.spec.seed, zlib.crc32(self.task.encode()),
-                                               self.episode_seed, zlib.crc32(n.encode()),
-                                               int(sampling_seed) & 0x7FFFFFFF]) for n in FAULTS}
+        self._rng = {
+            n: np.random.default_rng(
+                [
+                    self.spec.seed,
+                    zlib.crc32(self.task.encode()),
+                    self.episode_seed,
+                    zlib.crc32(n.encode()),
+                    int(sampling_seed) & 0x7FFFFFFF,
+                ]
+            )
+            for n in FAULTS
+        }
 
     def _strikes(self, fault: str) -> bool:
         rate = float(self.spec.rates.get(fault, 0.0))
@@ -215,7 +241,9 @@ class FaultInjector:
 
     def _direction(self, fault: str) -> tuple[float, float]:
         a = float(self._rng[fault].uniform(-math.pi, math.pi))
-        return round(self.spec.offset_m * math.cos(a), 4), round(self.spec.offset_m * math.sin(a), 4)
+        return round(self.spec.offset_m * math.cos(a), 4), round(
+            self.spec.offset_m * math.sin(a), 4
+        )
 
     def wrap(self, plan: Plan) -> Plan:
         """The plan's calls with the faults applied."""
@@ -256,14 +284,21 @@ class FaultInjector:
                 self._grasped.add(target)
                 if self._strikes("wrong_object"):
                     self._fire("wrong_object", call, object=target)
-                    out.append(Call(f"Find the {target.replace('_', ' ')} to grasp.", other_object,
-                                    (target, tuple(n for n in AVOID if n != target))))
+                    out.append(
+                        Call(
+                            f"Find the {target.replace('_', ' ')} to grasp.",
+                            other_object,
+                            (target, tuple(n for n in AVOID if n != target)),
+                        )
+                    )
         if call.fn in PLACES:
             dest = PLACES[call.fn] or str(call.args[1])
             if dest != "free" and self._strikes("place_offset"):  # a table spot has no record
                 dx, dy = self._direction("place_offset")
                 self._fire("place_offset", call, object=dest, dx=dx, dy=dy)
-                out.append(Call(f"Update where the {dest.replace('_', ' ')} is.", skew, (dest, dx, dy)))
+                out.append(
+                    Call(f"Update where the {dest.replace('_', ' ')} is.", skew, (dest, dx, dy))
+                )
         return out
 
     def _modified(self, call: Call) -> Call:
@@ -273,15 +308,19 @@ class FaultInjector:
         if call.fn is open_drawer.grab_handle:  # along the pull direction, outward or inward
             d = round(math.copysign(self.spec.offset_m, dx), 4)
             self._fire("grasp_offset", call, shift=d)
-            return replace(call, kwargs={**call.kwargs, "shifts": tuple(round(s + d, 4) for s in HANDLE_SHIFTS)})
+            return replace(
+                call,
+                kwargs={**call.kwargs, "shifts": tuple(round(s + d, 4) for s in HANDLE_SHIFTS)},
+            )
         self._fire("grasp_offset", call, dx=dx, dy=dy)
         return replace(call, kwargs={**call.kwargs, "aim": (dx, dy)})
 
     def _after(self, call: Call, notes: Notes) -> list[Call]:
         out: list[Call] = []
         held = notes.get("held")
-        lifted = call.fn in LIFTS and (held is True or (isinstance(held, dict) and bool(held)
-                                                        and all(held.values())))
+        lifted = call.fn in LIFTS and (
+            held is True or (isinstance(held, dict) and bool(held) and all(held.values()))
+        )
         if lifted and self._strikes("premature_release"):
             arm = "left" if call.fn is two_arm_lift.lift_box else call.kwargs.get("arm")
             self._fire("premature_release", call, arm=arm)

@@ -89,10 +89,16 @@ def start(S: State, poses: Mapping[Any, Pose] | None = None) -> dict[str, Any]:
     it per arm instead, e.g. after a restart). Returns my note."""
     base_xy(S)
     S.arms = list((S.geom.get("arms") or {}).keys()) or [None]
-    S.ready = dict(poses) if poses else {a: (tcp(S, a).tolist(), tcp(S, a, quat=True)) for a in S.arms}
+    S.ready = (
+        dict(poses) if poses else {a: (tcp(S, a).tolist(), tcp(S, a, quat=True)) for a in S.arms}
+    )
     S.ready[None] = S.ready[S.arms[0]]
-    return {"ready": True, "arms": S.arms, "tcp": S.ready[None][0],
-            "poses": {a: S.ready[a] for a in S.arms}}
+    return {
+        "ready": True,
+        "arms": S.arms,
+        "tcp": S.ready[None][0],
+        "poses": {a: S.ready[a] for a in S.arms},
+    }
 
 
 # --- rotations: one copy, unit-tested against captain_ros.core.geometry -------------------------
@@ -101,8 +107,12 @@ def qmul(a: Sequence[float], b: Sequence[float]) -> Quat:
     """Hamilton product ``a * b`` of (w, x, y, z) quaternions."""
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return [aw*bw - ax*bx - ay*by - az*bz, aw*bx + ax*bw + ay*bz - az*by,
-            aw*by - ax*bz + ay*bw + az*bx, aw*bz + ax*by - ay*bx + az*bw]
+    return [
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ]
 
 
 @in_session
@@ -158,7 +168,9 @@ def base_xy(S: State, arm: str | None = None) -> np.ndarray:
         S.geom.update(val(S.robot.robot_geometry(), default={}) or {})
     arms = S.geom.get("arms") or {}
     a: Any = arms.get(arm) if arm in arms else next(iter(arms.values()), {})
-    return np.array(((a or {}).get("base_pose") or {}).get("position_m", [0, 0, 0])[:2], dtype=float)
+    return np.array(
+        ((a or {}).get("base_pose") or {}).get("position_m", [0, 0, 0])[:2], dtype=float
+    )
 
 
 @in_session
@@ -175,14 +187,23 @@ def feasible(c: Res) -> bool:
 
 
 @in_session
-def ok(S: State, p: Sequence[float], q: Sequence[float] | None = None, arm: str | None = None) -> bool:
+def ok(
+    S: State, p: Sequence[float], q: Sequence[float] | None = None, arm: str | None = None
+) -> bool:
     """check_motion accepts the tool pose (p, q)."""
     return feasible(S.robot.check_motion(position=p, orientation=q, arm=arm))
 
 
 @in_session
-def go(S: State, p: Sequence[float] | np.ndarray, q: Sequence[float] | None = None, speed: float = 0.06,
-       mode: str = "guarded", arm: str | None = None, force: float | None = None) -> Res:
+def go(
+    S: State,
+    p: Sequence[float] | np.ndarray,
+    q: Sequence[float] | None = None,
+    speed: float = 0.06,
+    mode: str = "guarded",
+    arm: str | None = None,
+    force: float | None = None,
+) -> Res:
     """Check, then move the tool in a straight line to p (and orientation q); if the straight
     sweep is infeasible from here, rise 8 cm first and try again from there.
 
@@ -198,9 +219,16 @@ def go(S: State, p: Sequence[float] | np.ndarray, q: Sequence[float] | None = No
             S.robot.move_to(position=up, arm=arm, speed_m_s=speed, mode=mode, force_limit_n=force)
             c = S.robot.check_motion(position=p, orientation=q, arm=arm)
     if not feasible(c):
-        print("check_motion refused", p, c.get("failure_category"), val(c, "reason", default=c.get("message")))
+        print(
+            "check_motion refused",
+            p,
+            c.get("failure_category"),
+            val(c, "reason", default=c.get("message")),
+        )
         return c
-    return S.robot.move_to(position=p, orientation=q, arm=arm, speed_m_s=speed, mode=mode, force_limit_n=force)
+    return S.robot.move_to(
+        position=p, orientation=q, arm=arm, speed_m_s=speed, mode=mode, force_limit_n=force
+    )
 
 
 @in_session
@@ -222,9 +250,17 @@ def holding(S: State, arm: str | None = None) -> bool:
 
 
 @in_session
-def approach(S: State, c: Sequence[float] | np.ndarray, top_z: float, grasp_z: float, face_yaw: float | None,
-             arm: str | None = None, faces: int = 4, clearance: float = 0.08,
-             mode: str = "guarded") -> tuple[Quat | None, Any]:
+def approach(
+    S: State,
+    c: Sequence[float] | np.ndarray,
+    top_z: float,
+    grasp_z: float,
+    face_yaw: float | None,
+    arm: str | None = None,
+    faces: int = 4,
+    clearance: float = 0.08,
+    mode: str = "guarded",
+) -> tuple[Quat | None, Any]:
     """Move above c (x, y) in a grasp orientation and return (orientation, grasp height [m]).
 
     Candidates: tool as vertical as possible (tilted toward the arm's bearing otherwise), rolled
@@ -257,8 +293,13 @@ def approach(S: State, c: Sequence[float] | np.ndarray, top_z: float, grasp_z: f
 
 
 @in_session
-def rise(S: State, arm: str | None = None, heights: Iterable[float] = (0.08, 0.06, 0.045, 0.035, 0.025),
-         speed: float = 0.04, mode: str = "guarded") -> float:
+def rise(
+    S: State,
+    arm: str | None = None,
+    heights: Iterable[float] = (0.08, 0.06, 0.045, 0.035, 0.025),
+    speed: float = 0.04,
+    mode: str = "guarded",
+) -> float:
     """Straight up from here, as high as the joints allow (a sideways sweep from down here would
     catch what I just let go of with the open fingers). Returns the height gained [m]."""
     t = tcp(S, arm)
@@ -289,7 +330,9 @@ def climb(S: State, z: float, arm: str | None = None, speed: float = 0.04) -> bo
                 closed = True
             S.robot.move_to(position=t.tolist(), orientation=q, arm=arm, speed_m_s=speed)
         if ok(S, [t[0], t[1], z], None, arm):
-            return bool(S.robot.move_to(position=[t[0], t[1], z], arm=arm, speed_m_s=speed).get("success"))
+            return bool(
+                S.robot.move_to(position=[t[0], t[1], z], arm=arm, speed_m_s=speed).get("success")
+            )
     return False
 
 
@@ -303,8 +346,13 @@ def ready(S: State, arm: str | None = None) -> Res | None:
 
 
 @in_session
-def aside(S: State, away_from: Sequence[float] | None = None, arm: str | None = None,
-          side: Sequence[float] = (0.0, 1.0), up_m: float = 0.02) -> Any:
+def aside(
+    S: State,
+    away_from: Sequence[float] | None = None,
+    arm: str | None = None,
+    side: Sequence[float] = (0.0, 1.0),
+    up_m: float = 0.02,
+) -> Any:
     """Out of the head camera's way: 15 (else 12, 9) cm to one side of the ready pose along the
     horizontal unit vector ``side`` (the side farther from the xy ``away_from`` first), ``up_m``
     higher. A tower right under the ready pose merges with the gripper in the head image.
@@ -315,7 +363,11 @@ def aside(S: State, away_from: Sequence[float] | None = None, arm: str | None = 
     p0, v = np.array(r0, dtype=float), np.array([side[0], side[1], 0.0], dtype=float)
     sides = [1, -1]
     if away_from is not None:
-        sides.sort(key=lambda s: -np.linalg.norm(p0[:2] + s * 0.15 * v[:2] - np.asarray(away_from[:2], dtype=float)))
+        sides.sort(
+            key=lambda s: (
+                -np.linalg.norm(p0[:2] + s * 0.15 * v[:2] - np.asarray(away_from[:2], dtype=float))
+            )
+        )
     for d in (0.15, 0.12, 0.09):
         for s in sides:
             p = (p0 + s * d * v + [0.0, 0.0, up_m]).tolist()

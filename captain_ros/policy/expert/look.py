@@ -22,13 +22,23 @@ Det = dict[str, Any]
 def rank(d: Det, prefer: str) -> float:
     """How well detection d fits a geometric preference (larger is better)."""
     e = d.get("extents_m") or [0, 0, 0]
-    return {"longest": max(e[0], e[1]), "tallest": e[2], "widest": e[0] * e[1],
-            "smallest": -e[0] * e[1] * e[2]}.get(prefer, 0.0)
+    return {
+        "longest": max(e[0], e[1]),
+        "tallest": e[2],
+        "widest": e[0] * e[1],
+        "smallest": -e[0] * e[1] * e[2],
+    }.get(prefer, 0.0)
 
 
 @in_session
-def find(S: State, text: str, handle: str | None = None, camera: str = "head", fallback: bool = False,
-         prefer: str | None = None) -> Det | None:
+def find(
+    S: State,
+    text: str,
+    handle: str | None = None,
+    camera: str = "head",
+    fallback: bool = False,
+    prefer: str | None = None,
+) -> Det | None:
     """Best detection for text in an observation (a fresh one when handle is None); with
     fallback=True, look through the wrist cameras when the head camera sees nothing."""
     if handle is None:
@@ -46,7 +56,9 @@ def find(S: State, text: str, handle: str | None = None, camera: str = "head", f
 
     def plausible(d: Det) -> bool:  # task objects lie on the table in front of the robot
         c = np.asarray(d.get("centroid_m", [0, 0, 9]), dtype=float)
-        near_base = min(np.linalg.norm(c[:2] - base_xy(S, a)) for a in (S.geom.get("arms") or {None: 0}))
+        near_base = min(
+            np.linalg.norm(c[:2] - base_xy(S, a)) for a in (S.geom.get("arms") or {None: 0})
+        )
         return bool(c[2] < 0.15 and near_base > 0.12)
 
     dets = [d for d in dets if plausible(d) and d.get("score", 0.0) >= 0.35]
@@ -58,12 +70,20 @@ def find(S: State, text: str, handle: str | None = None, camera: str = "head", f
 
 
 @in_session
-def scan(S: State, texts: Iterable[str], handle: str | None, cams: list[str] | None = None) -> list[Det]:
+def scan(
+    S: State, texts: Iterable[str], handle: str | None, cams: list[str] | None = None
+) -> list[Det]:
     """Every detection of every text in observation handle, in every camera (head first, then the
     wrist cameras; or just cams), text by text: the candidates to choose from by geometry."""
     cams = cams or ["head"] + [c for c in S.cams if "wrist" in c]
-    return [d for text in texts for cam in cams
-            for d in (val(S.robot.segment(text, handle=handle, camera=cam), "detections", default=[]) or [])]
+    return [
+        d
+        for text in texts
+        for cam in cams
+        for d in (
+            val(S.robot.segment(text, handle=handle, camera=cam), "detections", default=[]) or []
+        )
+    ]
 
 
 @in_session
@@ -81,7 +101,9 @@ def relabel(S: State, d: Det | None, text: str) -> Det | None:
     what they are about; d itself when the click grows a different region."""
     if d is None or text in str(d.get("label", "")):
         return d
-    n = val(S.robot.mark_point(d["handle"], d["camera"], d["pixel_uv"][0], d["pixel_uv"][1], label=text))
+    n = val(
+        S.robot.mark_point(d["handle"], d["camera"], d["pixel_uv"][0], d["pixel_uv"][1], label=text)
+    )
     if n and np.linalg.norm(np.subtract(n["centroid_m"], d["centroid_m"])) < 0.02:
         return n
     return d

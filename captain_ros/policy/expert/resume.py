@@ -102,19 +102,27 @@ def put_down(S: State, arm: str | None = None) -> dict[str, Any]:
 
 def take_stock() -> Plan:
     """Settle the hands; returns whether any arm holds something."""
-    notes = yield Call("Take stock of where the task stands: which hand holds something? An empty "
-                       "hand opens, rises and goes home, out of the camera's view.", settle)
+    notes = yield Call(
+        "Take stock of where the task stands: which hand holds something? An empty "
+        "hand opens, rises and goes home, out of the camera's view.",
+        settle,
+    )
     held = notes.get("held")
     return isinstance(held, dict) and any(held.values())
 
 
-def resume_transfer(obj: str, obj_prompt: str, dest: str, dest_prompt: str, tol_m: float,
-                    held: bool) -> Plan:
+def resume_transfer(
+    obj: str, obj_prompt: str, dest: str, dest_prompt: str, tol_m: float, held: bool
+) -> Plan:
     """Continue "put obj on dest" from what I measure now: carry on if I hold obj, stop if it is
     already there, otherwise do the whole transfer. Returns the final notes."""
     if held:
-        notes = yield Call(f"I hold something: find and measure the {obj.replace('_', ' ')} in my "
-                           "hand, to carry it by its offset.", in_hand, (obj, obj_prompt))
+        notes = yield Call(
+            f"I hold something: find and measure the {obj.replace('_', ' ')} in my "
+            "hand, to carry it by its offset.",
+            in_hand,
+            (obj, obj_prompt),
+        )
         if notes.get("in_hand"):
             yield from perceive({dest: dest_prompt}, keep=True)
             placed = yield from place_on(obj, dest)

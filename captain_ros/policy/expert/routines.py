@@ -15,18 +15,32 @@ from captain_ros.policy.expert import kit, skills
 from captain_ros.policy.expert.cells import Call, Notes, Plan, kw
 
 
-def perceive(names: Mapping[str, str], dest: tuple[str, str] | None = None,
-             prefer: Mapping[str, str] | None = None, keep: bool = False) -> Plan:
+def perceive(
+    names: Mapping[str, str],
+    dest: tuple[str, str] | None = None,
+    prefer: Mapping[str, str] | None = None,
+    keep: bool = False,
+) -> Plan:
     """Observe, find and measure each ``{name: prompt}`` (see :func:`skills.perceive`)."""
     what = ", ".join(names.values())
-    notes = yield Call(f"Observe the scene and locate {what}; measure them so I plan from metric "
-                       "geometry, not from the image.", skills.perceive, (dict(names),),
-                       kw(dest=dest, prefer=dict(prefer) if prefer else None, keep=keep or None))
+    notes = yield Call(
+        f"Observe the scene and locate {what}; measure them so I plan from metric "
+        "geometry, not from the image.",
+        skills.perceive,
+        (dict(names),),
+        kw(dest=dest, prefer=dict(prefer) if prefer else None, keep=keep or None),
+    )
     return notes
 
 
-def grasp_top_down(name: str, prompt: str, faces: int = 4, lift_m: float = 0.10,
-                   from_top_m: float | None = None, arm: str | None = None) -> Plan:
+def grasp_top_down(
+    name: str,
+    prompt: str,
+    faces: int = 4,
+    lift_m: float = 0.10,
+    from_top_m: float | None = None,
+    arm: str | None = None,
+) -> Plan:
     """Open, approach above ``S.G[name]``, descend guarded, close, lift; one retry after a miss.
     Returns True when the object is held after the lift."""
     label = name.replace("_", " ")
@@ -35,36 +49,57 @@ def grasp_top_down(name: str, prompt: str, faces: int = 4, lift_m: float = 0.10,
             f"Grasp the {label} from above: open the jaw, align the jaw with its faces (yaw from the "
             "measurement, nearest the arm's bearing), move above it, then descend guarded to the "
             "grasp height." + (" Second attempt after a miss." if attempt else ""),
-            skills.descend, (name,), kw(from_top=from_top_m, faces=faces if faces != 4 else None, arm=arm))
+            skills.descend,
+            (name,),
+            kw(from_top=from_top_m, faces=faces if faces != 4 else None, arm=arm),
+        )
         if not notes.get("down_ok"):
-            yield Call(f"The descent stopped early ({notes.get('down')}): back off, re-observe and "
-                       "re-measure before trying again.", skills.back_off, (), kw(arm=arm))
+            yield Call(
+                f"The descent stopped early ({notes.get('down')}): back off, re-observe and "
+                "re-measure before trying again.",
+                skills.back_off,
+                (),
+                kw(arm=arm),
+            )
             yield from perceive({name: prompt})
             continue
-        notes = yield Call(f"Close the jaw on the {label}, check the gripper reports holding, and lift "
-                           "in manipulation mode.", skills.close_lift, (name,),
-                           kw(lift=lift_m if lift_m != 0.10 else None, arm=arm))
+        notes = yield Call(
+            f"Close the jaw on the {label}, check the gripper reports holding, and lift "
+            "in manipulation mode.",
+            skills.close_lift,
+            (name,),
+            kw(lift=lift_m if lift_m != 0.10 else None, arm=arm),
+        )
         if notes.get("held"):
             return True
-        yield Call("The jaw closed empty: open it, back up and re-measure.", skills.reset, (), kw(arm=arm))
+        yield Call(
+            "The jaw closed empty: open it, back up and re-measure.", skills.reset, (), kw(arm=arm)
+        )
         yield from perceive({name: prompt})
     return False
 
 
 def place_on(name: str, onto: str) -> Plan:
     """Carry the held ``name`` above ``onto`` and lower it onto it, release, retreat."""
-    notes = yield Call(f"Carry the {name.replace('_', ' ')} by the measured offset between the tool "
-                       "and the object at the grasp, lower it onto the support with a few "
-                       "millimetres to spare, release and retreat.", skills.place, (name, onto))
+    notes = yield Call(
+        f"Carry the {name.replace('_', ' ')} by the measured offset between the tool "
+        "and the object at the grasp, lower it onto the support with a few "
+        "millimetres to spare, release and retreat.",
+        skills.place,
+        (name, onto),
+    )
     return notes
 
 
 def verify_on(obj: str, obj_prompt: str, dest: str, dest_prompt: str) -> Plan:
     """A fresh measurement of ``obj`` against ``dest`` (see :func:`skills.verify`)."""
-    notes = yield Call(f"Verify with a fresh observation (head camera, or the wrist camera looking "
-                       f"down from above it): measure the {obj.replace('_', ' ')} against the "
-                       f"{dest.replace('_', ' ')} (offset, resting, height gap).", skills.verify,
-                       (obj, obj_prompt, dest, dest_prompt))
+    notes = yield Call(
+        f"Verify with a fresh observation (head camera, or the wrist camera looking "
+        f"down from above it): measure the {obj.replace('_', ' ')} against the "
+        f"{dest.replace('_', ' ')} (offset, resting, height gap).",
+        skills.verify,
+        (obj, obj_prompt, dest, dest_prompt),
+    )
     return notes
 
 
@@ -75,20 +110,27 @@ def verified(notes: Mapping[str, object], tol_m: float) -> bool:
     gap = notes.get("gap")
     dist = notes.get("dist")
     touching = isinstance(gap, int | float) and abs(gap) <= 0.006
-    return (isinstance(dist, int | float) and dist <= tol_m
-            and (bool(notes.get("resting")) or touching)
-            and abs(gap if isinstance(gap, int | float) else 0.0) <= 0.012)
+    return (
+        isinstance(dist, int | float)
+        and dist <= tol_m
+        and (bool(notes.get("resting")) or touching)
+        and abs(gap if isinstance(gap, int | float) else 0.0) <= 0.012
+    )
 
 
 def finish(summary: str) -> Plan:
     """Call finish(); return True when accepted (the gate may reject with a reason)."""
-    notes = yield Call("Fresh measurements show the standard of TASK.md is met: declare completion.",
-                       skills.finish, (summary,))
+    notes = yield Call(
+        "Fresh measurements show the standard of TASK.md is met: declare completion.",
+        skills.finish,
+        (summary,),
+    )
     return bool(notes.get("accepted"))
 
 
-def finish_with_retries(summary: str, remeasure: Callable[[], Plan],
-                        check: Callable[[Notes], bool] = lambda n: True) -> Plan:
+def finish_with_retries(
+    summary: str, remeasure: Callable[[], Plan], check: Callable[[Notes], bool] = lambda n: True
+) -> Plan:
     """finish(); after a gate rejection re-measure and try once more only if my check still holds
     (never lean on the gate's forced third acceptance)."""
     for _ in range(2):
@@ -113,8 +155,12 @@ def transfer(obj: str, obj_prompt: str, dest: str, dest_prompt: str, tol_m: floa
     notes = yield from perceive(both, dest=(obj, dest))
     for attempt in range(2):
         if not all_found(notes):
-            yield Call("Not everything is in view: move the arm out of the head camera's way, then "
-                       "look again.", kit.aside, key="aside")
+            yield Call(
+                "Not everything is in view: move the arm out of the head camera's way, then "
+                "look again.",
+                kit.aside,
+                key="aside",
+            )
             notes = yield from perceive(both, dest=(obj, dest))
             if not all_found(notes):
                 return notes
@@ -126,8 +172,12 @@ def transfer(obj: str, obj_prompt: str, dest: str, dest_prompt: str, tol_m: floa
         yield from perceive({dest: dest_prompt}, keep=True)
         placed = yield from place_on(obj, dest)
         if not placed.get("placed"):
-            yield Call("I could not lower the object onto the support from here: set it back down "
-                       "where I am and re-plan.", skills.set_down, (obj,))
+            yield Call(
+                "I could not lower the object onto the support from here: set it back down "
+                "where I am and re-plan.",
+                skills.set_down,
+                (obj,),
+            )
             notes = yield from perceive(both, dest=(obj, dest))
             continue
         notes = yield from verify_on(obj, obj_prompt, dest, dest_prompt)
@@ -138,8 +188,22 @@ def transfer(obj: str, obj_prompt: str, dest: str, dest_prompt: str, tol_m: floa
     return notes
 
 
-COLOURS = ("red", "orange", "yellow", "green", "cyan", "blue", "purple", "magenta", "pink",
-           "brown", "white", "gray", "grey", "black")
+COLOURS = (
+    "red",
+    "orange",
+    "yellow",
+    "green",
+    "cyan",
+    "blue",
+    "purple",
+    "magenta",
+    "pink",
+    "brown",
+    "white",
+    "gray",
+    "grey",
+    "black",
+)
 
 
 def colour_of(instruction: str, nouns: tuple[str, ...]) -> str | None:

@@ -34,8 +34,13 @@ Notes = dict[str, Any]
 
 
 @in_session
-def perceive(S: State, names: Mapping[str, str], dest: Sequence[str] | None = None,
-             prefer: Mapping[str, str] | None = None, keep: bool = False) -> Notes:
+def perceive(
+    S: State,
+    names: Mapping[str, str],
+    dest: Sequence[str] | None = None,
+    prefer: Mapping[str, str] | None = None,
+    keep: bool = False,
+) -> Notes:
     """Observe, find each ``{name: prompt}`` and measure it (``dest`` = (name, its destination's
     name): measured against it). ``prefer`` ranks several matches by geometry. ``keep``: an object
     not seen now (e.g. hidden by the arm) keeps its earlier records."""
@@ -53,15 +58,30 @@ def perceive(S: State, names: Mapping[str, str], dest: Sequence[str] | None = No
             S.G[name] = measure(S, S.D[name])
         if keep and S.G[name] is None and old_G.get(name) is not None:  # hidden now: not touched
             S.D[name], S.G[name] = old_D[name], old_G[name]
-    geo = {n: None if S.G.get(n) is None else {
-        "c": [round(v, 4) for v in S.G[n]["center_m"]], "ext": [round(v, 4) for v in S.G[n]["extents_m"]],
-        "yaw": round(S.G[n]["yaw_rad"], 3), "top": round(S.G[n]["top_z_m"], 4)} for n in names}
+    geo = {
+        n: None
+        if S.G.get(n) is None
+        else {
+            "c": [round(v, 4) for v in S.G[n]["center_m"]],
+            "ext": [round(v, 4) for v in S.G[n]["extents_m"]],
+            "yaw": round(S.G[n]["yaw_rad"], 3),
+            "top": round(S.G[n]["top_z_m"], 4),
+        }
+        for n in names
+    }
     return {"found": {n: S.G.get(n) is not None for n in names}, "geo": geo}
 
 
 @in_session
-def descend(S: State, name: str, from_top: float | None = None, faces: int = 4, clearance: float = 0.08,
-            arm: str | None = None, aim: Sequence[float] | None = None) -> Notes:
+def descend(
+    S: State,
+    name: str,
+    from_top: float | None = None,
+    faces: int = 4,
+    clearance: float = 0.08,
+    arm: str | None = None,
+    aim: Sequence[float] | None = None,
+) -> Notes:
     """Open the jaw, move above the object aligned with its faces, then descend guarded to the
     grasp height: its centre, or ``from_top`` [m] below its top. ``aim`` shifts the aim (x, y) [m]."""
     g = S.G[name]
@@ -71,10 +91,17 @@ def descend(S: State, name: str, from_top: float | None = None, faces: int = 4, 
     gz = max(g["center_m"][2], 0.014) if from_top is None else max(g["top_z_m"] - from_top, 0.014)
     jaw(S, "open", arm=arm)
     Q, gz = approach(S, c, g["top_z_m"], gz, g["yaw_rad"], arm, faces, clearance)
-    r_down = go(S, [c[0], c[1], gz], None, speed=0.03, arm=arm) if Q is not None else {
-        "success": False, "failure_category": "no_feasible_orientation"}
-    return {"above": "aligned" if Q is not None else None, "down": stop_reason(r_down),
-            "down_ok": bool(r_down.get("success")), "gz": gz}
+    r_down = (
+        go(S, [c[0], c[1], gz], None, speed=0.03, arm=arm)
+        if Q is not None
+        else {"success": False, "failure_category": "no_feasible_orientation"}
+    )
+    return {
+        "above": "aligned" if Q is not None else None,
+        "down": stop_reason(r_down),
+        "down_ok": bool(r_down.get("success")),
+        "gz": gz,
+    }
 
 
 @in_session
@@ -89,8 +116,12 @@ def close_lift(S: State, name: str, lift: float = 0.10, arm: str | None = None) 
         r_lift = go(S, t + [0, 0, L], None, speed=0.05, mode="manipulation", arm=arm)
         if r_lift.get("success"):
             break
-    return {"held_closed": held, "held": holding(S, arm), "lift": stop_reason(r_lift),
-            "jaw_after": val(r_close, "jaw_after_m")}
+    return {
+        "held_closed": held,
+        "held": holding(S, arm),
+        "lift": stop_reason(r_lift),
+        "jaw_after": val(r_close, "jaw_after_m"),
+    }
 
 
 @in_session
@@ -124,10 +155,22 @@ def place(S: State, name: str, onto: str, margin: float = 0.004, carry_z: float 
     t = tcp(S)
     go(S, [t[0], t[1], max(t[2], carry_z)], None, speed=0.05, mode="manipulation")
     # a feasible orientation above the support (turning about the vertical keeps the grasp)
-    Qp, z_ok = approach(S, txy, rest_z, rest_z + margin, None, None, 4, max(carry_z - rest_z, 0.06),
-                        mode="manipulation")
-    r_lower = go(S, [txy[0], txy[1], z_ok], None, speed=0.03, mode="manipulation") if Qp is not None else {
-        "success": False, "failure_category": "no_feasible_orientation"}
+    Qp, z_ok = approach(
+        S,
+        txy,
+        rest_z,
+        rest_z + margin,
+        None,
+        None,
+        4,
+        max(carry_z - rest_z, 0.06),
+        mode="manipulation",
+    )
+    r_lower = (
+        go(S, [txy[0], txy[1], z_ok], None, speed=0.03, mode="manipulation")
+        if Qp is not None
+        else {"success": False, "failure_category": "no_feasible_orientation"}
+    )
     placed = bool(r_lower.get("success")) and holding(S)
     r_rel = S.robot.release() if placed else None
     # straight up off it, then (when the joints stop a vertical tool low, near the base) tilted:
@@ -138,8 +181,13 @@ def place(S: State, name: str, onto: str, margin: float = 0.004, carry_z: float 
         climb(S, z_rel + 0.08)
     if placed:
         S.robot.hold(duration_s=0.5)  # stay above it: the wrist camera looks straight down
-    return {"placed": placed, "lower": stop_reason(r_lower), "released": val(r_rel, "released"),
-            "z": z_ok, "target": [round(v, 4) for v in txy]}
+    return {
+        "placed": placed,
+        "lower": stop_reason(r_lower),
+        "released": val(r_rel, "released"),
+        "z": z_ok,
+        "target": [round(v, 4) for v in txy],
+    }
 
 
 @in_session
@@ -185,8 +233,15 @@ def verify(S: State, obj: str, obj_prompt: str, dest: str, dest_prompt: str) -> 
                     gf = S.G[obj] = g2
                     cam = wc
     d = (gf or {}).get("destination") or {}
-    gap = None if gf is None or not d else round(gf["top_z_m"] - gf["extents_m"][2] - d["top_z_m"], 4)
-    notes = {"dist": d.get("distance_xy_m"), "resting": (gf or {}).get("resting"), "cam": cam, "gap": gap}
+    gap = (
+        None if gf is None or not d else round(gf["top_z_m"] - gf["extents_m"][2] - d["top_z_m"], 4)
+    )
+    notes = {
+        "dist": d.get("distance_xy_m"),
+        "resting": (gf or {}).get("resting"),
+        "cam": cam,
+        "gap": gap,
+    }
     ready(S)
     return notes
 
@@ -195,9 +250,20 @@ def verify(S: State, obj: str, obj_prompt: str, dest: str, dest_prompt: str) -> 
 def finish(S: State, summary: str) -> Notes:
     """Declare completion; notes whether the gate accepted, and its reason."""
     f = S.robot.finish(summary=summary)
-    return {"accepted": bool(val(f, "accepted", default=f.get("success"))),
-            "reason": val(f, "reason", default=f.get("message"))}
+    return {
+        "accepted": bool(val(f, "accepted", default=f.get("success"))),
+        "reason": val(f, "reason", default=f.get("message")),
+    }
 
 
-__all__ = ["back_off", "close_lift", "descend", "finish", "perceive", "place", "reset", "set_down",
-           "verify"]
+__all__ = [
+    "back_off",
+    "close_lift",
+    "descend",
+    "finish",
+    "perceive",
+    "place",
+    "reset",
+    "set_down",
+    "verify",
+]

@@ -39,10 +39,14 @@ def in_session(obj: T) -> T:
     """Register a function or class as session code (its name must be unique)."""
     name = obj.__name__
     old = _REGISTRY.get(name)
-    if old is not None and old is not obj and (old.__module__, old.__qualname__) != (
-            obj.__module__, obj.__qualname__):
-        raise InvalidArgumentError(f"two session functions named {name!r}: {old.__module__} and "
-                                   f"{obj.__module__}")
+    if (
+        old is not None
+        and old is not obj
+        and (old.__module__, old.__qualname__) != (obj.__module__, obj.__qualname__)
+    ):
+        raise InvalidArgumentError(
+            f"two session functions named {name!r}: {old.__module__} and {obj.__module__}"
+        )
     _REGISTRY[name] = obj
     _TEXT.pop(name, None)
     _USES.pop(name, None)
@@ -53,8 +57,12 @@ class _Strip(ast.NodeTransformer):
     """Drop docstrings, annotations and decorators (what runs stays the same)."""
 
     def _body(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             body = body[1:]
         return body or [ast.Pass()]
 
@@ -117,7 +125,9 @@ def _bound(tree: ast.AST, top: str) -> set[str]:
 def free_names(name: str) -> frozenset[str]:
     """Global names the session text of ``name`` reads (what the session must already have)."""
     tree = _tree(name)
-    loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    loads = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
     return frozenset(loads - _bound(tree, name) - {name})
 
 
@@ -133,8 +143,11 @@ def robot_calls(names: Iterable[str]) -> frozenset[str]:
     found: set[str] = set()
     for n in closure(names):
         for node in ast.walk(_tree(n)):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
-                    and node.value.attr == "robot":
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "robot"
+            ):
                 found.add(node.attr)
     return frozenset(found)
 
@@ -174,5 +187,7 @@ def literal(value: Any) -> str:
     except (ValueError, SyntaxError):
         ok = False
     if not ok:
-        raise InvalidArgumentError(f"a session call argument must be a plain literal, got {text:.80}")
+        raise InvalidArgumentError(
+            f"a session call argument must be a plain literal, got {text:.80}"
+        )
     return text

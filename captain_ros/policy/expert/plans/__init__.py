@@ -26,20 +26,32 @@ from captain_ros.policy.expert.plans import (
 )
 
 PLANS: dict[str, Callable[[str], Plan]] = {
-    "pick_place": pick_place.plan, "stack": stack.plan, "restack": restack.plan,
-    "open_drawer": open_drawer.plan, "two_arm_lift": two_arm_lift.plan, "insertion": insertion.plan,
-    "robosuite_lift": robosuite.lift, "robosuite_stack": robosuite.stack,
+    "pick_place": pick_place.plan,
+    "stack": stack.plan,
+    "restack": restack.plan,
+    "open_drawer": open_drawer.plan,
+    "two_arm_lift": two_arm_lift.plan,
+    "insertion": insertion.plan,
+    "robosuite_lift": robosuite.lift,
+    "robosuite_stack": robosuite.stack,
     "robosuite_two_arm_lift": robosuite_pot.plan,
-    "robosuite_door": robosuite_door.plan, "robosuite_nut_assembly_square": robosuite_nut.plan,
+    "robosuite_door": robosuite_door.plan,
+    "robosuite_nut_assembly_square": robosuite_nut.plan,
 }
 """Task name -> plan(instruction): the whole task from its start."""
 
 RESUME: dict[str, Callable[[str], Plan]] = {
-    "pick_place": pick_place.resume, "stack": stack.resume, "restack": restack.resume,
-    "open_drawer": open_drawer.resume, "two_arm_lift": two_arm_lift.resume, "insertion": insertion.resume,
-    "robosuite_lift": robosuite.lift_resume, "robosuite_stack": robosuite.stack_resume,
+    "pick_place": pick_place.resume,
+    "stack": stack.resume,
+    "restack": restack.resume,
+    "open_drawer": open_drawer.resume,
+    "two_arm_lift": two_arm_lift.resume,
+    "insertion": insertion.resume,
+    "robosuite_lift": robosuite.lift_resume,
+    "robosuite_stack": robosuite.stack_resume,
     "robosuite_two_arm_lift": robosuite_pot.resume,
-    "robosuite_door": robosuite_door.resume, "robosuite_nut_assembly_square": robosuite_nut.resume,
+    "robosuite_door": robosuite_door.resume,
+    "robosuite_nut_assembly_square": robosuite_nut.resume,
 }
 """Task name -> resume(instruction): from wherever the task stands, told by fresh measurements
 (after a lost session, or taking over from another policy)."""

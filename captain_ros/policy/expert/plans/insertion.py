@@ -36,15 +36,24 @@ def check_block(S: State, prompt: str) -> dict[str, Any]:
     """The block holds a 3.1 cm hole, so it is low and wider than 5 cm each way; if my detection is
     not (or I found none), take the largest such detection of every camera. Then measure the peg
     against it."""
+
     def fp(d: dict[str, Any]) -> float:
         return float(min((d.get("extents_m") or [0, 0])[:2]))
 
     if S.D.get("block") is None or fp(S.D["block"]) < 0.05:
         H = val(S.robot.observe(), "handle")
         for texts in ((prompt,), ("block", "base"), ("objects",)):
-            cands = [d for d in scan(S, texts, H) if d["centroid_m"][2] < 0.06 and fp(d) >= 0.05
-                     and max(d["extents_m"][:2]) <= 0.15
-                     and min(np.linalg.norm(np.array(d["centroid_m"][:2]) - base_xy(S, a)) for a in S.arms) > 0.12]
+            cands = [
+                d
+                for d in scan(S, texts, H)
+                if d["centroid_m"][2] < 0.06
+                and fp(d) >= 0.05
+                and max(d["extents_m"][:2]) <= 0.15
+                and min(
+                    np.linalg.norm(np.array(d["centroid_m"][:2]) - base_xy(S, a)) for a in S.arms
+                )
+                > 0.12
+            ]
             if cands:
                 break
         if cands:
@@ -91,9 +100,17 @@ def insert(S: State, prompt: str) -> dict[str, Any]:
     tip_tool = qrot([q[0], -q[1], -q[2], -q[3]], -off + np.array([0.0, 0.0, -peg_h / 2]))
     tip = qrot(tcp(S, quat=True), tip_tool)  # tip minus tool [m], world frame, now
     txy = bc[:2] - tip[:2]
-    go(S, [t[0], t[1], max(t[2], gb["top_z_m"] - tip[2] + 0.03)], None, speed=0.04, mode="manipulation")
+    go(
+        S,
+        [t[0], t[1], max(t[2], gb["top_z_m"] - tip[2] + 0.03)],
+        None,
+        speed=0.04,
+        mode="manipulation",
+    )
     z_above = gb["top_z_m"] + 0.01 - tip[2]
-    Qp, _ = approach(S, txy, gb["top_z_m"] - tip[2], z_above, None, None, 4, 0.05, mode="manipulation")
+    Qp, _ = approach(
+        S, txy, gb["top_z_m"] - tip[2], z_above, None, None, 4, 0.05, mode="manipulation"
+    )
     if Qp is not None:  # where the tip is with the orientation I now hold
         tip = qrot(Qp, tip_tool)
         txy = bc[:2] - tip[:2]
@@ -101,14 +118,22 @@ def insert(S: State, prompt: str) -> dict[str, Any]:
     # at 10 N the peg slips up in the jaw; a tip 6 mm inside the opening is in the hole
     r_in: Any = {"success": False}
     rings = [(0.0, 1), (0.0025, 4), (0.0045, 8), (0.0065, 8)]
-    offs = [(r * math.cos(2 * math.pi * k / n + (math.pi / n if r > 0.004 else 0)),
-             r * math.sin(2 * math.pi * k / n + (math.pi / n if r > 0.004 else 0))) for r, n in rings for k in range(n)]
+    offs = [
+        (
+            r * math.cos(2 * math.pi * k / n + (math.pi / n if r > 0.004 else 0)),
+            r * math.sin(2 * math.pi * k / n + (math.pi / n if r > 0.004 else 0)),
+        )
+        for r, n in rings
+        for k in range(n)
+    ]
     for dx, dy in offs:
         if Qp is None:
             break
         p0 = [txy[0] + dx, txy[1] + dy]
         go(S, [p0[0], p0[1], z_above], None, speed=0.02, mode="manipulation")
-        r_in = go(S, [p0[0], p0[1], z_above - 0.035], None, speed=0.01, mode="manipulation", force=5)
+        r_in = go(
+            S, [p0[0], p0[1], z_above - 0.035], None, speed=0.01, mode="manipulation", force=5
+        )
         if r_in.get("success") or (val(r_in, "executed_distance_m", default=0) or 0) > 0.016:
             break
         go(S, [p0[0], p0[1], z_above], None, speed=0.02, mode="manipulation", force=20)
@@ -127,9 +152,15 @@ def check_peg(S: State) -> dict[str, Any]:
     (the part inside the hole is hidden: its full height was measured standing). Then home."""
     gp = S.G.get("peg") or {}
     d = gp.get("destination") or {}
-    if gp and max(gp["extents_m"][:2]) > 0.05:  # a peg is thin: one as wide as the block is the block
+    if (
+        gp and max(gp["extents_m"][:2]) > 0.05
+    ):  # a peg is thin: one as wide as the block is the block
         gp, d = {}, {}
-    sunk = None if not gp or not d else round(d["top_z_m"] - (gp["top_z_m"] - S.m.get("peg_h", gp["extents_m"][2])), 4)
+    sunk = (
+        None
+        if not gp or not d
+        else round(d["top_z_m"] - (gp["top_z_m"] - S.m.get("peg_h", gp["extents_m"][2])), 4)
+    )
     ready(S)
     return {"dist": d.get("distance_xy_m"), "sunk": sunk}
 
@@ -137,7 +168,12 @@ def check_peg(S: State) -> dict[str, Any]:
 def inserted(n: Notes) -> bool:
     """Centred within 6 mm and sunk at least 1.2 cm."""
     dist, sunk = n.get("dist"), n.get("sunk")
-    return isinstance(dist, int | float) and dist <= 0.006 and isinstance(sunk, int | float) and sunk >= 0.012
+    return (
+        isinstance(dist, int | float)
+        and dist <= 0.006
+        and isinstance(sunk, int | float)
+        and sunk >= 0.012
+    )
 
 
 PEG_HEIGHT_M = 0.08
@@ -156,25 +192,40 @@ class _Names:
         return notes
 
     def check_block(self) -> Plan:
-        notes = yield Call("Sanity-check the block: it holds a 3.1 cm hole, so it is low and wider "
-                           "than 5 cm each way. If my detection is not (or I found none), look at "
-                           "every detection of every camera and keep the largest such one.",
-                           check_block, (self.bp,))
+        notes = yield Call(
+            "Sanity-check the block: it holds a 3.1 cm hole, so it is low and wider "
+            "than 5 cm each way. If my detection is not (or I found none), look at "
+            "every detection of every camera and keep the largest such one.",
+            check_block,
+            (self.bp,),
+        )
         return notes
 
     def insert(self) -> Plan:
-        yield Call("Re-measure the block (it is fixed: keep my earlier measurement if the arm now "
-                   "hides it).", remeasure_block, (self.bp,))
-        yield Call("Carry the peg above the hole (the block's centre) by the grasp offset, align "
-                   "just above the opening, push it in slowly in manipulation mode and release.",
-                   insert, (self.pp,))
+        yield Call(
+            "Re-measure the block (it is fixed: keep my earlier measurement if the arm now "
+            "hides it).",
+            remeasure_block,
+            (self.bp,),
+        )
+        yield Call(
+            "Carry the peg above the hole (the block's centre) by the grasp offset, align "
+            "just above the opening, push it in slowly in manipulation mode and release.",
+            insert,
+            (self.pp,),
+        )
 
     def remeasure(self) -> Plan:
         yield from self.perceive()
-        yield Call("If the block was not found by its name, take it from every detection again and "
-                   "measure the peg against it.", check_block, (self.bp,))
-        notes = yield Call("Check the peg against the hole: centred and sunk below the block's top.",
-                           check_peg)
+        yield Call(
+            "If the block was not found by its name, take it from every detection again and "
+            "measure the peg against it.",
+            check_block,
+            (self.bp,),
+        )
+        notes = yield Call(
+            "Check the peg against the hole: centred and sunk below the block's top.", check_peg
+        )
         return notes
 
     def check_and_finish(self) -> Plan:
@@ -202,18 +253,27 @@ def resume(instruction: str = "") -> Plan:
     check = yield from n.check_block()
     if not check.get("block_ok"):
         return
-    yield Call(f"TASK.md says the peg is {100 * PEG_HEIGHT_M:g} cm tall: remember it (the part in "
-               "a hole is hidden).", remember, ("peg_h", PEG_HEIGHT_M))
+    yield Call(
+        f"TASK.md says the peg is {100 * PEG_HEIGHT_M:g} cm tall: remember it (the part in "
+        "a hole is hidden).",
+        remember,
+        ("peg_h", PEG_HEIGHT_M),
+    )
     if held:
-        notes = yield Call("I hold something: find and measure the peg in my hand, to carry it by "
-                           "its offset.", in_hand, ("peg", n.pp))
+        notes = yield Call(
+            "I hold something: find and measure the peg in my hand, to carry it by its offset.",
+            in_hand,
+            ("peg", n.pp),
+        )
         if notes.get("in_hand"):
             yield from n.insert()
             yield from n.check_and_finish()
             return
         yield Call("What I hold is not the peg: put it down and look again.", put_down)
         yield from n.perceive()
-    notes = yield Call("Is the peg in the hole already? Centred and sunk below the block's top.", check_peg)
+    notes = yield Call(
+        "Is the peg in the hole already? Centred and sunk below the block's top.", check_peg
+    )
     if inserted(notes):
         yield from finish_with_retries("peg inserted into the block", n.remeasure, inserted)
         return

@@ -48,14 +48,19 @@ def check_handle(S: State, prompt: str) -> dict[str, Any]:
     def handle_like(d: dict[str, Any]) -> bool:  # the whole bar (10 cm), not a fragment on a post
         c = np.asarray(d["centroid_m"], dtype=float)
         r = np.linalg.norm(c[:2] - cc[:2])
-        return bool(0.08 < r < 0.26 and 0.03 < c[2] < 0.11 and 0.07 < max(d["extents_m"][:2]) < 0.16)
+        return bool(
+            0.08 < r < 0.26 and 0.03 < c[2] < 0.11 and 0.07 < max(d["extents_m"][:2]) < 0.16
+        )
 
     good = S.D.get("handle") is not None and handle_like(S.D["handle"])
     if not good and S.D.get("cabinet") is not None:
         H = val(S.robot.observe(), "handle")
         cands = [d for d in scan(S, ("handle", "objects"), H, ["head"]) if handle_like(d)]
         if cands:
-            best = min(cands, key=lambda d: abs(np.linalg.norm(np.asarray(d["centroid_m"][:2]) - cc[:2]) - 0.15))
+            best = min(
+                cands,
+                key=lambda d: abs(np.linalg.norm(np.asarray(d["centroid_m"][:2]) - cc[:2]) - 0.15),
+            )
             S.D["handle"] = relabel(S, best, prompt)
             S.G["handle"] = measure(S, S.D["handle"], S.D["cabinet"])
             good = S.G["handle"] is not None
@@ -98,7 +103,13 @@ def grab_handle(S: State, shifts: Sequence[float] = (0.012, 0.0, 0.024, -0.01)) 
     if r_down.get("success"):
         jaw(S, "close")
     S.m["u"], S.m["shift"] = u, shift
-    return {"down": stop_reason(r_down), "held": holding(S), "u": u.round(3), "shift": shift, "tried": tried}
+    return {
+        "down": stop_reason(r_down),
+        "held": holding(S),
+        "u": u.round(3),
+        "shift": shift,
+        "tried": tried,
+    }
 
 
 @in_session
@@ -109,8 +120,14 @@ def pull(S: State) -> dict[str, Any]:
     t = tcp(S)
     moved = 0.0
     for step in range(3):
-        r_pull = go(S, [t[0] + (step + 1) * 0.045 * u[0], t[1] + (step + 1) * 0.045 * u[1], t[2]], None,
-                    speed=0.03, mode="manipulation", force=60)
+        r_pull = go(
+            S,
+            [t[0] + (step + 1) * 0.045 * u[0], t[1] + (step + 1) * 0.045 * u[1], t[2]],
+            None,
+            speed=0.03,
+            mode="manipulation",
+            force=60,
+        )
         moved = float(np.linalg.norm(tcp(S)[:2] - t[:2]))
         if not r_pull.get("success") or not holding(S):
             break
@@ -194,17 +211,24 @@ class _Drawer:
     def find_handle(self) -> Plan:
         """Perceive, sanity-check and remember where the handle is; returns False if it is lost."""
         yield from self.perceive()
-        yield Call("Sanity-check the handle: it sticks out of the cabinet's front, about 15 cm from "
-                   "the cabinet centre and 6 cm above the table. If my detection is not there, pick "
-                   "the detection that is.", check_handle, (self.hp,))
-        first = yield Call("Remember where the handle starts, so I can verify the opening later.",
-                           mark_start)
+        yield Call(
+            "Sanity-check the handle: it sticks out of the cabinet's front, about 15 cm from "
+            "the cabinet centre and 6 cm above the table. If my detection is not there, pick "
+            "the detection that is.",
+            check_handle,
+            (self.hp,),
+        )
+        first = yield Call(
+            "Remember where the handle starts, so I can verify the opening later.", mark_start
+        )
         return first.get("h0") is not None
 
     def grab(self) -> Plan:
         """Grasp the handle, once more after a miss; returns True when held."""
-        grasp = ("Grasp the handle bar from above with the jaw closing across the bar, along the "
-                 "pull direction (from the cabinet centre to the handle).")
+        grasp = (
+            "Grasp the handle bar from above with the jaw closing across the bar, along the "
+            "pull direction (from the cabinet centre to the handle)."
+        )
         notes = yield Call(grasp, grab_handle)
         if not notes.get("held"):
             yield Call("The grasp missed: open, back off and re-measure.", reset)
@@ -213,24 +237,34 @@ class _Drawer:
         return bool(notes.get("held"))
 
     def remeasure(self) -> Plan:
-        yield Call("With the drawer out, the handle lies under my arm's ready pose, hidden from the "
-                   "head camera: move the arm to one side (across the pull direction) before "
-                   "looking.", drawer_aside)
+        yield Call(
+            "With the drawer out, the handle lies under my arm's ready pose, hidden from the "
+            "head camera: move the arm to one side (across the pull direction) before "
+            "looking.",
+            drawer_aside,
+        )
         yield from self.perceive()
-        notes = yield Call("Compare the handle with where it started. If my detection is not where "
-                           "I let go of the bar (the colour may read differently with the drawer "
-                           "out), take the handle detection nearest that spot.", recheck_handle,
-                           (self.hp,))
+        notes = yield Call(
+            "Compare the handle with where it started. If my detection is not where "
+            "I let go of the bar (the colour may read differently with the drawer "
+            "out), take the handle detection nearest that spot.",
+            recheck_handle,
+            (self.hp,),
+        )
         return notes
 
     def pull_and_finish(self) -> Plan:
-        yield Call("Pull the drawer straight out along the pull direction in manipulation mode, "
-                   "then let go and move away.", pull)
+        yield Call(
+            "Pull the drawer straight out along the pull direction in manipulation mode, "
+            "then let go and move away.",
+            pull,
+        )
         notes = yield from self.remeasure()
         if (notes.get("opened") or 0.0) < OPENED_M:
             return
-        yield from finish_with_retries("drawer pulled open", self.remeasure,
-                                       lambda n: (n.get("opened") or 0.0) >= OPENED_M)
+        yield from finish_with_retries(
+            "drawer pulled open", self.remeasure, lambda n: (n.get("opened") or 0.0) >= OPENED_M
+        )
 
 
 def plan(instruction: str = "") -> Plan:
@@ -251,8 +285,11 @@ def resume(instruction: str = "") -> Plan:
     if not (yield from d.find_handle()):
         return
     if held:
-        yield Call("I hold the handle: it is where my tool is, and the drawer runs along my jaw's "
-                   "closing axis, away from the cabinet.", pull_axis)
+        yield Call(
+            "I hold the handle: it is where my tool is, and the drawer runs along my jaw's "
+            "closing axis, away from the cabinet.",
+            pull_axis,
+        )
     elif not (yield from d.grab()):
         return
     yield from d.pull_and_finish()

@@ -14,7 +14,9 @@ def _finish(notes: Notes) -> Plan:
         return  # a missed finish is better than a false one
     yield from finish_with_retries(
         f"red cube on the plate, {100 * (notes.get('dist') or 0):.1f} cm from its centre",
-        lambda: verify_on("red_cube", "red cube", "plate", "plate"), lambda n: verified(n, TOL_M))
+        lambda: verify_on("red_cube", "red cube", "plate", "plate"),
+        lambda n: verified(n, TOL_M),
+    )
 
 
 def plan(instruction: str = "") -> Plan:

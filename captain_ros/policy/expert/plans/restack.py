@@ -48,8 +48,11 @@ def _move_blue_aside() -> Plan:
     yield from perceive({"blue_cube": "blue cube", "red_cube": "red cube"})
     held = yield from grasp_top_down("blue_cube", "blue cube")
     if held:
-        yield Call("Find a free spot on the table for the blue cube: reachable, at least 9 cm from "
-                   "every object I can see.", free_spot)
+        yield Call(
+            "Find a free spot on the table for the blue cube: reachable, at least 9 cm from "
+            "every object I can see.",
+            free_spot,
+        )
         yield from place_on("blue_cube", "free")
 
 
@@ -59,7 +62,9 @@ def _restack_and_finish() -> Plan:
         return
     yield from finish_with_retries(
         "red cube restacked on the blue cube",
-        lambda: verify_on("red_cube", "red cube", "blue_cube", "blue cube"), lambda n: verified(n, TOL_M))
+        lambda: verify_on("red_cube", "red cube", "blue_cube", "blue cube"),
+        lambda n: verified(n, TOL_M),
+    )
 
 
 def plan(instruction: str = "") -> Plan:
@@ -74,7 +79,9 @@ def resume(instruction: str = "") -> Plan:
     if verified(done, 0.85 * TOL_M):
         yield from finish_with_retries(
             "red cube restacked on the blue cube",
-            lambda: verify_on("red_cube", "red cube", "blue_cube", "blue cube"), lambda n: verified(n, TOL_M))
+            lambda: verify_on("red_cube", "red cube", "blue_cube", "blue cube"),
+            lambda n: verified(n, TOL_M),
+        )
         return
     start = yield from verify_on("blue_cube", "blue cube", "red_cube", "red cube")
     if verified(start, TOL_M):  # the blue cube still sits on the red one

@@ -29,7 +29,9 @@ def _check_and_finish() -> Plan:
     notes = yield from both()
     if not verified(notes, TOL_M):
         return
-    yield from finish_with_retries("tower: red on green on blue", both, lambda n: verified(n, TOL_M))
+    yield from finish_with_retries(
+        "tower: red on green on blue", both, lambda n: verified(n, TOL_M)
+    )
 
 
 def plan(instruction: str = "") -> Plan:

@@ -33,14 +33,19 @@ LIFTED_M = 0.09
 def check_box(S: State) -> dict[str, Any]:
     """Is my box detection the whole box (about 30 cm long)? If it is short, keep the longest
     detection on the table."""
+
     def length(d: dict[str, Any]) -> float:
         return float(max((d.get("extents_m") or [0, 0])[:2]))
 
     if S.D.get("box") is None or length(S.D["box"]) < 0.2:
         H = val(S.robot.observe(), "handle")
         bases = [base_xy(S, a) for a in S.arms]
-        cands = [d for d in scan(S, ("box", "bar", "objects"), H) if d["centroid_m"][2] < 0.2
-                 and min(np.linalg.norm(np.array(d["centroid_m"][:2]) - b) for b in bases) > 0.12]
+        cands = [
+            d
+            for d in scan(S, ("box", "bar", "objects"), H)
+            if d["centroid_m"][2] < 0.2
+            and min(np.linalg.norm(np.array(d["centroid_m"][:2]) - b) for b in bases) > 0.12
+        ]
         if cands and length(max(cands, key=length)) > length(S.D.get("box") or {}):
             S.D["box"] = max(cands, key=length)
             S.G["box"] = measure(S, S.D["box"])
@@ -69,7 +74,11 @@ def grab_box(S: State, aim: Sequence[float] | None = None) -> dict[str, Any]:
         e = ends[arm]
         jaw(S, "open", arm=arm)
         Q, gz = approach(S, e, g["top_z_m"], gz0, a + math.pi / 2, arm, 2, 0.08)
-        res[arm] = stop_reason(go(S, [e[0], e[1], gz], None, speed=0.03, arm=arm)) if Q is not None else "no_orientation"
+        res[arm] = (
+            stop_reason(go(S, [e[0], e[1], gz], None, speed=0.03, arm=arm))
+            if Q is not None
+            else "no_orientation"
+        )
     for arm in ("left", "right"):
         jaw(S, "close", arm=arm)
     return {"down": res, "held": {arm: holding(S, arm) for arm in ("left", "right")}}
@@ -90,7 +99,15 @@ def lift_box(S: State) -> dict[str, Any]:
     lifted = 0.0
     for _ in range(7):
         for arm in ("left", "right"):
-            go(S, tcp(S, arm) + [0, 0, 0.02], None, speed=0.03, mode="manipulation", arm=arm, force=60)
+            go(
+                S,
+                tcp(S, arm) + [0, 0, 0.02],
+                None,
+                speed=0.03,
+                mode="manipulation",
+                arm=arm,
+                force=60,
+            )
         lifted += 0.02
     return {"lifted": lifted, "held": {arm: holding(S, arm) for arm in ("left", "right")}}
 
@@ -113,13 +130,19 @@ class _Box:
 
     def perceive(self) -> Plan:
         yield from perceive({"box": self.bp}, prefer={"box": "longest"})
-        yield Call("Sanity-check the box: it is long (about 30 cm). If my detection is short, look "
-                   "at every detection and keep the longest one.", check_box)
+        yield Call(
+            "Sanity-check the box: it is long (about 30 cm). If my detection is short, look "
+            "at every detection and keep the longest one.",
+            check_box,
+        )
 
     def grab(self) -> Plan:
         """Grasp with both arms; returns True when both hold the box (else both let go)."""
-        notes = yield Call("Grasp the long box near both ends, one arm each, with the jaws closing "
-                           "across the box; descend guarded, then close both jaws.", grab_box)
+        notes = yield Call(
+            "Grasp the long box near both ends, one arm each, with the jaws closing "
+            "across the box; descend guarded, then close both jaws.",
+            grab_box,
+        )
         held = notes.get("held") or {}
         if not held or not all(held.values()):
             yield Call("Not both jaws hold the box: open both and back off.", let_go_both)
@@ -133,7 +156,9 @@ class _Box:
         return notes
 
     def lift_and_finish(self) -> Plan:
-        yield Call("Lift together in 2 cm steps, alternating arms so the box stays level.", lift_box)
+        yield Call(
+            "Lift together in 2 cm steps, alternating arms so the box stays level.", lift_box
+        )
         yield from self.check_and_finish()
 
     def check_and_finish(self) -> Plan:
