@@ -15,8 +15,8 @@ test: setup
 test-fast: setup
 	.venv/bin/python -m pytest -q -m "not ros and not learn and not slow" --durations=20
 
-# The checks of .pre-commit-config.yaml over the whole tree: ruff, ruff format (files listed in
-# ruff-format-legacy.toml excepted), mypy (pyproject.toml [tool.mypy]).
+# The checks of .pre-commit-config.yaml over the whole tree: ruff, ruff format (every file),
+# mypy (pyproject.toml [tool.mypy]).
 LINT_PATHS = captain_ros tests benchmarks examples launch
 
 lint: setup

@@ -29,8 +29,13 @@ class Display:
         t = time.perf_counter() - self.t0
         if kind == "request":
             self.request = int(data["t"])
-            print(self._c(f"\n[{t:6.1f}s] request {self.request} (actions so far {self.physical})",
-                          "1"), file=self.stream, flush=True)
+            print(
+                self._c(
+                    f"\n[{t:6.1f}s] request {self.request} (actions so far {self.physical})", "1"
+                ),
+                file=self.stream,
+                flush=True,
+            )
         elif kind == "reply":
             text = " ".join(str(data.get("reasoning") or "").split())
             if text:
@@ -39,10 +44,17 @@ class Display:
             if data.get("executed"):
                 self.physical += 1
             ok = data.get("success")
-            mark = self._c("ok", "32") if ok else self._c(str(data.get("failure_category") or "FAILED"), "31")
+            mark = (
+                self._c("ok", "32")
+                if ok
+                else self._c(str(data.get("failure_category") or "FAILED"), "31")
+            )
             receipt = " ".join(str(data.get("receipt") or data.get("message") or "").split())
-            print(f"  [{t:6.1f}s] {data.get('capability')}: {mark} | {receipt[:200]}",
-                  file=self.stream, flush=True)
+            print(
+                f"  [{t:6.1f}s] {data.get('capability')}: {mark} | {receipt[:200]}",
+                file=self.stream,
+                flush=True,
+            )
 
 
 def print_summary(s: EpisodeRecord, stream: TextIO) -> None:
@@ -57,7 +69,9 @@ def print_summary(s: EpisodeRecord, stream: TextIO) -> None:
         f"wall time        {s.wall_s:.1f} s = model {s.model_s:.1f} s + robot calls "
         f"{s.backend_s:.1f} s + harness {s.harness_s:.1f} s",
         f"episode folder   {s.out_dir} (summary.json, trajectory.jsonl, report.html"
-        + (", privileged.jsonl" if s.privileged else "") + (", bag/" if s.bag_path else "") + ")",
+        + (", privileged.jsonl" if s.privileged else "")
+        + (", bag/" if s.bag_path else "")
+        + ")",
     ]
     if s.return_R is not None:
         lines.append(f"return (sim)     R = {s.return_R:+.3f}, costs {s.cost_total or 0.0:+.3f}")
@@ -70,19 +84,28 @@ def print_summary(s: EpisodeRecord, stream: TextIO) -> None:
 
 def print_eval(report: dict[str, Any], stream: TextIO) -> None:
     """Per-task table of an evaluation."""
-    print(f"\n{'task':<14}{'n':>4}  {'host success':<24}{'strict success':<24}{'false fin':>9}"
-          f"{'req/ep':>8}{'act/ep':>8}{'ovh ms/req':>11}", file=stream)
+    print(
+        f"\n{'task':<14}{'n':>4}  {'host success':<24}{'strict success':<24}{'false fin':>9}"
+        f"{'req/ep':>8}{'act/ep':>8}{'ovh ms/req':>11}",
+        file=stream,
+    )
     rows = dict(report["per_task"])
     if len(rows) > 1:
         rows["ALL"] = report["overall"]
     for task, a in rows.items():
         h, s = a["host_success"], a["strict_success"]
-        print(f"{task:<14}{a['episodes']:>4}  "
-              f"{100 * h['rate']:5.1f}% [{100 * h['ci_low']:4.1f},{100 * h['ci_high']:5.1f}]   "
-              f"{100 * s['rate']:5.1f}% [{100 * s['ci_low']:4.1f},{100 * s['ci_high']:5.1f}]   "
-              f"{a['false_finish']['successes']:>9}{a['requests_per_episode']['mean']:8.1f}"
-              f"{a['physical_actions_per_episode']['mean']:8.1f}"
-              f"{1000 * a['harness_overhead_per_request_s']['median']:11.1f}", file=stream)
-    print(f"{report['jobs']} episodes in {report['wall_s']:.0f} s "
-          f"({report['episodes_per_hour']:.0f} episodes/hour, {report['workers']} workers)",
-          file=stream, flush=True)
+        print(
+            f"{task:<14}{a['episodes']:>4}  "
+            f"{100 * h['rate']:5.1f}% [{100 * h['ci_low']:4.1f},{100 * h['ci_high']:5.1f}]   "
+            f"{100 * s['rate']:5.1f}% [{100 * s['ci_low']:4.1f},{100 * s['ci_high']:5.1f}]   "
+            f"{a['false_finish']['successes']:>9}{a['requests_per_episode']['mean']:8.1f}"
+            f"{a['physical_actions_per_episode']['mean']:8.1f}"
+            f"{1000 * a['harness_overhead_per_request_s']['median']:11.1f}",
+            file=stream,
+        )
+    print(
+        f"{report['jobs']} episodes in {report['wall_s']:.0f} s "
+        f"({report['episodes_per_hour']:.0f} episodes/hour, {report['workers']} workers)",
+        file=stream,
+        flush=True,
+    )

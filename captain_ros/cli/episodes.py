@@ -30,9 +30,24 @@ def check_policy_spec(spec: str) -> None:
 
 def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {}
-    for k in ("base_url", "model", "model_folder", "max_tokens", "max_new_tokens", "temperature",
-              "timeout_s", "device", "max_requests", "max_wall_s", "max_physical_actions",
-              "profile", "engine", "grammar", "threads", "draft_tokens"):
+    for k in (
+        "base_url",
+        "model",
+        "model_folder",
+        "max_tokens",
+        "max_new_tokens",
+        "temperature",
+        "timeout_s",
+        "device",
+        "max_requests",
+        "max_wall_s",
+        "max_physical_actions",
+        "profile",
+        "engine",
+        "grammar",
+        "threads",
+        "draft_tokens",
+    ):
         v = getattr(ns, k, None)
         if v is not None:
             opts[k] = v
@@ -42,9 +57,19 @@ def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
         opts["strict_sandbox"] = True
     if getattr(ns, "overwrite", False):
         opts["overwrite"] = True
-    perception = {k: getattr(ns, k) for k in ("segmenter", "sam_folder", "pointer", "vlm_folder",
-                                              "vlm_url", "vlm_model", "vlm_coords")
-                  if getattr(ns, k, None)}
+    perception = {
+        k: getattr(ns, k)
+        for k in (
+            "segmenter",
+            "sam_folder",
+            "pointer",
+            "vlm_folder",
+            "vlm_url",
+            "vlm_model",
+            "vlm_coords",
+        )
+        if getattr(ns, k, None)
+    }
     if perception:
         opts["perception"] = perception
     if getattr(ns, "backend", None) in names(hardware=True):
@@ -56,58 +81,100 @@ def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
 
 def _add_policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="mujoco", choices=BACKENDS)
-    p.add_argument("--policy", default="scripted",
-                   help="scripted (default, no model) | openai | transformers | student[:NAME] "
-                        "(a student shipped in the package, teacher-free) | replay:FILE")
-    p.add_argument("--base-url", dest="base_url", help="OpenAI-compatible endpoint, e.g. "
-                   "http://localhost:8000/v1 (default $CAPTAIN_BASE_URL)")
+    p.add_argument(
+        "--policy",
+        default="scripted",
+        help="scripted (default, no model) | openai | transformers | student[:NAME] "
+        "(a student shipped in the package, teacher-free) | replay:FILE",
+    )
+    p.add_argument(
+        "--base-url",
+        dest="base_url",
+        help="OpenAI-compatible endpoint, e.g. "
+        "http://localhost:8000/v1 (default $CAPTAIN_BASE_URL)",
+    )
     p.add_argument("--model", help="served model name (default $CAPTAIN_MODEL)")
-    p.add_argument("--model-folder", dest="model_folder",
-                   help="local model folder for --policy transformers (default: packaged SmolLM2)")
+    p.add_argument(
+        "--model-folder",
+        dest="model_folder",
+        help="local model folder for --policy transformers (default: packaged SmolLM2)",
+    )
     p.add_argument("--max-tokens", dest="max_tokens", type=int)
     p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int)
     p.add_argument("--temperature", type=float)
     p.add_argument("--timeout-s", dest="timeout_s", type=float)
     p.add_argument("--device", help="cpu | cuda (transformers policy)")
-    p.add_argument("--engine", choices=("auto", "llamacpp", "transformers"),
-                   help="inference engine of --policy transformers: llamacpp (a GGUF through "
-                        "llama.cpp), transformers (eager PyTorch) or auto (the default: llamacpp "
-                        "where the model has a GGUF file, see docs/engines.md)")
-    p.add_argument("--grammar", choices=("none", "envelope"),
-                   help="constrain the reply to the tool-call envelope (llamacpp engine)")
-    p.add_argument("--draft-tokens", dest="draft_tokens", type=int,
-                   help="llamacpp engine: at most N tokens drafted by prompt lookup per decode step "
-                        "and verified in the same batch (the replies do not change; default 8, "
-                        "0 = off; docs/engines.md)")
-    p.add_argument("--threads", type=int,
-                   help="CPU threads of the engine (default $OMP_NUM_THREADS, else all cores; "
-                        "evaluation workers use 1 each)")
+    p.add_argument(
+        "--engine",
+        choices=("auto", "llamacpp", "transformers"),
+        help="inference engine of --policy transformers: llamacpp (a GGUF through "
+        "llama.cpp), transformers (eager PyTorch) or auto (the default: llamacpp "
+        "where the model has a GGUF file, see docs/engines.md)",
+    )
+    p.add_argument(
+        "--grammar",
+        choices=("none", "envelope"),
+        help="constrain the reply to the tool-call envelope (llamacpp engine)",
+    )
+    p.add_argument(
+        "--draft-tokens",
+        dest="draft_tokens",
+        type=int,
+        help="llamacpp engine: at most N tokens drafted by prompt lookup per decode step "
+        "and verified in the same batch (the replies do not change; default 8, "
+        "0 = off; docs/engines.md)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="CPU threads of the engine (default $OMP_NUM_THREADS, else all cores; "
+        "evaluation workers use 1 each)",
+    )
     p.add_argument("--max-requests", dest="max_requests", type=int)
     p.add_argument("--max-wall-s", dest="max_wall_s", type=float)
     p.add_argument("--max-physical-actions", dest="max_physical_actions", type=int)
-    p.add_argument("--profile", choices=("auto", *PROFILES),
-                   help="prompt profile: default (the full harness text), compact (few tokens for "
-                        "a small student), helpers (compact, the expert's helper library defined "
-                        "in the session) or student (helpers without the API reference, for a "
-                        "trained student); auto (the default): the one the --model-folder student "
-                        "was trained with, else default")
+    p.add_argument(
+        "--profile",
+        choices=("auto", *PROFILES),
+        help="prompt profile: default (the full harness text), compact (few tokens for "
+        "a small student), helpers (compact, the expert's helper library defined "
+        "in the session) or student (helpers without the API reference, for a "
+        "trained student); auto (the default): the one the --model-folder student "
+        "was trained with, else default",
+    )
     p.add_argument("--no-bag", dest="no_bag", action="store_true", help="do not record a bag")
-    p.add_argument("--strict-sandbox", dest="strict_sandbox", action="store_true",
-                   help="refuse to start when an OS isolation layer of the policy sandbox is unavailable "
-                        "(default: run with the layers available and record them)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace a non-empty --out folder (refused otherwise)")
-    p.add_argument("--segmenter", choices=("default", "sam"),
-                   help="perception segmenter (default: weight-free; sam: --sam-folder)")
+    p.add_argument(
+        "--strict-sandbox",
+        dest="strict_sandbox",
+        action="store_true",
+        help="refuse to start when an OS isolation layer of the policy sandbox is unavailable "
+        "(default: run with the layers available and record them)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a non-empty --out folder (refused otherwise)",
+    )
+    p.add_argument(
+        "--segmenter",
+        choices=("default", "sam"),
+        help="perception segmenter (default: weight-free; sam: --sam-folder)",
+    )
     p.add_argument("--sam-folder", dest="sam_folder", help="local SAM checkpoint folder")
-    p.add_argument("--pointer", choices=("default", "vlm_local", "vlm_endpoint"),
-                   help="text -> points: weight-free, a local VLM folder, or an OpenAI-compatible "
-                   "endpoint serving a Molmo-style model (key: $CAPTAIN_VLM_API_KEY)")
+    p.add_argument(
+        "--pointer",
+        choices=("default", "vlm_local", "vlm_endpoint"),
+        help="text -> points: weight-free, a local VLM folder, or an OpenAI-compatible "
+        "endpoint serving a Molmo-style model (key: $CAPTAIN_VLM_API_KEY)",
+    )
     p.add_argument("--vlm-folder", dest="vlm_folder", help="local pointing model folder")
     p.add_argument("--vlm-url", dest="vlm_url", help="pointing endpoint, e.g. http://host:8000/v1")
     p.add_argument("--vlm-model", dest="vlm_model", help="served pointing model name")
-    p.add_argument("--vlm-coords", dest="vlm_coords",
-                   choices=("auto", "percent", "permille", "pixels", "fraction"))
+    p.add_argument(
+        "--vlm-coords",
+        dest="vlm_coords",
+        choices=("auto", "percent", "permille", "pixels", "fraction"),
+    )
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
@@ -117,8 +184,15 @@ def cmd_run(ns: argparse.Namespace) -> int:
     check_episode_args(ns.task, ns.seed, ns.policy, ns.backend)
     check_rig_args(ns)
     display = None if ns.json else Display(sys.stdout, ns.task, ns.seed, ns.policy)
-    summary = run_one(ns.task, ns.seed, ns.policy, ns.backend, ns.out, _policy_options(ns),
-                      on_event=display.event if display else None)
+    summary = run_one(
+        ns.task,
+        ns.seed,
+        ns.policy,
+        ns.backend,
+        ns.out,
+        _policy_options(ns),
+        on_event=display.event if display else None,
+    )
     if ns.json:
         print(json.dumps(summary.to_dict(), indent=2, default=str))
     else:
@@ -156,10 +230,14 @@ def cmd_eval(ns: argparse.Namespace) -> int:
             seeds = list(get_task(t, ns.backend).heldout_seeds)[: ns.n]
             jobs += make_jobs([t], seeds, ns.policy, ns.backend, ns.out, _policy_options(ns))
     else:
-        jobs = make_jobs(tasks, parse_seeds(ns.seeds), ns.policy, ns.backend, ns.out,
-                         _policy_options(ns))
-    job_path = "captain_ros.evaluation.selftest:echo_job" if ns.check else \
-        "captain_ros.evaluation.episode:run_job"
+        jobs = make_jobs(
+            tasks, parse_seeds(ns.seeds), ns.policy, ns.backend, ns.out, _policy_options(ns)
+        )
+    job_path = (
+        "captain_ros.evaluation.selftest:echo_job"
+        if ns.check
+        else "captain_ros.evaluation.episode:run_job"
+    )
     done = {"n": 0}
     t0 = time.perf_counter()
 
@@ -167,14 +245,20 @@ def cmd_eval(ns: argparse.Namespace) -> int:
         done["n"] += 1
         mark = "ok " if ep.strict_success else ("host" if ep.host_success else "FAIL")
         if not ns.json:
-            print(f"[{done['n']:>3}/{len(jobs)}] {time.perf_counter() - t0:7.1f}s {ep.task:<13} "
-                  f"seed {ep.seed:<5} {mark:<4} {ep.outcome:<20} req {ep.requests:>2} "
-                  f"act {ep.physical_actions:>3} {ep.wall_s:6.1f}s", flush=True)
+            print(
+                f"[{done['n']:>3}/{len(jobs)}] {time.perf_counter() - t0:7.1f}s {ep.task:<13} "
+                f"seed {ep.seed:<5} {mark:<4} {ep.outcome:<20} req {ep.requests:>2} "
+                f"act {ep.physical_actions:>3} {ep.wall_s:6.1f}s",
+                flush=True,
+            )
 
-    report = evaluate(jobs, ns.out, workers=ns.workers, ray_address=ns.ray, job_path=job_path,
-                      on_result=progress)
+    report = evaluate(
+        jobs, ns.out, workers=ns.workers, ray_address=ns.ray, job_path=job_path, on_result=progress
+    )
     if ns.json:
-        print(json.dumps({k: v for k, v in report.items() if k != "episodes"}, indent=2, default=str))
+        print(
+            json.dumps({k: v for k, v in report.items() if k != "episodes"}, indent=2, default=str)
+        )
     else:
         print_eval(report, sys.stdout)
         print(f"wrote {os.path.join(ns.out, 'eval.json')} and eval.png")
@@ -189,9 +273,11 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         print(json.dumps(res, indent=2))
     else:
         m = res["mcnemar"]
-        print(f"{res['metric']} on {res['paired']} paired episodes: A {res['rate_a']['rate']:.1%} vs "
-              f"B {res['rate_b']['rate']:.1%}; only A {m['only_a']}, only B {m['only_b']}; "
-              f"exact McNemar p = {m['p_value']:.4g}")
+        print(
+            f"{res['metric']} on {res['paired']} paired episodes: A {res['rate_a']['rate']:.1%} vs "
+            f"B {res['rate_b']['rate']:.1%}; only A {m['only_a']}, only B {m['only_b']}; "
+            f"exact McNemar p = {m['p_value']:.4g}"
+        )
     return 0
 
 
@@ -221,21 +307,22 @@ def check_episode_folder(folder: str) -> None:
             data = files.read_summary()
         except RecordError as exc:
             why = " ".join(str(exc).removeprefix(f"{summary}: ").split())[:100]
-            raise InvalidArgumentError(f"{summary} is corrupt ({why}); it is not an episode summary") from None
+            raise InvalidArgumentError(
+                f"{summary} is corrupt ({why}); it is not an episode summary"
+            ) from None
         if not data.get("task"):
             raise InvalidArgumentError(f"{summary} is not an episode summary (no task)")
     elif not trajectory.is_file() or trajectory.stat().st_size == 0:
         raise InvalidArgumentError(f"{d} holds no episode (no summary.json, no trajectory.jsonl)")
 
 
-
-
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     """``run``, ``eval``, ``compare`` and ``report`` (``common``: the shared --debug flag)."""
     from captain_ros.cli.hw import add_rig_args
 
-    p = sub.add_parser("run", help="run one episode in this process with live receipts",
-                       parents=[common])
+    p = sub.add_parser(
+        "run", help="run one episode in this process with live receipts", parents=[common]
+    )
     p.add_argument("--task", default="pick_place")
     p.add_argument("--seed", type=int, default=1000)
     p.add_argument("--out", default="runs/episode")
@@ -243,21 +330,26 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     _add_policy_args(p)
     add_rig_args(p)  # --config/--can/--emulate/--rig of --backend piper (ros_arm: --config)
     p.set_defaults(fn=cmd_run)
-    p = sub.add_parser("eval", help="evaluate over seeds in parallel (processes or Ray)",
-                       parents=[common])
+    p = sub.add_parser(
+        "eval", help="evaluate over seeds in parallel (processes or Ray)", parents=[common]
+    )
     p.add_argument("--task", default="pick_place", help="task name, comma list, or 'all'")
     p.add_argument("--seeds", default="heldout", help="A-B, a comma list, or 'heldout' (first --n)")
     p.add_argument("--n", type=int, default=10, help="held-out seeds per task with --seeds heldout")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--ray", default=None, help="Ray cluster address ('local' starts one here)")
-    p.add_argument("--check", action="store_true",
-                   help="run a no-op job per seed (checks the workers/cluster, not the policy)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="run a no-op job per seed (checks the workers/cluster, not the policy)",
+    )
     p.add_argument("--out", default="runs/eval")
     p.add_argument("--json", action="store_true")
     _add_policy_args(p)
     p.set_defaults(fn=cmd_eval)
-    p = sub.add_parser("compare", help="paired comparison of two eval runs (exact McNemar)",
-                       parents=[common])
+    p = sub.add_parser(
+        "compare", help="paired comparison of two eval runs (exact McNemar)", parents=[common]
+    )
     p.add_argument("run_a")
     p.add_argument("run_b")
     p.add_argument("--metric", default="strict_success", choices=("strict_success", "host_success"))

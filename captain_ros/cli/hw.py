@@ -23,21 +23,34 @@ from captain_ros.core.errors import InvalidArgumentError
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("hw", help="hardware bring-up: `captain hw check`", parents=[common])
     hw = p.add_subparsers(dest="hw_command", required=True)
-    c = hw.add_parser("check", help="verify links, enable state, limits, cameras, e-stop (no motion)",
-                      parents=[common])
+    c = hw.add_parser(
+        "check",
+        help="verify links, enable state, limits, cameras, e-stop (no motion)",
+        parents=[common],
+    )
     add_rig_args(c)
-    c.add_argument("--backend", default="piper", choices=names(hardware=True),
-                   help="piper (CAN, default) or ros_arm (a ROS 2 arm driver; --config xr1.yaml)")
+    c.add_argument(
+        "--backend",
+        default="piper",
+        choices=names(hardware=True),
+        help="piper (CAN, default) or ros_arm (a ROS 2 arm driver; --config xr1.yaml)",
+    )
     c.add_argument("--json", action="store_true", help="print the checks as JSON")
     c.set_defaults(fn=cmd_check)
 
 
 def add_rig_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default=None, help="rig config (default config/piper.yaml; "
-                   "--backend ros_arm: config/xr1.yaml)")
+    p.add_argument(
+        "--config",
+        default=None,
+        help="rig config (default config/piper.yaml; --backend ros_arm: config/xr1.yaml)",
+    )
     p.add_argument("--can", default=None, help="CAN interface(s): can0 or can0,can1")
-    p.add_argument("--emulate", action="store_true",
-                   help="start the CAN emulator (python-can virtual bus) instead of hardware")
+    p.add_argument(
+        "--emulate",
+        action="store_true",
+        help="start the CAN emulator (python-can virtual bus) instead of hardware",
+    )
     p.add_argument("--rig", default=None, choices=("piper", "piper_dual"))
 
 
@@ -52,9 +65,11 @@ def check_rig_args(ns: argparse.Namespace) -> None:
     wrong = [k for k in given if k not in RIG_ARGS.get(backend, ())]
     if wrong:
         takes = ", ".join(f"--{k}" for k in RIG_ARGS.get(backend, ())) or "none"
-        raise InvalidArgumentError(f"{', '.join('--' + k for k in wrong)} does not apply to --backend "
-                                   f"{backend} (its rig arguments: {takes}); "
-                                   "--emulate, --can and --rig are for --backend piper")
+        raise InvalidArgumentError(
+            f"{', '.join('--' + k for k in wrong)} does not apply to --backend "
+            f"{backend} (its rig arguments: {takes}); "
+            "--emulate, --can and --rig are for --backend piper"
+        )
 
 
 def rig_options(ns: argparse.Namespace) -> dict[str, Any]:
@@ -63,7 +78,8 @@ def rig_options(ns: argparse.Namespace) -> dict[str, Any]:
     if getattr(ns, "backend", "piper") == "ros_arm":
         return {} if arg["config"] is None else {"config": arg["config"]}
     return {k: v for k, v in arg.items() if k != "emulate" and v is not None} | (
-        {"emulate": True} if arg["emulate"] else {})
+        {"emulate": True} if arg["emulate"] else {}
+    )
 
 
 def run_checks(backend: Any) -> list[dict[str, Any]]:
@@ -75,21 +91,40 @@ def run_checks(backend: Any) -> list[dict[str, Any]]:
 
     for arm in backend.spec.arm_names:
         st = backend.link_status(arm)
-        add(f"{arm}: link", st.connected and st.feedback_age_s <= backend.config.max_feedback_age_s,
-            f"feedback age {st.feedback_age_s * 1e3:.1f} ms")
-        add(f"{arm}: enable state", True, "enabled" if st.enabled else "disabled (enable before "
-            "running; `captain run` enables after these checks)")
-        add(f"{arm}: controller", not st.hardware_estop and not st.faults,
-            st.hardware_estop or (", ".join(st.faults) if st.faults else "normal"))
+        add(
+            f"{arm}: link",
+            st.connected and st.feedback_age_s <= backend.config.max_feedback_age_s,
+            f"feedback age {st.feedback_age_s * 1e3:.1f} ms",
+        )
+        add(
+            f"{arm}: enable state",
+            True,
+            "enabled"
+            if st.enabled
+            else "disabled (enable before running; `captain run` enables after these checks)",
+        )
+        add(
+            f"{arm}: controller",
+            not st.hardware_estop and not st.faults,
+            st.hardware_estop or (", ".join(st.faults) if st.faults else "normal"),
+        )
         spec = backend.spec.arm(arm)
         q = np.asarray(backend.joint_state(arm).position_rad)
-        bad = [f"J{k + 1}" for k in range(len(q)) if not spec.lower_rad[k] <= q[k] <= spec.upper_rad[k]]
-        add(f"{arm}: joint limits", not bad, "all joints inside their limits" if not bad else
-            f"outside limits: {', '.join(bad)}")
-        add(f"{arm}: twin", st.twin_error_m <= backend.config.twin_tolerance_m and
-            st.joint_disagreement_rad <= backend.config.twin_tolerance_rad,
+        bad = [
+            f"J{k + 1}" for k in range(len(q)) if not spec.lower_rad[k] <= q[k] <= spec.upper_rad[k]
+        ]
+        add(
+            f"{arm}: joint limits",
+            not bad,
+            "all joints inside their limits" if not bad else f"outside limits: {', '.join(bad)}",
+        )
+        add(
+            f"{arm}: twin",
+            st.twin_error_m <= backend.config.twin_tolerance_m
+            and st.joint_disagreement_rad <= backend.config.twin_tolerance_rad,
             f"twin vs controller pose {st.twin_error_m * 1e3:.2f} mm, joint vs encoder "
-            f"{st.joint_disagreement_rad:.4f} rad")
+            f"{st.joint_disagreement_rad:.4f} rad",
+        )
     for cam in backend.spec.cameras:
         try:
             f = backend.capture([cam])[cam]

@@ -31,7 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or args[0] not in COMMANDS:
         lines = [f"  {name:<9} {help_text}" for name, (_m, help_text) in COMMANDS.items()]
-        print("usage: captain learn COMMAND [options]\n\ncommands:\n" + "\n".join(lines),
-              file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
+        print(
+            "usage: captain learn COMMAND [options]\n\ncommands:\n" + "\n".join(lines),
+            file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr,
+        )
         return 0 if args[:1] in (["-h"], ["--help"]) else 2
     return int(importlib.import_module(COMMANDS[args[0]][0]).main(args[1:]) or 0)

@@ -29,12 +29,26 @@ HELDOUT_SALT = "critic-heldout"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--episodes", nargs="+", required=True, metavar="RUN_DIR",
-                   help="run dirs (or episode folders) holding privileged.jsonl records")
+    p.add_argument(
+        "--episodes",
+        nargs="+",
+        required=True,
+        metavar="RUN_DIR",
+        help="run dirs (or episode folders) holding privileged.jsonl records",
+    )
     p.add_argument("--out", required=True, help="critic folder to write")
-    p.add_argument("--heldout-fraction", type=float, default=0.2,
-                   help="share of start-state groups held out for metrics (default 0.2)")
-    p.add_argument("--epochs", type=int, default=None, help="most warm-start epochs (default 6, early-stopped on a validation split)")
+    p.add_argument(
+        "--heldout-fraction",
+        type=float,
+        default=0.2,
+        help="share of start-state groups held out for metrics (default 0.2)",
+    )
+    p.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help="most warm-start epochs (default 6, early-stopped on a validation split)",
+    )
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--seed", type=int, default=0)
@@ -51,8 +65,10 @@ def _split(episodes: Sequence[Any], fraction: float) -> tuple[list[Any], list[An
         raise CaptainError(f"--heldout-fraction must be in [0, 1), got {fraction}")
     train, held = split_groups(episodes, fraction, HELDOUT_SALT)
     if not train:
-        raise CaptainError(f"all {len(episodes)} episodes fell into the held-out split; "
-                           f"lower --heldout-fraction or add start states")
+        raise CaptainError(
+            f"all {len(episodes)} episodes fell into the held-out split; "
+            f"lower --heldout-fraction or add start states"
+        )
     return train, held
 
 
@@ -70,29 +86,47 @@ def run(ns: argparse.Namespace, loader: Callable[[str], Any] | None = None) -> d
     rep = load_run_dirs(ns.episodes, loader=loader)
     if not rep.episodes:
         why = f"; first: {rep.skipped[0][0]}: {rep.skipped[0][1]}" if rep.skipped else ""
-        raise CaptainError(f"no readable episode records under {', '.join(ns.episodes)} "
-                           f"({len(rep.skipped)} folders skipped{why})")
+        raise CaptainError(
+            f"no readable episode records under {', '.join(ns.episodes)} "
+            f"({len(rep.skipped)} folders skipped{why})"
+        )
     width = {e.features.shape[1] for e in rep.episodes}
     if width != {len(FEATURE_NAMES)}:
-        raise CaptainError(f"episode features have {sorted(width)} columns, the critic expects "
-                           f"{len(FEATURE_NAMES)} (tasks/features.py)")
+        raise CaptainError(
+            f"episode features have {sorted(width)} columns, the critic expects "
+            f"{len(FEATURE_NAMES)} (tasks/features.py)"
+        )
     train, held = _split(rep.episodes, ns.heldout_fraction)
-    vocab = sorted(set(TASKS) | {e.task for e in rep.episodes})   # every task has a one-hot
-    critic = (Critic.load(ns.init, FEATURE_NAMES) if ns.init
-              else Critic.for_episodes(train, FEATURE_NAMES, tasks=vocab, seed=ns.seed))
-    cfg_kw = {k: v for k, v in (("epochs", ns.epochs), ("batch_size", ns.batch_size),
-                                ("lr", ns.lr)) if v is not None}
+    vocab = sorted(set(TASKS) | {e.task for e in rep.episodes})  # every task has a one-hot
+    critic = (
+        Critic.load(ns.init, FEATURE_NAMES)
+        if ns.init
+        else Critic.for_episodes(train, FEATURE_NAMES, tasks=vocab, seed=ns.seed)
+    )
+    cfg_kw = {
+        k: v
+        for k, v in (("epochs", ns.epochs), ("batch_size", ns.batch_size), ("lr", ns.lr))
+        if v is not None
+    }
     log = warm_start(critic, train, WarmStartConfig(seed=ns.seed, **cfg_kw))
-    metrics: dict[str, Any] = _clean({
-        "heldout": evaluate(critic, held) if held else None,
-        "train": evaluate(critic, train),
-        "anchors": ANCHORS,
-        "split": {"train_episodes": len(train), "heldout_episodes": len(held),
-                  "heldout_fraction": ns.heldout_fraction, "by": "start-state group"},
-        "training": log, "critic_version": critic.version, "init": ns.init,
-        "skipped": [{"folder": f, "reason": r} for f, r in rep.skipped],
-        "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-    })
+    metrics: dict[str, Any] = _clean(
+        {
+            "heldout": evaluate(critic, held) if held else None,
+            "train": evaluate(critic, train),
+            "anchors": ANCHORS,
+            "split": {
+                "train_episodes": len(train),
+                "heldout_episodes": len(held),
+                "heldout_fraction": ns.heldout_fraction,
+                "by": "start-state group",
+            },
+            "training": log,
+            "critic_version": critic.version,
+            "init": ns.init,
+            "skipped": [{"folder": f, "reason": r} for f, r in rep.skipped],
+            "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        }
+    )
     out = critic.save(ns.out)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, allow_nan=False))
     return metrics
@@ -116,9 +150,11 @@ def _num(v: Any) -> str:
 def _fmt(m: dict[str, Any] | None) -> str:
     if not m:
         return "n/a (no held-out groups)"
-    return (f"AUC {_num(m['auc'])}  within-group AUC {_num(m['within_group_auc'])}  "
-            f"Brier {_num(m['brier'])}  ECE {_num(m['ece'])}  ({m['episodes']} episodes, "
-            f"{m['states']} states)")
+    return (
+        f"AUC {_num(m['auc'])}  within-group AUC {_num(m['within_group_auc'])}  "
+        f"Brier {_num(m['brier'])}  ECE {_num(m['ece'])}  ({m['episodes']} episodes, "
+        f"{m['states']} states)"
+    )
 
 
 def main(argv: Sequence[str] | None = None, loader: Callable[[str], Any] | None = None) -> int:
@@ -136,12 +172,16 @@ def main(argv: Sequence[str] | None = None, loader: Callable[[str], Any] | None 
         print(json.dumps(m, indent=2))
         return 0
     if m["skipped"]:
-        print(f"skipped {len(m['skipped'])} unreadable episode folders (listed in metrics.json)",
-              file=sys.stderr)
+        print(
+            f"skipped {len(m['skipped'])} unreadable episode folders (listed in metrics.json)",
+            file=sys.stderr,
+        )
     print(f"held-out: {_fmt(m['heldout'])}")
     print(f"train:    {_fmt(m['train'])}")
-    print(f"warm start: {m['training']['states']} states, {m['training']['epochs_run']} epochs in "
-          f"{m['training']['wall_s']:.1f} s; wrote {Path(ns.out) / 'metrics.json'}")
+    print(
+        f"warm start: {m['training']['states']} states, {m['training']['epochs_run']} epochs in "
+        f"{m['training']['wall_s']:.1f} s; wrote {Path(ns.out) / 'metrics.json'}"
+    )
     return 0
 
 

@@ -34,14 +34,23 @@ from captain_ros.cli.learn import COMMANDS as LEARN_COMMANDS
 from captain_ros.core.errors import CaptainError
 
 PASSTHROUGH = {
-    "up": ("the ROS 2 graph in one process: one episode through the RunEpisode action",
-           "captain_ros.ros.up"),
-    "ros": ("the operator's commands to a launched graph: goal | estop-reset | keygen "
-            "(signed on a secured graph)", "captain_ros.ros.operator_cli"),
-    "coevolve": ("CoEvolve: two humanoids carrying one payload (run | eval | report)",
-                 "captain_ros.research.coevolve.cli"),
-    "learn": (f"learning: {' | '.join(LEARN_COMMANDS)} (captain learn COMMAND --help)",
-              "captain_ros.cli.learn"),
+    "up": (
+        "the ROS 2 graph in one process: one episode through the RunEpisode action",
+        "captain_ros.ros.up",
+    ),
+    "ros": (
+        "the operator's commands to a launched graph: goal | estop-reset | keygen "
+        "(signed on a secured graph)",
+        "captain_ros.ros.operator_cli",
+    ),
+    "coevolve": (
+        "CoEvolve: two humanoids carrying one payload (run | eval | report)",
+        "captain_ros.research.coevolve.cli",
+    ),
+    "learn": (
+        f"learning: {' | '.join(LEARN_COMMANDS)} (captain learn COMMAND --help)",
+        "captain_ros.cli.learn",
+    ),
 }
 """Subcommands with their own argument parsers: the rest of the command line is theirs."""
 
@@ -53,8 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    parser = argparse.ArgumentParser(prog="captain", description="captain_ros: code-as-policy robot agents",
-                                     parents=[common])
+    parser = argparse.ArgumentParser(
+        prog="captain", description="captain_ros: code-as-policy robot agents", parents=[common]
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_parsers(sub, common)
     add_bag_parser(sub, common)
@@ -78,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     command = next((a for a in argv if not a.startswith("-")), "")
     try:
         if command in PASSTHROUGH:
-            rest = argv[argv.index(command) + 1:]
+            rest = argv[argv.index(command) + 1 :]
             return _passthrough(command, rest)
         ns = build_parser().parse_args(argv)
         if command == "run":
@@ -86,7 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(ns.fn(ns))
     except KeyboardInterrupt as exc:
         name = str(exc.args[0]) if exc.args and str(exc.args[0]).startswith("SIG") else ""
-        print(f"captain {command}: {'terminated by ' + name if name else 'interrupted'}", file=sys.stderr)
+        print(
+            f"captain {command}: {'terminated by ' + name if name else 'interrupted'}",
+            file=sys.stderr,
+        )
         return 128 + signal.Signals[name].value if name else 130
     except (CaptainError, ValueError, OSError, KeyError) as exc:
         if debug:

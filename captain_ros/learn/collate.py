@@ -40,7 +40,9 @@ class PackedCollator:
             labels += [IGNORE] + list(f["labels"][1:])
             weights += [0.0] + [float(w) for w in f["weights"][1:]]
             positions += range(n)
-        return {"input_ids": torch.tensor([ids], dtype=torch.long),
-                "labels": torch.tensor([labels], dtype=torch.long),
-                "weights": torch.tensor([weights], dtype=torch.float32),
-                "position_ids": torch.tensor([positions], dtype=torch.long)}
+        return {
+            "input_ids": torch.tensor([ids], dtype=torch.long),
+            "labels": torch.tensor([labels], dtype=torch.long),
+            "weights": torch.tensor([weights], dtype=torch.float32),
+            "position_ids": torch.tensor([positions], dtype=torch.long),
+        }

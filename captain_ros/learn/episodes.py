@@ -28,8 +28,13 @@ from captain_ros.learn.errors import RecordError
 if TYPE_CHECKING:  # the harness package is imported when a folder is read (default_loader)
     from captain_ros.harness.record.privileged_log import EpisodeLearningRecord
 
-OUTCOMES = ("success_with_finish", "missed_finish", "false_finish", "budget_exhausted",
-            "other_failure")
+OUTCOMES = (
+    "success_with_finish",
+    "missed_finish",
+    "false_finish",
+    "budget_exhausted",
+    "other_failure",
+)
 
 
 @dataclass(frozen=True)
@@ -69,16 +74,24 @@ class EpisodeArrays:
     def __post_init__(self) -> None:
         f = np.asarray(self.features)
         if f.ndim != 2 or f.shape[0] < 2:
-            raise RecordError(f"{self.episode_id}: features must be (T+1, F) with T >= 1, "
-                              f"got shape {f.shape}")
+            raise RecordError(
+                f"{self.episode_id}: features must be (T+1, F) with T >= 1, got shape {f.shape}"
+            )
         if not np.all(np.isfinite(f)):
             raise RecordError(f"{self.episode_id}: features contain non-finite values")
         n = f.shape[0] - 1
-        for name in ("costs", "error_only", "perception_only", "physical_actions",
-                     "failed_physical"):
+        for name in (
+            "costs",
+            "error_only",
+            "perception_only",
+            "physical_actions",
+            "failed_physical",
+        ):
             a = np.asarray(getattr(self, name))
             if a.shape != (n,):
-                raise RecordError(f"{self.episode_id}: {name} must have shape ({n},), got {a.shape}")
+                raise RecordError(
+                    f"{self.episode_id}: {name} must have shape ({n},), got {a.shape}"
+                )
         if np.asarray(self.held).shape != (n + 1,):
             raise RecordError(f"{self.episode_id}: held must have shape ({n + 1},)")
         if len(self.capabilities) != n:
@@ -116,21 +129,28 @@ def episode_arrays(record: EpisodeLearningRecord, episode_id: str | None = None)
     if [r.t for r in requests] != list(range(1, n + 1)):
         raise RecordError(f"{eid}: request indices must be 1..{n} in order")
     if record.outcome not in OUTCOMES:
-        raise RecordError(f"{eid}: unknown outcome {record.outcome!r}; valid: {', '.join(OUTCOMES)}")
+        raise RecordError(
+            f"{eid}: unknown outcome {record.outcome!r}; valid: {', '.join(OUTCOMES)}"
+        )
     try:
         feats = np.stack([np.asarray(s.features, dtype=np.float32) for s in states])
     except ValueError as exc:
         raise RecordError(f"{eid}: states have features of different lengths ({exc})") from exc
     return EpisodeArrays(
-        episode_id=eid, group=str(record.group), task=str(record.task), features=feats,
+        episode_id=eid,
+        group=str(record.group),
+        task=str(record.task),
+        features=feats,
         held=np.array([bool(s.held) for s in states]),
         costs=np.array([float(r.cost) for r in requests], dtype=np.float64),
-        return_R=float(record.return_R), success=bool(record.host_success),
+        return_R=float(record.return_R),
+        success=bool(record.host_success),
         error_only=np.array([bool(r.python_error_only) for r in requests]),
         perception_only=np.array([bool(r.perception_only) for r in requests]),
         physical_actions=np.array([int(r.physical_actions) for r in requests], dtype=np.int64),
         failed_physical=np.array([int(r.failed_physical) for r in requests], dtype=np.int64),
-        capabilities=tuple(tuple(str(c) for c in r.capabilities) for r in requests))
+        capabilities=tuple(tuple(str(c) for c in r.capabilities) for r in requests),
+    )
 
 
 def default_loader() -> Callable[[str], EpisodeLearningRecord]:
@@ -164,8 +184,9 @@ class LoadReport:
     skipped: tuple[tuple[str, str], ...]
 
 
-def load_run_dirs(run_dirs: Iterable[str | Path],
-                  loader: Callable[[str], EpisodeLearningRecord] | None = None) -> LoadReport:
+def load_run_dirs(
+    run_dirs: Iterable[str | Path], loader: Callable[[str], EpisodeLearningRecord] | None = None
+) -> LoadReport:
     """Read every episode folder under ``run_dirs`` through ``loader`` (default: the project's).
 
     A folder whose record cannot be read or is malformed is skipped and reported, never fatal.

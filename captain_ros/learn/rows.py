@@ -59,8 +59,10 @@ class SftRow:
     def __post_init__(self) -> None:
         n = sum(1 for m in self.messages if m.get("role") == "assistant")
         if len(self.weights) != n or len(self.requests) != n:
-            raise DatasetError(f"{self.source}: {n} assistant messages but {len(self.weights)} "
-                               f"weights and {len(self.requests)} request indices")
+            raise DatasetError(
+                f"{self.source}: {n} assistant messages but {len(self.weights)} "
+                f"weights and {len(self.requests)} request indices"
+            )
 
     @property
     def assistant_indices(self) -> tuple[int, ...]:
@@ -72,8 +74,9 @@ def _check_content(content: Any, where: str) -> None:
     if content is None or isinstance(content, str):
         return
     if not isinstance(content, list):
-        raise DatasetError(f"{where}: content must be a string or a list of parts, "
-                           f"not {type(content).__name__}")
+        raise DatasetError(
+            f"{where}: content must be a string or a list of parts, not {type(content).__name__}"
+        )
     for part in content:
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
             raise DatasetError(f"{where}: each content part must be an object with a 'type'")
@@ -110,12 +113,17 @@ def _numbers(value: Any, n: int, name: str, where: str, kind: type) -> tuple[Any
         return tuple(range(1, n + 1))
     if not isinstance(value, list) or len(value) != n:
         got = len(value) if isinstance(value, list) else type(value).__name__
-        raise DatasetError(f"{where}: '{name}' must be a list with one entry per assistant message "
-                           f"({n}), got {got}")
+        raise DatasetError(
+            f"{where}: '{name}' must be a list with one entry per assistant message "
+            f"({n}), got {got}"
+        )
     out = []
     for v in value:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (
-                kind is int and not float(v).is_integer()):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or (kind is int and not float(v).is_integer())
+        ):
             raise DatasetError(f"{where}: '{name}' holds {v!r}, not a number")
         if kind is float and (not math.isfinite(v) or v < 0):
             raise DatasetError(f"{where}: weight {v!r} is not a finite number >= 0")
@@ -133,11 +141,18 @@ def parse_row(obj: Any, where: str) -> SftRow:
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
         raise DatasetError(f"{where}: 'tools' must be a list of tool objects")
     row_id = str(obj.get("id") or where)
-    return SftRow(row_id, str(obj.get("episode_id") or row_id),
-                  str(obj.get("task") or row_id.split(":", 1)[0]), str(obj.get("split") or "train"),
-                  messages, tuple(tools), _numbers(obj.get("weights"), n, "weights", where, float),
-                  _numbers(obj.get("requests"), n, "requests", where, int), where,
-                  str(obj.get("profile") or "default"))
+    return SftRow(
+        row_id,
+        str(obj.get("episode_id") or row_id),
+        str(obj.get("task") or row_id.split(":", 1)[0]),
+        str(obj.get("split") or "train"),
+        messages,
+        tuple(tools),
+        _numbers(obj.get("weights"), n, "weights", where, float),
+        _numbers(obj.get("requests"), n, "requests", where, int),
+        where,
+        str(obj.get("profile") or "default"),
+    )
 
 
 def _files(data: str | Path) -> list[Path]:
@@ -148,7 +163,9 @@ def _files(data: str | Path) -> list[Path]:
         raise DatasetError(f"{path}: no such dataset file or folder")
     files = sorted(path.glob("*.jsonl"))
     if not files:
-        raise DatasetError(f"{path}: no *.jsonl files (expected the output of captain learn dataset)")
+        raise DatasetError(
+            f"{path}: no *.jsonl files (expected the output of captain learn dataset)"
+        )
     return files
 
 
@@ -176,8 +193,9 @@ def _held_out(episode_id: str, seed: int) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def split_rows(rows: Sequence[SftRow], val_fraction: float = 0.05,
-               seed: int = 0) -> tuple[list[SftRow], list[SftRow]]:
+def split_rows(
+    rows: Sequence[SftRow], val_fraction: float = 0.05, seed: int = 0
+) -> tuple[list[SftRow], list[SftRow]]:
     """(train rows, validation rows). Rows of other splits are left out.
 
     When there are no validation rows, about ``val_fraction`` of the training episodes (at least
@@ -195,5 +213,7 @@ def split_rows(rows: Sequence[SftRow], val_fraction: float = 0.05,
     episodes = sorted({r.episode_id for r in train}, key=lambda e: _held_out(e, seed))
     if len(episodes) < 2:
         return train, []
-    chosen = set(episodes[:max(1, round(val_fraction * len(episodes)))])
-    return [r for r in train if r.episode_id not in chosen], [r for r in train if r.episode_id in chosen]
+    chosen = set(episodes[: max(1, round(val_fraction * len(episodes)))])
+    return [r for r in train if r.episode_id not in chosen], [
+        r for r in train if r.episode_id in chosen
+    ]

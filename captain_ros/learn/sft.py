@@ -90,11 +90,18 @@ class SftOptions:
         if self.bf16 not in BF16_MODES:
             raise SftError(f"bf16 must be one of {', '.join(BF16_MODES)}, got {self.bf16!r}")
         if self.gradient_checkpointing not in BF16_MODES:
-            raise SftError("gradient_checkpointing must be one of "
-                           f"{', '.join(BF16_MODES)}, got {self.gradient_checkpointing!r}")
-        positive = {"lora_r": self.lora_r, "batch_size": self.batch_size,
-                    "grad_accum": self.grad_accum, "eval_steps": self.eval_steps,
-                    "save_steps": self.save_steps, "save_total_limit": self.save_total_limit}
+            raise SftError(
+                "gradient_checkpointing must be one of "
+                f"{', '.join(BF16_MODES)}, got {self.gradient_checkpointing!r}"
+            )
+        positive = {
+            "lora_r": self.lora_r,
+            "batch_size": self.batch_size,
+            "grad_accum": self.grad_accum,
+            "eval_steps": self.eval_steps,
+            "save_steps": self.save_steps,
+            "save_total_limit": self.save_total_limit,
+        }
         for name, v in positive.items():
             if v < 1:
                 raise SftError(f"{name} must be >= 1, got {v}")
@@ -112,8 +119,17 @@ class SftOptions:
         return self.learning_rate or (2e-4 if self.method == "lora" else 2e-5)
 
 
-RUN_LENGTH = ("out", "resume", "progress", "data", "epochs", "max_steps", "eval_steps", "save_steps",
-              "save_total_limit")
+RUN_LENGTH = (
+    "out",
+    "resume",
+    "progress",
+    "data",
+    "epochs",
+    "max_steps",
+    "eval_steps",
+    "save_steps",
+    "save_total_limit",
+)
 """Options a resume may change: where and how long it runs, how often it evaluates and saves (a
 shorter or longer horizon re-scales the cosine schedule from the restored step), not what it
 trains on or how."""
@@ -141,9 +157,13 @@ def _checkpoints(folder: Path) -> list[Path]:
 def _dataset(seqs: list[TokenizedSequence]) -> Any:
     from datasets import Dataset
 
-    return Dataset.from_dict({"input_ids": [list(s.input_ids) for s in seqs],
-                              "labels": [list(s.labels) for s in seqs],
-                              "weights": [list(s.weights) for s in seqs]})
+    return Dataset.from_dict(
+        {
+            "input_ids": [list(s.input_ids) for s in seqs],
+            "labels": [list(s.labels) for s in seqs],
+            "weights": [list(s.weights) for s in seqs],
+        }
+    )
 
 
 def prepare(opts: SftOptions, out: Path) -> dict[str, Any]:
@@ -157,8 +177,10 @@ def prepare(opts: SftOptions, out: Path) -> dict[str, Any]:
     rows = load_rows(opts.data)
     profiles = sorted({r.profile for r in rows})
     if len(profiles) > 1:
-        raise DatasetError(f"{opts.data}: rows of several prompt profiles ({', '.join(profiles)}); "
-                           "a student is trained and deployed with one")
+        raise DatasetError(
+            f"{opts.data}: rows of several prompt profiles ({', '.join(profiles)}); "
+            "a student is trained and deployed with one"
+        )
     train_rows, val_rows = split_rows(rows, opts.val_fraction, opts.seed)
     base = resolve_base(opts.base)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
@@ -167,20 +189,29 @@ def prepare(opts: SftOptions, out: Path) -> dict[str, Any]:
     max_len = opts.max_length or min(int(getattr(config, "max_position_embeddings", 4096)), 32768)
     train, train_stats = tokenize_rows(tokenizer, train_rows, max_len)
     if not train:
-        raise DatasetError(f"{opts.data}: no supervised tokens in the training rows "
-                           "(every assistant turn has weight 0 or is longer than max_length)")
+        raise DatasetError(
+            f"{opts.data}: no supervised tokens in the training rows "
+            "(every assistant turn has weight 0 or is longer than max_length)"
+        )
     val, val_stats = tokenize_rows(tokenizer, val_rows, max_len)
-    meta = {"options": asdict(opts), "base_folder": str(base), "max_length": max_len,
-            "profile": profiles[0] if profiles else "default",
-            "rows": {"total": len(rows), "train": len(train_rows), "val": len(val_rows)},
-            "train": train_stats.to_dict(), "val": val_stats.to_dict(),
-            "fingerprint": _fingerprint(opts, base, train + val)}
+    meta = {
+        "options": asdict(opts),
+        "base_folder": str(base),
+        "max_length": max_len,
+        "profile": profiles[0] if profiles else "default",
+        "rows": {"total": len(rows), "train": len(train_rows), "val": len(val_rows)},
+        "train": train_stats.to_dict(),
+        "val": val_stats.to_dict(),
+        "fingerprint": _fingerprint(opts, base, train + val),
+    }
     meta_path = out / "sft_config.json"
     if opts.resume and meta_path.exists():
         old = json.loads(meta_path.read_text()).get("fingerprint")
         if old != meta["fingerprint"]:
-            raise SftError(f"{out}: the checkpoints were trained on other data or options; "
-                           "resume needs the same --data and options")
+            raise SftError(
+                f"{out}: the checkpoints were trained on other data or options; "
+                "resume needs the same --data and options"
+            )
     out.mkdir(parents=True, exist_ok=True)
     if main_process():
         meta_path.write_text(json.dumps(meta, indent=2))
@@ -193,8 +224,14 @@ def main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def build_trainer(opts: SftOptions, prep: dict[str, Any], out: Path, device: str, bf16: bool,
-                  callbacks: Sequence[Any] = ()) -> tuple[Any, Any]:
+def build_trainer(
+    opts: SftOptions,
+    prep: dict[str, Any],
+    out: Path,
+    device: str,
+    bf16: bool,
+    callbacks: Sequence[Any] = (),
+) -> tuple[Any, Any]:
     """The trainer for a prepared run, and its :class:`~captain_ros.learn.trainer.RunLog`."""
     import torch
     from transformers import AutoModelForCausalLM, PrinterCallback
@@ -208,31 +245,61 @@ def build_trainer(opts: SftOptions, prep: dict[str, Any], out: Path, device: str
     if opts.method == "lora":
         from peft import LoraConfig
 
-        peft_config = LoraConfig(r=opts.lora_r, lora_alpha=opts.lora_alpha,
-                                 lora_dropout=opts.lora_dropout, target_modules="all-linear",
-                                 task_type="CAUSAL_LM")
+        peft_config = LoraConfig(
+            r=opts.lora_r,
+            lora_alpha=opts.lora_alpha,
+            lora_dropout=opts.lora_dropout,
+            target_modules="all-linear",
+            task_type="CAUSAL_LM",
+        )
     has_val = bool(prep["val"])
     longest = max(len(s.input_ids) for s in prep["train"] + prep["val"]) * opts.batch_size
-    checkpointing = {"on": True, "off": False}.get(opts.gradient_checkpointing,
-                                                   longest > CHECKPOINT_ABOVE_TOKENS)
+    checkpointing = {"on": True, "off": False}.get(
+        opts.gradient_checkpointing, longest > CHECKPOINT_ABOVE_TOKENS
+    )
     args = SFTConfig(
-        output_dir=str(out / "checkpoints"), per_device_train_batch_size=opts.batch_size,
-        per_device_eval_batch_size=1, gradient_accumulation_steps=opts.grad_accum,
-        learning_rate=opts.lr, num_train_epochs=opts.epochs, max_steps=opts.max_steps,
-        lr_scheduler_type="cosine", warmup_steps=opts.warmup, weight_decay=opts.weight_decay,
-        max_grad_norm=opts.max_grad_norm, bf16=bf16, use_cpu=device == "cpu", seed=opts.seed,
-        data_seed=opts.seed, logging_steps=1, eval_strategy="steps" if has_val else "no",
-        eval_steps=opts.eval_steps, save_strategy="steps", save_steps=opts.save_steps,
-        save_total_limit=opts.save_total_limit, report_to="none", disable_tqdm=True,
-        remove_unused_columns=False, dataset_kwargs={"skip_prepare_dataset": True},
-        max_length=None, packing=False, include_num_input_tokens_seen="all",
-        dataloader_num_workers=0, activation_checkpointing=checkpointing)
+        output_dir=str(out / "checkpoints"),
+        per_device_train_batch_size=opts.batch_size,
+        per_device_eval_batch_size=1,
+        gradient_accumulation_steps=opts.grad_accum,
+        learning_rate=opts.lr,
+        num_train_epochs=opts.epochs,
+        max_steps=opts.max_steps,
+        lr_scheduler_type="cosine",
+        warmup_steps=opts.warmup,
+        weight_decay=opts.weight_decay,
+        max_grad_norm=opts.max_grad_norm,
+        bf16=bf16,
+        use_cpu=device == "cpu",
+        seed=opts.seed,
+        data_seed=opts.seed,
+        logging_steps=1,
+        eval_strategy="steps" if has_val else "no",
+        eval_steps=opts.eval_steps,
+        save_strategy="steps",
+        save_steps=opts.save_steps,
+        save_total_limit=opts.save_total_limit,
+        report_to="none",
+        disable_tqdm=True,
+        remove_unused_columns=False,
+        dataset_kwargs={"skip_prepare_dataset": True},
+        max_length=None,
+        packing=False,
+        include_num_input_tokens_seen="all",
+        dataloader_num_workers=0,
+        activation_checkpointing=checkpointing,
+    )
     run_log = RunLog(out / "train_log.jsonl", opts.progress)
     trainer = WeightedSFTTrainer(
-        model=model, args=args, data_collator=PackedCollator(),
-        train_dataset=_dataset(prep["train"]), eval_dataset=_dataset(prep["val"]) if has_val else None,
-        processing_class=prep["tokenizer"], peft_config=peft_config,
-        callbacks=[run_log, *callbacks])
+        model=model,
+        args=args,
+        data_collator=PackedCollator(),
+        train_dataset=_dataset(prep["train"]),
+        eval_dataset=_dataset(prep["val"]) if has_val else None,
+        processing_class=prep["tokenizer"],
+        peft_config=peft_config,
+        callbacks=[run_log, *callbacks],
+    )
     trainer.remove_callback(PrinterCallback)  # RunLog shows and records the same figures
     return trainer, run_log
 
@@ -261,8 +328,10 @@ def _resume_point(existing: list[Path], max_steps: int) -> Path | None:
         return existing[-1]
     at = [c for c in existing if _step(c) == max_steps]
     if not at:
-        raise SftError(f"cannot cut the run to {max_steps} steps: no checkpoint at that step (kept: "
-                       f"{', '.join(c.name for c in existing)})")
+        raise SftError(
+            f"cannot cut the run to {max_steps} steps: no checkpoint at that step (kept: "
+            f"{', '.join(c.name for c in existing)})"
+        )
     return at[0]
 
 
@@ -276,9 +345,11 @@ def _restore(trainer: Any, checkpoint: Path) -> dict[str, float]:
     history = trainer.state.log_history
     losses = [float(r["loss"]) for r in history if "loss" in r]
     last: dict[str, Any] = next((r for r in reversed(history) if "train_runtime" in r), {})
-    return {"loss": sum(losses) / len(losses) if losses else float("nan"),
-            "train_s": float(last.get("train_runtime", 0.0)),
-            "tokens_per_s": float(last.get("train_tokens_per_second", 0.0))}
+    return {
+        "loss": sum(losses) / len(losses) if losses else float("nan"),
+        "train_s": float(last.get("train_runtime", 0.0)),
+        "tokens_per_s": float(last.get("train_tokens_per_second", 0.0)),
+    }
 
 
 def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
@@ -293,8 +364,10 @@ def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     out = Path(opts.out)
     existing = _checkpoints(out / "checkpoints")
     if existing and not opts.resume:
-        raise SftError(f"{out} already holds checkpoints; pass --resume to continue them or "
-                       "choose another --out")
+        raise SftError(
+            f"{out} already holds checkpoints; pass --resume to continue them or "
+            "choose another --out"
+        )
     t_start = time.perf_counter()
     prep = prepare(opts, out)
     device = opts.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -307,14 +380,22 @@ def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
         done = _restore(trainer, start)  # nothing left to train (Trainer would step once)
         train_loss, train_s, tokens_per_s = done["loss"], done["train_s"], done["tokens_per_s"]
     else:
-        train_loss = trainer.train(resume_from_checkpoint=str(start) if start else None).training_loss
+        train_loss = trainer.train(
+            resume_from_checkpoint=str(start) if start else None
+        ).training_loss
         train_s = time.perf_counter() - t_train
         tokens_per_s = run_log.tokens_per_s(trainer.state)
-    metrics: dict[str, Any] = {"train_loss": train_loss, "steps": trainer.state.global_step,
-                               "train_s": train_s, "wall_s": 0.0, "bf16": bf16, "device": device,
-                               "tokens_seen": trainer.state.num_input_tokens_seen,
-                               "tokens_per_s": tokens_per_s,
-                               "resumed_from": str(start) if start else None}
+    metrics: dict[str, Any] = {
+        "train_loss": train_loss,
+        "steps": trainer.state.global_step,
+        "train_s": train_s,
+        "wall_s": 0.0,
+        "bf16": bf16,
+        "device": device,
+        "tokens_seen": trainer.state.num_input_tokens_seen,
+        "tokens_per_s": tokens_per_s,
+        "resumed_from": str(start) if start else None,
+    }
     if prep["val"]:
         metrics["eval_loss"] = trainer.evaluate()["eval_loss"]  # every process takes part
     metrics["processes"] = int(trainer.args.world_size)

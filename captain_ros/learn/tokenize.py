@@ -94,10 +94,12 @@ def _chains(tokenizer: Any, row: SftRow, stats: TokenizeStats) -> list[tuple[str
     msgs, tools = row.messages, row.tools or None
     for k, idx in enumerate(row.assistant_indices):
         prompt = render_chat(tokenizer, msgs[:idx], tools, add_generation_prompt=True)
-        full = render_chat(tokenizer, msgs[:idx + 1], tools, add_generation_prompt=False)
+        full = render_chat(tokenizer, msgs[: idx + 1], tools, add_generation_prompt=False)
         if not full.startswith(prompt):
-            raise TemplateError(f"{row.source}: the chat template renders assistant message {idx} "
-                                "differently from its generation prompt; cannot label it")
+            raise TemplateError(
+                f"{row.source}: the chat template renders assistant message {idx} "
+                "differently from its generation prompt; cannot label it"
+            )
         end = len(full.rstrip())
         if end <= len(prompt):
             raise DatasetError(f"{row.source}: assistant message {idx} renders to nothing")
@@ -112,8 +114,9 @@ def _chains(tokenizer: Any, row: SftRow, stats: TokenizeStats) -> list[tuple[str
     return chains
 
 
-def plan_windows(spans: Sequence[tuple[int, int]], max_len: int
-                 ) -> tuple[list[tuple[int, int, list[int]]], list[int]]:
+def plan_windows(
+    spans: Sequence[tuple[int, int]], max_len: int
+) -> tuple[list[tuple[int, int, list[int]]], list[int]]:
     """Token windows ``(start, end, span indices)`` covering ``spans`` (increasing ``(p, e)``
     token ranges), each at most ``max_len`` long, and the indices of spans longer than that."""
     windows: list[tuple[int, int, list[int]]] = []
@@ -145,8 +148,9 @@ def _encode(tokenizer: Any, text: str) -> tuple[list[int], list[int]]:
     return list(enc["input_ids"]), [int(s) for s, _ in enc["offset_mapping"]]
 
 
-def tokenize_row(tokenizer: Any, row: SftRow, max_len: int,
-                 stats: TokenizeStats | None = None) -> list[TokenizedSequence]:
+def tokenize_row(
+    tokenizer: Any, row: SftRow, max_len: int, stats: TokenizeStats | None = None
+) -> list[TokenizedSequence]:
     """Training sequences of one row (see the module docstring)."""
     if max_len < 2:
         raise ValueError("max_len must be at least 2 tokens")
@@ -161,7 +165,7 @@ def tokenize_row(tokenizer: Any, row: SftRow, max_len: int,
         spans = []
         for t in labelled:
             p, e = bisect.bisect_left(starts, t.start), bisect.bisect_left(starts, t.end)
-            prompt_ids = tokenizer(text[:t.start], add_special_tokens=False)["input_ids"]
+            prompt_ids = tokenizer(text[: t.start], add_special_tokens=False)["input_ids"]
             if list(prompt_ids) != ids[:p]:
                 stats.parity_mismatches += 1
             spans.append((p, e))
@@ -175,9 +179,16 @@ def tokenize_row(tokenizer: Any, row: SftRow, max_len: int,
                 for i in range(p, e):
                     labels[i - start] = ids[i]
                     weights[i - start] = labelled[m].weight
-            out.append(TokenizedSequence(tuple(ids[start:end]), tuple(labels), tuple(weights),
-                                         row.id, tuple(labelled[m].request for m in members),
-                                         truncated=start > 0))
+            out.append(
+                TokenizedSequence(
+                    tuple(ids[start:end]),
+                    tuple(labels),
+                    tuple(weights),
+                    row.id,
+                    tuple(labelled[m].request for m in members),
+                    truncated=start > 0,
+                )
+            )
     if not any(s.supervised_tokens for s in out):
         stats.rows_without_labels += 1
         return []
@@ -192,8 +203,9 @@ def tokenize_row(tokenizer: Any, row: SftRow, max_len: int,
     return out
 
 
-def tokenize_rows(tokenizer: Any, rows: Iterable[SftRow], max_len: int
-                  ) -> tuple[list[TokenizedSequence], TokenizeStats]:
+def tokenize_rows(
+    tokenizer: Any, rows: Iterable[SftRow], max_len: int
+) -> tuple[list[TokenizedSequence], TokenizeStats]:
     """All training sequences of ``rows`` and the counts."""
     stats = TokenizeStats()
     seqs: list[TokenizedSequence] = []

@@ -46,17 +46,24 @@ class WeightedSFTTrainer(SFTTrainer):
     # compute_loss divides by the accumulation step's token count itself
     loss_is_scaled_for_ga = True  # type: ignore[assignment]
 
-    def get_batch_samples(self, epoch_iterator: Any, num_batches: int, device: Any
-                          ) -> tuple[list[Any], Any]:
+    def get_batch_samples(
+        self, epoch_iterator: Any, num_batches: int, device: Any
+    ) -> tuple[list[Any], Any]:
         batches, _ = super().get_batch_samples(epoch_iterator, num_batches, device)
-        n = torch.tensor(sum(int(supervised(b["labels"], b["weights"]).sum()) for b in batches),
-                         device=device)
+        n = torch.tensor(
+            sum(int(supervised(b["labels"], b["weights"]).sum()) for b in batches), device=device
+        )
         if self.args.world_size > 1:  # every process divides by the whole step's count
             n = self.accelerator.gather(n.reshape(1)).sum()
         return batches, n.clamp(min=1)
 
-    def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
-                     num_items_in_batch: Any = None) -> Any:
+    def compute_loss(
+        self,
+        model: Any,
+        inputs: dict[str, Any],
+        return_outputs: bool = False,
+        num_items_in_batch: Any = None,
+    ) -> Any:
         weights = inputs.pop("weights")
         inputs["use_cache"] = False
         outputs = model(**inputs, fused_lm_head=True)
@@ -91,8 +98,11 @@ class RunLog(TrainerCallback):
     def _trim(self, step: int) -> None:
         if not self.path.exists():
             return
-        keep = [ln for ln in self.path.read_text().splitlines()
-                if ln.strip() and json.loads(ln).get("step", 0) <= step]
+        keep = [
+            ln
+            for ln in self.path.read_text().splitlines()
+            if ln.strip() and json.loads(ln).get("step", 0) <= step
+        ]
         self.path.write_text("".join(ln + "\n" for ln in keep))
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
@@ -106,8 +116,14 @@ class RunLog(TrainerCallback):
         if self.show and state.is_world_process_zero:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=state.max_steps, initial=state.global_step, desc="sft",
-                            unit="step", file=sys.stderr, dynamic_ncols=True)
+            self.bar = tqdm(
+                total=state.max_steps,
+                initial=state.global_step,
+                desc="sft",
+                unit="step",
+                file=sys.stderr,
+                dynamic_ncols=True,
+            )
 
     def tokens_per_s(self, state: Any) -> float:
         dt = time.perf_counter() - self.t0
@@ -117,17 +133,24 @@ class RunLog(TrainerCallback):
         if self.bar is not None:
             self.bar.update(state.global_step - self.bar.n)
             last: dict[str, Any] = next((h for h in reversed(state.log_history) if "loss" in h), {})
-            self.bar.set_postfix(loss=f"{last.get('loss', float('nan')):.4f}",
-                                 tok_s=f"{self.tokens_per_s(state):.0f}")
+            self.bar.set_postfix(
+                loss=f"{last.get('loss', float('nan')):.4f}",
+                tok_s=f"{self.tokens_per_s(state):.0f}",
+            )
 
-    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
-               **kw: Any) -> None:
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
         if not state.is_world_process_zero or not logs:
             return
-        rec = {"step": state.global_step, "epoch": state.epoch, **logs,
-               "tokens_seen": state.num_input_tokens_seen,
-               "tokens_per_s": self.tokens_per_s(state),
-               "elapsed_s": time.perf_counter() - self.t0}
+        rec = {
+            "step": state.global_step,
+            "epoch": state.epoch,
+            **logs,
+            "tokens_seen": state.num_input_tokens_seen,
+            "tokens_per_s": self.tokens_per_s(state),
+            "elapsed_s": time.perf_counter() - self.t0,
+        }
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(rec) + "\n")
 

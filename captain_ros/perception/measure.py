@@ -274,13 +274,13 @@ class MeasureMixin:
         quat = (
             normalize_quat(orientation, "orientation")
             if orientation is not None
-            else self.backend.ee_pose(name).quat_wxyz
-        )  # type: ignore[attr-defined]
+            else self.backend.ee_pose(name).quat_wxyz  # type: ignore[attr-defined]
+        )
         opening = (
-            float(self.backend.gripper(name).opening_m)
+            float(self.backend.gripper(name).opening_m)  # type: ignore[attr-defined]
             if jaw_opening_m is None
             else finite_number(jaw_opening_m, "jaw_opening_m")
-        )  # type: ignore[attr-defined]
+        )
         if not 0 <= opening <= spec.jaw_max_opening_m + 1e-6:
             raise InvalidArgumentError(
                 f"jaw_opening_m must be in [0, {spec.jaw_max_opening_m:.3f}] m"
@@ -407,8 +407,8 @@ class MeasureMixin:
             "offset_xy_m": _r(off),
             "distance_xy_m": round(float(np.linalg.norm(off)), 4),
             "expected_drop_m": round(drop, 4),
-            "holding": bool(self.backend.gripper(name).holding),
-        }  # type: ignore[attr-defined]
+            "holding": bool(self.backend.gripper(name).holding),  # type: ignore[attr-defined]
+        }
         note = "" if seen else " (held object not visible: estimated from the pads)"
         msg = f"{'above' if above else 'NOT above'} {ddet.id}, drop {drop:.3f} m{note}"
         return Result.ok(

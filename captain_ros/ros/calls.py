@@ -52,26 +52,38 @@ class CallServer:
             ``(inner kwargs_json, why refused)``; None: calls are not signed.
     """
 
-    def __init__(self, node: Node, name: str, dispatch: Callable[[str, dict[str, Any]], Result],
-                 groups: Iterable[str], callback_group: CallbackGroup | None = None,
-                 gate: Callable[[str, str], Result | None] | None = None,
-                 unseal: Callable[[Any], tuple[str, str | None]] | None = None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        name: str,
+        dispatch: Callable[[str, dict[str, Any]], Result],
+        groups: Iterable[str],
+        callback_group: CallbackGroup | None = None,
+        gate: Callable[[str, str], Result | None] | None = None,
+        unseal: Callable[[Any], tuple[str, str | None]] | None = None,
+    ) -> None:
         self._dispatch = dispatch
         self._gate = gate
         self._unseal = unseal
         self.groups = tuple(groups)
         self.served = tuple(n for n, c in CAPABILITY_BY_NAME.items() if c.service in self.groups)
         self.calls = 0
-        self.srv = node.create_service(RobotCall, name, self._on_call, callback_group=callback_group)
+        self.srv = node.create_service(
+            RobotCall, name, self._on_call, callback_group=callback_group
+        )
 
     def _on_call(self, req: RobotCall.Request, resp: RobotCall.Response) -> RobotCall.Response:
         self.calls += 1
         if self._unseal is not None:
             inner, why = self._unseal(req)
             if why is not None:
-                return convert.fill_call_response(resp, Result.fail(
-                    FailureCategory.PRECONDITION, f"{str(req.capability)[:60]}: refused, {why}; "
-                    "nothing was executed"))
+                return convert.fill_call_response(
+                    resp,
+                    Result.fail(
+                        FailureCategory.PRECONDITION,
+                        f"{str(req.capability)[:60]}: refused, {why}; nothing was executed",
+                    ),
+                )
             req.kwargs_json = inner
         refused = self._gate(str(req.episode_id), str(req.capability)) if self._gate else None
         if refused is not None:
@@ -79,12 +91,16 @@ class CallServer:
         try:
             name, kwargs = convert.parse_call_request(req)
         except ValueError as exc:
-            result = Result.fail(FailureCategory.INVALID_ARGUMENT,
-                                 f"{req.capability}: arguments are not a JSON object ({exc})")
+            result = Result.fail(
+                FailureCategory.INVALID_ARGUMENT,
+                f"{req.capability}: arguments are not a JSON object ({exc})",
+            )
         else:
             if name not in self.served:
-                result = Result.fail(FailureCategory.UNKNOWN_ID,
-                                     f"{name!r} is not served here; served: {', '.join(self.served)}")
+                result = Result.fail(
+                    FailureCategory.UNKNOWN_ID,
+                    f"{name!r} is not served here; served: {', '.join(self.served)}",
+                )
             else:
                 result = self._dispatch(name, kwargs)
         return convert.fill_call_response(resp, result)
@@ -104,9 +120,13 @@ class RosRobotCaller:
     answer a call without sending it (e.g. after a cancel).
     """
 
-    def __init__(self, node: Node, timeout_s: float = 120.0,
-                 callback_group: CallbackGroup | None = None,
-                 give_up: Callable[[], str | None] = lambda: None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        timeout_s: float = 120.0,
+        callback_group: CallbackGroup | None = None,
+        give_up: Callable[[], str | None] = lambda: None,
+    ) -> None:
         self.node = node
         self.give_up = give_up
         self.signer: Any = None  # the secured graph's Signer: every call is then signed
@@ -116,9 +136,11 @@ class RosRobotCaller:
         self.refuse: Callable[[str, dict[str, Any]], Result | None] | None = None
         self._clients: dict[str, Client[Any, Any]] = {
             g: node.create_client(RobotCall, s, callback_group=callback_group)
-            for g, s in ROUTES.items()}
-        self._image: Client[Any, Any] = node.create_client(ObservationImage, IMAGE_SRV,
-                                                           callback_group=callback_group)
+            for g, s in ROUTES.items()
+        }
+        self._image: Client[Any, Any] = node.create_client(
+            ObservationImage, IMAGE_SRV, callback_group=callback_group
+        )
         self._lock = threading.Lock()
 
     def wait_for_services(self, timeout_s: float = 10.0) -> bool:
@@ -131,23 +153,35 @@ class RosRobotCaller:
         if refused is not None:
             result = refused
         elif cap is None or cap.service not in self._clients:
-            result = Result.fail(FailureCategory.UNKNOWN_ID, f"unknown capability {str(name)[:60]!r}; "
-                                 "valid: " + ", ".join(n for n, c in CAPABILITY_BY_NAME.items()
-                                                         if c.service in self._clients))
+            result = Result.fail(
+                FailureCategory.UNKNOWN_ID,
+                f"unknown capability {str(name)[:60]!r}; "
+                "valid: "
+                + ", ".join(n for n, c in CAPABILITY_BY_NAME.items() if c.service in self._clients),
+            )
         else:
             result = self._remote(self._clients[cap.service], name, kwargs)
         return result
 
     def _remote(self, client: Any, name: str, kwargs: dict[str, Any]) -> Result:
         if not client.service_is_ready() and not client.wait_for_service(timeout_sec=5.0):
-            return Result.fail(FailureCategory.INTERNAL_ERROR, f"{name}: the node serving "
-                               f"{client.srv_name} is not running; nothing was executed. Start it.")
+            return Result.fail(
+                FailureCategory.INTERNAL_ERROR,
+                f"{name}: the node serving "
+                f"{client.srv_name} is not running; nothing was executed. Start it.",
+            )
         try:
-            req = convert.make_call_request(name, kwargs or {}, episode_id=self.episode_id,
-                                            request_index=self.request_index_fn())
+            req = convert.make_call_request(
+                name,
+                kwargs or {},
+                episode_id=self.episode_id,
+                request_index=self.request_index_fn(),
+            )
         except (TypeError, ValueError) as exc:
-            return Result.fail(FailureCategory.INVALID_ARGUMENT,
-                               f"{name}: arguments must be JSON-serialisable ({exc}); nothing moved")
+            return Result.fail(
+                FailureCategory.INVALID_ARGUMENT,
+                f"{name}: arguments must be JSON-serialisable ({exc}); nothing moved",
+            )
         if self.signer is not None and client is self._clients["motion"]:
             seal(self.signer, req)  # the robot node checks it; perception calls move nothing
         wait_s = self.timeout_s
@@ -157,18 +191,28 @@ class RosRobotCaller:
         resp = call_sync(client, req, wait_s, give_up=lambda: self.give_up() is not None)
         gone = self.give_up() if resp is None else None
         if gone is not None:
-            return Result.fail(FailureCategory.HARDWARE, f"{name}: {gone} while the call was "
-                               "running; whether it completed is unknown. Stop issuing robot calls.")
+            return Result.fail(
+                FailureCategory.HARDWARE,
+                f"{name}: {gone} while the call was "
+                "running; whether it completed is unknown. Stop issuing robot calls.",
+            )
         if resp is None:
-            return Result.fail(FailureCategory.TIMEOUT, f"{name}: no reply within {wait_s:.0f} s "
-                               "from the robot graph; check the robot node before retrying")
+            return Result.fail(
+                FailureCategory.TIMEOUT,
+                f"{name}: no reply within {wait_s:.0f} s "
+                "from the robot graph; check the robot node before retrying",
+            )
         return convert.call_response_to_result(resp)
 
     def image(self, handle: str, camera: str) -> np.ndarray | None:
         if not self._image.service_is_ready():
             return None
-        resp = call_sync(self._image, ObservationImage.Request(handle=str(handle), camera=str(camera)),
-                         30.0, give_up=lambda: self.give_up() is not None)
+        resp = call_sync(
+            self._image,
+            ObservationImage.Request(handle=str(handle), camera=str(camera)),
+            30.0,
+            give_up=lambda: self.give_up() is not None,
+        )
         if resp is None or not resp.found:
             return None
         return convert.image_to_array(resp.image).copy()
@@ -178,8 +222,9 @@ GIVE_UP_CHECK_S = 0.1
 """How often a wait with ``give_up`` asks it [s]."""
 
 
-def call_sync(client: Any, request: Any, timeout_s: float,
-              give_up: Callable[[], bool] | None = None) -> Any:
+def call_sync(
+    client: Any, request: Any, timeout_s: float, give_up: Callable[[], bool] | None = None
+) -> Any:
     """Send ``request`` and wait up to ``timeout_s`` [s] on an event; None without a reply.
 
     ``give_up()`` (asked every :data:`GIVE_UP_CHECK_S`) ends the wait early, e.g. once the serving
@@ -188,8 +233,9 @@ def call_sync(client: Any, request: Any, timeout_s: float,
     future = client.call_async(request)
     future.add_done_callback(lambda _f: done.set())
     end = time.monotonic() + timeout_s
-    while not done.wait(min(GIVE_UP_CHECK_S, max(0.0, end - time.monotonic()))
-                        if give_up is not None else timeout_s):
+    while not done.wait(
+        min(GIVE_UP_CHECK_S, max(0.0, end - time.monotonic())) if give_up is not None else timeout_s
+    ):
         if give_up is None or time.monotonic() >= end or give_up():
             client.remove_pending_request(future)
             return None

@@ -40,34 +40,61 @@ def dumps(value: Any) -> str:
 
 # --- results and robot calls ------------------------------------------------------------------
 
-def result_to_receipt(result: Result, capability: str, *, episode_id: str = "",
-                      request_index: int = 0, call_index: int = 0, stamp_s: float = 0.0,
-                      duration_s: float = 0.0) -> Receipt:
+
+def result_to_receipt(
+    result: Result,
+    capability: str,
+    *,
+    episode_id: str = "",
+    request_index: int = 0,
+    call_index: int = 0,
+    stamp_s: float = 0.0,
+    duration_s: float = 0.0,
+) -> Receipt:
     """A Receipt message carrying every field of ``result``."""
     return Receipt(
-        stamp=to_time(stamp_s), episode_id=episode_id, request_index=int(request_index),
-        call_index=int(call_index), capability=capability, success=bool(result.success),
+        stamp=to_time(stamp_s),
+        episode_id=episode_id,
+        request_index=int(request_index),
+        call_index=int(call_index),
+        capability=capability,
+        success=bool(result.success),
         executed=bool(result.executed),
         failure_category=result.failure_category.value if result.failure_category else "",
-        message=result.message, receipt=result.receipt, value_json=dumps(result.value),
-        diagnostics_json=dumps(result.diagnostics), budget_json=dumps(result.budget),
-        duration_s=float(duration_s))
+        message=result.message,
+        receipt=result.receipt,
+        value_json=dumps(result.value),
+        diagnostics_json=dumps(result.diagnostics),
+        budget_json=dumps(result.budget),
+        duration_s=float(duration_s),
+    )
 
 
 def receipt_to_result(msg: Any) -> Result:
     """Inverse of :func:`result_to_receipt` (works on rclpy and rosbags-decoded messages)."""
-    return Result.from_dict({
-        "success": msg.success, "executed": msg.executed,
-        "failure_category": msg.failure_category or None, "message": msg.message,
-        "value": json.loads(msg.value_json or "null"),
-        "diagnostics": json.loads(msg.diagnostics_json or "{}"),
-        "budget": json.loads(msg.budget_json or "{}"), "receipt": msg.receipt})
+    return Result.from_dict(
+        {
+            "success": msg.success,
+            "executed": msg.executed,
+            "failure_category": msg.failure_category or None,
+            "message": msg.message,
+            "value": json.loads(msg.value_json or "null"),
+            "diagnostics": json.loads(msg.diagnostics_json or "{}"),
+            "budget": json.loads(msg.budget_json or "{}"),
+            "receipt": msg.receipt,
+        }
+    )
 
 
-def make_call_request(capability: str, kwargs: Mapping[str, Any], *, episode_id: str = "",
-                      request_index: int = 0) -> RobotCall.Request:
-    return RobotCall.Request(capability=capability, kwargs_json=dumps(dict(kwargs)),
-                             episode_id=episode_id, request_index=int(request_index))
+def make_call_request(
+    capability: str, kwargs: Mapping[str, Any], *, episode_id: str = "", request_index: int = 0
+) -> RobotCall.Request:
+    return RobotCall.Request(
+        capability=capability,
+        kwargs_json=dumps(dict(kwargs)),
+        episode_id=episode_id,
+        request_index=int(request_index),
+    )
 
 
 def parse_call_request(req: RobotCall.Request) -> tuple[str, dict[str, Any]]:
@@ -89,44 +116,66 @@ def call_response_to_result(resp: RobotCall.Response) -> Result:
     try:
         return Result.from_dict(json.loads(resp.result_json))
     except (ValueError, KeyError, TypeError) as exc:
-        return Result.fail(FailureCategory.INTERNAL_ERROR,
-                           f"malformed RobotCall response ({exc}); the call may have executed")
+        return Result.fail(
+            FailureCategory.INTERNAL_ERROR,
+            f"malformed RobotCall response ({exc}); the call may have executed",
+        )
 
 
 # --- perception ---------------------------------------------------------------------------------
+
 
 def detection_to_msg(det: Mapping[str, Any]) -> Detection:
     """A Detection message of a perception-contract detection dict."""
     c = [float(v) for v in det.get("centroid_m", (0.0, 0.0, 0.0))]
     e = [float(v) for v in det.get("extents_m", (0.0, 0.0, 0.0))]
     uv = [float(v) for v in det.get("pixel_uv", (0.0, 0.0))]
-    return Detection(id=str(det.get("id", "")), label=str(det.get("label", "")),
-                     score=float(det.get("score", 0.0)), centroid=Point(x=c[0], y=c[1], z=c[2]),
-                     extents=Vector3(x=e[0], y=e[1], z=e[2]), pixel_u=uv[0], pixel_v=uv[1],
-                     area_px=int(det.get("area_px", 0)), handle=str(det.get("handle", "")),
-                     camera=str(det.get("camera", "")))
+    return Detection(
+        id=str(det.get("id", "")),
+        label=str(det.get("label", "")),
+        score=float(det.get("score", 0.0)),
+        centroid=Point(x=c[0], y=c[1], z=c[2]),
+        extents=Vector3(x=e[0], y=e[1], z=e[2]),
+        pixel_u=uv[0],
+        pixel_v=uv[1],
+        area_px=int(det.get("area_px", 0)),
+        handle=str(det.get("handle", "")),
+        camera=str(det.get("camera", "")),
+    )
 
 
 def msg_to_detection(msg: Detection) -> dict[str, Any]:
-    return {"id": msg.id, "label": msg.label, "score": float(msg.score),
-            "centroid_m": [msg.centroid.x, msg.centroid.y, msg.centroid.z],
-            "extents_m": [msg.extents.x, msg.extents.y, msg.extents.z],
-            "pixel_uv": [float(msg.pixel_u), float(msg.pixel_v)], "area_px": int(msg.area_px),
-            "handle": msg.handle, "camera": msg.camera}
+    return {
+        "id": msg.id,
+        "label": msg.label,
+        "score": float(msg.score),
+        "centroid_m": [msg.centroid.x, msg.centroid.y, msg.centroid.z],
+        "extents_m": [msg.extents.x, msg.extents.y, msg.extents.z],
+        "pixel_uv": [float(msg.pixel_u), float(msg.pixel_v)],
+        "area_px": int(msg.area_px),
+        "handle": msg.handle,
+        "camera": msg.camera,
+    }
 
 
 # --- geometry, joints, cameras ---------------------------------------------------------------------
 
+
 def pose_to_msg(pose: CorePose) -> Pose:
     p, q = pose.position_m, pose.quat_wxyz
-    return Pose(position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
-                orientation=Quaternion(x=float(q[1]), y=float(q[2]), z=float(q[3]), w=float(q[0])))
+    return Pose(
+        position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+        orientation=Quaternion(x=float(q[1]), y=float(q[2]), z=float(q[3]), w=float(q[0])),
+    )
 
 
 def msg_to_pose(msg: Pose, frame: str = "world") -> CorePose:
     o = msg.orientation
-    return CorePose(np.array([msg.position.x, msg.position.y, msg.position.z], dtype=float),
-                    np.array([o.w, o.x, o.y, o.z], dtype=float), frame)
+    return CorePose(
+        np.array([msg.position.x, msg.position.y, msg.position.z], dtype=float),
+        np.array([o.w, o.x, o.y, o.z], dtype=float),
+        frame,
+    )
 
 
 def transform_msg(parent: str, child: str, pose: CorePose, stamp: Time) -> TransformStamped:
@@ -136,14 +185,16 @@ def transform_msg(parent: str, child: str, pose: CorePose, stamp: Time) -> Trans
     t.header.stamp = stamp
     t.header.frame_id = parent
     t.child_frame_id = child
-    t.transform = Transform(translation=Vector3(x=float(p[0]), y=float(p[1]), z=float(p[2])),
-                            rotation=Quaternion(x=float(q[1]), y=float(q[2]), z=float(q[3]),
-                                                w=float(q[0])))
+    t.transform = Transform(
+        translation=Vector3(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+        rotation=Quaternion(x=float(q[1]), y=float(q[2]), z=float(q[3]), w=float(q[0])),
+    )
     return t
 
 
-def joint_states_msg(states: Iterable[CoreJointState], stamp: Time,
-                     extra: Mapping[str, float] | None = None) -> JointState:
+def joint_states_msg(
+    states: Iterable[CoreJointState], stamp: Time, extra: Mapping[str, float] | None = None
+) -> JointState:
     """One ``sensor_msgs/JointState`` of several arms (+ e.g. gripper openings in ``extra``)."""
     msg = JointState()
     msg.header.stamp = stamp

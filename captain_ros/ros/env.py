@@ -43,8 +43,11 @@ def write_fastdds_profile(directory: str | os.PathLike[str]) -> Path:
     return path
 
 
-def ros_environment(state_dir: str | os.PathLike[str], domain_id: int | None = None,
-                    base: dict[str, str] | None = None) -> dict[str, str]:
+def ros_environment(
+    state_dir: str | os.PathLike[str],
+    domain_id: int | None = None,
+    base: dict[str, str] | None = None,
+) -> dict[str, str]:
     """Environment variables for a ROS process whose logs and profile live under ``state_dir``.
 
     Args:

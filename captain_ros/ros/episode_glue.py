@@ -55,8 +55,15 @@ class StopWhen(EpisodeObserver):
 class GoalObserver(EpisodeObserver):
     """Live receipts, feedback and privileged records of one RunEpisode goal."""
 
-    def __init__(self, goal_handle: Any, receipt_pub: Any, privileged_pub: Any, episode_id: str,
-                 max_requests: int, trajectory_pub: Any = None) -> None:
+    def __init__(
+        self,
+        goal_handle: Any,
+        receipt_pub: Any,
+        privileged_pub: Any,
+        episode_id: str,
+        max_requests: int,
+        trajectory_pub: Any = None,
+    ) -> None:
         self.goal = goal_handle
         self.trajectory_pub = trajectory_pub
         self.receipt_pub = receipt_pub
@@ -73,28 +80,48 @@ class GoalObserver(EpisodeObserver):
     def on_call(self, event: CallEvent) -> None:
         self.calls = event.index
         self.failures += int(not event.result.success)
-        msg = convert.result_to_receipt(event.result, event.name, episode_id=self.episode_id,
-                                        request_index=event.request, call_index=event.index,
-                                        stamp_s=time.time(), duration_s=event.duration_s)
+        msg = convert.result_to_receipt(
+            event.result,
+            event.name,
+            episode_id=self.episode_id,
+            request_index=event.request,
+            call_index=event.index,
+            stamp_s=time.time(),
+            duration_s=event.duration_s,
+        )
         self.receipt_pub.publish(msg)
-        self.goal.publish_feedback(RunEpisode.Feedback(
-            receipts=[msg], requests_done=event.request, calls_done=event.index,
-            progress=min(1.0, event.request / self.max_requests), phase="running"))
+        self.goal.publish_feedback(
+            RunEpisode.Feedback(
+                receipts=[msg],
+                requests_done=event.request,
+                calls_done=event.index,
+                progress=min(1.0, event.request / self.max_requests),
+                phase="running",
+            )
+        )
 
     def on_privileged(self, line: dict[str, Any]) -> None:
-        self.privileged_pub.publish(String(data=json.dumps({"episode_id": self.episode_id, **line})))
+        self.privileged_pub.publish(
+            String(data=json.dumps({"episode_id": self.episode_id, **line}))
+        )
 
     def on_trajectory(self, line: dict[str, Any]) -> None:
         if self.trajectory_pub is not None:
-            self.trajectory_pub.publish(String(data=json.dumps({"episode_id": self.episode_id, **line},
-                                                               default=str)))
+            self.trajectory_pub.publish(
+                String(data=json.dumps({"episode_id": self.episode_id, **line}, default=str))
+            )
 
 
 class ServicePrivileged:
     """The robot node's ``privileged_state`` and ``snapshot`` services as a privileged source."""
 
-    def __init__(self, state_client: Any, snapshot_client: Any,
-                 call: Callable[[Any, Any, float], Any], timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        state_client: Any,
+        snapshot_client: Any,
+        call: Callable[[Any, Any, float], Any],
+        timeout_s: float = 30.0,
+    ) -> None:
         self.state_client = state_client
         self.snapshot_client = snapshot_client
         self.call = call
@@ -103,8 +130,10 @@ class ServicePrivileged:
     def state(self) -> PrivilegedState:
         resp = self.call(self.state_client, PrivilegedStateSrv.Request(), self.timeout_s)
         if resp is None or not resp.success:
-            raise NotSupportedError("privileged state unavailable: "
-                                    + (resp.message if resp is not None else "the robot node did not answer"))
+            raise NotSupportedError(
+                "privileged state unavailable: "
+                + (resp.message if resp is not None else "the robot node did not answer")
+            )
         return PrivilegedState.from_dict(json.loads(resp.state_json))
 
     def snapshot(self) -> str | None:

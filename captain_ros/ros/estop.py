@@ -30,8 +30,9 @@ ESTOP_TOPIC = "/captain/estop"
 ESTOP_STATE_TOPIC = "/captain/estop/state"
 ESTOP_TRIGGER_SRV = "/captain/estop/trigger"
 ESTOP_RESET_SRV = "/captain/estop/reset"
-LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                         reliability=ReliabilityPolicy.RELIABLE)
+LATCHED_QOS = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
 
 
 class EStopInterface:
@@ -44,8 +45,14 @@ class EStopInterface:
         is_latched: Reads the latched state (e.g. ``lambda: backend.estopped``).
     """
 
-    def __init__(self, node: Node, engage: Callable[[str], None], release: Callable[[], None],
-                 is_latched: Callable[[], bool], secure: bool = False) -> None:
+    def __init__(
+        self,
+        node: Node,
+        engage: Callable[[str], None],
+        release: Callable[[], None],
+        is_latched: Callable[[], bool],
+        secure: bool = False,
+    ) -> None:
         self._node = node
         self.secure = secure  # the plain reset is refused: only the signed one releases
         self._engage, self._release, self._is_latched = engage, release, is_latched
@@ -54,12 +61,15 @@ class EStopInterface:
         from captain_ros.ros.publish_log import create_publisher
 
         self._state_pub = create_publisher(node, Bool, ESTOP_STATE_TOPIC, LATCHED_QOS)
-        self._sub = node.create_subscription(Bool, ESTOP_TOPIC, self._on_topic, 10,
-                                             callback_group=self.group)
-        self._trigger = node.create_service(Trigger, ESTOP_TRIGGER_SRV, self._on_trigger,
-                                            callback_group=self.group)
-        self._reset = node.create_service(Trigger, ESTOP_RESET_SRV, self._on_reset,
-                                          callback_group=self.group)
+        self._sub = node.create_subscription(
+            Bool, ESTOP_TOPIC, self._on_topic, 10, callback_group=self.group
+        )
+        self._trigger = node.create_service(
+            Trigger, ESTOP_TRIGGER_SRV, self._on_trigger, callback_group=self.group
+        )
+        self._reset = node.create_service(
+            Trigger, ESTOP_RESET_SRV, self._on_reset, callback_group=self.group
+        )
         self.publish_state()
 
     def trigger(self, reason: str) -> None:
@@ -90,8 +100,10 @@ class EStopInterface:
         if self.secure:
             self._node.get_logger().warning(f"refused an uncredentialed {ESTOP_RESET_SRV}")
             resp.success = False
-            resp.message = ("reset refused: the graph is secured; the reset needs a credential "
-                            "(captain ros estop-reset --key-file KEY; docs/ros.md)")
+            resp.message = (
+                "reset refused: the graph is secured; the reset needs a credential "
+                "(captain ros estop-reset --key-file KEY; docs/ros.md)"
+            )
             return resp
         return self.signed_reset(_req, resp)
 

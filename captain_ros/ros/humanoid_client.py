@@ -83,8 +83,10 @@ class RosHumanoidBridge(HumanoidBridge):
 
     def wait_ready(self, timeout_s: float = 30.0) -> bool:
         """Every service answers and a state message arrived (the baseline of expiry counting)."""
-        if not all(c.wait_for_service(timeout_sec=timeout_s) for c in (self._call, self._snap, self._restore,
-                                                                       self._priv, self._load)):
+        if not all(
+            c.wait_for_service(timeout_sec=timeout_s)
+            for c in (self._call, self._snap, self._restore, self._priv, self._load)
+        ):
             return False
         return self._first_state(timeout_s)
 
@@ -116,7 +118,9 @@ class RosHumanoidBridge(HumanoidBridge):
         return resp
 
     def _rpc(self, name: str, **kwargs: Any) -> Any:
-        resp = self._srv(self._call, RobotCall.Request(capability=name, kwargs_json=json.dumps(kwargs)))
+        resp = self._srv(
+            self._call, RobotCall.Request(capability=name, kwargs_json=json.dumps(kwargs))
+        )
         return raise_for(json.loads(resp.result_json))
 
     # --- the bridge ------------------------------------------------------------------------------
@@ -147,8 +151,12 @@ class RosHumanoidBridge(HumanoidBridge):
         return float(self._rpc("command_height", robot=robot, offset_m=float(offset_m)))
 
     def command_arms(self, robot: str, q_rad: np.ndarray, ramp_s: float) -> np.ndarray:
-        return np.asarray(self._rpc("command_arms", robot=robot, q_rad=[float(x) for x in q_rad],
-                                    ramp_s=float(ramp_s)), float)
+        return np.asarray(
+            self._rpc(
+                "command_arms", robot=robot, q_rad=[float(x) for x in q_rad], ramp_s=float(ramp_s)
+            ),
+            float,
+        )
 
     def advance(self, duration_s: float) -> AdvanceReport:
         """Wait until the controller clock passed ``now + duration_s`` (state-topic driven)."""
@@ -160,12 +168,16 @@ class RosHumanoidBridge(HumanoidBridge):
         t0 = self.time_s()
         goal = t0 + float(duration_s)
         with self._tick:
-            ok = self._tick.wait_for(lambda: self._time >= goal - 1e-9 or self._latched, timeout=wall)
+            ok = self._tick.wait_for(
+                lambda: self._time >= goal - 1e-9 or self._latched, timeout=wall
+            )
             expired = tuple(sorted(r for r, n in self._expiries.items() if n > before.get(r, 0)))
         if self._latched:
             return AdvanceReport(max(0.0, self._time - t0), True, "e-stop latched", expired)
         if not ok:
-            raise RosBridgeError(f"the controller clock did not advance {duration_s:.2f} s within {wall:.0f} s")
+            raise RosBridgeError(
+                f"the controller clock did not advance {duration_s:.2f} s within {wall:.0f} s"
+            )
         return AdvanceReport(self._time - t0, watchdog_expired=expired)
 
     def estop(self, reason: str = "") -> None:

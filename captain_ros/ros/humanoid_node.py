@@ -39,8 +39,16 @@ PARAMS = (
     Param("layout", "base", "Corridor layout of the scene.", choices=("base", "l2", "l3", "l4")),
     Param("seed", 1000, "Seed of the locomotion tracking errors.", min_value=0),
     Param("noise", 1.0, "Scale of the locomotion tracking errors (0 = ideal).", 0.0, 5.0),
-    Param("real_time_factor", 1.0, "Simulated seconds per wall second of the control timer.", 0.1, 20.0),
-    Param("state_rate_hz", 20.0, "Rate of /captain/humanoid/state and /joint_states [Hz].", 1.0, 200.0),
+    Param(
+        "real_time_factor",
+        1.0,
+        "Simulated seconds per wall second of the control timer.",
+        0.1,
+        20.0,
+    ),
+    Param(
+        "state_rate_hz", 20.0, "Rate of /captain/humanoid/state and /joint_states [Hz].", 1.0, 200.0
+    ),
 )
 PREFIX = "/captain/humanoid"
 
@@ -54,7 +62,9 @@ class HumanoidNode(Node):
         super().__init__("captain_humanoid", **kwargs)
         self.p = declare(self, PARAMS)
         self.lock = threading.RLock()
-        self.bridge = bridge if bridge is not None else self._make(self.p["layout"], int(self.p["seed"]))
+        self.bridge = (
+            bridge if bridge is not None else self._make(self.p["layout"], int(self.p["seed"]))
+        )
         self._snapshots: dict[str, Any] = {}
         self._expiries = dict.fromkeys(self.bridge.spec.robot_names, 0)
         ctl, srv = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
@@ -63,16 +73,27 @@ class HumanoidNode(Node):
         self.create_service(RobotCall, f"{PREFIX}/call", self._on_call, callback_group=srv)
         self.create_service(Snapshot, f"{PREFIX}/snapshot", self._on_snapshot, callback_group=srv)
         self.create_service(Restore, f"{PREFIX}/restore", self._on_restore, callback_group=srv)
-        self.create_service(PrivilegedState, f"{PREFIX}/privileged_state", self._on_privileged,
-                            callback_group=srv)
+        self.create_service(
+            PrivilegedState, f"{PREFIX}/privileged_state", self._on_privileged, callback_group=srv
+        )
         self.create_service(LoadScene, f"{PREFIX}/load_scene", self._on_load, callback_group=srv)
-        self.estop = EStopInterface(self, lambda r: self.bridge.estop(r), lambda: self.bridge.reset_estop(),
-                                    lambda: self.bridge.estopped)
+        self.estop = EStopInterface(
+            self,
+            lambda r: self.bridge.estop(r),
+            lambda: self.bridge.reset_estop(),
+            lambda: self.bridge.estopped,
+        )
         dt = self.bridge.spec.control_dt_s
         self.create_timer(dt / self.p["real_time_factor"], self._tick, callback_group=ctl)
-        self.create_timer(1.0 / self.p["state_rate_hz"], self._publish, callback_group=MutuallyExclusiveCallbackGroup())
-        self.get_logger().info(f"humanoid pair on layout {self.p['layout']} at {1 / dt:.0f} Hz control, "
-                               f"real-time factor {self.p['real_time_factor']}")
+        self.create_timer(
+            1.0 / self.p["state_rate_hz"],
+            self._publish,
+            callback_group=MutuallyExclusiveCallbackGroup(),
+        )
+        self.get_logger().info(
+            f"humanoid pair on layout {self.p['layout']} at {1 / dt:.0f} Hz control, "
+            f"real-time factor {self.p['real_time_factor']}"
+        )
 
     def _make(self, layout: str, seed: int) -> Any:
         from captain_ros.backends.humanoid.sim import MujocoHumanoidPair
@@ -91,8 +112,13 @@ class HumanoidNode(Node):
             states = {r: self.bridge.state(r) for r in self.bridge.spec.robot_names}
             priv = self.bridge.privileged_state()
             expiries = dict(self._expiries)
-        msg = {"time_s": priv["time_s"], "estop": priv["estop"], "payload": priv["payload"],
-               "robots": {r: s.to_dict() for r, s in states.items()}, "watchdog_expiries": expiries}
+        msg = {
+            "time_s": priv["time_s"],
+            "estop": priv["estop"],
+            "payload": priv["payload"],
+            "robots": {r: s.to_dict() for r, s in states.items()},
+            "watchdog_expiries": expiries,
+        }
         self.state_pub.publish(String(data=json.dumps(msg)))
         names: list[str] = []
         position: list[float] = []
@@ -112,12 +138,19 @@ class HumanoidNode(Node):
             if not isinstance(kwargs, dict):
                 raise ValueError("not an object")
         except ValueError as exc:
-            reply = {"ok": False, "value": None, "error": f"kwargs_json is not a JSON object ({exc})",
-                     "error_type": "invalid"}
+            reply = {
+                "ok": False,
+                "value": None,
+                "error": f"kwargs_json is not a JSON object ({exc})",
+                "error_type": "invalid",
+            }
         else:
             with self.lock:
                 reply = serve(self.bridge, req.capability, kwargs)
-        resp.success, resp.failure_category = bool(reply["ok"]), "" if reply["ok"] else reply["error_type"]
+        resp.success, resp.failure_category = (
+            bool(reply["ok"]),
+            "" if reply["ok"] else reply["error_type"],
+        )
         resp.result_json = convert.dumps(reply)
         return resp
 
@@ -153,7 +186,10 @@ class HumanoidNode(Node):
         with self.lock:
             self.bridge.close()
             self.bridge, self._snapshots = new, {}
-        resp.success, resp.message = True, f"loaded layout {req.task or self.p['layout']} seed {req.seed}"
+        resp.success, resp.message = (
+            True,
+            f"loaded layout {req.task or self.p['layout']} seed {req.seed}",
+        )
         return resp
 
 

@@ -64,8 +64,9 @@ class Command:
 class LockedBackend(Backend):
     """Delegates to ``inner`` with every call under ``lock`` (except :meth:`estop`)."""
 
-    def __init__(self, inner: Backend, lock: threading.RLock | None = None,
-                 latched_reason: str | None = None) -> None:
+    def __init__(
+        self, inner: Backend, lock: threading.RLock | None = None, latched_reason: str | None = None
+    ) -> None:
         self.inner = inner
         self.lock = lock or threading.RLock()
         self.latched_reason = latched_reason
@@ -109,8 +110,9 @@ class LockedBackend(Backend):
         with self.lock:
             return self.inner.contact_force_n(arm)
 
-    def servo(self, q_targets: Mapping[str, np.ndarray], duration_s: float,
-              guard: ForceGuard) -> TickReport:
+    def servo(
+        self, q_targets: Mapping[str, np.ndarray], duration_s: float, guard: ForceGuard
+    ) -> TickReport:
         with self.lock:
             stamp_ns = time.time_ns()
             rep = self.inner.servo(q_targets, duration_s, guard)

@@ -20,8 +20,12 @@ from rcl_interfaces.msg import (
 )
 from rclpy.node import Node
 
-_TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
-          float: ParameterType.PARAMETER_DOUBLE, str: ParameterType.PARAMETER_STRING}
+_TYPES = {
+    bool: ParameterType.PARAMETER_BOOL,
+    int: ParameterType.PARAMETER_INTEGER,
+    float: ParameterType.PARAMETER_DOUBLE,
+    str: ParameterType.PARAMETER_STRING,
+}
 
 
 @dataclass(frozen=True)
@@ -46,20 +50,36 @@ class Param:
     read_only: bool = True
 
     def descriptor(self) -> ParameterDescriptor:
-        d = ParameterDescriptor(name=self.name, type=_TYPES[type(self.default)],
-                                description=self.description, read_only=self.read_only)
+        d = ParameterDescriptor(
+            name=self.name,
+            type=_TYPES[type(self.default)],
+            description=self.description,
+            read_only=self.read_only,
+        )
         if self.choices:
             d.additional_constraints = "one of: " + ", ".join(self.choices)
         lo = self.min_value
         hi = self.max_value
         if isinstance(self.default, float) and (lo is not None or hi is not None):
-            d.floating_point_range = [FloatingPointRange(
-                from_value=float(lo if lo is not None else -1e300),
-                to_value=float(hi if hi is not None else 1e300), step=0.0)]
-        elif isinstance(self.default, int) and not isinstance(self.default, bool) and (
-                lo is not None or hi is not None):
-            d.integer_range = [IntegerRange(from_value=int(lo if lo is not None else -(2**62)),
-                                            to_value=int(hi if hi is not None else 2**62), step=0)]
+            d.floating_point_range = [
+                FloatingPointRange(
+                    from_value=float(lo if lo is not None else -1e300),
+                    to_value=float(hi if hi is not None else 1e300),
+                    step=0.0,
+                )
+            ]
+        elif (
+            isinstance(self.default, int)
+            and not isinstance(self.default, bool)
+            and (lo is not None or hi is not None)
+        ):
+            d.integer_range = [
+                IntegerRange(
+                    from_value=int(lo if lo is not None else -(2**62)),
+                    to_value=int(hi if hi is not None else 2**62),
+                    step=0,
+                )
+            ]
         return d
 
     def check(self, value: Any) -> str | None:
@@ -78,8 +98,11 @@ class ParameterError(ValueError):
     """A node parameter is invalid (the message names the parameter and the valid values)."""
 
 
-def declare(node: Node, params: Sequence[Param],
-            extra_check: Callable[[dict[str, Any]], str | None] | None = None) -> dict[str, Any]:
+def declare(
+    node: Node,
+    params: Sequence[Param],
+    extra_check: Callable[[dict[str, Any]], str | None] | None = None,
+) -> dict[str, Any]:
     """Declare ``params`` on ``node`` and return their validated values by name.
 
     Raises:

@@ -32,18 +32,31 @@ from captain_ros.ros.publish_log import PublishLog
 from captain_ros.ros.state_publisher import CameraPublisher
 
 PARAMS = (
-    Param("segmenter", "default", "Segmentation: 'default' (weight-free colour/depth, the "
-          "simulator's) or 'sam' (SAM checkpoint folder sam_folder).", choices=SEGMENTERS),
+    Param(
+        "segmenter",
+        "default",
+        "Segmentation: 'default' (weight-free colour/depth, the "
+        "simulator's) or 'sam' (SAM checkpoint folder sam_folder).",
+        choices=SEGMENTERS,
+    ),
     Param("sam_folder", "", "Local SAM checkpoint folder (segmenter sam)."),
-    Param("pointer", "default", "Text -> points: 'default' (weight-free), 'vlm_local' (folder "
-          "vlm_folder) or 'vlm_endpoint' (OpenAI-compatible vlm_url + vlm_model, Molmo-style).",
-          choices=POINTERS),
+    Param(
+        "pointer",
+        "default",
+        "Text -> points: 'default' (weight-free), 'vlm_local' (folder "
+        "vlm_folder) or 'vlm_endpoint' (OpenAI-compatible vlm_url + vlm_model, Molmo-style).",
+        choices=POINTERS,
+    ),
     Param("vlm_folder", "", "Local image-text-to-text model folder (pointer vlm_local)."),
     Param("vlm_url", "", "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."),
     Param("vlm_model", "", "Served pointing model name (pointer vlm_endpoint)."),
     Param("vlm_api_key_env", "CAPTAIN_VLM_API_KEY", "Environment variable holding the key."),
-    Param("vlm_coords", "auto", "Unit of the pointer's XML coordinates.",
-          choices=("auto", "percent", "permille", "pixels", "fraction")),
+    Param(
+        "vlm_coords",
+        "auto",
+        "Unit of the pointer's XML coordinates.",
+        choices=("auto", "percent", "permille", "pixels", "fraction"),
+    ),
     Param("model_device", "cpu", "torch device of local models."),
     Param("publish_observations", True, "Publish every observation's frames on /camera/<c>/*."),
     Param("publish_depth", True, "Include 32FC1 depth [m] with published observation frames."),
@@ -53,10 +66,16 @@ PARAMS = (
 def models_of(values: dict[str, Any]) -> PerceptionModels:
     """The model selection of the node parameters (validated)."""
     return PerceptionModels(
-        segmenter=values["segmenter"], sam_folder=values["sam_folder"], pointer=values["pointer"],
-        vlm_folder=values["vlm_folder"], vlm_url=values["vlm_url"], vlm_model=values["vlm_model"],
-        vlm_api_key_env=values["vlm_api_key_env"], vlm_coords=values["vlm_coords"],
-        device=values["model_device"])
+        segmenter=values["segmenter"],
+        sam_folder=values["sam_folder"],
+        pointer=values["pointer"],
+        vlm_folder=values["vlm_folder"],
+        vlm_url=values["vlm_url"],
+        vlm_model=values["vlm_model"],
+        vlm_api_key_env=values["vlm_api_key_env"],
+        vlm_coords=values["vlm_coords"],
+        device=values["model_device"],
+    )
 
 
 def models_problem(values: dict[str, Any]) -> str | None:
@@ -90,8 +109,9 @@ class PerceptionNode(Node):
         from captain_ros.api.service import RobotService
         from captain_ros.perception.service import PerceptionService
 
-        self.perception = PerceptionService(self.backend, segmenter=self._segmenter,
-                                            pointer=self._pointer)
+        self.perception = PerceptionService(
+            self.backend, segmenter=self._segmenter, pointer=self._pointer
+        )
         self.service = RobotService(self.backend, perception=self.perception)
 
     def _call(self, name: str, kwargs: dict[str, Any]) -> Result:
@@ -99,25 +119,34 @@ class PerceptionNode(Node):
         value = result.value if isinstance(result.value, dict) else {}
         stamp = self.get_clock().now().to_msg()
         if result.success and name == "observe" and "handle" in value:
-            self.obs_pub.publish(ObservationHandle(
-                stamp=stamp, handle=str(value["handle"]), cameras=[str(c) for c in value.get("cameras", [])],
-                stamp_s=float(value.get("stamp_s") or 0.0)))
+            self.obs_pub.publish(
+                ObservationHandle(
+                    stamp=stamp,
+                    handle=str(value["handle"]),
+                    cameras=[str(c) for c in value.get("cameras", [])],
+                    stamp_s=float(value.get("stamp_s") or 0.0),
+                )
+            )
             if self.p["publish_observations"]:
                 obs = self.perception.observations.get(str(value["handle"]))
                 self.camera_pub.publish_frames(obs.frames, self.p["publish_depth"])
         dets = value.get("detections") if result.success else None
         if isinstance(dets, list):
-            msg = Detections(prompt=str(kwargs.get("text", "")),
-                             detections=[convert.detection_to_msg(d) for d in dets if isinstance(d, dict)])
+            msg = Detections(
+                prompt=str(kwargs.get("text", "")),
+                detections=[convert.detection_to_msg(d) for d in dets if isinstance(d, dict)],
+            )
             msg.header.stamp, msg.header.frame_id = stamp, "world"
             self.det_pub.publish(msg)
         return result
 
-    def _on_image(self, req: ObservationImage.Request,
-                  resp: ObservationImage.Response) -> ObservationImage.Response:
+    def _on_image(
+        self, req: ObservationImage.Request, resp: ObservationImage.Response
+    ) -> ObservationImage.Response:
         img = self.service.image(req.handle, req.camera)
         resp.found = img is not None
         if img is not None:
-            resp.image = convert.image_msg(img, self.get_clock().now().to_msg(),
-                                           convert.optical_frame(req.camera))
+            resp.image = convert.image_msg(
+                img, self.get_clock().now().to_msg(), convert.optical_frame(req.camera)
+            )
         return resp

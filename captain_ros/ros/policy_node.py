@@ -69,33 +69,69 @@ ROBOT_HEARTBEAT_WAIT_S = 5.0
 answered [s]: a respawned robot answers before this node's liveliness reader has its instance."""
 
 PARAMS = (
-    Param("policy", "scripted", "Default policy when a goal leaves it empty (scripted | openai | "
-          "transformers | replay:FILE)."),
-    Param("model_folder", "", "Student folder of the transformers policy (empty: the packaged "
-          "SmolLM2)."),
-    Param("engine", "auto", "Inference engine of the transformers policy (auto | llamacpp | "
-          "transformers; docs/engines.md).", choices=("auto", "llamacpp", "transformers")),
-    Param("profile", "auto", "Prompt profile (default | compact | helpers | student; auto: the one "
-          "the student in model_folder was trained with, else default).",
-          choices=("auto", *PROFILES)),
+    Param(
+        "policy",
+        "scripted",
+        "Default policy when a goal leaves it empty (scripted | openai | "
+        "transformers | replay:FILE).",
+    ),
+    Param(
+        "model_folder",
+        "",
+        "Student folder of the transformers policy (empty: the packaged SmolLM2).",
+    ),
+    Param(
+        "engine",
+        "auto",
+        "Inference engine of the transformers policy (auto | llamacpp | "
+        "transformers; docs/engines.md).",
+        choices=("auto", "llamacpp", "transformers"),
+    ),
+    Param(
+        "profile",
+        "auto",
+        "Prompt profile (default | compact | helpers | student; auto: the one "
+        "the student in model_folder was trained with, else default).",
+        choices=("auto", *PROFILES),
+    ),
     Param("output_root", "runs/ros", "Folder of episode folders when a goal gives no output_dir."),
-    Param("allowed_root", "", "Folder that a goal's output_dir and a goal's replay:FILE must lie "
-          "under (symlinks resolved); '' = output_root."),
-    Param("key_file", "", "Secured graph: the deployment's key file (0600). Goals must then carry "
-          "its credential (captain ros goal --key-file), and this node signs its robot calls, "
-          "scene loads and snapshots ('' = open graph; docs/ros.md)."),
-    Param("overwrite_output", False, "Replace a non-empty episode folder instead of refusing the "
-          "goal."),
+    Param(
+        "allowed_root",
+        "",
+        "Folder that a goal's output_dir and a goal's replay:FILE must lie "
+        "under (symlinks resolved); '' = output_root.",
+    ),
+    Param(
+        "key_file",
+        "",
+        "Secured graph: the deployment's key file (0600). Goals must then carry "
+        "its credential (captain ros goal --key-file), and this node signs its robot calls, "
+        "scene loads and snapshots ('' = open graph; docs/ros.md).",
+    ),
+    Param(
+        "overwrite_output",
+        False,
+        "Replace a non-empty episode folder instead of refusing the goal.",
+    ),
     Param("call_timeout_s", 120.0, "Longest wait for one robot call [s].", 1.0, 3600.0),
-    Param("expect_recorder", False, "A recorder is part of the graph (set by the launch file): the "
-          "first goal waits for it to be discovered instead of reporting no bag."),
-    Param("bag_wait_s", 15.0, "Longest wait for the recorder to close the episode's bag [s] "
-          "(longer than the recorder's close_grace_s).", 0.0, 120.0),
+    Param(
+        "expect_recorder",
+        False,
+        "A recorder is part of the graph (set by the launch file): the "
+        "first goal waits for it to be discovered instead of reporting no bag.",
+    ),
+    Param(
+        "bag_wait_s",
+        15.0,
+        "Longest wait for the recorder to close the episode's bag [s] "
+        "(longer than the recorder's close_grace_s).",
+        0.0,
+        120.0,
+    ),
 )
 
 
 class PolicyNode(Node):
-
     executor_threads = 4  # calls/e-stop served while a long callback runs
 
     def __init__(self, **kwargs: Any) -> None:
@@ -114,11 +150,14 @@ class PolicyNode(Node):
         self._stopping = threading.Event()  # set by stop(): this process is shutting down
         self.caller = RosRobotCaller(self, self.p["call_timeout_s"], group, give_up=self._lost)
         self.load_scene: Any = self.create_client(
-            LoadScene, "/captain/robot/load_scene", callback_group=group)
+            LoadScene, "/captain/robot/load_scene", callback_group=group
+        )
         self.privileged: Client[Any, Any] = self.create_client(
-            PrivilegedStateSrv, "/captain/robot/privileged_state", callback_group=group)
+            PrivilegedStateSrv, "/captain/robot/privileged_state", callback_group=group
+        )
         self.snapshot: Any = self.create_client(
-            Snapshot, "/captain/robot/snapshot", callback_group=group)
+            Snapshot, "/captain/robot/snapshot", callback_group=group
+        )
         self.verifier: Verifier | None = None
         if self.p["key_file"]:  # the secured graph: checked goals, signed commands
             key = load_key(self.p["key_file"])
@@ -128,14 +167,22 @@ class PolicyNode(Node):
         self.recorder = RecorderWatch(self, self.p["bag_wait_s"], group, self.p["expect_recorder"])
         self.robot_params = AsyncParameterClient(self, "captain_robot", callback_group=group)
         self.estop_latched = False
-        self.create_subscription(Bool, ESTOP_STATE_TOPIC, self._on_estop_state, LATCHED_QOS,
-                                 callback_group=group)
+        self.create_subscription(
+            Bool, ESTOP_STATE_TOPIC, self._on_estop_state, LATCHED_QOS, callback_group=group
+        )
         self._busy = threading.Lock()
         self._goal: Any = None
         self._backend_name = "unknown"
-        self.server = ActionServer(self, RunEpisode, "/captain/run_episode", self._execute,
-                                   goal_callback=self._on_goal, cancel_callback=lambda _g: CancelResponse.ACCEPT,
-                                   callback_group=group, feedback_pub_qos_profile=FEEDBACK_QOS)
+        self.server = ActionServer(
+            self,
+            RunEpisode,
+            "/captain/run_episode",
+            self._execute,
+            goal_callback=self._on_goal,
+            cancel_callback=lambda _g: CancelResponse.ACCEPT,
+            callback_group=group,
+            feedback_pub_qos_profile=FEEDBACK_QOS,
+        )
 
     def _on_estop_state(self, msg: Bool) -> None:
         self.estop_latched = bool(msg.data)
@@ -145,13 +192,18 @@ class PolicyNode(Node):
 
     def _refuse_when_canceled(self, name: str, kwargs: dict[str, Any]) -> Result | None:
         if self._goal is not None and self._goal.is_cancel_requested:
-            return Result.fail(FailureCategory.BUDGET_EXHAUSTED,
-                               f"{name}: the episode was canceled by the operator; nothing was "
-                               "executed. Stop issuing robot calls.")
+            return Result.fail(
+                FailureCategory.BUDGET_EXHAUSTED,
+                f"{name}: the episode was canceled by the operator; nothing was "
+                "executed. Stop issuing robot calls.",
+            )
         lost = self._lost()
         if lost is not None:
-            return Result.fail(FailureCategory.HARDWARE, f"{name}: {lost}; nothing was executed. "
-                               "The episode is ending: stop issuing robot calls.")
+            return Result.fail(
+                FailureCategory.HARDWARE,
+                f"{name}: {lost}; nothing was executed. "
+                "The episode is ending: stop issuing robot calls.",
+            )
         return None
 
     def _lost(self) -> str | None:
@@ -178,18 +230,26 @@ class PolicyNode(Node):
         if self.verifier is not None:
             why = self.verifier.check_goal(goal_handle.request, bytes(goal_handle.goal_id.uuid))
             if why is not None:
-                return self._abort(goal_handle, RunEpisode.Result(), "unauthenticated",
-                                   f"goal refused: {why}; nothing was executed")
+                return self._abort(
+                    goal_handle,
+                    RunEpisode.Result(),
+                    "unauthenticated",
+                    f"goal refused: {why}; nothing was executed",
+                )
         with self._busy:
             return self._run(goal_handle)
 
-    def _abort(self, goal_handle: Any, res: RunEpisode.Result, label: str, error: str) -> RunEpisode.Result:
+    def _abort(
+        self, goal_handle: Any, res: RunEpisode.Result, label: str, error: str
+    ) -> RunEpisode.Result:
         self.get_logger().warning(f"goal aborted ({label}): {error}")
         res.outcome_label, res.summary_json = label, json.dumps({"error": error})
         goal_handle.abort()
         return res
 
-    def _setup(self, g: Any, goal_handle: Any, episode_id: str) -> tuple[EpisodeSetup, GoalObserver]:
+    def _setup(
+        self, g: Any, goal_handle: Any, episode_id: str
+    ) -> tuple[EpisodeSetup, GoalObserver]:
         """The goal's episode, assembled like every other front end's (raises on a bad goal)."""
         from captain_ros.harness.episode import EpisodeOptions
         from captain_ros.harness.episode.budgets import Budgets
@@ -201,41 +261,72 @@ class PolicyNode(Node):
         if g.seed < 0:
             raise InvalidArgumentError(f"seed must be >= 0, got {g.seed}")
         defaults = Budgets()
-        budgets = Budgets(max_requests=g.max_requests or defaults.max_requests,
-                          max_wall_s=g.max_wall_time_s or defaults.max_wall_s,
-                          max_physical_actions=g.max_physical_actions or defaults.max_physical_actions)
+        budgets = Budgets(
+            max_requests=g.max_requests or defaults.max_requests,
+            max_wall_s=g.max_wall_time_s or defaults.max_wall_s,
+            max_physical_actions=g.max_physical_actions or defaults.max_physical_actions,
+        )
         policy_name = g.policy or self.p["policy"]
         root = self.p["allowed_root"] or self.p["output_root"]
-        if g.policy.startswith("replay:"):  # a goal's file; the node's own parameter is the operator's
+        if g.policy.startswith(
+            "replay:"
+        ):  # a goal's file; the node's own parameter is the operator's
             policy_name = "replay:" + str(confine(g.policy.split(":", 1)[1], root, "replay file"))
         from captain_ros.policy.students import expand_policy
 
         folder = self.p["model_folder"]
-        spec, opts = expand_policy(policy_name, {**({"model_folder": folder} if folder else {}),
-                                                 "engine": self.p["engine"]})
+        spec, opts = expand_policy(
+            policy_name,
+            {**({"model_folder": folder} if folder else {}), "engine": self.p["engine"]},
+        )
         folder = opts.get("model_folder") or ""  # a shipped student's folder
         policy = make_policy(spec, opts)
-        out_dir = (confine(g.output_dir, root, "output_dir") if g.output_dir
-                   else Path(self.p["output_root"]) / episode_id)
-        watcher = GoalObserver(goal_handle, self.receipt_pub, self.privileged_pub, episode_id,
-                               budgets.max_requests, self.trajectory_pub)
-        observers: list[EpisodeObserver] = [CancelObserver(lambda: goal_handle.is_cancel_requested),
-                                            StopWhen(lambda: self._lost() and self._stop_label()),
-                                            watcher, ReportObserver(out_dir), RuntimeObserver(policy)]
+        out_dir = (
+            confine(g.output_dir, root, "output_dir")
+            if g.output_dir
+            else Path(self.p["output_root"]) / episode_id
+        )
+        watcher = GoalObserver(
+            goal_handle,
+            self.receipt_pub,
+            self.privileged_pub,
+            episode_id,
+            budgets.max_requests,
+            self.trajectory_pub,
+        )
+        observers: list[EpisodeObserver] = [
+            CancelObserver(lambda: goal_handle.is_cancel_requested),
+            StopWhen(lambda: self._lost() and self._stop_label()),
+            watcher,
+            ReportObserver(out_dir),
+            RuntimeObserver(policy),
+        ]
         # a simulation's ground truth is mandatory: wait for its services (discovery after a
         # fresh launch can lag the action server); hardware has none
         sim = backend in SIM_BACKENDS and self.privileged.wait_for_service(timeout_sec=10.0)
         if backend in SIM_BACKENDS and not sim:
-            raise InvalidArgumentError(f"the {backend} robot node offers no privileged_state service")
+            raise InvalidArgumentError(
+                f"the {backend} robot node offers no privileged_state service"
+            )
         setup = EpisodeSetup(
-            task=task, seed=int(g.seed), robot=self.caller, policy=policy, out_dir=out_dir,
-            budgets=budgets, options=EpisodeOptions(policy_name=policy_name,
-                                                    backend_name=backend,
-                                                    profile=resolve_profile(
-                                                        self.p["profile"], folder or None)),
-            privileged=ServicePrivileged(self.privileged, self.snapshot, self._call) if sim else None,
+            task=task,
+            seed=int(g.seed),
+            robot=self.caller,
+            policy=policy,
+            out_dir=out_dir,
+            budgets=budgets,
+            options=EpisodeOptions(
+                policy_name=policy_name,
+                backend_name=backend,
+                profile=resolve_profile(self.p["profile"], folder or None),
+            ),
+            privileged=ServicePrivileged(self.privileged, self.snapshot, self._call)
+            if sim
+            else None,
             host_success=None if sim else self._emulated_host_success(task),
-            observers=observers, overwrite=bool(self.p["overwrite_output"]))
+            observers=observers,
+            overwrite=bool(self.p["overwrite_output"]),
+        )
         setup.prepare()  # before the recorder opens its bag (it may write into the folder)
         return setup, watcher
 
@@ -253,8 +344,13 @@ class PolicyNode(Node):
         episode_id = f"{g.task}_{g.seed}_{time.strftime('%Y%m%dT%H%M%S')}_{int(time.time() * 1000) % 1000:03d}"
         res.episode_id = episode_id
         if self.estop_latched:  # only an operator's /captain/estop/reset releases it
-            return self._abort(goal_handle, res, "estop", "the e-stop is latched: an operator must "
-                               f"release it with {ESTOP_RESET_SRV} before a new episode")
+            return self._abort(
+                goal_handle,
+                res,
+                "estop",
+                "the e-stop is latched: an operator must "
+                f"release it with {ESTOP_RESET_SRV} before a new episode",
+            )
         try:
             setup, watcher = self._setup(g, goal_handle, episode_id)
         except Exception as exc:  # noqa: BLE001 - a bad goal aborts with a reason
@@ -265,22 +361,33 @@ class PolicyNode(Node):
             return self._abort(goal_handle, res, "scene_not_loaded", loaded)
         if not self._set_active_episode(episode_id):
             setup.policy.close()
-            return self._abort(goal_handle, res, "robot_not_ready", "the robot node did not accept "
-                               "the episode (its active_episode parameter); nothing was executed")
+            return self._abort(
+                goal_handle,
+                res,
+                "robot_not_ready",
+                "the robot node did not accept "
+                "the episode (its active_episode parameter); nothing was executed",
+            )
         if not self.robot_alive.wait_alive(ROBOT_HEARTBEAT_WAIT_S):
             self._set_active_episode("")
             setup.policy.close()
-            return self._abort(goal_handle, res, "robot_not_ready", "the robot node answered but "
-                               "its heartbeat (/captain/alive/robot) was not heard within "
-                               f"{ROBOT_HEARTBEAT_WAIT_S:g} s; nothing was executed")
+            return self._abort(
+                goal_handle,
+                res,
+                "robot_not_ready",
+                "the robot node answered but "
+                "its heartbeat (/captain/alive/robot) was not heard within "
+                f"{ROBOT_HEARTBEAT_WAIT_S:g} s; nothing was executed",
+            )
         self._robot_instance = self.robot_alive.instance
         self._goal = goal_handle
         self.caller.episode_id, self.caller.refuse = episode_id, self._refuse_when_canceled
         self.caller.request_index_fn = lambda: watcher.request
         # a recorder still discovering the graph would miss the window's first messages
         self.recorder.wait_ready(lambda: self.event_pub.get_subscription_count() > 0)
-        start_ns = self.window.event(episode_id, "start", {"task": g.task, "seed": g.seed,
-                                                           "out_dir": str(setup.out_dir)})
+        start_ns = self.window.event(
+            episode_id, "start", {"task": g.task, "seed": g.seed, "out_dir": str(setup.out_dir)}
+        )
         bag_open = self.recorder.bag_opened(episode_id)
         try:
             record = setup.run()
@@ -291,8 +398,13 @@ class PolicyNode(Node):
             lost = self._lost()
             self._close_episode(episode_id, watcher.calls, start_ns, lost)
             setup.policy.close()
-        res.outcome_label = ("canceled" if goal_handle.is_cancel_requested
-                             else self._stop_label() if lost else record.outcome)
+        res.outcome_label = (
+            "canceled"
+            if goal_handle.is_cancel_requested
+            else self._stop_label()
+            if lost
+            else record.outcome
+        )
         res.host_success, res.strict_success = record.host_success, record.strict_success
         res.requests, res.calls = record.requests, record.robot_calls
         res.physical_actions, res.wall_time_s = record.physical_actions, record.wall_s
@@ -300,11 +412,16 @@ class PolicyNode(Node):
         bag = self.recorder.bag_closed(episode_id, bag_open)
         res.bag_path, res.bag_complete, res.bag_status = bag.path, bag.complete, bag.status
         if bag.path:
-            record = replace(record, bag_path=bag.path, bag_complete=bag.complete,
-                             extra={**record.extra, "bag_status": bag.status})
+            record = replace(
+                record,
+                bag_path=bag.path,
+                bag_complete=bag.complete,
+                extra={**record.extra, "bag_status": bag.status},
+            )
             record.write(EpisodeFiles(setup.out_dir).summary)
-        res.summary_json = json.dumps({**record.to_dict(), **({"error": lost} if lost else {})},
-                                      default=str)
+        res.summary_json = json.dumps(
+            {**record.to_dict(), **({"error": lost} if lost else {})}, default=str
+        )
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
         elif lost:
@@ -349,8 +466,11 @@ class PolicyNode(Node):
 
     def _load_scene(self, task: str, seed: int) -> str | None:
         if self._backend_name in HARDWARE_BACKENDS and not self.load_scene.wait_for_service(
-                timeout_sec=HARDWARE_TRUTH_WAIT_S):
-            return None  # a real rig serves no load_scene (debug_services): its scene is the table's
+            timeout_sec=HARDWARE_TRUTH_WAIT_S
+        ):
+            return (
+                None  # a real rig serves no load_scene (debug_services): its scene is the table's
+            )
         if not self.load_scene.wait_for_service(timeout_sec=10.0):
             return "the robot node is not running (no /captain/robot/load_scene)"
         resp = call_sync(self.load_scene, LoadScene.Request(task=task, seed=seed), 120.0)

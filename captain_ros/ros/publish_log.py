@@ -53,12 +53,18 @@ class PublishLog:
         self.keep_ns = int(keep_s * 1e9)
         self._stamps: dict[str, deque[int]] = {}
         self._lock = threading.Lock()
-        self.srv = node.create_service(PublishedCounts, f"/{node.get_name()}/published_counts",
-                                       self._on_counts, callback_group=callback_group)
+        self.srv = node.create_service(
+            PublishedCounts,
+            f"/{node.get_name()}/published_counts",
+            self._on_counts,
+            callback_group=callback_group,
+        )
 
     def publisher(self, msg_type: Any, topic: str, qos: Any, **kw: Any) -> CountingPublisher:
         """``node.create_publisher`` whose messages are logged."""
-        return CountingPublisher(self.node.create_publisher(msg_type, topic, qos, **kw), topic, self)
+        return CountingPublisher(
+            self.node.create_publisher(msg_type, topic, qos, **kw), topic, self
+        )
 
     def record(self, topic: str, stamp_ns: int) -> None:
         with self._lock:
@@ -81,8 +87,9 @@ class PublishLog:
                     out[topic] = n
             return out
 
-    def _on_counts(self, req: PublishedCounts.Request,
-                   resp: PublishedCounts.Response) -> PublishedCounts.Response:
+    def _on_counts(
+        self, req: PublishedCounts.Request, resp: PublishedCounts.Response
+    ) -> PublishedCounts.Response:
         resp.counts_json = json.dumps(self.counts(int(req.start_ns), int(req.end_ns)))
         return resp
 

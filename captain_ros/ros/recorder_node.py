@@ -43,26 +43,55 @@ from captain_ros.ros.liveness import Liveness
 from captain_ros.ros.params import Param, declare
 
 EVENTS_TOPIC = "/captain/episode_events"
-EPISODE_TOPICS = ("/captain/receipts,/captain/episode_events,/captain/observations,/captain/privileged,"
-                  "/captain/trajectory,/captain/joint_commands,/captain/detections,/captain/estop/state,/captain/wrench/*,/joint_states,/tf,"
-                  "/tf_static,/camera/*/image_raw,/camera/*/depth/image_raw,/camera/*/camera_info")
+EPISODE_TOPICS = (
+    "/captain/receipts,/captain/episode_events,/captain/observations,/captain/privileged,"
+    "/captain/trajectory,/captain/joint_commands,/captain/detections,/captain/estop/state,/captain/wrench/*,/joint_states,/tf,"
+    "/tf_static,/camera/*/image_raw,/camera/*/depth/image_raw,/camera/*/camera_info"
+)
 PARAMS = (
     Param("output_dir", "runs/bags", "Directory that receives one bag per episode."),
     Param("topics", EPISODE_TOPICS, "Comma-separated topic patterns (fnmatch) to record."),
-    Param("flush_period_s", 0.5, "Flush (close chunk + fsync) period [s]: with hold_s, what a "
-          "crash can lose.", 0.05, 60.0),
+    Param(
+        "flush_period_s",
+        0.5,
+        "Flush (close chunk + fsync) period [s]: with hold_s, what a crash can lose.",
+        0.05,
+        60.0,
+    ),
     Param("discovery_period_s", 0.25, "Period of the topic discovery scan [s].", 0.05, 10.0),
-    Param("discovery_settle_s", 2.0, "Not ready before this long after start [s]: a fresh "
-          "process has not yet discovered every publisher, so 'matched to all it knows' would be "
-          "true of topics it has not seen (a respawned recorder lost a stream's first message).",
-          0.0, 60.0),
-    Param("close_grace_s", 10.0, "Longest wait after 'end' for the messages the nodes published in "
-          "the episode [s]; past it the bag closes marked incomplete.", 0.0, 120.0),
-    Param("hold_s", 0.3, "A message is written once this much older than now [s] (its episode's "
-          "end may be announced after it was published); a crash loses at most this plus the "
-          "flush period.", 0.0, 10.0),
-    Param("buffer_s", 30.0, "How long messages are kept for an episode whose start event arrives "
-          "after them [s].", 1.0, 600.0),
+    Param(
+        "discovery_settle_s",
+        2.0,
+        "Not ready before this long after start [s]: a fresh "
+        "process has not yet discovered every publisher, so 'matched to all it knows' would be "
+        "true of topics it has not seen (a respawned recorder lost a stream's first message).",
+        0.0,
+        60.0,
+    ),
+    Param(
+        "close_grace_s",
+        10.0,
+        "Longest wait after 'end' for the messages the nodes published in "
+        "the episode [s]; past it the bag closes marked incomplete.",
+        0.0,
+        120.0,
+    ),
+    Param(
+        "hold_s",
+        0.3,
+        "A message is written once this much older than now [s] (its episode's "
+        "end may be announced after it was published); a crash loses at most this plus the "
+        "flush period.",
+        0.0,
+        10.0,
+    ),
+    Param(
+        "buffer_s",
+        30.0,
+        "How long messages are kept for an episode whose start event arrives after them [s].",
+        1.0,
+        600.0,
+    ),
 )
 
 
@@ -78,8 +107,9 @@ class RecorderNode(Node):
         self.typestore = make_typestore()
         self.instance = f"{os.getpid()}-{time.time_ns()}"
         self._started_s = time.monotonic()
-        self.router = EpisodeRouter(self._open_writer, buffer_s=self.p["buffer_s"],
-                                    hold_s=self.p["hold_s"])
+        self.router = EpisodeRouter(
+            self._open_writer, buffer_s=self.p["buffer_s"], hold_s=self.p["hold_s"]
+        )
         self.closed: list[ClosedBag] = []
         self.recovered = self._recover_crashed()
         self._types: dict[str, tuple[str, Any, bool]] = {}
@@ -88,7 +118,9 @@ class RecorderNode(Node):
         self._lock = threading.RLock()
         group = MutuallyExclusiveCallbackGroup()
         self.status_pub = self.create_publisher(String, "/captain/recorder/status", LATCHED_QOS)
-        self.create_subscription(EpisodeEvent, EVENTS_TOPIC, self._on_event, 100, callback_group=group)
+        self.create_subscription(
+            EpisodeEvent, EVENTS_TOPIC, self._on_event, 100, callback_group=group
+        )
         self.create_timer(self.p["discovery_period_s"], self._discover, callback_group=group)
         self.create_timer(self.p["flush_period_s"], self.flush, callback_group=group)
         self.policy_alive = Liveness(self, "policy", group, on_lost=self._on_policy_lost)
@@ -105,7 +137,9 @@ class RecorderNode(Node):
                 try:
                     recover_bag(d)
                     done.append(str(d))
-                    self.get_logger().warning(f"recovered the unclosed bag {d} (a recorder crashed)")
+                    self.get_logger().warning(
+                        f"recovered the unclosed bag {d} (a recorder crashed)"
+                    )
                 except Exception as exc:  # noqa: BLE001 - a bag beyond repair is reported, not fatal
                     self.get_logger().error(f"cannot recover {d}: {exc}")
         return done
@@ -113,33 +147,49 @@ class RecorderNode(Node):
     # --- subscriptions --------------------------------------------------------------------------
     def _discover(self) -> None:
         for topic, types in self.get_topic_names_and_types():
-            if topic in self._types or topic == EVENTS_TOPIC or not any(
-                    fnmatch.fnmatch(topic, p) for p in self.patterns):
+            if (
+                topic in self._types
+                or topic == EVENTS_TOPIC
+                or not any(fnmatch.fnmatch(topic, p) for p in self.patterns)
+            ):
                 continue
             msgtype = types[0]
             pkg, _, name = msgtype.split("/")
             cls = getattr(importlib.import_module(f"{pkg}.msg"), name)
             infos = self.get_publishers_info_by_topic(topic)
             reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in infos)
-            latched = any(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in infos)
+            latched = any(
+                i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in infos
+            )
             # deep reader queues: a flush (fsync) stall must not overflow KEEP_LAST and drop data
             big = msgtype in ("sensor_msgs/msg/Image", "sensor_msgs/msg/PointCloud2")
             depth = max([i.qos_profile.depth for i in infos] + [100 if big else 1000])
-            sub_qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE if reliable
-                                 else ReliabilityPolicy.BEST_EFFORT,
-                                 durability=DurabilityPolicy.TRANSIENT_LOCAL if latched
-                                 else DurabilityPolicy.VOLATILE)
-            self._types[topic] = (msgtype, qos(depth, reliable=reliable, transient_local=latched), latched)
+            sub_qos = QoSProfile(
+                depth=depth,
+                reliability=ReliabilityPolicy.RELIABLE
+                if reliable
+                else ReliabilityPolicy.BEST_EFFORT,
+                durability=DurabilityPolicy.TRANSIENT_LOCAL
+                if latched
+                else DurabilityPolicy.VOLATILE,
+            )
+            self._types[topic] = (
+                msgtype,
+                qos(depth, reliable=reliable, transient_local=latched),
+                latched,
+            )
             self._subs[topic] = self.create_subscription(
-                cls, topic, functools.partial(self._on_raw, topic), sub_qos, raw=True)
+                cls, topic, functools.partial(self._on_raw, topic), sub_qos, raw=True
+            )
             self.get_logger().debug(f"recording {topic} [{msgtype}]")
 
     def _on_raw(self, topic: str, data: bytes, info: Any) -> None:
         msgtype, q, latched = self._types[topic]
         stamp = stamp_of_cdr(msgtype, data)
         with self._lock:
-            self.router.message(topic, msgtype, q, data,
-                                stamp or int(info["source_timestamp"]), latched)  # 0: unset
+            self.router.message(
+                topic, msgtype, q, data, stamp or int(info["source_timestamp"]), latched
+            )  # 0: unset
             self._closed(self.router.poll())
 
     # --- episodes -------------------------------------------------------------------------------
@@ -155,7 +205,9 @@ class RecorderNode(Node):
         with self._lock:
             if ev.event == "start":
                 self.router.start(ev.episode_id, at)
-            self.router.message(EVENTS_TOPIC, "captain_ros_interfaces/msg/EpisodeEvent", q, data, at)
+            self.router.message(
+                EVENTS_TOPIC, "captain_ros_interfaces/msg/EpisodeEvent", q, data, at
+            )
             detail = json.loads(ev.detail_json or "{}")
             if ev.event == "end":  # an aborted episode sends no counts: close it at once
                 grace = self._abort_grace() if "aborted" in detail else self.p["close_grace_s"]
@@ -176,8 +228,10 @@ class RecorderNode(Node):
         with self._lock:
             for w in self.router.windows:
                 if w.end_ns is None:
-                    self.get_logger().warning(f"the policy process {instance} died during episode "
-                                              f"{w.episode_id}: closing its bag (incomplete)")
+                    self.get_logger().warning(
+                        f"the policy process {instance} died during episode "
+                        f"{w.episode_id}: closing its bag (incomplete)"
+                    )
                     self.router.end(w.episode_id, time.time_ns(), self._abort_grace())
 
     def _closed(self, bags: list[ClosedBag]) -> None:
@@ -202,13 +256,17 @@ class RecorderNode(Node):
         if not self.context.ok():  # shutting down: the bags are closed, nobody to tell
             return
         with self._lock:
-            status = {"instance": self.instance, "open": self.router.open_paths,
-                      "episodes": [w.episode_id for w in self.router.windows],
-                      "counts": {w.episode_id: dict(w.counts) for w in self.router.windows},
-                      "flushed": self.flushed,  # on disk: what a crash now would keep
-                      "closed": [b.to_dict() for b in self.closed],
-                      "last_closed": self.closed[-1].path if self.closed else "",
-                      "recovered": self.recovered, "ready": self.ready()}
+            status = {
+                "instance": self.instance,
+                "open": self.router.open_paths,
+                "episodes": [w.episode_id for w in self.router.windows],
+                "counts": {w.episode_id: dict(w.counts) for w in self.router.windows},
+                "flushed": self.flushed,  # on disk: what a crash now would keep
+                "closed": [b.to_dict() for b in self.closed],
+                "last_closed": self.closed[-1].path if self.closed else "",
+                "recovered": self.recovered,
+                "ready": self.ready(),
+            }
         self.status_pub.publish(String(data=json.dumps(status)))
 
     def ready(self) -> bool:

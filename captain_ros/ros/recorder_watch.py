@@ -35,15 +35,17 @@ class BagOutcome:
 class RecorderWatch:
     """Subscribes to ``/captain/recorder/status``; waits on its updates."""
 
-    def __init__(self, node: Node, wait_s: float, callback_group: Any = None,
-                 expected: bool = False) -> None:
+    def __init__(
+        self, node: Node, wait_s: float, callback_group: Any = None, expected: bool = False
+    ) -> None:
         self.node = node
         self.wait_s = float(wait_s)
         self.expected = bool(expected)  # the launch started one: wait for it to be discovered
         self.status: dict[str, Any] = {}
         self._event = threading.Event()
-        node.create_subscription(String, STATUS_TOPIC, self._on_status, LATCHED_QOS,
-                                 callback_group=callback_group)
+        node.create_subscription(
+            String, STATUS_TOPIC, self._on_status, LATCHED_QOS, callback_group=callback_group
+        )
 
     def _on_status(self, msg: String) -> None:
         try:
@@ -79,8 +81,10 @@ class RecorderWatch:
         get ready in time."""
         if self._absent():
             return False
-        return self._wait(lambda: bool(self.status.get("ready")) and bool(events_matched()),
-                          give_up=lambda: not self._alive())
+        return self._wait(
+            lambda: bool(self.status.get("ready")) and bool(events_matched()),
+            give_up=lambda: not self._alive(),
+        )
 
     def bag_opened(self, episode_id: str) -> tuple[str, str]:
         """``(path, recorder instance)`` of the bag opened for ``episode_id`` ("" when no recorder
@@ -89,8 +93,12 @@ class RecorderWatch:
             return "", ""  # no recorder in the graph
         # open, and matched to every publisher of its topics (a new recorder still discovering
         # them would miss the episode's first messages)
-        ok = self._wait(lambda: episode_id in (self.status.get("episodes") or [])
-                        and bool(self.status.get("ready")), give_up=lambda: not self._alive())
+        ok = self._wait(
+            lambda: (
+                episode_id in (self.status.get("episodes") or []) and bool(self.status.get("ready"))
+            ),
+            give_up=lambda: not self._alive(),
+        )
         if not ok:
             return "", str(self.status.get("instance", ""))
         paths = self.status.get("open") or []
@@ -105,8 +113,10 @@ class RecorderWatch:
             return BagOutcome("", False, f"none: {why}")
 
         def closed() -> dict[str, Any] | None:
-            return next((b for b in self.status.get("closed") or [] if b.get("episode_id") == episode_id),
-                        None)
+            return next(
+                (b for b in self.status.get("closed") or [] if b.get("episode_id") == episode_id),
+                None,
+            )
 
         def gone() -> bool:
             return not self._alive() or str(self.status.get("instance", "")) != instance
@@ -121,9 +131,19 @@ class RecorderWatch:
             # forget the dead recorder's last status (it said "ready"): the next episode waits for
             # its successor's own status instead of starting before that one has subscribed
             self.status = {}
-            return BagOutcome(path, False, "incomplete: the recorder died during the episode "
-                                           "(`captain bag recover` makes the bag readable)")
+            return BagOutcome(
+                path,
+                False,
+                "incomplete: the recorder died during the episode "
+                "(`captain bag recover` makes the bag readable)",
+            )
         if str(self.status.get("instance", "")) != instance:
-            return BagOutcome(path, False, "incomplete: the recorder restarted during the episode "
-                                           "(it recovered the crashed bag up to its last flush)")
-        return BagOutcome(path, False, f"incomplete: the recorder did not close it within {self.wait_s:g} s")
+            return BagOutcome(
+                path,
+                False,
+                "incomplete: the recorder restarted during the episode "
+                "(it recovered the crashed bag up to its last flush)",
+            )
+        return BagOutcome(
+            path, False, f"incomplete: the recorder did not close it within {self.wait_s:g} s"
+        )

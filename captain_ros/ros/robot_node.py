@@ -45,26 +45,60 @@ PARAMS = (
     Param("backend", "mujoco", "Robot backend.", choices=KNOWN_BACKENDS),
     Param("task", "pick_place", "Task whose scene the simulator loads (simulation backends)."),
     Param("seed", 1000, "Scene seed of the task.", min_value=0),
-    Param("joint_state_rate_hz", 10.0, "Rate of /joint_states, /tf and wrench [Hz] (applied at "
-          "the next activate).", 1.0, 1000.0, read_only=False),
-    Param("camera_rate_hz", 0.0, "Live camera preview rate [Hz]; 0: only observations are published "
-          "(by the perception node). Applied at the next activate.", 0.0, 60.0, read_only=False),
+    Param(
+        "joint_state_rate_hz",
+        10.0,
+        "Rate of /joint_states, /tf and wrench [Hz] (applied at the next activate).",
+        1.0,
+        1000.0,
+        read_only=False,
+    ),
+    Param(
+        "camera_rate_hz",
+        0.0,
+        "Live camera preview rate [Hz]; 0: only observations are published "
+        "(by the perception node). Applied at the next activate.",
+        0.0,
+        60.0,
+        read_only=False,
+    ),
     Param("cameras", "", "Comma-separated cameras to publish; empty = all."),
     Param("publish_depth", True, "Also publish 32FC1 depth images [m]."),
-    Param("backend_config", "", "Rig config of a hardware backend ('' = its default: "
-          "config/piper.yaml for piper (config/piper_dual.yaml: the dual rig), config/xr1.yaml "
-          "for ros_arm)."),
+    Param(
+        "backend_config",
+        "",
+        "Rig config of a hardware backend ('' = its default: "
+        "config/piper.yaml for piper (config/piper_dual.yaml: the dual rig), config/xr1.yaml "
+        "for ros_arm).",
+    ),
     Param("can", "", "piper: CAN interface(s), can0 or can0,can1 ('' = from the config)."),
     Param("emulate", False, "piper: the CAN emulator with the task's scene instead of hardware."),
-    Param("require_episode", True, "Serve robot calls only for the active episode (its "
-          "episode_id); false: any caller (in-process tests, a bench without a policy node)."),
-    Param("active_episode", "", "The episode whose robot calls are served; the policy node sets "
-          "it for a goal's duration ('' = none).", read_only=False),
-    Param("key_file", "", "Secured graph: the deployment's key file (0600); robot calls, the "
-          "e-stop reset, snapshot/restore and load_scene then need its credential ('' = open "
-          "graph; docs/ros.md)."),
-    Param("debug_services", False, "Also serve snapshot/restore/load_scene on a real rig (never "
-          "privileged_state); simulations and emulated rigs always serve them."),
+    Param(
+        "require_episode",
+        True,
+        "Serve robot calls only for the active episode (its "
+        "episode_id); false: any caller (in-process tests, a bench without a policy node).",
+    ),
+    Param(
+        "active_episode",
+        "",
+        "The episode whose robot calls are served; the policy node sets "
+        "it for a goal's duration ('' = none).",
+        read_only=False,
+    ),
+    Param(
+        "key_file",
+        "",
+        "Secured graph: the deployment's key file (0600); robot calls, the "
+        "e-stop reset, snapshot/restore and load_scene then need its credential ('' = open "
+        "graph; docs/ros.md).",
+    ),
+    Param(
+        "debug_services",
+        False,
+        "Also serve snapshot/restore/load_scene on a real rig (never "
+        "privileged_state); simulations and emulated rigs always serve them.",
+    ),
 )
 
 
@@ -107,8 +141,10 @@ def has_ground_truth(backend: Any) -> bool:
 
 def check_backend(values: dict[str, Any]) -> str | None:
     if values["backend"] not in implemented_backends():
-        return (f"backend {values['backend']!r} is not implemented yet; implemented: "
-                f"{', '.join(implemented_backends())}")
+        return (
+            f"backend {values['backend']!r} is not implemented yet; implemented: "
+            f"{', '.join(implemented_backends())}"
+        )
     return None
 
 
@@ -132,8 +168,9 @@ class RobotNode(LifecycleNode):
         self.call_group = MutuallyExclusiveCallbackGroup()
         self.pub_group = MutuallyExclusiveCallbackGroup()
         self.heartbeat = Heartbeat(self, "robot")
-        self.policy_alive = Liveness(self, "policy", MutuallyExclusiveCallbackGroup(),
-                                     on_lost=self._on_policy_lost)
+        self.policy_alive = Liveness(
+            self, "policy", MutuallyExclusiveCallbackGroup(), on_lost=self._on_policy_lost
+        )
 
     def _on_policy_lost(self, instance: str) -> None:
         """The policy node died: its episode's gate closes (no further robot calls; a call in
@@ -141,9 +178,11 @@ class RobotNode(LifecycleNode):
         active = str(self.get_parameter("active_episode").value)
         if active:
             self.set_parameters([Parameter("active_episode", Parameter.Type.STRING, "")])
-            self.get_logger().warning(f"the policy process {instance} died during episode "
-                                      f"{active}: robot calls are refused until the next goal; "
-                                      "the arm holds")
+            self.get_logger().warning(
+                f"the policy process {instance} died during episode "
+                f"{active}: robot calls are refused until the next goal; "
+                "the arm holds"
+            )
 
     # --- lifecycle ------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
@@ -171,33 +210,55 @@ class RobotNode(LifecycleNode):
         from captain_ros.backends import make_backend
 
         inner = self._injected or make_backend(
-            self.p["backend"], scene_of(self.p["task"], int(self.p["seed"]), self.p["backend"]),
-            **backend_options(self.p))
+            self.p["backend"],
+            scene_of(self.p["task"], int(self.p["seed"]), self.p["backend"]),
+            **backend_options(self.p),
+        )
         # a latch from before a cleanup/configure cycle (a backend rebuild) is kept
         backend = self.backend = LockedBackend(inner, latched_reason=self._latched_reason)
         self._set_scene(self.p["task"], int(self.p["seed"]))
         spec = backend.spec
         names = [c.strip() for c in self.p["cameras"].split(",") if c.strip()]
         verifier = self._verifier()
-        self.calls = CallServer(self, ROBOT_CALL_SRV, lambda n, kw: self.service.call(n, kw),
-                                ("motion",), self.call_group, gate=self._episode_gate,
-                                unseal=None if verifier is None else lambda r: unseal(verifier, r))
-        self.estop = EStopInterface(self, backend.estop, backend.reset_estop,
-                                    lambda: self._backend().estopped, secure=verifier is not None)
+        self.calls = CallServer(
+            self,
+            ROBOT_CALL_SRV,
+            lambda n, kw: self.service.call(n, kw),
+            ("motion",),
+            self.call_group,
+            gate=self._episode_gate,
+            unseal=None if verifier is None else lambda r: unseal(verifier, r),
+        )
+        self.estop = EStopInterface(
+            self,
+            backend.estop,
+            backend.reset_estop,
+            lambda: self._backend().estopped,
+            secure=verifier is not None,
+        )
         self._watch_latch()
-        served = debug_services(self.p["backend"] in HARDWARE_BACKENDS, has_ground_truth(backend),
-                                bool(self.p["debug_services"]))
+        served = debug_services(
+            self.p["backend"] in HARDWARE_BACKENDS,
+            has_ground_truth(backend),
+            bool(self.p["debug_services"]),
+        )
         signed = {n: v for n, v in served.items() if n in DEBUG_SERVICES} if verifier else {}
-        self.sim = SimServices(self, self.call_group, served={**served, **dict.fromkeys(signed, False)})
+        self.sim = SimServices(
+            self, self.call_group, served={**served, **dict.fromkeys(signed, False)}
+        )
         if verifier is not None:
-            handlers = {"estop_reset": (Trigger, self.estop.signed_reset),
-                        **{n: self.sim.handler(n) for n, on in signed.items() if on}}
+            handlers = {
+                "estop_reset": (Trigger, self.estop.signed_reset),
+                **{n: self.sim.handler(n) for n, on in signed.items() if on},
+            }
             self.secure = SecureCommands(self, verifier, handlers, self.call_group)
         self.state_pub = StatePublisher(self, spec.arm_names, tuple(names or spec.cameras))
         self.state_pub.publish_static(spec)
         self._configured = [e for e in self._entities() if e not in before]
-        self.get_logger().info(f"configured {self.p['backend']} backend, arms {spec.arm_names}, "
-                               f"cameras {self.state_pub.cameras}")
+        self.get_logger().info(
+            f"configured {self.p['backend']} backend, arms {spec.arm_names}, "
+            f"cameras {self.state_pub.cameras}"
+        )
         return TransitionCallbackReturn.SUCCESS
 
     def _verifier(self) -> Verifier | None:
@@ -233,11 +294,15 @@ class RobotNode(LifecycleNode):
     def on_activate(self, state: State) -> TransitionCallbackReturn:
         rate_hz = self.get_parameter("joint_state_rate_hz").value
         camera_hz = self.get_parameter("camera_rate_hz").value
-        self._timers = [self.create_timer(1.0 / rate_hz, self.publish_state,
-                                          callback_group=self.pub_group)]
+        self._timers = [
+            self.create_timer(1.0 / rate_hz, self.publish_state, callback_group=self.pub_group)
+        ]
         if camera_hz > 0:
-            self._timers.append(self.create_timer(1.0 / camera_hz, self.publish_cameras,
-                                                  callback_group=self.pub_group))
+            self._timers.append(
+                self.create_timer(
+                    1.0 / camera_hz, self.publish_cameras, callback_group=self.pub_group
+                )
+            )
         return super().on_activate(state)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
@@ -309,8 +374,11 @@ class RobotNode(LifecycleNode):
             return False, f"this robot node hosts a fixed backend with scene {self.scene}"
         else:
             try:
-                new = make_backend(self.p["backend"], scene_of(task, seed, self.p["backend"]),
-                                   **backend_options(self.p))
+                new = make_backend(
+                    self.p["backend"],
+                    scene_of(task, seed, self.p["backend"]),
+                    **backend_options(self.p),
+                )
             except Exception as exc:  # noqa: BLE001 - unknown task, bad seed
                 return False, f"cannot load {task!r} seed {seed}: {exc}"
             backend = self._backend()

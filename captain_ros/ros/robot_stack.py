@@ -16,8 +16,9 @@ from captain_ros.ros.robot_node import RobotNode
 from captain_ros.ros.runner import bring_up, run_nodes
 
 
-def make_robot_stack(backend: Any = None, robot_overrides: list[Any] | None = None,
-                     **node_kwargs: Any) -> list[Node]:
+def make_robot_stack(
+    backend: Any = None, robot_overrides: list[Any] | None = None, **node_kwargs: Any
+) -> list[Node]:
     """Robot node (configured + active) and a perception node on its locked backend.
 
     ``robot_overrides`` are parameter overrides of the robot node; ``node_kwargs`` (e.g.

@@ -35,8 +35,9 @@ def bring_up(node: Node) -> None:
         for step in (node.trigger_configure, node.trigger_activate):
             if step() != TransitionCallbackReturn.SUCCESS:
                 why = getattr(node, "last_error", "") or "see the node's log"
-                raise BringUpError(f"{node.get_name()}: {step.__name__.removeprefix('trigger_')} "
-                                   f"failed: {why}")
+                raise BringUpError(
+                    f"{node.get_name()}: {step.__name__.removeprefix('trigger_')} failed: {why}"
+                )
 
 
 class Executors:
@@ -52,13 +53,17 @@ class Executors:
         self.executors: list[Executor] = []
         for n in nodes:
             k = int(getattr(n, "executor_threads", 1))
-            ex: Executor = (MultiThreadedExecutor(num_threads=k, context=n.context) if k > 1
-                            else SingleThreadedExecutor(context=n.context))
+            ex: Executor = (
+                MultiThreadedExecutor(num_threads=k, context=n.context)
+                if k > 1
+                else SingleThreadedExecutor(context=n.context)
+            )
             ex.add_node(n)
             self.executors.append(ex)
         self._stop = threading.Event()
-        self.threads = [threading.Thread(target=self._spin, args=(ex,), daemon=True)
-                        for ex in self.executors]
+        self.threads = [
+            threading.Thread(target=self._spin, args=(ex,), daemon=True) for ex in self.executors
+        ]
 
     def _spin(self, ex: Executor) -> None:
         """``ex.spin()`` that :meth:`shutdown` can end between two iterations."""
@@ -101,8 +106,9 @@ class Executors:
             ex.shutdown(timeout_sec=5.0)
 
 
-def run_nodes(argv: list[str] | None, factory: Callable[[], Sequence[Node]],
-              autostart: bool = True) -> int:
+def run_nodes(
+    argv: list[str] | None, factory: Callable[[], Sequence[Node]], autostart: bool = True
+) -> int:
     """Process entry point: ``rclpy.init``, build ``factory()``, bring up, spin until Ctrl-C."""
     args: list[Any] = list(sys.argv if argv is None else ["captain", *argv])
     rclpy.init(args=args)

@@ -48,10 +48,12 @@ class SimServices:
         self._snapshots: dict[str, tuple[int, Any]] = {}  # id -> (scene generation, snapshot)
         self._n = 0
         self._scene = 0
-        services = [(Snapshot, "snapshot", self._on_snapshot),
-                    (Restore, "restore", self._on_restore),
-                    (LoadScene, "load_scene", self._on_load_scene),
-                    (PrivilegedState, "privileged_state", self._on_privileged)]
+        services = [
+            (Snapshot, "snapshot", self._on_snapshot),
+            (Restore, "restore", self._on_restore),
+            (LoadScene, "load_scene", self._on_load_scene),
+            (PrivilegedState, "privileged_state", self._on_privileged),
+        ]
         self._handlers = {name: (srv, cb) for srv, name, cb in services}
         self.served = tuple(name for _s, name, _c in services if (served or {}).get(name, True))
         for srv, name, cb in services:
@@ -74,20 +76,32 @@ class SimServices:
         self._snapshots[sid] = (self._scene, snap)
         while len(self._snapshots) > MAX_SNAPSHOTS:  # bounded: the oldest go first
             self._snapshots.pop(next(iter(self._snapshots)))
-        parts = ["backend"] + [n for n, v in (("safety layer", snap.guards), ("motion history", snap.motion),
-                                                  ("perception store", snap.perception)) if v is not None]
+        parts = ["backend"] + [
+            n
+            for n, v in (
+                ("safety layer", snap.guards),
+                ("motion history", snap.motion),
+                ("perception store", snap.perception),
+            )
+            if v is not None
+        ]
         resp.success, resp.message, resp.snapshot_id = True, "stored: " + ", ".join(parts), sid
         return resp
 
     def _side(self) -> Any:
         """The robot side as :mod:`captain_ros.harness.record.robot_state` reads it."""
-        return SimpleNamespace(backend=self.robot.backend, motion=getattr(self.robot.service, "motion", None),
-                               perception=self.perception_of() if self.perception_of else None)
+        return SimpleNamespace(
+            backend=self.robot.backend,
+            motion=getattr(self.robot.service, "motion", None),
+            perception=self.perception_of() if self.perception_of else None,
+        )
 
     def _on_restore(self, req: Restore.Request, resp: Restore.Response) -> Restore.Response:
         if req.snapshot_id not in self._snapshots:
             resp.success = False
-            resp.message = f"unknown snapshot {req.snapshot_id!r}; known: {', '.join(self._snapshots)}"
+            resp.message = (
+                f"unknown snapshot {req.snapshot_id!r}; known: {', '.join(self._snapshots)}"
+            )
             return resp
         try:
             restore_robot_side(self._side(), self._snapshots[req.snapshot_id][1])
@@ -97,7 +111,9 @@ class SimServices:
         resp.success, resp.message = True, "restored"
         return resp
 
-    def _on_load_scene(self, req: LoadScene.Request, resp: LoadScene.Response) -> LoadScene.Response:
+    def _on_load_scene(
+        self, req: LoadScene.Request, resp: LoadScene.Response
+    ) -> LoadScene.Response:
         resp.success, resp.message = self.robot.load_scene(req.task, int(req.seed))
         if resp.success:
             self._scene += 1

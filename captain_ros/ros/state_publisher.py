@@ -51,10 +51,14 @@ class CameraPublisher:
         self.cameras = cameras
         self.tf_pub = create_publisher(node, TFMessage, "/tf", 100)
         # images: reliable, deep enough that a subscriber's flush stall drops nothing
-        self.image_pubs = {c: (create_publisher(node, Image, f"/camera/{c}/image_raw", IMAGE_DEPTH),
-                               create_publisher(node, Image, f"/camera/{c}/depth/image_raw", IMAGE_DEPTH),
-                               create_publisher(node, CameraInfo, f"/camera/{c}/camera_info", IMAGE_DEPTH))
-                           for c in cameras}
+        self.image_pubs = {
+            c: (
+                create_publisher(node, Image, f"/camera/{c}/image_raw", IMAGE_DEPTH),
+                create_publisher(node, Image, f"/camera/{c}/depth/image_raw", IMAGE_DEPTH),
+                create_publisher(node, CameraInfo, f"/camera/{c}/camera_info", IMAGE_DEPTH),
+            )
+            for c in cameras
+        }
 
     def publish_frames(self, frames: dict[str, Any], depth: bool = True) -> None:
         stamp = self.node.get_clock().now().to_msg()
@@ -68,8 +72,11 @@ class CameraPublisher:
             if depth:
                 depth_pub.publish(convert.image_msg(fr.depth_m, stamp, frame_id))
             info_pub.publish(convert.camera_info_msg(fr, stamp))
-            tfs.append(convert.transform_msg("world", frame_id, Pose.from_matrix(fr.world_from_camera),
-                                             stamp))
+            tfs.append(
+                convert.transform_msg(
+                    "world", frame_id, Pose.from_matrix(fr.world_from_camera), stamp
+                )
+            )
         self.tf_pub.publish(TFMessage(transforms=tfs))
 
 
@@ -81,8 +88,9 @@ class StatePublisher:
         self.joint_pub = create_publisher(node, JointState, "/joint_states", 100)
         self.tf_pub = create_publisher(node, TFMessage, "/tf", 100)
         self.tf_static_pub = create_publisher(node, TFMessage, "/tf_static", LATCHED_QOS)
-        self.wrench_pubs = {a: create_publisher(node, WrenchStamped, f"/captain/wrench/{a}", 100)
-                            for a in arms}
+        self.wrench_pubs = {
+            a: create_publisher(node, WrenchStamped, f"/captain/wrench/{a}", 100) for a in arms
+        }
         self.camera_pub = CameraPublisher(node, cameras)
         self.cameras = cameras
         self.link_pub = node.create_publisher(String, LINK_TOPIC, 10)  # not a recorded topic
@@ -96,8 +104,14 @@ class StatePublisher:
 
     def publish_static(self, spec: Any) -> None:
         stamp = self._stamp()
-        self.tf_static_pub.publish(TFMessage(transforms=[
-            convert.transform_msg("world", f"{a.name}_base_link", a.base_pose, stamp) for a in spec.arms]))
+        self.tf_static_pub.publish(
+            TFMessage(
+                transforms=[
+                    convert.transform_msg("world", f"{a.name}_base_link", a.base_pose, stamp)
+                    for a in spec.arms
+                ]
+            )
+        )
 
     def publish_state(self, backend: Any) -> None:
         """One consistent sample (taken between two control ticks under the backend lock)."""
@@ -106,12 +120,19 @@ class StatePublisher:
             arms = backend.spec.arm_names
             joints = [self.at_rest_if_paused(a, backend.joint_state(a)) for a in arms]
             jaws = {f"{a}_jaw_opening_m": backend.gripper(a).opening_m for a in arms}
-            tcps = [convert.transform_msg("world", f"{a}_tcp", backend.ee_pose(a), stamp) for a in arms]
+            tcps = [
+                convert.transform_msg("world", f"{a}_tcp", backend.ee_pose(a), stamp) for a in arms
+            ]
             forces = {a: backend.contact_force_n(a) for a in arms}
-            links = {a: backend.link_status(a) for a in arms} if hasattr(backend, "link_status") else {}
+            links = (
+                {a: backend.link_status(a) for a in arms} if hasattr(backend, "link_status") else {}
+            )
         if any(st is not None for st in links.values()):
-            self.link_pub.publish(String(data=compact_json({"stamp_s": stamp.sec + stamp.nanosec * 1e-9,
-                                                            "arms": links})))
+            self.link_pub.publish(
+                String(
+                    data=compact_json({"stamp_s": stamp.sec + stamp.nanosec * 1e-9, "arms": links})
+                )
+            )
         self.joint_pub.publish(convert.joint_states_msg(joints, stamp, jaws))
         if hasattr(backend, "drain_commands"):
             self.publish_commands(backend)
@@ -147,6 +168,8 @@ class StatePublisher:
         try:
             frames = backend.capture(list(self.cameras))
         except Exception as exc:  # noqa: BLE001 - a render failure must not kill the node
-            self.node.get_logger().warning(f"camera capture failed: {exc}", throttle_duration_sec=10.0)
+            self.node.get_logger().warning(
+                f"camera capture failed: {exc}", throttle_duration_sec=10.0
+            )
             return
         self.camera_pub.publish_frames(frames, depth)

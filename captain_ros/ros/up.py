@@ -26,24 +26,41 @@ CONFIG = data_path("config", "captain.yaml")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", default="pick_place", help="task name (default: pick_place)")
     parser.add_argument("--seed", type=int, default=1000, help="scene seed (default: 1000)")
-    parser.add_argument("--policy", default="", help="scripted | openai | transformers | replay:FILE "
-                        "(default: the policy node's parameter)")
-    parser.add_argument("--backend", default="", help="mujoco | fake (default: from the params file)")
+    parser.add_argument(
+        "--policy",
+        default="",
+        help="scripted | openai | transformers | replay:FILE "
+        "(default: the policy node's parameter)",
+    )
+    parser.add_argument(
+        "--backend", default="", help="mujoco | fake (default: from the params file)"
+    )
     parser.add_argument("--params-file", default=str(CONFIG), help="ROS 2 params file")
     parser.add_argument("--out", default="runs/up", help="episode folder; the bag goes to OUT/bags")
     parser.add_argument("--max-requests", type=int, default=0, help="request budget (0 = default)")
-    parser.add_argument("--max-wall-s", type=float, default=0.0, help="wall-time budget [s] (0 = default)")
+    parser.add_argument(
+        "--max-wall-s", type=float, default=0.0, help="wall-time budget [s] (0 = default)"
+    )
     parser.add_argument("--no-record", action="store_true", help="do not start the recorder node")
     parser.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID for this graph")
     parser.add_argument("--quiet", action="store_true", help="do not print receipts as they arrive")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace a non-empty --out folder instead of refusing")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a non-empty --out folder instead of refusing",
+    )
 
 
-def compose(params_file: str, backend: str = "", record_dir: str | None = None,
-            context: Any = None, backend_obj: Any = None,
-            robot_params: dict[str, Any] | None = None, overwrite: bool = False,
-            allowed_root: str = "") -> list[Any]:
+def compose(
+    params_file: str,
+    backend: str = "",
+    record_dir: str | None = None,
+    context: Any = None,
+    backend_obj: Any = None,
+    robot_params: dict[str, Any] | None = None,
+    overwrite: bool = False,
+    allowed_root: str = "",
+) -> list[Any]:
     """The graph's nodes (robot node configured and active) with parameters from ``params_file``.
 
     ``robot_params`` override robot-node parameters (e.g. ``{"camera_rate_hz": 0.0}``);
@@ -61,11 +78,20 @@ def compose(params_file: str, backend: str = "", record_dir: str | None = None,
     robot_over += [Parameter(k, value=v) for k, v in (robot_params or {}).items()]
     nodes = make_robot_stack(backend_obj, robot_overrides=robot_over, **kw)
     confined = [Parameter("allowed_root", value=allowed_root)] if allowed_root else []
-    nodes.append(PolicyNode(parameter_overrides=[*confined, Parameter("overwrite_output", value=overwrite),
-                                                 Parameter("expect_recorder", value=record_dir is not None)],
-                            **kw))
+    nodes.append(
+        PolicyNode(
+            parameter_overrides=[
+                *confined,
+                Parameter("overwrite_output", value=overwrite),
+                Parameter("expect_recorder", value=record_dir is not None),
+            ],
+            **kw,
+        )
+    )
     if record_dir is not None:
-        nodes.append(RecorderNode(parameter_overrides=[Parameter("output_dir", value=record_dir)], **kw))
+        nodes.append(
+            RecorderNode(parameter_overrides=[Parameter("output_dir", value=record_dir)], **kw)
+        )
     return nodes
 
 
@@ -104,22 +130,33 @@ def _run_graph(args: argparse.Namespace) -> int:
     executors = None
     try:
         try:
-            nodes = compose(args.params_file, args.backend,
-                            None if args.no_record else str(out / "bags"), context,
-                            overwrite=args.overwrite, allowed_root=str(out))
+            nodes = compose(
+                args.params_file,
+                args.backend,
+                None if args.no_record else str(out / "bags"),
+                context,
+                overwrite=args.overwrite,
+                allowed_root=str(out),
+            )
         except ParameterError as exc:
             print(f"captain up: {exc}", file=sys.stderr)
             return 2
         operator = Node("captain_up", context=context)
-        client = ActionClient(operator, RunEpisode, "/captain/run_episode",
-                              feedback_sub_qos_profile=FEEDBACK_QOS)
+        client = ActionClient(
+            operator, RunEpisode, "/captain/run_episode", feedback_sub_qos_profile=FEEDBACK_QOS
+        )
         executors = Executors([*nodes, operator]).start()
         if not client.wait_for_server(timeout_sec=30.0):
             print("captain up: the policy node's action server did not come up", file=sys.stderr)
             return 1
-        goal = RunEpisode.Goal(task=args.task, seed=args.seed, policy=args.policy,
-                               max_requests=args.max_requests, max_wall_time_s=args.max_wall_s,
-                               output_dir=str(out))
+        goal = RunEpisode.Goal(
+            task=args.task,
+            seed=args.seed,
+            policy=args.policy,
+            max_requests=args.max_requests,
+            max_wall_time_s=args.max_wall_s,
+            output_dir=str(out),
+        )
 
         def on_feedback(fb: Any) -> None:
             if not args.quiet:
@@ -165,15 +202,24 @@ def _run_graph(args: argparse.Namespace) -> int:
 
 
 def result_summary(res: Any) -> dict[str, Any]:
-    return {"episode_id": res.episode_id, "outcome": res.outcome_label,
-            "host_success": res.host_success, "strict_success": res.strict_success,
-            "requests": res.requests, "robot_calls": res.calls,
-            "physical_actions": res.physical_actions, "failures": res.failures,
-            "wall_time_s": round(res.wall_time_s, 3), "bag": res.bag_path}
+    return {
+        "episode_id": res.episode_id,
+        "outcome": res.outcome_label,
+        "host_success": res.host_success,
+        "strict_success": res.strict_success,
+        "requests": res.requests,
+        "robot_calls": res.calls,
+        "physical_actions": res.physical_actions,
+        "failures": res.failures,
+        "wall_time_s": round(res.wall_time_s, 3),
+        "bag": res.bag_path,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="captain up", description=__doc__.splitlines()[0].replace("`", ""))
+    parser = argparse.ArgumentParser(
+        prog="captain up", description=__doc__.splitlines()[0].replace("`", "")
+    )
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

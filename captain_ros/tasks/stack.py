@@ -69,8 +69,8 @@ class Stack(Task):
         )
         return (
             PlaceOn("green_on_blue", "green_cube", "blue_cube", **kw),  # type: ignore[arg-type]
-            PlaceOn("red_on_green", "red_cube", "green_cube", **kw),
-        )  # type: ignore[arg-type]
+            PlaceOn("red_on_green", "red_cube", "green_cube", **kw),  # type: ignore[arg-type]
+        )
 
     def sample(self, seed: int) -> SceneSpec:
         rng = self.rng(seed)

@@ -25,9 +25,9 @@ class EmulatedCamera:
     def grab(self) -> RawRGBD:
         f = self.emulator.render(self.name)
         k = Intrinsics.from_matrix(f.intrinsics, f.width, f.height)
-        return RawRGBD(
-            f.rgb, encode_depth(f.depth_m, DEPTH_SCALE_M), DEPTH_SCALE_M, k, float(self._clock())
-        )  # type: ignore[operator]
+        depth = encode_depth(f.depth_m, DEPTH_SCALE_M)
+        stamp = float(self._clock())  # type: ignore[operator]
+        return RawRGBD(f.rgb, depth, DEPTH_SCALE_M, k, stamp)
 
     def calibration(self, mount: str) -> np.ndarray:
         """``world_from_optical`` (mount ``world``) or ``flange_from_optical`` (an arm name)."""

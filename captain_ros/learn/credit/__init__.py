@@ -26,8 +26,22 @@ from captain_ros.learn.credit.early_stop import (
 )
 
 __all__ = [
-    "EARLY_STOP_OUTCOME", "EARLY_STOP_RETURN", "ERROR_ONLY_PENALTY", "GAE_LAMBDA", "GROUP_SIZE",
-    "KINDS", "EarlyStop", "EpisodeCredit", "EpisodeValues", "RunningStd", "apply_error_only_rule",
-    "classify_requests", "credit_analysis", "gae", "group_advantages", "round_credit", "td_deltas",
+    "EARLY_STOP_OUTCOME",
+    "EARLY_STOP_RETURN",
+    "ERROR_ONLY_PENALTY",
+    "GAE_LAMBDA",
+    "GROUP_SIZE",
+    "KINDS",
+    "EarlyStop",
+    "EpisodeCredit",
+    "EpisodeValues",
+    "RunningStd",
+    "apply_error_only_rule",
+    "classify_requests",
+    "credit_analysis",
+    "gae",
+    "group_advantages",
+    "round_credit",
+    "td_deltas",
     "unit_hash",
 ]

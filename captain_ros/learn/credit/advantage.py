@@ -49,8 +49,9 @@ class EpisodeValues:
     def __post_init__(self) -> None:
         v, vn = np.asarray(self.v_t, float), np.asarray(self.v_next, float)
         if v.ndim != 1 or v.size < 1 or vn.shape != (v.size - 1,):
-            raise InvalidArgumentError(f"v_t must be (T,) and v_next (T-1,), got {v.shape}, "
-                                       f"{vn.shape}")
+            raise InvalidArgumentError(
+                f"v_t must be (T,) and v_next (T-1,), got {v.shape}, {vn.shape}"
+            )
         if not (np.all(np.isfinite(v)) and np.all(np.isfinite(vn))):
             raise InvalidArgumentError("critic values must be finite")
 
@@ -60,13 +61,17 @@ class EpisodeValues:
         return np.asarray(self.v_next, float) - np.asarray(self.v_t, float)[:-1]
 
 
-def td_deltas(v_t: np.ndarray, v_next: np.ndarray, costs: np.ndarray, return_R: float) -> np.ndarray:
+def td_deltas(
+    v_t: np.ndarray, v_next: np.ndarray, costs: np.ndarray, return_R: float
+) -> np.ndarray:
     """delta_t of eq. 5: (T,) from V(s_t, t), V(s_{t+1}, t), c_t and the terminal return R."""
     v_t, v_next, costs = (np.asarray(a, dtype=np.float64) for a in (v_t, v_next, costs))
     n = v_t.size
     if costs.shape != (n,) or v_next.shape != (n - 1,):
-        raise InvalidArgumentError(f"need v_t ({n},), v_next ({n - 1},), costs ({n},); got "
-                                   f"{v_t.shape}, {v_next.shape}, {costs.shape}")
+        raise InvalidArgumentError(
+            f"need v_t ({n},), v_next ({n - 1},), costs ({n},); got "
+            f"{v_t.shape}, {v_next.shape}, {costs.shape}"
+        )
     nxt = np.append(v_next, float(return_R))
     return costs + nxt - v_t
 
@@ -84,14 +89,18 @@ def gae(deltas: np.ndarray, lam: float = GAE_LAMBDA) -> np.ndarray:
     return out
 
 
-def group_advantages(returns_G: Sequence[float], gae_values: Sequence[np.ndarray]) -> list[np.ndarray]:
+def group_advantages(
+    returns_G: Sequence[float], gae_values: Sequence[np.ndarray]
+) -> list[np.ndarray]:
     """Eq. 6 for the rollouts of one start state: outcome term + centred GAE term, per episode."""
     g = np.asarray(returns_G, dtype=np.float64)
     if g.ndim != 1 or g.size != len(gae_values) or g.size == 0:
         raise InvalidArgumentError("need one return G per episode of the group")
     g_mean = float(g.mean())
-    return [(g[i] - g_mean) + (np.asarray(a, float) - float(np.mean(a)))
-            for i, a in enumerate(gae_values)]
+    return [
+        (g[i] - g_mean) + (np.asarray(a, float) - float(np.mean(a)))
+        for i, a in enumerate(gae_values)
+    ]
 
 
 class RunningStd:
@@ -139,8 +148,9 @@ class RunningStd:
         return r
 
 
-def apply_error_only_rule(adv: np.ndarray, error_only: np.ndarray,
-                          penalty: float = ERROR_ONLY_PENALTY) -> np.ndarray:
+def apply_error_only_rule(
+    adv: np.ndarray, error_only: np.ndarray, penalty: float = ERROR_ONLY_PENALTY
+) -> np.ndarray:
     """No positive credit for Python-error-only requests, plus ``-penalty`` (penalty >= 0)."""
     if penalty < 0:
         raise InvalidArgumentError(f"penalty must be >= 0, got {penalty}")
@@ -166,9 +176,14 @@ class EpisodeCredit:
         return {k + 1: float(a) for k, a in enumerate(self.advantages)}
 
 
-def round_credit(episodes: Sequence[EpisodeArrays], values: Mapping[str, EpisodeValues],
-                 running_std: RunningStd, *, lam: float = GAE_LAMBDA,
-                 error_penalty: float = ERROR_ONLY_PENALTY) -> list[EpisodeCredit]:
+def round_credit(
+    episodes: Sequence[EpisodeArrays],
+    values: Mapping[str, EpisodeValues],
+    running_std: RunningStd,
+    *,
+    lam: float = GAE_LAMBDA,
+    error_penalty: float = ERROR_ONLY_PENALTY,
+) -> list[EpisodeCredit]:
     """The advantages of one round, in the order of ``episodes``.
 
     ``values`` maps episode id to that episode's critic values; they must all come from the same
@@ -178,16 +193,20 @@ def round_credit(episodes: Sequence[EpisodeArrays], values: Mapping[str, Episode
     versions = {values[e.episode_id].critic_version for e in episodes if e.episode_id in values}
     missing = [e.episode_id for e in episodes if e.episode_id not in values]
     if missing:
-        raise InvalidArgumentError(f"no critic values for {len(missing)} episodes, e.g. {missing[0]}")
+        raise InvalidArgumentError(
+            f"no critic values for {len(missing)} episodes, e.g. {missing[0]}"
+        )
     if len(versions) > 1:
-        raise InvalidArgumentError(f"a round's values must come from one critic version, got "
-                                   f"{sorted(versions)}")
+        raise InvalidArgumentError(
+            f"a round's values must come from one critic version, got {sorted(versions)}"
+        )
     deltas, gaes = {}, {}
     for e in episodes:
         v = values[e.episode_id]
         if v.v_t.size != e.n_requests:
-            raise InvalidArgumentError(f"{e.episode_id}: {e.n_requests} requests but "
-                                       f"{v.v_t.size} values")
+            raise InvalidArgumentError(
+                f"{e.episode_id}: {e.n_requests} requests but {v.v_t.size} values"
+            )
         deltas[e.episode_id] = td_deltas(v.v_t, v.v_next, e.costs, e.return_R)
         gaes[e.episode_id] = gae(deltas[e.episode_id], lam)
     groups: dict[str, list[EpisodeArrays]] = {}
@@ -195,14 +214,24 @@ def round_credit(episodes: Sequence[EpisodeArrays], values: Mapping[str, Episode
         groups.setdefault(e.group, []).append(e)
     raw: dict[str, np.ndarray] = {}
     for members in groups.values():
-        adv = group_advantages([m.episode_return for m in members],
-                               [gaes[m.episode_id] for m in members])
+        adv = group_advantages(
+            [m.episode_return for m in members], [gaes[m.episode_id] for m in members]
+        )
         raw.update({m.episode_id: a for m, a in zip(members, adv, strict=True)})
     running_std.update(np.concatenate([raw[e.episode_id] for e in episodes]))
     out = []
     for e in episodes:
-        final = apply_error_only_rule(running_std.scale(raw[e.episode_id]), e.error_only,
-                                      error_penalty)
-        out.append(EpisodeCredit(e.episode_id, deltas[e.episode_id], gaes[e.episode_id],
-                                 raw[e.episode_id], final, values[e.episode_id].critic_version))
+        final = apply_error_only_rule(
+            running_std.scale(raw[e.episode_id]), e.error_only, error_penalty
+        )
+        out.append(
+            EpisodeCredit(
+                e.episode_id,
+                deltas[e.episode_id],
+                gaes[e.episode_id],
+                raw[e.episode_id],
+                final,
+                values[e.episode_id].critic_version,
+            )
+        )
     return out

@@ -77,9 +77,12 @@ def _iqr(x: list[float]) -> list[float] | None:
     return [float(np.percentile(x, 25)), float(np.percentile(x, 75))] if x else None
 
 
-def credit_analysis(episodes: Sequence[EpisodeArrays], values: Mapping[str, EpisodeValues],
-                    advantages: Mapping[str, np.ndarray],
-                    feature_names: Sequence[str]) -> dict[str, object]:
+def credit_analysis(
+    episodes: Sequence[EpisodeArrays],
+    values: Mapping[str, EpisodeValues],
+    advantages: Mapping[str, np.ndarray],
+    feature_names: Sequence[str],
+) -> dict[str, object]:
     """|A| shares per request kind and median dV per grasp outcome / perception, as a dict."""
     mass = dict.fromkeys(KINDS, 0.0)
     count = dict.fromkeys(KINDS, 0)

@@ -59,8 +59,9 @@ class EarlyStop:
         if self.patience < 1 or self.after_request < 0:
             raise InvalidArgumentError("patience must be >= 1 and after_request >= 0")
         if not 0.0 <= self.control_fraction <= 1.0:
-            raise InvalidArgumentError(f"control_fraction must be in [0, 1], got "
-                                       f"{self.control_fraction}")
+            raise InvalidArgumentError(
+                f"control_fraction must be in [0, 1], got {self.control_fraction}"
+            )
 
     def in_control_slice(self, episode_key: str) -> bool:
         """Whether ``episode_key`` (e.g. ``"pick_place:12:r2"``) is in the never-cut slice."""
@@ -73,7 +74,7 @@ class EarlyStop:
             return False
         if task in self.exempt_tasks or self.in_control_slice(episode_key):
             return False
-        tail = np.asarray(values_after[-self.patience:], dtype=np.float64)
+        tail = np.asarray(values_after[-self.patience :], dtype=np.float64)
         if not np.all(np.isfinite(tail)):
             raise InvalidArgumentError("critic values must be finite")
         return bool(np.all(tail < self.threshold))

@@ -15,10 +15,19 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_LAZY = {"Critic": "critic", "EnsembleMLP": "model", "CoTrainer": "train",
-         "CoTrainRound": "train", "WarmStartConfig": "train", "warm_start": "train",
-         "evaluate": "train", "bce_loss": "train", "InputSpec": "inputs",
-         "check_feature_names": "inputs", "request_states": "inputs"}
+_LAZY = {
+    "Critic": "critic",
+    "EnsembleMLP": "model",
+    "CoTrainer": "train",
+    "CoTrainRound": "train",
+    "WarmStartConfig": "train",
+    "warm_start": "train",
+    "evaluate": "train",
+    "bce_loss": "train",
+    "InputSpec": "inputs",
+    "check_feature_names": "inputs",
+    "request_states": "inputs",
+}
 
 __all__ = sorted(_LAZY)
 

@@ -26,15 +26,18 @@ from captain_ros.learn.episodes import EpisodeArrays
 # Substrings that mark a counter of the policy's behaviour rather than physical state.
 POLICY_COUNTER = re.compile(
     r"(call|request|fail|error|perception|observe|retr|attempt|token|elapsed|turn|count|budget"
-    r"|receipt|tool)", re.IGNORECASE)
+    r"|receipt|tool)",
+    re.IGNORECASE,
+)
 
 
 def check_feature_names(names: Sequence[str]) -> None:
     """Raise unless ``names`` are distinct and none is a policy-behaviour counter."""
     bad = [n for n in names if POLICY_COUNTER.search(n)]
     if bad:
-        raise InvalidArgumentError(f"policy-behaviour counters are not critic inputs: "
-                                   f"{', '.join(bad)}")
+        raise InvalidArgumentError(
+            f"policy-behaviour counters are not critic inputs: {', '.join(bad)}"
+        )
     if len(set(names)) != len(names):
         raise InvalidArgumentError("feature names must be distinct")
 
@@ -70,27 +73,34 @@ class InputSpec:
         return len(self.feature_names) + 1 + len(self.tasks)
 
     @classmethod
-    def fit(cls, feature_names: Sequence[str], tasks: Sequence[str], x: np.ndarray,
-            t: np.ndarray) -> InputSpec:
+    def fit(
+        cls, feature_names: Sequence[str], tasks: Sequence[str], x: np.ndarray, t: np.ndarray
+    ) -> InputSpec:
         """Standardisation fitted on raw features ``x`` (N, F) and request indices ``t`` (N,)."""
         xt = np.column_stack([np.asarray(x, np.float64), np.asarray(t, np.float64)])
         std = xt.std(axis=0)
         # A column constant at warm start (the second arm on single-arm tasks) keeps scale 1, so
         # values it takes later (a dual-arm task in co-training) stay in range.
-        return cls(tuple(feature_names), tuple(sorted(set(tasks))), xt.mean(axis=0),
-                   np.where(std < 1e-6, 1.0, std))
+        return cls(
+            tuple(feature_names),
+            tuple(sorted(set(tasks))),
+            xt.mean(axis=0),
+            np.where(std < 1e-6, 1.0, std),
+        )
 
     def encode(self, x: np.ndarray, t: np.ndarray, tasks: Sequence[str]) -> np.ndarray:
         """(N, dim) float32 inputs from raw features (N, F), indices (N,) and task names."""
         x = np.asarray(x, dtype=np.float64)
         t = np.asarray(t, dtype=np.float64).reshape(-1)
         if x.ndim != 2 or x.shape[1] != len(self.feature_names) or t.shape[0] != x.shape[0]:
-            raise InvalidArgumentError(f"need features (N, {len(self.feature_names)}) and t (N,), "
-                                       f"got {x.shape} and {t.shape}")
+            raise InvalidArgumentError(
+                f"need features (N, {len(self.feature_names)}) and t (N,), "
+                f"got {x.shape} and {t.shape}"
+            )
         if len(tasks) != x.shape[0]:
             raise InvalidArgumentError("need one task name per row")
         out = np.zeros((x.shape[0], self.dim), dtype=np.float32)
-        out[:, :x.shape[1] + 1] = (np.column_stack([x, t]) - self.mean) / self.std
+        out[:, : x.shape[1] + 1] = (np.column_stack([x, t]) - self.mean) / self.std
         col = {name: i for i, name in enumerate(self.tasks)}
         for r, name in enumerate(tasks):
             j = col.get(name)
@@ -99,13 +109,21 @@ class InputSpec:
         return out
 
     def to_dict(self) -> dict[str, object]:
-        return {"feature_names": list(self.feature_names), "tasks": list(self.tasks),
-                "mean": [float(v) for v in self.mean], "std": [float(v) for v in self.std]}
+        return {
+            "feature_names": list(self.feature_names),
+            "tasks": list(self.tasks),
+            "mean": [float(v) for v in self.mean],
+            "std": [float(v) for v in self.std],
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> InputSpec:
-        return cls(tuple(d["feature_names"]), tuple(d["tasks"]), np.asarray(d["mean"], np.float64),
-                   np.asarray(d["std"], np.float64))
+        return cls(
+            tuple(d["feature_names"]),
+            tuple(d["tasks"]),
+            np.asarray(d["mean"], np.float64),
+            np.asarray(d["std"], np.float64),
+        )
 
 
 @dataclass(frozen=True)
@@ -136,5 +154,10 @@ def request_states(episodes: Sequence[EpisodeArrays]) -> StateBatch:
         tasks += [e.task] * n
         ys.append(np.full(n, float(e.success)))
         idx.append(np.full(n, i))
-    return StateBatch(np.concatenate(xs), np.concatenate(ts), tuple(tasks), np.concatenate(ys),
-                      np.concatenate(idx))
+    return StateBatch(
+        np.concatenate(xs),
+        np.concatenate(ts),
+        tuple(tasks),
+        np.concatenate(ys),
+        np.concatenate(idx),
+    )

@@ -20,8 +20,13 @@ from scipy.stats import rankdata
 
 from captain_ros.core.errors import InvalidArgumentError
 
-ANCHORS = {"auc": 0.970, "within_group_auc": 0.904, "ece": 0.006,
-           "warm_start_auc": 0.907, "warm_start_brier": 0.075}
+ANCHORS = {
+    "auc": 0.970,
+    "within_group_auc": 0.904,
+    "ece": 0.006,
+    "warm_start_auc": 0.907,
+    "warm_start_brier": 0.075,
+}
 
 
 def _check(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -50,8 +55,9 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float:
     return u / pairs if pairs else float("nan")
 
 
-def within_group_auc(scores: np.ndarray, labels: np.ndarray,
-                     groups: Sequence[str]) -> tuple[float, int, int]:
+def within_group_auc(
+    scores: np.ndarray, labels: np.ndarray, groups: Sequence[str]
+) -> tuple[float, int, int]:
     """(pooled within-group AUC, groups with both outcomes, pairs used); NaN if none."""
     s, y = _check(scores, labels)
     g = np.asarray(groups)
@@ -89,12 +95,20 @@ def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 10) -> float:
     return float(err)
 
 
-def critic_metrics(probs: np.ndarray, labels: np.ndarray, groups: Sequence[str],
-                   n_episodes: int) -> dict[str, float | int]:
+def critic_metrics(
+    probs: np.ndarray, labels: np.ndarray, groups: Sequence[str], n_episodes: int
+) -> dict[str, float | int]:
     """The metrics.json figures for one split."""
     w_auc, w_groups, w_pairs = within_group_auc(probs, labels, groups)
     y = np.asarray(labels, bool)
-    return {"auc": auc(probs, labels), "within_group_auc": w_auc, "brier": brier(probs, labels),
-            "ece": ece(probs, labels), "states": int(y.size), "episodes": int(n_episodes),
-            "positive_state_rate": float(y.mean()) if y.size else float("nan"),
-            "groups_with_both_outcomes": w_groups, "within_group_pairs": w_pairs}
+    return {
+        "auc": auc(probs, labels),
+        "within_group_auc": w_auc,
+        "brier": brier(probs, labels),
+        "ece": ece(probs, labels),
+        "states": int(y.size),
+        "episodes": int(n_episodes),
+        "positive_state_rate": float(y.mean()) if y.size else float("nan"),
+        "groups_with_both_outcomes": w_groups,
+        "within_group_pairs": w_pairs,
+    }

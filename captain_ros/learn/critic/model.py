@@ -24,8 +24,9 @@ HIDDEN = (256, 256, 256)
 class EnsembleMLP(nn.Module):
     """``n_members`` independent MLPs over the same input, evaluated together."""
 
-    def __init__(self, d_in: int, n_members: int = N_MEMBERS, hidden: Sequence[int] = HIDDEN,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, d_in: int, n_members: int = N_MEMBERS, hidden: Sequence[int] = HIDDEN, seed: int = 0
+    ) -> None:
         super().__init__()
         if d_in < 1 or n_members < 1 or not hidden or min(hidden) < 1:
             raise ValueError("d_in, n_members and hidden sizes must be positive")

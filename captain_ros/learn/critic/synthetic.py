@@ -33,31 +33,49 @@ def _grasp_p(task: str, tasks: Sequence[str]) -> float:
     return 0.35 + 0.5 * (tasks.index(task) + 1) / (len(tasks) + 1)
 
 
-def synthetic_episodes(n_groups: int, group_size: int = 4, tasks: Sequence[str] = DEFAULT_TASKS,
-                       mean_requests: int = 25, seed: int = 0) -> list[EpisodeArrays]:
+def synthetic_episodes(
+    n_groups: int,
+    group_size: int = 4,
+    tasks: Sequence[str] = DEFAULT_TASKS,
+    mean_requests: int = 25,
+    seed: int = 0,
+) -> list[EpisodeArrays]:
     """``n_groups`` start states x ``group_size`` rollouts (about ``mean_requests`` each)."""
     rng = np.random.default_rng(seed)
     out: list[EpisodeArrays] = []
     for g in range(n_groups):
         task = tasks[g % len(tasks)]
         x0 = np.zeros(len(FEATURE_NAMES), np.float32)
-        x0[_I["ee0_x_m"]:_I["ee0_z_m"] + 1] = rng.uniform([0.2, -0.2, 0.15], [0.4, 0.2, 0.3])
+        x0[_I["ee0_x_m"] : _I["ee0_z_m"] + 1] = rng.uniform([0.2, -0.2, 0.15], [0.4, 0.2, 0.3])
         x0[_I["jaw0_opening_m"]] = 0.08
         x0[_I["n_goals"]] = 1 + g % 2
-        x0[_I["target_x_m"]:_I["target_z_m"] + 1] = rng.uniform([0.25, -0.2, 0.02], [0.45, 0.2, 0.03])
-        x0[_I["dest_x_m"]:_I["dest_z_m"] + 1] = rng.uniform([0.25, -0.2, 0.02], [0.45, 0.2, 0.03])
-        x0[_I["ee_to_target_m"]] = np.linalg.norm(x0[0:3] - x0[_I["target_x_m"]:_I["target_x_m"] + 3])
+        x0[_I["target_x_m"] : _I["target_z_m"] + 1] = rng.uniform(
+            [0.25, -0.2, 0.02], [0.45, 0.2, 0.03]
+        )
+        x0[_I["dest_x_m"] : _I["dest_z_m"] + 1] = rng.uniform([0.25, -0.2, 0.02], [0.45, 0.2, 0.03])
+        x0[_I["ee_to_target_m"]] = np.linalg.norm(
+            x0[0:3] - x0[_I["target_x_m"] : _I["target_x_m"] + 3]
+        )
         x0[_I["target_to_goal_m"]] = np.linalg.norm(
-            x0[_I["target_x_m"]:_I["target_x_m"] + 3] - x0[_I["dest_x_m"]:_I["dest_x_m"] + 3])
+            x0[_I["target_x_m"] : _I["target_x_m"] + 3] - x0[_I["dest_x_m"] : _I["dest_x_m"] + 3]
+        )
         x0[_I["target_to_goal_norm"]] = 1.0
         for r in range(group_size):
-            out.append(_rollout(rng, x0, task, f"{task}:{g}", f"{task}:{g}:r{r}", tasks,
-                                mean_requests))
+            out.append(
+                _rollout(rng, x0, task, f"{task}:{g}", f"{task}:{g}:r{r}", tasks, mean_requests)
+            )
     return out
 
 
-def _rollout(rng: np.random.Generator, x0: np.ndarray, task: str, group: str, eid: str,
-             tasks: Sequence[str], mean_requests: int) -> EpisodeArrays:
+def _rollout(
+    rng: np.random.Generator,
+    x0: np.ndarray,
+    task: str,
+    group: str,
+    eid: str,
+    tasks: Sequence[str],
+    mean_requests: int,
+) -> EpisodeArrays:
     n = int(np.clip(rng.poisson(mean_requests), 8, 4 * mean_requests))
     k_grasp = int(rng.integers(2, max(3, n // 2)))
     grasped = rng.uniform() < _grasp_p(task, tasks)
@@ -70,7 +88,7 @@ def _rollout(rng: np.random.Generator, x0: np.ndarray, task: str, group: str, ei
     perception = np.zeros(n, bool)
     caps: list[tuple[str, ...]] = []
     cap: tuple[str, ...]
-    for k in range(n):           # request k + 1 takes state k to state k + 1
+    for k in range(n):  # request k + 1 takes state k to state k + 1
         s = feats[k].copy()
         if k < k_grasp:
             s[_I["ee_to_target_m"]] *= rng.uniform(0.4, 0.8)
@@ -94,12 +112,14 @@ def _rollout(rng: np.random.Generator, x0: np.ndarray, task: str, group: str, ei
                 s[_I["target_to_goal_m"]] += rng.uniform(0.05, 0.15)
                 failed[k] = 1
             s[_I["target_to_goal_norm"]] = s[_I["target_to_goal_m"]] / max(
-                float(x0[_I["target_to_goal_m"]]), 1e-3)
+                float(x0[_I["target_to_goal_m"]]), 1e-3
+            )
             physical[k], cap = 1, ("release",)
         elif grasped and k < k_place:
             s[_I["target_to_goal_m"]] *= rng.uniform(0.6, 0.95)
             s[_I["target_to_goal_norm"]] = s[_I["target_to_goal_m"]] / max(
-                float(x0[_I["target_to_goal_m"]]), 1e-3)
+                float(x0[_I["target_to_goal_m"]]), 1e-3
+            )
             physical[k], cap = 1, ("move_to",)
         else:
             perception[k], cap = True, ("observe", "measure_object_geometry")
@@ -108,7 +128,17 @@ def _rollout(rng: np.random.Generator, x0: np.ndarray, task: str, group: str, ei
         held[k + 1] = s[_I["held"]] > 0.5
         caps.append(cap)
     return EpisodeArrays(
-        episode_id=eid, group=group, task=task, features=feats, held=held,
-        costs=-0.02 * failed.astype(np.float64), return_R=1.0 if placed else 0.0, success=placed,
-        error_only=np.zeros(n, bool), perception_only=perception, physical_actions=physical,
-        failed_physical=failed, capabilities=tuple(caps))
+        episode_id=eid,
+        group=group,
+        task=task,
+        features=feats,
+        held=held,
+        costs=-0.02 * failed.astype(np.float64),
+        return_R=1.0 if placed else 0.0,
+        success=placed,
+        error_only=np.zeros(n, bool),
+        perception_only=perception,
+        physical_actions=physical,
+        failed_physical=failed,
+        capabilities=tuple(caps),
+    )

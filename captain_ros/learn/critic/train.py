@@ -78,22 +78,26 @@ def set_torch_threads(n: int) -> None:
     torch.set_num_threads(int(n))
 
 
-def _tensors(critic: Critic, episodes: Sequence[EpisodeArrays]) -> tuple[torch.Tensor, torch.Tensor]:
+def _tensors(
+    critic: Critic, episodes: Sequence[EpisodeArrays]
+) -> tuple[torch.Tensor, torch.Tensor]:
     b = request_states(episodes)
     x = torch.from_numpy(critic.spec.encode(b.x, b.t, b.tasks))
     return x, torch.from_numpy(b.y.astype(np.float32))
 
 
-def split_groups(episodes: Sequence[EpisodeArrays], fraction: float,
-                 salt: str) -> tuple[list[EpisodeArrays], list[EpisodeArrays]]:
+def split_groups(
+    episodes: Sequence[EpisodeArrays], fraction: float, salt: str
+) -> tuple[list[EpisodeArrays], list[EpisodeArrays]]:
     """(kept, aside): about ``fraction`` of the start-state groups aside, by a hash of the id."""
     aside = [e for e in episodes if unit_hash(e.group, salt) < fraction]
     kept = [e for e in episodes if unit_hash(e.group, salt) >= fraction]
     return kept, aside
 
 
-def warm_start(critic: Critic, episodes: Sequence[EpisodeArrays],
-               config: WarmStartConfig = WarmStartConfig()) -> dict[str, Any]:
+def warm_start(
+    critic: Critic, episodes: Sequence[EpisodeArrays], config: WarmStartConfig = WarmStartConfig()
+) -> dict[str, Any]:
     """Train ``critic`` on every request state of ``episodes``; returns a small log."""
     train, val = split_groups(episodes, config.val_fraction, "critic-val")
     if not train or not val:
@@ -114,7 +118,7 @@ def warm_start(critic: Critic, episodes: Sequence[EpisodeArrays],
         perm = torch.randperm(n, generator=gen)
         total = 0.0
         for k in range(0, n, config.batch_size):
-            idx = perm[k:k + config.batch_size]
+            idx = perm[k : k + config.batch_size]
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                 logits = model(x[idx])
             loss = F.binary_cross_entropy_with_logits(logits.float(), y[idx])
@@ -137,10 +141,18 @@ def warm_start(critic: Critic, episodes: Sequence[EpisodeArrays],
     if best is not None:
         model.load_state_dict(best[2])
     critic.version += 1
-    return {"states": n, "val_states": 0 if xv is None else int(xv.shape[0]),
-            "episodes": len(episodes), "epochs_run": len(losses), "max_epochs": config.epochs,
-            "best_epoch": None if best is None else best[1] + 1, "bf16": bf16,
-            "epoch_loss": losses, "val_loss": val_losses, "wall_s": time.perf_counter() - t0}
+    return {
+        "states": n,
+        "val_states": 0 if xv is None else int(xv.shape[0]),
+        "episodes": len(episodes),
+        "epochs_run": len(losses),
+        "max_epochs": config.epochs,
+        "best_epoch": None if best is None else best[1] + 1,
+        "bf16": bf16,
+        "epoch_loss": losses,
+        "val_loss": val_losses,
+        "wall_s": time.perf_counter() - t0,
+    }
 
 
 def bce_loss(critic: Critic, episodes: Sequence[EpisodeArrays]) -> float:
@@ -177,8 +189,9 @@ class CoTrainer:
     updates move every weight by about ``lr``) small against the warm-started weights.
     """
 
-    def __init__(self, critic: Critic, lr: float = 1e-4, weight_decay: float = 1e-4,
-                 steps_per_round: int = 2) -> None:
+    def __init__(
+        self, critic: Critic, lr: float = 1e-4, weight_decay: float = 1e-4, steps_per_round: int = 2
+    ) -> None:
         if steps_per_round < 1 or not lr > 0:
             raise InvalidArgumentError("steps_per_round and lr must be positive")
         self.critic = critic
@@ -193,8 +206,12 @@ class CoTrainer:
             raise LearnError(f"round {self._open.round_index} is still open: finish it first")
         if not episodes:
             raise InvalidArgumentError("a round needs episodes")
-        rnd = CoTrainRound(self.rounds_done, self.critic.version, tuple(episodes),
-                           self.critic.episode_values(episodes))
+        rnd = CoTrainRound(
+            self.rounds_done,
+            self.critic.version,
+            tuple(episodes),
+            self.critic.episode_values(episodes),
+        )
         self._open = rnd
         return rnd
 
@@ -218,14 +235,25 @@ class CoTrainer:
         self._open = None
         self.rounds_done += 1
         self.critic.version += 1
-        return {"round": rnd.round_index, "states": int(x.shape[0]), "loss_before": losses[0],
-                "loss_after_first_step": losses[-1], "critic_version": self.critic.version}
+        return {
+            "round": rnd.round_index,
+            "states": int(x.shape[0]),
+            "loss_before": losses[0],
+            "loss_after_first_step": losses[-1],
+            "critic_version": self.critic.version,
+        }
 
     def save(self, folder: str | Path) -> None:
         """The critic folder plus ``cotrain.pt`` (optimizer state, rounds done) for resume."""
         p = self.critic.save(folder)
-        torch.save({"optimizer": self.opt.state_dict(), "rounds_done": self.rounds_done,
-                    "steps_per_round": self.steps_per_round}, p / "cotrain.pt")
+        torch.save(
+            {
+                "optimizer": self.opt.state_dict(),
+                "rounds_done": self.rounds_done,
+                "steps_per_round": self.steps_per_round,
+            },
+            p / "cotrain.pt",
+        )
 
     @classmethod
     def load(cls, folder: str | Path, **kwargs: float) -> CoTrainer:

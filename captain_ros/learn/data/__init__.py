@@ -11,5 +11,12 @@ from captain_ros.learn.data.build import DatasetReport, build_dataset
 from captain_ros.learn.data.rows import episode_rows, turn_weights
 from captain_ros.learn.data.sources import DatasetError, EpisodeData, read_source
 
-__all__ = ["DatasetError", "DatasetReport", "EpisodeData", "build_dataset", "episode_rows",
-           "read_source", "turn_weights"]
+__all__ = [
+    "DatasetError",
+    "DatasetReport",
+    "EpisodeData",
+    "build_dataset",
+    "episode_rows",
+    "read_source",
+    "turn_weights",
+]

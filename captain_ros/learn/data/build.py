@@ -28,11 +28,19 @@ from captain_ros.policy.transformers_chat import flatten_content
 
 OUTCOME_FILTERS = ("strict", "host", "all")
 SCHEMA = {
-    "id": "str", "episode_id": "str", "task": "str", "seed": "int", "split": "train|validation",
-    "outcome": "str", "profile": "prompt profile (default|compact|helpers|student), one per dataset", "source": "str",
+    "id": "str",
+    "episode_id": "str",
+    "task": "str",
+    "seed": "int",
+    "split": "train|validation",
+    "outcome": "str",
+    "profile": "prompt profile (default|compact|helpers|student), one per dataset",
+    "source": "str",
     "messages": "OpenAI chat messages (system, user, assistant with tool_calls, tool)",
-    "tools": "OpenAI tool schemas", "weights": "float per assistant message (0: context only)",
-    "requests": "request index t per assistant message (0: earlier context, unlabelled)", "context_sha256": "hash of h_t per assistant message",
+    "tools": "OpenAI tool schemas",
+    "weights": "float per assistant message (0: context only)",
+    "requests": "request index t per assistant message (0: earlier context, unlabelled)",
+    "context_sha256": "hash of h_t per assistant message",
 }
 
 
@@ -57,8 +65,11 @@ class DatasetReport:
 
 def split_of(task: str, seed: int, validation_fraction: float) -> str:
     """``validation`` for a deterministic share of seeds (by task and seed), else ``train``."""
-    return "validation" if zlib.crc32(f"{task}:{seed}".encode()) % 1000 < 1000 * validation_fraction \
+    return (
+        "validation"
+        if zlib.crc32(f"{task}:{seed}".encode()) % 1000 < 1000 * validation_fraction
         else "train"
+    )
 
 
 def _keep(ep: EpisodeData, outcomes: str) -> bool:
@@ -79,18 +90,26 @@ def row_tokens(row: dict[str, Any], count: Callable[[str], int] = approx_tokens)
     return total
 
 
-def build_dataset(inputs: Sequence[str | Path], out: str | Path, outcomes: str = "strict",
-                  mask_coords: float = 0.0, seed: int = 0, validation_fraction: float = 0.1,
-                  count_tokens: Callable[[str], int] | None = None,
-                  log: Callable[[str], None] = lambda _m: None,
-                  finish_weight: float = 1.0) -> DatasetReport:
+def build_dataset(
+    inputs: Sequence[str | Path],
+    out: str | Path,
+    outcomes: str = "strict",
+    mask_coords: float = 0.0,
+    seed: int = 0,
+    validation_fraction: float = 0.1,
+    count_tokens: Callable[[str], int] | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+    finish_weight: float = 1.0,
+) -> DatasetReport:
     """Build the dataset folder ``out`` from episode folders, evaluation runs and bags.
 
     Token figures count with ``count_tokens``, else with the counter of the rows' prompt profile
     (SmolLM2's tokenizer for the small profiles); ``finish_weight`` is w_t of a turn calling
     ``finish()`` (see :mod:`captain_ros.learn.data.rows`)."""
     if outcomes not in OUTCOME_FILTERS:
-        raise DatasetError(f"--outcomes must be one of {', '.join(OUTCOME_FILTERS)}, got {outcomes!r}")
+        raise DatasetError(
+            f"--outcomes must be one of {', '.join(OUTCOME_FILTERS)}, got {outcomes!r}"
+        )
     if not 0.0 <= mask_coords <= 1.0:
         raise DatasetError(f"--mask-coords must be in [0, 1], got {mask_coords}")
     if not (math.isfinite(finish_weight) and 0.0 < finish_weight <= 100.0):
@@ -105,8 +124,11 @@ def build_dataset(inputs: Sequence[str | Path], out: str | Path, outcomes: str =
     for path in paths:
         try:
             episodes = read_source(path)
-            built = [(ep, episode_rows(ep, mask_coords, seed, finish_weight)) for ep in episodes
-                     if _keep(ep, outcomes)]
+            built = [
+                (ep, episode_rows(ep, mask_coords, seed, finish_weight))
+                for ep in episodes
+                if _keep(ep, outcomes)
+            ]
             report.filtered_out += sum(not _keep(ep, outcomes) for ep in episodes)
         except (DatasetError, OSError, ValueError, KeyError) as exc:
             report.skipped.append({"source": str(path), "error": str(exc)})
@@ -114,7 +136,9 @@ def build_dataset(inputs: Sequence[str | Path], out: str | Path, outcomes: str =
             continue
         for ep, rows in built:
             report.episodes += 1
-            report.outcomes[str(ep.summary.get("outcome", ""))] = report.outcomes.get(str(ep.summary.get("outcome", "")), 0) + 1
+            report.outcomes[str(ep.summary.get("outcome", ""))] = (
+                report.outcomes.get(str(ep.summary.get("outcome", "")), 0) + 1
+            )
             actions[ep.task].append(int(ep.summary.get("physical_actions", 0)))
             split = split_of(ep.task, ep.seed, validation_fraction)
             for row in rows:
@@ -126,23 +150,39 @@ def build_dataset(inputs: Sequence[str | Path], out: str | Path, outcomes: str =
                 by_split[split].append({**row, "split": split})
     profiles = {r["profile"] for rows in by_split.values() for r in rows}
     if len(profiles) > 1:
-        raise DatasetError(f"the inputs mix prompt profiles ({', '.join(sorted(profiles))}): a "
-                           "student is trained and deployed with one; build one dataset per profile")
+        raise DatasetError(
+            f"the inputs mix prompt profiles ({', '.join(sorted(profiles))}): a "
+            "student is trained and deployed with one; build one dataset per profile"
+        )
     report.profile = next(iter(profiles), "")
     if not report.episodes:
-        first = f"; {report.skipped[0]['source']}: {report.skipped[0]['error']}" if report.skipped else ""
-        raise DatasetError(f"no usable episode in {', '.join(map(str, inputs))} "
-                           f"({len(report.skipped)} skipped, {report.filtered_out} filtered out by "
-                           f"--outcomes {outcomes}){first}")
+        first = (
+            f"; {report.skipped[0]['source']}: {report.skipped[0]['error']}"
+            if report.skipped
+            else ""
+        )
+        raise DatasetError(
+            f"no usable episode in {', '.join(map(str, inputs))} "
+            f"({len(report.skipped)} skipped, {report.filtered_out} filtered out by "
+            f"--outcomes {outcomes}){first}"
+        )
     report.finish_weight = finish_weight
-    counter = count_tokens or (get_profile(report.profile).context.counter()
-                               if report.profile in PROFILES else approx_tokens)
+    counter = count_tokens or (
+        get_profile(report.profile).context.counter()
+        if report.profile in PROFILES
+        else approx_tokens
+    )
     _write(Path(out), by_split, report, counter, actions)
     return report
 
 
-def _write(out: Path, by_split: dict[str, list[dict[str, Any]]], report: DatasetReport,
-           count: Callable[[str], int], actions: dict[str, list[int]]) -> None:
+def _write(
+    out: Path,
+    by_split: dict[str, list[dict[str, Any]]],
+    report: DatasetReport,
+    count: Callable[[str], int],
+    actions: dict[str, list[int]],
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     per_task: Counter[str] = Counter()
     per_row = []
@@ -154,9 +194,15 @@ def _write(out: Path, by_split: dict[str, list[dict[str, Any]]], report: Dataset
                 per_row.append(n)
                 per_task[row["task"]] += n
         report.rows[split] = len(rows)
-    report.tokens = {"total": sum(per_row), "per_task": dict(per_task),
-                     "per_row": {"mean": statistics.fmean(per_row) if per_row else 0.0,
-                                 "max": max(per_row, default=0), "min": min(per_row, default=0)}}
+    report.tokens = {
+        "total": sum(per_row),
+        "per_task": dict(per_task),
+        "per_row": {
+            "mean": statistics.fmean(per_row) if per_row else 0.0,
+            "max": max(per_row, default=0),
+            "min": min(per_row, default=0),
+        },
+    }
     report.median_physical_actions = {t: float(statistics.median(v)) for t, v in actions.items()}
     (out / "stats.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
     (out / "schema.json").write_text(json.dumps(SCHEMA, indent=2) + "\n")

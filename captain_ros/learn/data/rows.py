@@ -34,8 +34,12 @@ from captain_ros.harness.record.trajectory import messages_sha256, turn_from_rec
 from captain_ros.learn.data.sources import DatasetError, EpisodeData
 
 MASK = "<masked>"
-_FINISH = re.compile(r"(?<![\w.])finish\s*\(")  # a call of finish(), not robot.finish_x( or note_finish(
-_POSITIONAL = re.compile(r"(mark_point\(\s*[^,()]+,\s*[^,()]+,\s*)(-?\d+(?:\.\d+)?)(\s*,\s*)(-?\d+(?:\.\d+)?)")
+_FINISH = re.compile(
+    r"(?<![\w.])finish\s*\("
+)  # a call of finish(), not robot.finish_x( or note_finish(
+_POSITIONAL = re.compile(
+    r"(mark_point\(\s*[^,()]+,\s*[^,()]+,\s*)(-?\d+(?:\.\d+)?)(\s*,\s*)(-?\d+(?:\.\d+)?)"
+)
 _KEYWORD = re.compile(r"(mark_point\([^)]*?\b[uv]\s*=\s*)(-?\d+(?:\.\d+)?)")
 _RECEIPT = re.compile(r"(mark_point[^\n]*?\()(\d+(?:\.\d+)?)(,\s*)(\d+(?:\.\d+)?)(\))")
 
@@ -46,6 +50,7 @@ def has_coordinates(turn: Turn) -> bool:
 
 def mask_turn(turn: Turn) -> Turn:
     """``turn`` with the pixel coordinates of its mark_point calls (code and receipts) masked."""
+
     def code(text: str) -> str:
         text = _POSITIONAL.sub(lambda m: f"{m.group(1)}{MASK}{m.group(3)}{MASK}", text)
         while _KEYWORD.search(text):
@@ -55,13 +60,18 @@ def mask_turn(turn: Turn) -> Turn:
     def out(text: str) -> str:
         return _RECEIPT.sub(lambda m: f"{m.group(1)}{MASK}{m.group(3)}{MASK}{m.group(5)}", text)
 
-    return replace(turn, calls=tuple(replace(c, code=code(c.code)) for c in turn.calls),
-                   outputs=tuple(replace(o, text=out(o.text)) for o in turn.outputs))
+    return replace(
+        turn,
+        calls=tuple(replace(c, code=code(c.code)) for c in turn.calls),
+        outputs=tuple(replace(o, text=out(o.text)) for o in turn.outputs),
+    )
 
 
 def _errored(rec: dict[str, Any]) -> bool:
     calls = [c for c in rec.get("calls", []) if not c.get("skipped")]
-    return bool(calls) and all(c.get("error") or c.get("timed_out") or c.get("crashed") for c in calls)
+    return bool(calls) and all(
+        c.get("error") or c.get("timed_out") or c.get("crashed") for c in calls
+    )
 
 
 def turn_weights(requests: list[dict[str, Any]], finish_weight: float = 1.0) -> list[float]:
@@ -83,8 +93,9 @@ def _context(start: dict[str, Any]) -> ContextConfig:
     return ContextConfig(**{k: v for k, v in (start.get("context") or {}).items() if k in fields})
 
 
-def episode_rows(ep: EpisodeData, mask_coords: float = 0.0, seed: int = 0,
-                 finish_weight: float = 1.0) -> list[dict[str, Any]]:
+def episode_rows(
+    ep: EpisodeData, mask_coords: float = 0.0, seed: int = 0, finish_weight: float = 1.0
+) -> list[dict[str, Any]]:
     """The rows of ``ep`` (schema in docs/learn_dataset.md); :class:`DatasetError` when a
     re-rendered context does not match the recorded hash."""
     start = ep.start
@@ -93,7 +104,9 @@ def episode_rows(ep: EpisodeData, mask_coords: float = 0.0, seed: int = 0,
     initial = tuple(ImageRef.from_dict(i) for i in start.get("initial_images", []))
     cfg = _context(start)
     tools = start.get("tools") or [PYTHON_TOOL_SCHEMA]
-    rng = np.random.default_rng([int(hashlib.sha256(ep.task.encode()).hexdigest()[:8], 16), ep.seed, seed])
+    rng = np.random.default_rng(
+        [int(hashlib.sha256(ep.task.encode()).hexdigest()[:8], 16), ep.seed, seed]
+    )
     masked = {k for k, t in enumerate(turns) if has_coordinates(t) and rng.random() < mask_coords}
     weights = turn_weights(ep.requests, finish_weight)
     episode_id = f"{ep.task}:{ep.seed}:{hashlib.sha256(ep.source.encode()).hexdigest()[:8]}"
@@ -104,21 +117,25 @@ def episode_rows(ep: EpisodeData, mask_coords: float = 0.0, seed: int = 0,
         history = History(start["system"], start["task_md"], initial, tuple(turns[:k]))
         msgs = render(history, cfg)
         if messages_sha256(msgs) != rec["context_sha256"]:
-            raise DatasetError(f"{ep.source}: request {rec['t']}: the re-rendered context does not "
-                               "match the recorded context_sha256 (a different renderer or config)")
+            raise DatasetError(
+                f"{ep.source}: request {rec['t']}: the re-rendered context does not "
+                "match the recorded context_sha256 (a different renderer or config)"
+            )
         if any(j < k for j in masked):  # what the row shows: earlier coordinates masked
             seen = tuple(mask_turn(t) if j in masked else t for j, t in enumerate(turns[:k]))
             msgs = render(replace(history, turns=seen), cfg)
         reply = render(History("", "", (), (turns[k],)), cfg)[2]  # the assistant message of turn k
-        if current is not None and msgs[:len(current)] == current:
+        if current is not None and msgs[: len(current)] == current:
             current = [*msgs, reply]
         else:
             if current is not None:
                 rows.append(_row(ep, episode_id, len(rows), current, meta, tools, profile))
             current = [*msgs, reply]
-            meta = {"weights": [0.0] * sum(m["role"] == "assistant" for m in msgs),
-                    "requests": [0] * sum(m["role"] == "assistant" for m in msgs),  # 0: context
-                    "context_sha256": [None] * sum(m["role"] == "assistant" for m in msgs)}
+            meta = {
+                "weights": [0.0] * sum(m["role"] == "assistant" for m in msgs),
+                "requests": [0] * sum(m["role"] == "assistant" for m in msgs),  # 0: context
+                "context_sha256": [None] * sum(m["role"] == "assistant" for m in msgs),
+            }
         meta["weights"].append(weights[k])
         meta["requests"].append(int(rec["t"]))
         meta["context_sha256"].append(rec["context_sha256"])
@@ -127,15 +144,34 @@ def episode_rows(ep: EpisodeData, mask_coords: float = 0.0, seed: int = 0,
     return rows
 
 
-def _row(ep: EpisodeData, episode_id: str, index: int, messages: list[dict[str, Any]],
-         meta: dict[str, list[Any]], tools: list[dict[str, Any]], profile: str) -> dict[str, Any]:
-    return {"id": f"{episode_id}:{index}", "episode_id": episode_id, "task": ep.task,
-            "seed": ep.seed, "split": "", "outcome": str(ep.summary.get("outcome", "")),
-            "profile": profile, "source": ep.source, "messages": messages, "tools": tools,
-            "weights": list(meta["weights"]), "requests": list(meta["requests"]),
-            "context_sha256": list(meta["context_sha256"])}
+def _row(
+    ep: EpisodeData,
+    episode_id: str,
+    index: int,
+    messages: list[dict[str, Any]],
+    meta: dict[str, list[Any]],
+    tools: list[dict[str, Any]],
+    profile: str,
+) -> dict[str, Any]:
+    return {
+        "id": f"{episode_id}:{index}",
+        "episode_id": episode_id,
+        "task": ep.task,
+        "seed": ep.seed,
+        "split": "",
+        "outcome": str(ep.summary.get("outcome", "")),
+        "profile": profile,
+        "source": ep.source,
+        "messages": messages,
+        "tools": tools,
+        "weights": list(meta["weights"]),
+        "requests": list(meta["requests"]),
+        "context_sha256": list(meta["context_sha256"]),
+    }
 
 
 def row_key(row: dict[str, Any]) -> str:
     """Content hash of a row (deduplication)."""
-    return hashlib.sha256(json.dumps([row["messages"], row["weights"]], sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps([row["messages"], row["weights"]], sort_keys=True).encode()
+    ).hexdigest()

@@ -57,8 +57,12 @@ class EpisodeData:
         return int(self.summary.get("seed", self.start.get("seed", 0)))
 
 
-def _episode(source: str, records: list[dict[str, Any]], summary: dict[str, Any] | None,
-             image_root: Path | None) -> EpisodeData:
+def _episode(
+    source: str,
+    records: list[dict[str, Any]],
+    summary: dict[str, Any] | None,
+    image_root: Path | None,
+) -> EpisodeData:
     lines = Trajectory.split(records)
     if lines.start is None:
         raise DatasetError(f"{source}: no episode_start record (not a captain_ros trajectory)")
@@ -89,17 +93,23 @@ def read_bag(bag: Path) -> list[EpisodeData]:
     from captain_ros.bags.rosbag2 import read_messages, summarize_bag
 
     if not (bag / "metadata.yaml").is_file():
-        raise DatasetError(f"{bag}: truncated bag (no metadata.yaml): run `captain bag recover {bag}`")
+        raise DatasetError(
+            f"{bag}: truncated bag (no metadata.yaml): run `captain bag recover {bag}`"
+        )
     try:
         info = summarize_bag(bag)
     except Exception as exc:  # noqa: BLE001 - a corrupt file: say which
         raise DatasetError(f"{bag}: unreadable bag ({type(exc).__name__}: {exc})") from exc
     msgtype = info.msgtypes.get(TRAJECTORY_TOPIC)
     if msgtype is None:
-        raise DatasetError(f"{bag}: no {TRAJECTORY_TOPIC} topic (topics: {', '.join(sorted(info.msgtypes))})")
+        raise DatasetError(
+            f"{bag}: no {TRAJECTORY_TOPIC} topic (topics: {', '.join(sorted(info.msgtypes))})"
+        )
     if msgtype != "std_msgs/msg/String":
-        raise DatasetError(f"{bag}: {TRAJECTORY_TOPIC} has unknown message type {msgtype} "
-                           "(expected std_msgs/msg/String)")
+        raise DatasetError(
+            f"{bag}: {TRAJECTORY_TOPIC} has unknown message type {msgtype} "
+            "(expected std_msgs/msg/String)"
+        )
     episodes: list[list[dict[str, Any]]] = []
     try:
         for _topic, _stamp, msg in read_messages(bag, [TRAJECTORY_TOPIC]):
@@ -111,7 +121,9 @@ def read_bag(bag: Path) -> list[EpisodeData]:
     except ValueError as exc:
         raise DatasetError(f"{bag}: a {TRAJECTORY_TOPIC} message is not JSON ({exc})") from exc
     except Exception as exc:  # noqa: BLE001 - truncated chunk, bad CDR
-        raise DatasetError(f"{bag}: cannot read its messages ({type(exc).__name__}: {exc})") from exc
+        raise DatasetError(
+            f"{bag}: cannot read its messages ({type(exc).__name__}: {exc})"
+        ) from exc
     if not episodes:
         raise DatasetError(f"{bag}: {TRAJECTORY_TOPIC} holds no episode_start")
     return [_episode(f"{bag}#{k}", recs, None, None) for k, recs in enumerate(episodes)]

@@ -16,12 +16,25 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_LAZY = {"RLSample": "samples", "segment_sample": "samples", "sample_requests": "samples",
-         "token_weights": "samples", "MAX_REQUESTS": "samples", "LossConfig": "loss",
-         "LossOutput": "loss", "masked_policy_loss": "loss", "token_logprobs": "logprobs",
-         "reference_context": "logprobs", "PolicyUpdater": "update", "UpdateConfig": "update",
-         "RoundStats": "update", "check_staleness": "update", "GradientSketch": "noise",
-         "NoiseScale": "noise", "simple_noise_scale": "noise"}
+_LAZY = {
+    "RLSample": "samples",
+    "segment_sample": "samples",
+    "sample_requests": "samples",
+    "token_weights": "samples",
+    "MAX_REQUESTS": "samples",
+    "LossConfig": "loss",
+    "LossOutput": "loss",
+    "masked_policy_loss": "loss",
+    "token_logprobs": "logprobs",
+    "reference_context": "logprobs",
+    "PolicyUpdater": "update",
+    "UpdateConfig": "update",
+    "RoundStats": "update",
+    "check_staleness": "update",
+    "GradientSketch": "noise",
+    "NoiseScale": "noise",
+    "simple_noise_scale": "noise",
+}
 
 __all__ = sorted(_LAZY)
 

@@ -16,8 +16,9 @@ from typing import Any
 import torch
 
 
-def token_logprobs(model: Any, input_ids: torch.Tensor, positions: torch.Tensor,
-                   temperature: float = 1.0) -> torch.Tensor:
+def token_logprobs(
+    model: Any, input_ids: torch.Tensor, positions: torch.Tensor, temperature: float = 1.0
+) -> torch.Tensor:
     """(n,) log-probs of ``input_ids[positions]``; gradients flow unless called under no_grad."""
     if input_ids.dim() != 1 or positions.dim() != 1:
         raise ValueError("input_ids and positions must be 1-D")

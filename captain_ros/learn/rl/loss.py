@@ -58,9 +58,15 @@ class LossOutput:
         return self.kept_tokens / self.tokens if self.tokens else float("nan")
 
 
-def masked_policy_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, logp_ref: torch.Tensor,
-                       advantages: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor,
-                       config: LossConfig = LossConfig()) -> LossOutput:
+def masked_policy_loss(
+    logp_new: torch.Tensor,
+    logp_old: torch.Tensor,
+    logp_ref: torch.Tensor,
+    advantages: torch.Tensor,
+    weights: torch.Tensor,
+    mask: torch.Tensor,
+    config: LossConfig = LossConfig(),
+) -> LossOutput:
     """Eq. 8 summed over the given tokens (``mask``: generated tokens of sampled requests)."""
     shapes = {tuple(t.shape) for t in (logp_new, logp_old, logp_ref, advantages, weights, mask)}
     if len(shapes) != 1:
@@ -85,5 +91,6 @@ def masked_policy_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, logp_ref:
     with torch.no_grad():
         kl_mean = float((kf * k3).sum() / max(n_keep, 1))
         ratio_mean = float(ratio_raw[mask.bool()].mean()) if n_tok else float("nan")
-    return LossOutput(loss, float(policy.detach()), float(kl.detach()), n_tok, n_keep, kl_mean,
-                      ratio_mean)
+    return LossOutput(
+        loss, float(policy.detach()), float(kl.detach()), n_tok, n_keep, kl_mean, ratio_mean
+    )

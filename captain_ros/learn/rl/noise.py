@@ -29,15 +29,19 @@ import torch
 class GradientSketch:
     """Count sketch of the gradients of ``params`` into ``dim`` buckets (fixed by ``seed``)."""
 
-    def __init__(self, params: Sequence[torch.nn.Parameter], dim: int = 4096, seed: int = 0) -> None:
+    def __init__(
+        self, params: Sequence[torch.nn.Parameter], dim: int = 4096, seed: int = 0
+    ) -> None:
         if dim < 1:
             raise ValueError("dim must be >= 1")
         self.params = list(params)
         self.dim = int(dim)
         gen = torch.Generator().manual_seed(int(seed))
         self._idx = [torch.randint(0, dim, (p.numel(),), generator=gen) for p in self.params]
-        self._sign = [torch.randint(0, 2, (p.numel(),), generator=gen, dtype=torch.int8) * 2 - 1
-                      for p in self.params]
+        self._sign = [
+            torch.randint(0, 2, (p.numel(),), generator=gen, dtype=torch.int8) * 2 - 1
+            for p in self.params
+        ]
 
     def of_grads(self) -> np.ndarray:
         """(dim,) sketch of the parameters' current ``.grad`` (missing grads count as 0)."""
@@ -53,7 +57,7 @@ class GradientSketch:
         out = torch.zeros(self.dim, dtype=torch.float64)
         k = 0
         for idx, sign in zip(self._idx, self._sign, strict=True):
-            part = v[k:k + idx.numel()].to(torch.float64)
+            part = v[k : k + idx.numel()].to(torch.float64)
             out.index_add_(0, idx, part * sign.to(torch.float64))
             k += idx.numel()
         return out.numpy()
@@ -70,8 +74,13 @@ class NoiseScale:
     lower_95: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"b_noise": self.b_noise, "trace_sigma": self.trace_sigma, "g2": self.g2,
-                "n": self.n, "lower_95": self.lower_95}
+        return {
+            "b_noise": self.b_noise,
+            "trace_sigma": self.trace_sigma,
+            "g2": self.g2,
+            "n": self.n,
+            "lower_95": self.lower_95,
+        }
 
 
 def _estimate(g: np.ndarray) -> tuple[float, float, float]:
@@ -94,5 +103,5 @@ def simple_noise_scale(grads: np.ndarray, bootstrap: int = 200, seed: int = 0) -
     if bootstrap > 0:
         rng = np.random.default_rng(seed)
         boots = [_estimate(g[rng.integers(0, g.shape[0], g.shape[0])])[0] for _ in range(bootstrap)]
-        lower = float(np.percentile(boots, 2.5, method="lower"))   # an element: no inf - inf
+        lower = float(np.percentile(boots, 2.5, method="lower"))  # an element: no inf - inf
     return NoiseScale(b, tr, g2, g.shape[0], lower)

@@ -64,9 +64,14 @@ class RLSample:
         return tuple(int(v) for v in r if v > 0)
 
 
-def segment_sample(episode_id: str, prompts: Sequence[Sequence[int]],
-                   completions: Sequence[Sequence[int]], completion_logprobs: Sequence[Sequence[float]],
-                   policy_version: int, first_request: int = 1) -> RLSample:
+def segment_sample(
+    episode_id: str,
+    prompts: Sequence[Sequence[int]],
+    completions: Sequence[Sequence[int]],
+    completion_logprobs: Sequence[Sequence[float]],
+    policy_version: int,
+    first_request: int = 1,
+) -> RLSample:
     """Build an :class:`RLSample` from per-request prompt ids, reply ids and reply log-probs.
 
     Request ``first_request + k`` saw ``prompts[k]`` and generated ``completions[k]``. Every
@@ -81,21 +86,30 @@ def segment_sample(episode_id: str, prompts: Sequence[Sequence[int]],
     for k, (p, c, lp) in enumerate(zip(prompts, completions, completion_logprobs, strict=True)):
         p, c = list(p), list(c)
         if len(c) != len(lp):
-            raise InvalidArgumentError(f"request {first_request + k}: {len(c)} tokens but "
-                                       f"{len(lp)} log-probs")
-        if p[:len(ids)] != ids:
-            raise InvalidArgumentError(f"request {first_request + k}: its prompt does not extend "
-                                       f"the previous context (history rewritten: new segment)")
-        extra = p[len(ids):]
+            raise InvalidArgumentError(
+                f"request {first_request + k}: {len(c)} tokens but {len(lp)} log-probs"
+            )
+        if p[: len(ids)] != ids:
+            raise InvalidArgumentError(
+                f"request {first_request + k}: its prompt does not extend "
+                f"the previous context (history rewritten: new segment)"
+            )
+        extra = p[len(ids) :]
         ids += extra + c
         req += [0] * len(extra) + [first_request + k] * len(c)
         lps += [0.0] * len(extra) + [float(v) for v in lp]
-    return RLSample(episode_id, np.asarray(ids, np.int64), np.asarray(req, np.int64),
-                    np.asarray(lps, np.float64), int(policy_version))
+    return RLSample(
+        episode_id,
+        np.asarray(ids, np.int64),
+        np.asarray(req, np.int64),
+        np.asarray(lps, np.float64),
+        int(policy_version),
+    )
 
 
-def sample_requests(requests: Sequence[int], rng: np.random.Generator,
-                    max_requests: int = MAX_REQUESTS) -> dict[int, float]:
+def sample_requests(
+    requests: Sequence[int], rng: np.random.Generator, max_requests: int = MAX_REQUESTS
+) -> dict[int, float]:
     """Up to ``max_requests`` of ``requests``, uniformly without replacement, with weights T/k."""
     if max_requests < 1:
         raise InvalidArgumentError("max_requests must be >= 1")
@@ -108,8 +122,9 @@ def sample_requests(requests: Sequence[int], rng: np.random.Generator,
     return {reqs[i]: n / k for i in sorted(chosen)}
 
 
-def token_weights(sample: RLSample, advantages: Mapping[int, float],
-                  inclusion: Mapping[int, float]) -> tuple[np.ndarray, np.ndarray]:
+def token_weights(
+    sample: RLSample, advantages: Mapping[int, float], inclusion: Mapping[int, float]
+) -> tuple[np.ndarray, np.ndarray]:
     """(advantage per token, inclusion weight per token); zeros for unsampled/non-generated."""
     req = np.asarray(sample.request_of_token)
     adv = np.zeros(req.shape, np.float64)

@@ -74,12 +74,15 @@ def _checkpointed_layers_on(model: Any) -> None:
 def check_staleness(rollout_version: int, current_version: int, max_staleness: int) -> None:
     """Raise :class:`StaleRolloutError` if the rollout is too many versions old."""
     if rollout_version > current_version:
-        raise StaleRolloutError(f"rollout from version {rollout_version} is newer than the "
-                                f"policy ({current_version})")
+        raise StaleRolloutError(
+            f"rollout from version {rollout_version} is newer than the policy ({current_version})"
+        )
     if current_version - rollout_version > max_staleness:
-        raise StaleRolloutError(f"rollout from version {rollout_version} is "
-                                f"{current_version - rollout_version} versions old (max "
-                                f"{max_staleness})")
+        raise StaleRolloutError(
+            f"rollout from version {rollout_version} is "
+            f"{current_version - rollout_version} versions old (max "
+            f"{max_staleness})"
+        )
 
 
 @dataclass(frozen=True)
@@ -107,18 +110,28 @@ class RoundStats:
 class PolicyUpdater:
     """Owns the optimizer of ``model``'s trainable parameters and the policy version."""
 
-    def __init__(self, model: Any, config: UpdateConfig = UpdateConfig(),
-                 reference_model: Any | None = None, sketch_dim: int | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        config: UpdateConfig = UpdateConfig(),
+        reference_model: Any | None = None,
+        sketch_dim: int | None = None,
+    ) -> None:
         """``sketch_dim``: also record a count sketch of every episode's gradient (appendix H's
         noise scale, :mod:`captain_ros.learn.rl.noise`) in :attr:`episode_sketches`."""
         self.model = model
         self.config = config
         self.reference_model = reference_model
-        if reference_model is None and config.loss.beta > 0 and \
-                not callable(getattr(model, "disable_adapter", None)):
+        if (
+            reference_model is None
+            and config.loss.beta > 0
+            and not callable(getattr(model, "disable_adapter", None))
+        ):
             raise ValueError("a full fine-tuning policy needs reference_model for the KL term")
         if config.gradient_checkpointing:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False}
+            )
         params = [p for p in model.parameters() if p.requires_grad]
         if not params:
             raise ValueError("the model has no trainable parameters")
@@ -126,7 +139,8 @@ class PolicyUpdater:
         self.opt = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
         warm = config.warmup_steps
         self.sched = torch.optim.lr_scheduler.LambdaLR(
-            self.opt, lambda step: min(1.0, (step + 1) / warm) if warm > 0 else 1.0)
+            self.opt, lambda step: min(1.0, (step + 1) / warm) if warm > 0 else 1.0
+        )
         self.version = 0
         self.rounds_accumulated = 0
         self.rng = np.random.default_rng(config.seed)
@@ -138,8 +152,9 @@ class PolicyUpdater:
     def lr(self) -> float:
         return float(self.opt.param_groups[0]["lr"])
 
-    def _segment_loss(self, s: RLSample, adv: Mapping[int, float], scale: float,
-                      episode_incl: Mapping[int, float]) -> tuple:
+    def _segment_loss(
+        self, s: RLSample, adv: Mapping[int, float], scale: float, episode_incl: Mapping[int, float]
+    ) -> tuple:
         incl = {t: w for t, w in episode_incl.items() if t in set(s.requests)}
         adv_tok, w_tok = token_weights(s, adv, incl)
         pos_np = np.nonzero(w_tok > 0)[0]
@@ -160,15 +175,21 @@ class PolicyUpdater:
         def f32(a: np.ndarray) -> torch.Tensor:
             return torch.as_tensor(a, dtype=torch.float32, device=dev)
 
-        out = masked_policy_loss(logp_new, f32(s.old_logprobs[pos_np]), logp_ref,
-                                 f32(adv_tok[pos_np]), f32(w_tok[pos_np]),
-                                 torch.ones(pos_np.size, dtype=torch.bool, device=dev),
-                                 self.config.loss)
+        out = masked_policy_loss(
+            logp_new,
+            f32(s.old_logprobs[pos_np]),
+            logp_ref,
+            f32(adv_tok[pos_np]),
+            f32(w_tok[pos_np]),
+            torch.ones(pos_np.size, dtype=torch.bool, device=dev),
+            self.config.loss,
+        )
         (out.loss * scale).backward()
         return incl, out
 
-    def accumulate_round(self, samples: Sequence[RLSample],
-                         advantages: Mapping[str, Mapping[int, float]]) -> RoundStats:
+    def accumulate_round(
+        self, samples: Sequence[RLSample], advantages: Mapping[str, Mapping[int, float]]
+    ) -> RoundStats:
         """Back-propagate one round; after every K-th round take the optimizer step.
 
         ``advantages[episode_id][t]`` is request t's final advantage (credit code's output).
@@ -182,7 +203,7 @@ class PolicyUpdater:
                 continue
         episodes = {s.episode_id for s in fresh}
         scale = 1.0 / (max(len(episodes), 1) * self.config.accumulation_rounds)
-        self.model.eval()   # no dropout: the same distribution the rollout sampled from
+        self.model.eval()  # no dropout: the same distribution the rollout sampled from
         if self.config.gradient_checkpointing:
             _checkpointed_layers_on(self.model)
         tok = kept = req_total = req_sampled = 0
@@ -195,14 +216,16 @@ class PolicyUpdater:
             if s.episode_id not in advantages:
                 raise KeyError(f"no advantages for episode {s.episode_id!r}")
             per_episode.setdefault(s.episode_id, []).extend(s.requests)
-        drawn = {eid: sample_requests(reqs, self.rng, self.config.max_requests)
-                 for eid, reqs in per_episode.items()}
-        self.last_drawn = drawn   # {episode: {t: inclusion weight}} (reporting, re-scoring)
+        drawn = {
+            eid: sample_requests(reqs, self.rng, self.config.max_requests)
+            for eid, reqs in per_episode.items()
+        }
+        self.last_drawn = drawn  # {episode: {t: inclusion weight}} (reporting, re-scoring)
         last = self.sketch.of_grads() if self.sketch is not None else None
         for s in fresh:
             incl, out = self._segment_loss(s, advantages[s.episode_id], scale, drawn[s.episode_id])
             if self.sketch is not None and last is not None:
-                now = self.sketch.of_grads()   # linear: this segment's gradient, unscaled below
+                now = self.sketch.of_grads()  # linear: this segment's gradient, unscaled below
                 prev = self.episode_sketches.get(s.episode_id, 0.0)
                 self.episode_sketches[s.episode_id] = prev + (now - last) / scale
                 last = now
@@ -218,10 +241,20 @@ class PolicyUpdater:
         stepped = self.rounds_accumulated >= self.config.accumulation_rounds
         if stepped:
             self.step()
-        return RoundStats(len(fresh), len(episodes), len(samples) - len(fresh), req_total,
-                          req_sampled, tok, kept, kl_sum / kept if kept else float("nan"),
-                          ratio_sum / tok if tok else float("nan"), loss_sum, stepped,
-                          self.version)
+        return RoundStats(
+            len(fresh),
+            len(episodes),
+            len(samples) - len(fresh),
+            req_total,
+            req_sampled,
+            tok,
+            kept,
+            kl_sum / kept if kept else float("nan"),
+            ratio_sum / tok if tok else float("nan"),
+            loss_sum,
+            stepped,
+            self.version,
+        )
 
     def step(self) -> None:
         """Clip (if configured), AdamW step, LR schedule, zero grads, version + 1."""
@@ -238,9 +271,17 @@ class PolicyUpdater:
         (so a resume in the middle of K rounds loses nothing); the weights are saved by their
         owner (the adapter folder)."""
         grads = [None if p.grad is None else p.grad.detach().clone() for p in self.params]
-        torch.save({"optimizer": self.opt.state_dict(), "scheduler": self.sched.state_dict(),
-                    "version": self.version, "rounds_accumulated": self.rounds_accumulated,
-                    "rng": self.rng.bit_generator.state, "grads": grads}, path)
+        torch.save(
+            {
+                "optimizer": self.opt.state_dict(),
+                "scheduler": self.sched.state_dict(),
+                "version": self.version,
+                "rounds_accumulated": self.rounds_accumulated,
+                "rng": self.rng.bit_generator.state,
+                "grads": grads,
+            },
+            path,
+        )
 
     def load_state(self, path: str | Path) -> None:
         state = torch.load(path, weights_only=False)

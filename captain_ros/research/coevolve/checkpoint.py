@@ -55,8 +55,11 @@ class Checkpoint:
     plan: Plan
 
 
-def fingerprint(checkpoint_id: str, programs: dict[str, str], theta: dict[str, dict[str, Any]]) -> str:
+def fingerprint(
+    checkpoint_id: str, programs: dict[str, str], theta: dict[str, dict[str, Any]]
+) -> str:
     """Hash of (checkpoint, normalised policy, effective arguments)."""
+
     def canon(v: Any) -> Any:
         if isinstance(v, float):
             return round(v, 9)
@@ -66,9 +69,11 @@ def fingerprint(checkpoint_id: str, programs: dict[str, str], theta: dict[str, d
             return {k: canon(x) for k, x in sorted(v.items())}
         return v
 
-    body = {"checkpoint": checkpoint_id,
-            "programs": {r: normalize_program(programs.get(r, "")) for r in ROBOTS},
-            "arguments": canon(theta)}
+    body = {
+        "checkpoint": checkpoint_id,
+        "programs": {r: normalize_program(programs.get(r, "")) for r in ROBOTS},
+        "arguments": canon(theta),
+    }
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -85,12 +90,20 @@ class CheckpointStore:
     def latest(self) -> Checkpoint:
         return self.checkpoints[-1]
 
-    def commit(self, transaction: int, observation: Observation, certified: tuple[str, ...],
-               plan: Plan) -> Checkpoint:
+    def commit(
+        self, transaction: int, observation: Observation, certified: tuple[str, ...], plan: Plan
+    ) -> Checkpoint:
         """Make the current bridge state the latest trusted checkpoint."""
         snap = self.bridge.snapshot()
-        ck = Checkpoint(f"ckpt_{len(self.checkpoints)}", transaction, snap, str(snap.digest), observation,
-                        tuple(certified), plan)
+        ck = Checkpoint(
+            f"ckpt_{len(self.checkpoints)}",
+            transaction,
+            snap,
+            str(snap.digest),
+            observation,
+            tuple(certified),
+            plan,
+        )
         self.checkpoints.append(ck)
         return ck
 
@@ -109,6 +122,8 @@ class CheckpointStore:
         ck = self.latest
         digest = str(self.bridge.restore(ck.snapshot))
         if digest != ck.digest:
-            raise RestorationError(f"restored state digest {digest} != checkpoint {ck.id} digest {ck.digest}")
+            raise RestorationError(
+                f"restored state digest {digest} != checkpoint {ck.id} digest {ck.digest}"
+            )
         self.motor.resync()
         return ck

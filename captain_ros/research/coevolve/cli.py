@@ -24,8 +24,16 @@ from captain_ros.core.errors import CaptainError
 
 def _role_options(ns: argparse.Namespace) -> dict[str, Any]:
     out = {}
-    for k in ("base_url", "model", "model_folder", "max_tokens", "max_new_tokens", "temperature",
-              "timeout_s", "device"):
+    for k in (
+        "base_url",
+        "model",
+        "model_folder",
+        "max_tokens",
+        "max_new_tokens",
+        "temperature",
+        "timeout_s",
+        "device",
+    ):
         v = getattr(ns, k, None)
         if v is not None:
             out[k] = v
@@ -35,7 +43,9 @@ def _role_options(ns: argparse.Namespace) -> dict[str, Any]:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layout", default="base", help="base | l2 | l3 | l4 (eval: comma list)")
     p.add_argument("--roles", default="scripted", choices=("scripted", "openai", "transformers"))
-    p.add_argument("--memory", default="", help="bank folder to start from (transfer); empty: fresh")
+    p.add_argument(
+        "--memory", default="", help="bank folder to start from (transfer); empty: fresh"
+    )
     p.add_argument("--budget", type=int, default=80, help="physical transactions (default 80)")
     p.add_argument("--noise", type=float, default=1.0, help="locomotion tracking-error scale")
     p.add_argument("--base-url", dest="base_url", help="OpenAI-compatible endpoint (roles openai)")
@@ -54,12 +64,18 @@ def _live(ev: dict[str, Any]) -> None:
     if ev["type"] == "transaction":
         e = ev["evidence"]
         mark = "ACCEPT" if ev["accepted"] else "REJECT"
-        print(f"T{ev['transaction']:>3} {ev['phase']:<18} {ev['z']['primitive']:<29} {mark} "
-              f"{e['summary'][:110]}", flush=True)
+        print(
+            f"T{ev['transaction']:>3} {ev['phase']:<18} {ev['z']['primitive']:<29} {mark} "
+            f"{e['summary'][:110]}",
+            flush=True,
+        )
     elif ev["type"] == "revision":
         scope = (ev.get("revision") or {}).get("scope", "-")
-        print(f"      revision {scope}: {'approved' if ev['approved'] else 'refused'} "
-              f"{'; '.join(ev.get('problems') or [])[:100]}", flush=True)
+        print(
+            f"      revision {scope}: {'approved' if ev['approved'] else 'refused'} "
+            f"{'; '.join(ev.get('problems') or [])[:100]}",
+            flush=True,
+        )
     elif ev["type"] == "prevalidation":
         print(f"      refused before dispatch ({ev['stage']}): {ev['reason'][:110]}", flush=True)
 
@@ -71,17 +87,26 @@ def cmd_run(ns: argparse.Namespace) -> int:
 
     if ns.memory and not Path(ns.memory).is_dir():
         raise CaptainError(f"memory bank folder {ns.memory!r} does not exist")
-    cfg = RunConfig(layout=ns.layout, seed=ns.seed, budget=ns.budget, typed_revision=not ns.flat,
-                    memory=not ns.no_memory, memory_in=ns.memory, noise=ns.noise)
+    cfg = RunConfig(
+        layout=ns.layout,
+        seed=ns.seed,
+        budget=ns.budget,
+        typed_revision=not ns.flat,
+        memory=not ns.no_memory,
+        memory_in=ns.memory,
+        noise=ns.noise,
+    )
     s = run_one(cfg, ns.roles, ns.out, _role_options(ns), None if ns.json else [_live])
     report = write_report(ns.out)
     if ns.json:
         print(json.dumps(s.to_dict(), indent=1, default=str))
     else:
         o = s.outcome
-        print(f"{s.label}: {o.milestones_final}/{o.milestones_total} milestones, {o.accepted}/{o.charged} "
-              f"transactions accepted, {s.rollbacks} rollbacks, {s.revisions_approved}/{s.revisions} "
-              f"revisions approved, {s.drops} drops, {s.wall_s:.1f} s wall, {s.sim_s:.1f} s simulated")
+        print(
+            f"{s.label}: {o.milestones_final}/{o.milestones_total} milestones, {o.accepted}/{o.charged} "
+            f"transactions accepted, {s.rollbacks} rollbacks, {s.revisions_approved}/{s.revisions} "
+            f"revisions approved, {s.drops} drops, {s.wall_s:.1f} s wall, {s.sim_s:.1f} s simulated"
+        )
         print(f"wrote {EpisodeFiles.of(ns.out).summary} and {report}")
     return 0
 
@@ -104,18 +129,33 @@ def cmd_eval(ns: argparse.Namespace) -> int:
     if bad:
         raise CaptainError(f"unknown condition(s) {', '.join(bad)}; valid: {', '.join(CONDITIONS)}")
     if "bank" in conds and not (ns.memory and Path(ns.memory).is_dir()):
-        raise CaptainError("the bank condition needs an existing --memory DIR (e.g. a run's memory/ folder)")
+        raise CaptainError(
+            "the bank condition needs an existing --memory DIR (e.g. a run's memory/ folder)"
+        )
     rows = []
     for layout in [x.strip() for x in ns.layout.split(",") if x.strip()]:
         base = RunConfig(layout=layout, budget=ns.budget, noise=ns.noise)
         for c in conds:
+
             def progress(s: Any, c: str = c) -> None:
                 if not ns.json:
-                    print(f"  {c:<9} {s.config.layout:<5} seed {s.config.seed:<5} {s.label:<8} "
-                          f"{s.outcome.accepted:>3}/{s.outcome.charged:<3} {s.wall_s:6.1f}s", flush=True)
+                    print(
+                        f"  {c:<9} {s.config.layout:<5} seed {s.config.seed:<5} {s.label:<8} "
+                        f"{s.outcome.accepted:>3}/{s.outcome.charged:<3} {s.wall_s:6.1f}s",
+                        flush=True,
+                    )
 
-            res = evaluate(base, c, _seeds(ns.seeds, ns.n), ns.roles, ns.out, ns.memory, ns.workers,
-                           _role_options(ns), progress)
+            res = evaluate(
+                base,
+                c,
+                _seeds(ns.seeds, ns.n),
+                ns.roles,
+                ns.out,
+                ns.memory,
+                ns.workers,
+                _role_options(ns),
+                progress,
+            )
             rows.append(res.row())
     Path(ns.out).mkdir(parents=True, exist_ok=True)
     (Path(ns.out) / "eval.json").write_text(json.dumps(rows, indent=1))
@@ -137,8 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--seed", type=int, default=1000, help="simulator seed (held-out: 1000-1999)")
     p.add_argument("--out", default="runs/coevolve")
-    p.add_argument("--flat", action="store_true", help="flat reflective repair instead of typed revision")
-    p.add_argument("--no-memory", dest="no_memory", action="store_true", help="no strategy/exemplar memory")
+    p.add_argument(
+        "--flat", action="store_true", help="flat reflective repair instead of typed revision"
+    )
+    p.add_argument(
+        "--no-memory", dest="no_memory", action="store_true", help="no strategy/exemplar memory"
+    )
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("eval", help="n runs per condition and the metrics table")
     _common(p)

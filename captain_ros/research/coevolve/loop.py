@@ -56,9 +56,15 @@ class CoEvolveRun:
             cancel).
     """
 
-    def __init__(self, config: RunConfig, roles: RoleSet, out_dir: str | Path | None = None,
-                 bridge: HumanoidBridge | None = None, listeners: list[Any] | None = None,
-                 should_stop: Any = None) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        roles: RoleSet,
+        out_dir: str | Path | None = None,
+        bridge: HumanoidBridge | None = None,
+        listeners: list[Any] | None = None,
+        should_stop: Any = None,
+    ) -> None:
         from captain_ros.backends.humanoid.sim import MujocoHumanoidPair
 
         self.cfg = config
@@ -66,7 +72,9 @@ class CoEvolveRun:
         self.should_stop = should_stop
         self.out_dir = Path(out_dir) if out_dir else None
         self.layout = get_layout(config.layout)
-        self.bridge = bridge or MujocoHumanoidPair(self.layout, seed=config.seed, noise=config.noise)
+        self.bridge = bridge or MujocoHumanoidPair(
+            self.layout, seed=config.seed, noise=config.noise
+        )
         self.motor = MotorInterface(self.bridge)
         self.store = CheckpointStore(self.bridge, self.motor)
         self.verifier = Verifier(self.layout, config.endpoint)
@@ -96,17 +104,31 @@ class CoEvolveRun:
         self.stall += 1
         self.prevalidation += 1
         self.feedback = f"{stage}: {why}"[:600]
-        self.log.emit("prevalidation", stage=stage, reason=why[:600], transaction=self.charged, **extra)
+        self.log.emit(
+            "prevalidation", stage=stage, reason=why[:600], transaction=self.charged, **extra
+        )
 
     def _ctx(self, **kw: Any) -> RoleContext:
         ck = self.store.latest
         phase = self.plan.active()
         assert phase is not None
         situation, turn = situation_of(phase, ck.observation)
-        base: dict[str, Any] = dict(observation=ck.observation, plan=self.plan, phase=phase, situation=situation, turn=turn,
-                    evidence=self.last_ev, recent_failures=tuple(self.failures), constraint=self.pending,
-                    reflection=self.reflection, feedback=self.feedback, transaction=self.charged,
-                    budget=self.cfg.budget, history=tuple(self.history[-6:]), attempt=self.attempt)
+        base: dict[str, Any] = dict(
+            observation=ck.observation,
+            plan=self.plan,
+            phase=phase,
+            situation=situation,
+            turn=turn,
+            evidence=self.last_ev,
+            recent_failures=tuple(self.failures),
+            constraint=self.pending,
+            reflection=self.reflection,
+            feedback=self.feedback,
+            transaction=self.charged,
+            budget=self.cfg.budget,
+            history=tuple(self.history[-6:]),
+            attempt=self.attempt,
+        )
         base.update(kw)
         return RoleContext(**base)
 
@@ -117,25 +139,40 @@ class CoEvolveRun:
             return "B"
         if self.drops >= self.cfg.drop_limit:
             return "D"
-        if self.stall >= self.cfg.stall_limit or self.attempt >= self.cfg.repair_limit \
-                or self.model_calls >= self.cfg.max_model_calls:
+        if (
+            self.stall >= self.cfg.stall_limit
+            or self.attempt >= self.cfg.repair_limit
+            or self.model_calls >= self.cfg.max_model_calls
+        ):
             return "G"
-        if time.perf_counter() - t0 > self.cfg.max_wall_s or self.bridge.estopped or (
-                self.should_stop is not None and self.should_stop()):
+        if (
+            time.perf_counter() - t0 > self.cfg.max_wall_s
+            or self.bridge.estopped
+            or (self.should_stop is not None and self.should_stop())
+        ):
             return "C"
         return None
 
     # --- the loop --------------------------------------------------------------------------------
     def run(self) -> RunSummary:
         t0 = time.perf_counter()
-        sandbox = ProgramSandbox((self.out_dir or Path("/tmp")) / "workspace" if self.out_dir else
-                                 Path(f"/tmp/coevolve_ws_{id(self)}"))
+        sandbox = ProgramSandbox(
+            (self.out_dir or Path("/tmp")) / "workspace"
+            if self.out_dir
+            else Path(f"/tmp/coevolve_ws_{id(self)}")
+        )
         obs0 = observe(self.bridge.privileged_state(), self.layout)
         ck = self.store.commit(0, obs0, (), self.plan)
-        self.log.emit("start", config=self.cfg.to_dict(), roles=self.roles.name,
-                      milestones=list(self.layout.milestone_names), plan=self.plan.to_list(),
-                      checkpoint=ck.id, digest=ck.digest, memory_size=[len(self.memory.strategy),
-                                                                       len(self.memory.exemplars)])
+        self.log.emit(
+            "start",
+            config=self.cfg.to_dict(),
+            roles=self.roles.name,
+            milestones=list(self.layout.milestone_names),
+            plan=self.plan.to_list(),
+            checkpoint=ck.id,
+            digest=ck.digest,
+            memory_size=[len(self.memory.strategy), len(self.memory.exemplars)],
+        )
         label = None
         try:
             while (label := self._termination(t0)) is None:
@@ -152,20 +189,38 @@ class CoEvolveRun:
     def _step(self, sandbox: ProgramSandbox) -> None:
         ctx = self._ctx()
         hits0 = len(self.memory.hits)
-        ctx = self._ctx(strategy_records=tuple(self.memory.retrieve_strategy(
-            ctx.situation, ctx.turn, tuple(self.failures), transaction=self.charged)))
+        ctx = self._ctx(
+            strategy_records=tuple(
+                self.memory.retrieve_strategy(
+                    ctx.situation, ctx.turn, tuple(self.failures), transaction=self.charged
+                )
+            )
+        )
         out = self.roles.orchestrator.commit(ctx)
         self._count(out)
         if out.value is None:
             return self._refuse("orchestrator", out.error or "no coordination committed")
         z = out.value
         if not z.admissible:
-            return self._refuse("orchestrator", f"{z.primitive} does not admit mode {z.mode} with roles {z.roles}")
+            return self._refuse(
+                "orchestrator", f"{z.primitive} does not admit mode {z.mode} with roles {z.roles}"
+            )
         if self.pending is not None and self.pending.child.z.key() != z.key():
-            return self._refuse("orchestrator", "the committed coordination ignores the approved revision "
-                                f"child {self.pending.child.z.key()}")
-        exs = tuple(self.memory.retrieve_exemplars(z.primitive, z.objective.kind, z.mode, ctx.situation,
-                                                   ctx.turn, transaction=self.charged))
+            return self._refuse(
+                "orchestrator",
+                "the committed coordination ignores the approved revision "
+                f"child {self.pending.child.z.key()}",
+            )
+        exs = tuple(
+            self.memory.retrieve_exemplars(
+                z.primitive,
+                z.objective.kind,
+                z.mode,
+                ctx.situation,
+                ctx.turn,
+                transaction=self.charged,
+            )
+        )
         cctx = self._ctx(strategy_records=ctx.strategy_records, exemplars=exs, z=z)
         cout = self.roles.coder.implement(cctx)
         self._count(cout)
@@ -177,25 +232,43 @@ class CoEvolveRun:
             return self._refuse("validation", "; ".join(static), programs=programs)
         ran = sandbox.run(programs)
         if ran.errors:
-            return self._refuse("sandbox", "; ".join(f"{r}: {e}" for r, e in ran.errors.items()), programs=programs)
+            return self._refuse(
+                "sandbox", "; ".join(f"{r}: {e}" for r, e in ran.errors.items()), programs=programs
+            )
         pair = check_pair(z, ran.calls)
         theta = effective_theta(ran.calls) if not pair else {}
-        if not pair and self.pending is not None and self.pending.scope == "parameter" and not all(
-                params_equal(theta[r], self.pending.child.theta[r], 1e-6) for r in ROBOTS):
+        if (
+            not pair
+            and self.pending is not None
+            and self.pending.scope == "parameter"
+            and not all(params_equal(theta[r], self.pending.child.theta[r], 1e-6) for r in ROBOTS)
+        ):
             pair.append("the effective arguments differ from the approved parameter revision")
         if pair:
             return self._refuse("validation", "; ".join(pair), programs=programs)
         fp = fingerprint(self.store.latest.id, programs, theta)
         if self.store.blocked(fp):
-            self._refuse("fingerprint", f"identical to a transaction already rejected at {self.store.latest.id}",
-                         fingerprint=fp)
+            self._refuse(
+                "fingerprint",
+                f"identical to a transaction already rejected at {self.store.latest.id}",
+                fingerprint=fp,
+            )
             self.attempt += 1
             parent, ev = self.rejected_ev[fp]
             return self._revise(parent, ev, ctx)
         self._dispatch(ctx, z, theta, programs, fp, exs, hits0, out.meta)
 
-    def _dispatch(self, ctx: RoleContext, z: Any, theta: dict[str, Any], programs: dict[str, str], fp: str,
-                  exs: tuple[Any, ...], hits0: int, meta: dict[str, Any]) -> None:
+    def _dispatch(
+        self,
+        ctx: RoleContext,
+        z: Any,
+        theta: dict[str, Any],
+        programs: dict[str, str],
+        fp: str,
+        exs: tuple[Any, ...],
+        hits0: int,
+        meta: dict[str, Any],
+    ) -> None:
         self.charged += 1
         self.stall = 0
         pre = self.store.latest
@@ -208,14 +281,32 @@ class CoEvolveRun:
         post = observe(self.bridge.privileged_state(), self.layout, self.certified)
         ev = self.verifier.verify(pre.observation, z, theta, post, trace, phase, self.certified)
         source = f"{self.cfg.layout}:{self.cfg.seed}:t{self.charged}"
-        rec = {"transaction": self.charged, "checkpoint": pre.id, "phase": phase.name, "situation": ctx.situation,
-               "z": z.to_dict(), "theta": theta, "programs": programs, "fingerprint": fp,
-               "orchestrator_rule": meta.get("rule", ""), "constraint": self.pending.to_dict() if self.pending else None,
-               "evidence": ev.to_dict(), "trace": trace.to_dict(),
-               "memory_hits": self.memory.hits[hits0:], "exemplars_used": [e.id for e in exs]}
+        rec = {
+            "transaction": self.charged,
+            "checkpoint": pre.id,
+            "phase": phase.name,
+            "situation": ctx.situation,
+            "z": z.to_dict(),
+            "theta": theta,
+            "programs": programs,
+            "fingerprint": fp,
+            "orchestrator_rule": meta.get("rule", ""),
+            "constraint": self.pending.to_dict() if self.pending else None,
+            "evidence": ev.to_dict(),
+            "trace": trace.to_dict(),
+            "memory_hits": self.memory.hits[hits0:],
+            "exemplars_used": [e.id for e in exs],
+        }
         self.last_ev = ev
-        self.history.append({"transaction": self.charged, "primitive": z.primitive, "objective": z.objective.kind,
-                             "accepted": ev.accepted, "failure": ev.failure_type})
+        self.history.append(
+            {
+                "transaction": self.charged,
+                "primitive": z.primitive,
+                "objective": z.objective.kind,
+                "accepted": ev.accepted,
+                "failure": ev.failure_type,
+            }
+        )
         if ev.accepted:
             self.accepted += 1
             new = tuple(m for m in ev.certified if m not in self.certified)
@@ -225,11 +316,32 @@ class CoEvolveRun:
             self.plan = self.plan.close(set(ev.completed_phases))
             obs = observe(self.bridge.privileged_state(), self.layout, self.certified)
             ck = self.store.commit(self.charged, obs, self.certified, self.plan)
-            rec["promoted"] = promote_accepted(self.memory, z, theta, programs, ev, ctx.situation, ctx.turn,
-                                               self.pending, self.pending_parent_ev, source)
-            self.log.emit("transaction", accepted=True, new_checkpoint=ck.id, certified=list(new),
-                          plan=self.plan.to_list(), **rec)
-            self.pending, self.pending_parent_ev, self.reflection, self.feedback = None, None, "", ""
+            rec["promoted"] = promote_accepted(
+                self.memory,
+                z,
+                theta,
+                programs,
+                ev,
+                ctx.situation,
+                ctx.turn,
+                self.pending,
+                self.pending_parent_ev,
+                source,
+            )
+            self.log.emit(
+                "transaction",
+                accepted=True,
+                new_checkpoint=ck.id,
+                certified=list(new),
+                plan=self.plan.to_list(),
+                **rec,
+            )
+            self.pending, self.pending_parent_ev, self.reflection, self.feedback = (
+                None,
+                None,
+                "",
+                "",
+            )
             self.failures, self.attempt = [], 0
             return
         self.drops += int(ev.dropped)
@@ -239,7 +351,9 @@ class CoEvolveRun:
         self.log.emit("transaction", accepted=False, drops=self.drops, **rec)
         ck = self.store.rollback()
         self.rollbacks += 1
-        self.log.emit("rollback", transaction=self.charged, checkpoint=ck.id, digest=ck.digest, verified=True)
+        self.log.emit(
+            "rollback", transaction=self.charged, checkpoint=ck.id, digest=ck.digest, verified=True
+        )
         self.failures.append(ev.failure_type)
         self.attempt += 1
         self._revise(Strategy(z, theta), ev, ctx)
@@ -258,8 +372,14 @@ class CoEvolveRun:
             self.stall += 1
             return
         problems = check_revision(parent, out.value)
-        self.log.emit("revision", approved=not problems, problems=problems, parent=parent.to_dict(),
-                      revision=out.value.to_dict(), transaction=self.charged)
+        self.log.emit(
+            "revision",
+            approved=not problems,
+            problems=problems,
+            parent=parent.to_dict(),
+            revision=out.value.to_dict(),
+            transaction=self.charged,
+        )
         if problems:
             self.stall += 1
             self.feedback = "revision refused: " + "; ".join(problems)
@@ -270,16 +390,40 @@ class CoEvolveRun:
     def _finish(self, label: str, t0: float) -> RunSummary:
         names = self.layout.milestone_names
         final = self.store.latest.certified
-        outcome = RunOutcome(label == "success", len(names), len(final),
-                             tuple(self.first.get(m) for m in names), self.accepted, self.charged, 0, label)
+        outcome = RunOutcome(
+            label == "success",
+            len(names),
+            len(final),
+            tuple(self.first.get(m) for m in names),
+            self.accepted,
+            self.charged,
+            0,
+            label,
+        )
         wall = time.perf_counter() - t0
         steps = int(getattr(self.bridge, "ticks", 0)) * 10
-        summary = RunSummary(self.cfg, self.roles.name, outcome, names, final, self.model_calls,
-                             self.prevalidation, self.rollbacks, self.revisions, self.revisions_ok, self.drops,
-                             round(wall, 2), round(self.bridge.time_s(), 2), steps, len(self.memory.hits),
-                             (len(self.memory.strategy), len(self.memory.exemplars)),
-                             str(self.out_dir or ""))
-        self.log.emit("end", label=label, outcome=summary.to_dict()["outcome"], certified=list(final))
+        summary = RunSummary(
+            self.cfg,
+            self.roles.name,
+            outcome,
+            names,
+            final,
+            self.model_calls,
+            self.prevalidation,
+            self.rollbacks,
+            self.revisions,
+            self.revisions_ok,
+            self.drops,
+            round(wall, 2),
+            round(self.bridge.time_s(), 2),
+            steps,
+            len(self.memory.hits),
+            (len(self.memory.strategy), len(self.memory.exemplars)),
+            str(self.out_dir or ""),
+        )
+        self.log.emit(
+            "end", label=label, outcome=summary.to_dict()["outcome"], certified=list(final)
+        )
         self.log.close()
         if self.out_dir is not None:
             summary.save(self.out_dir)

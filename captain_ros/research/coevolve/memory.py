@@ -40,8 +40,10 @@ _WORD = re.compile(r"^[a-z_=:]*$")
 
 def _abstract(name: str, value: str) -> str:
     if not isinstance(value, str) or not _WORD.match(value):
-        raise InvalidArgumentError(f"strategy record field {name}={value!r} must be an abstract word "
-                                   "(no coordinates or magnitudes)")
+        raise InvalidArgumentError(
+            f"strategy record field {name}={value!r} must be an abstract word "
+            "(no coordinates or magnitudes)"
+        )
     return value
 
 
@@ -50,9 +52,9 @@ class StrategyRecord:
     """Abstract coordination knowledge (see the module doc)."""
 
     id: str
-    polarity: str                      # "positive" | "counterexample"
-    situation: str                     # e.g. "traverse_corner", "traverse_straight", "place"
-    turn: str                          # "left" | "right" | "none"
+    polarity: str  # "positive" | "counterexample"
+    situation: str  # e.g. "traverse_corner", "traverse_straight", "place"
+    turn: str  # "left" | "right" | "none"
     failure_context: tuple[str, ...]
     primitive: str
     objective_kind: str
@@ -69,16 +71,33 @@ class StrategyRecord:
             raise InvalidArgumentError("polarity must be positive or counterexample")
         if self.role_rule not in ROLE_RULES:
             raise InvalidArgumentError(f"role_rule must be one of {', '.join(ROLE_RULES)}")
-        for name in ("situation", "turn", "primitive", "objective_kind", "mode", "failure_pattern",
-                     "repair_scope"):
+        for name in (
+            "situation",
+            "turn",
+            "primitive",
+            "objective_kind",
+            "mode",
+            "failure_pattern",
+            "repair_scope",
+        ):
             _abstract(name, getattr(self, name).replace(" ", "_"))
         for v in (*self.failure_context, *self.repair_changes):
             _abstract("failure_context/repair_changes", v)
 
     def key(self) -> tuple[Any, ...]:
-        return (self.polarity, self.situation, self.turn, self.failure_context, self.primitive,
-                self.objective_kind, self.mode, self.role_rule, self.failure_pattern,
-                self.repair_scope, self.repair_changes)
+        return (
+            self.polarity,
+            self.situation,
+            self.turn,
+            self.failure_context,
+            self.primitive,
+            self.objective_kind,
+            self.mode,
+            self.role_rule,
+            self.failure_pattern,
+            self.repair_scope,
+            self.repair_changes,
+        )
 
     def to_prompt(self) -> dict[str, Any]:
         d = asdict(self)
@@ -104,7 +123,14 @@ class ActionExemplar:
     sources: tuple[str, ...] = ()
 
     def key(self) -> tuple[str, ...]:
-        return (self.primitive, self.objective_kind, self.mode, self.role_rule, self.situation, self.turn)
+        return (
+            self.primitive,
+            self.objective_kind,
+            self.mode,
+            self.role_rule,
+            self.situation,
+            self.turn,
+        )
 
     def to_prompt(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k != "sources"}
@@ -155,8 +181,14 @@ class Memory:
             os.replace(tmp, f / name)
 
     # --- retrieval -------------------------------------------------------------------------------
-    def retrieve_strategy(self, situation: str, turn: str, failure_context: tuple[str, ...],
-                          k: int = 4, transaction: int = 0) -> list[StrategyRecord]:
+    def retrieve_strategy(
+        self,
+        situation: str,
+        turn: str,
+        failure_context: tuple[str, ...],
+        k: int = 4,
+        transaction: int = 0,
+    ) -> list[StrategyRecord]:
         """Records applicable to ``situation`` (and ``turn``), ranked by failure-context overlap."""
         if not self.enabled:
             return []
@@ -166,26 +198,54 @@ class Memory:
         def rank(r: StrategyRecord) -> tuple[int, int, int, int]:
             overlap = len(ctx & set(r.failure_context))
             general = 0 if r.failure_context else 1  # general principles next
-            return (-overlap, -general if not ctx else 0, 0 if r.polarity == "positive" else 1, -r.support)
+            return (
+                -overlap,
+                -general if not ctx else 0,
+                0 if r.polarity == "positive" else 1,
+                -r.support,
+            )
 
         out = sorted(cand, key=rank)[:k]
         if out:
-            self.hits.append({"transaction": transaction, "store": "strategy",
-                              "ids": [r.id for r in out], "query": [situation, turn, sorted(ctx)]})
+            self.hits.append(
+                {
+                    "transaction": transaction,
+                    "store": "strategy",
+                    "ids": [r.id for r in out],
+                    "query": [situation, turn, sorted(ctx)],
+                }
+            )
         return out
 
-    def retrieve_exemplars(self, primitive: str, objective_kind: str, mode: str, situation: str,
-                           turn: str, k: int = 2, transaction: int = 0) -> list[ActionExemplar]:
+    def retrieve_exemplars(
+        self,
+        primitive: str,
+        objective_kind: str,
+        mode: str,
+        situation: str,
+        turn: str,
+        k: int = 2,
+        transaction: int = 0,
+    ) -> list[ActionExemplar]:
         """Accepted implementations of ``(primitive, objective kind, mode)``, ranked by situation."""
         if not self.enabled:
             return []
-        cand = [e for e in self.exemplars
-                if (e.primitive, e.objective_kind, e.mode) == (primitive, objective_kind, mode)]
+        cand = [
+            e
+            for e in self.exemplars
+            if (e.primitive, e.objective_kind, e.mode) == (primitive, objective_kind, mode)
+        ]
         cand.sort(key=lambda e: (e.situation != situation, e.turn != turn, -e.support))
         out = cand[:k]
         if out:
-            self.hits.append({"transaction": transaction, "store": "exemplar", "ids": [e.id for e in out],
-                              "query": [primitive, objective_kind, mode, situation]})
+            self.hits.append(
+                {
+                    "transaction": transaction,
+                    "store": "exemplar",
+                    "ids": [e.id for e in out],
+                    "query": [primitive, objective_kind, mode, situation],
+                }
+            )
         return out
 
     # --- promotion -------------------------------------------------------------------------------
@@ -195,15 +255,26 @@ class Memory:
             return rec
         for i, r in enumerate(self.strategy):
             if r.key() == rec.key():
-                merged = StrategyRecord(**{**asdict(r), "support": r.support + 1,
-                                           "sources": (*r.sources, *rec.sources)[-8:],
-                                           "failure_context": r.failure_context,
-                                           "repair_changes": r.repair_changes})
+                merged = StrategyRecord(
+                    **{
+                        **asdict(r),
+                        "support": r.support + 1,
+                        "sources": (*r.sources, *rec.sources)[-8:],
+                        "failure_context": r.failure_context,
+                        "repair_changes": r.repair_changes,
+                    }
+                )
                 self.strategy[i] = merged
                 return merged
-        rec = StrategyRecord(**{**asdict(rec), "id": f"S{len(self.strategy) + 1:03d}",
-                                "failure_context": rec.failure_context,
-                                "repair_changes": rec.repair_changes, "sources": rec.sources})
+        rec = StrategyRecord(
+            **{
+                **asdict(rec),
+                "id": f"S{len(self.strategy) + 1:03d}",
+                "failure_context": rec.failure_context,
+                "repair_changes": rec.repair_changes,
+                "sources": rec.sources,
+            }
+        )
         self.strategy.append(rec)
         return rec
 
@@ -213,10 +284,18 @@ class Memory:
             return ex
         for i, e in enumerate(self.exemplars):
             if e.key() == ex.key():
-                merged = ActionExemplar(**{**asdict(ex), "id": e.id, "support": e.support + 1,
-                                           "sources": (*e.sources, *ex.sources)[-8:]})
+                merged = ActionExemplar(
+                    **{
+                        **asdict(ex),
+                        "id": e.id,
+                        "support": e.support + 1,
+                        "sources": (*e.sources, *ex.sources)[-8:],
+                    }
+                )
                 self.exemplars[i] = merged
                 return merged
-        ex = ActionExemplar(**{**asdict(ex), "id": f"A{len(self.exemplars) + 1:03d}", "sources": ex.sources})
+        ex = ActionExemplar(
+            **{**asdict(ex), "id": f"A{len(self.exemplars) + 1:03d}", "sources": ex.sources}
+        )
         self.exemplars.append(ex)
         return ex

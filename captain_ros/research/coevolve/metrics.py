@@ -64,7 +64,10 @@ def progress_at(run: RunOutcome, t: int) -> float:
     """``p_r(t)``: fraction of milestones first certified at or before transaction ``t``."""
     if t <= 0:
         return 0.0
-    return sum(1 for tau in run.first_attainment if tau is not None and tau <= t) / run.milestones_total
+    return (
+        sum(1 for tau in run.first_attainment if tau is not None and tau <= t)
+        / run.milestones_total
+    )
 
 
 def pauc_run(run: RunOutcome, horizon: int) -> float:
@@ -103,11 +106,20 @@ def group_metrics(runs: Sequence[RunOutcome], horizon: int = 80) -> GroupMetrics
     n = len(runs)
     charged = [r for r in runs if r.charged > 0]
     ea = 100.0 * sum(r.accepted / r.charged for r in charged) / len(charged) if charged else 0.0
-    ea_hi = 100.0 * sum((r.accepted + r.unresolved) / r.charged for r in charged) / len(charged) if charged else 0.0
+    ea_hi = (
+        100.0 * sum((r.accepted + r.unresolved) / r.charged for r in charged) / len(charged)
+        if charged
+        else 0.0
+    )
     return GroupMetrics(
-        n=n, sr=100.0 * sum(r.success for r in runs) / n,
+        n=n,
+        sr=100.0 * sum(r.success for r in runs) / n,
         vp=100.0 * sum(r.milestones_final / r.milestones_total for r in runs) / n,
-        ea=ea, ea_upper=ea_hi, ea_is_lower_bound=any(r.unresolved for r in charged),
-        pauc=sum(pauc_run(r, horizon) for r in runs) / n, horizon=horizon,
+        ea=ea,
+        ea_upper=ea_hi,
+        ea_is_lower_bound=any(r.unresolved for r in charged),
+        pauc=sum(pauc_run(r, horizon) for r in runs) / n,
+        horizon=horizon,
         terminations=dict(Counter(r.termination for r in runs)),
-        mean_transactions=sum(r.charged for r in runs) / n)
+        mean_transactions=sum(r.charged for r in runs) / n,
+    )

@@ -77,10 +77,10 @@ class _RobotProgram:
     """What one robot does over the transaction: velocity profile plus posture/height events."""
 
     duration_s: float
-    velocity: Any = None        # callable t -> BaseVelocity (body frame)
-    height: Any = None          # callable t -> height offset target [m]
+    velocity: Any = None  # callable t -> BaseVelocity (body frame)
+    height: Any = None  # callable t -> height offset target [m]
     arms: list[tuple[float, np.ndarray, float]] = field(default_factory=list)  # (t, q, ramp_s)
-    feedback: bool = False      # velocity(t, states): closed loop on the measured partner pose
+    feedback: bool = False  # velocity(t, states): closed loop on the measured partner pose
 
 
 @dataclass(frozen=True)
@@ -107,9 +107,16 @@ class ExecutionTrace:
     window: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"duration_s": self.duration_s, "stopped": self.stopped, "reason": self.reason,
-                "clipped": self.clipped, "watchdog": list(self.watchdog), "monitor": self.monitor,
-                "window": self.window, "n_samples": len(self.samples)}
+        return {
+            "duration_s": self.duration_s,
+            "stopped": self.stopped,
+            "reason": self.reason,
+            "clipped": self.clipped,
+            "watchdog": list(self.watchdog),
+            "monitor": self.monitor,
+            "window": self.window,
+            "n_samples": len(self.samples),
+        }
 
 
 def _rot_to_body(yaw: float, v: np.ndarray) -> tuple[float, float]:
@@ -117,35 +124,52 @@ def _rot_to_body(yaw: float, v: np.ndarray) -> tuple[float, float]:
     return c * v[0] + s * v[1], -s * v[0] + c * v[1]
 
 
-def _program(z: Coordination, robot: str, args: dict[str, Any], st: dict[str, HumanoidState]) -> _RobotProgram:
+def _program(
+    z: Coordination, robot: str, args: dict[str, Any], st: dict[str, HumanoidState]
+) -> _RobotProgram:
     me = st[robot]
     other = st[ROBOTS[1 - ROBOTS.index(robot)]]
     yaw0 = me.base.yaw_rad
     name = z.primitive
     if name == "initialization":
-        return _RobotProgram(SUPPORT_RAMP_S + 1.0, height=lambda t: 0.0 if t >= SUPPORT_RAMP_S else None,
-                             arms=[(0.0, posture("support"), SUPPORT_RAMP_S)])
+        return _RobotProgram(
+            SUPPORT_RAMP_S + 1.0,
+            height=lambda t: 0.0 if t >= SUPPORT_RAMP_S else None,
+            arms=[(0.0, posture("support"), SUPPORT_RAMP_S)],
+        )
     if name == "coordinated_linear_transport":
         d = np.asarray(args["direction_xy"], float)
         d = d / np.linalg.norm(d)
         prof = Trapezoid(float(args["distance_m"]), float(args["speed_m_s"]), LINEAR_ACCEL_M_S2)
         bx, by = _rot_to_body(yaw0, d)
-        return _RobotProgram(prof.duration_s, velocity=lambda t: BaseVelocity(bx * prof.rate(t), by * prof.rate(t), 0.0))
+        return _RobotProgram(
+            prof.duration_s,
+            velocity=lambda t: BaseVelocity(bx * prof.rate(t), by * prof.rate(t), 0.0),
+        )
     if name == "coordinated_pivot":
-        prof = Trapezoid(float(args["angle_rad"]), float(args["angular_speed_rad_s"]), ANGULAR_ACCEL_RAD_S2)
+        prof = Trapezoid(
+            float(args["angle_rad"]), float(args["angular_speed_rad_s"]), ANGULAR_ACCEL_RAD_S2
+        )
         radius = float(np.linalg.norm(me.base.xy - other.base.xy))
         role = args["role"]
         arm = {"inner_support": 0.0, "outer_mover": radius, "co_rotator": radius / 2.0}[role]
+
         def arc(t: float, now: dict[str, HumanoidState] | None = None) -> BaseVelocity:
             w = prof.rate(t)
             vx = wz_fix = 0.0
-            if now is not None and w != 0.0:  # keep the arc's radius (walkers) and face the partner (all)
+            if (
+                now is not None and w != 0.0
+            ):  # keep the arc's radius (walkers) and face the partner (all)
                 rel = now[other.name].base.xy - now[robot].base.xy
                 dist = float(np.linalg.norm(rel))
                 if arm > 0.0:
-                    vx = float(np.clip(PIVOT_RADIUS_GAIN * (dist - radius) * (arm / radius), -0.05, 0.05))
+                    vx = float(
+                        np.clip(PIVOT_RADIUS_GAIN * (dist - radius) * (arm / radius), -0.05, 0.05)
+                    )
                 facing = math.atan2(rel[1], rel[0]) - now[robot].base.yaw_rad
-                wz_fix = float(np.clip(PIVOT_FACING_GAIN * math.remainder(facing, 2 * math.pi), -0.1, 0.1))
+                wz_fix = float(
+                    np.clip(PIVOT_FACING_GAIN * math.remainder(facing, 2 * math.pi), -0.1, 0.1)
+                )
             return BaseVelocity(vx, -arm * w, w + wz_fix)
 
         return _RobotProgram(prof.duration_s, velocity=arc, feedback=True)
@@ -155,23 +179,32 @@ def _program(z: Coordination, robot: str, args: dict[str, Any], st: dict[str, Hu
         norm = float(np.linalg.norm(c))
         speed = float(args["speed_m_s"])
         # one progress variable s in [0, 1]: translation at `speed`, turning at most 0.15 rad/s
-        rate = min(speed / norm if norm > 1e-9 else math.inf, 0.15 / abs(dyaw) if dyaw else math.inf)
+        rate = min(
+            speed / norm if norm > 1e-9 else math.inf, 0.15 / abs(dyaw) if dyaw else math.inf
+        )
         if not math.isfinite(rate):
             return _RobotProgram(0.0)
         prof = Trapezoid(1.0, rate, 0.6 * rate)
         bx, by = _rot_to_body(yaw0, c)
-        return _RobotProgram(prof.duration_s, velocity=lambda t: BaseVelocity(
-            bx * prof.rate(t), by * prof.rate(t), dyaw * prof.rate(t)))
+        return _RobotProgram(
+            prof.duration_s,
+            velocity=lambda t: BaseVelocity(
+                bx * prof.rate(t), by * prof.rate(t), dyaw * prof.rate(t)
+            ),
+        )
     if name == "placement":
         lower, speed = float(args["lower_m"]), float(args["speed_m_s"])
         h0 = me.height_offset_m
         return _RobotProgram(lower / speed + 0.5, height=lambda t: h0 - min(lower, speed * t))
     if name == "release":
-        return _RobotProgram(RELEASE_RAMP_S + float(args["hold_s"]),
-                             arms=[(0.0, posture("release"), RELEASE_RAMP_S)])
+        return _RobotProgram(
+            RELEASE_RAMP_S + float(args["hold_s"]), arms=[(0.0, posture("release"), RELEASE_RAMP_S)]
+        )
     if name == "retreat":
         prof = Trapezoid(float(args["distance_m"]), float(args["speed_m_s"]), LINEAR_ACCEL_M_S2)
-        return _RobotProgram(prof.duration_s, velocity=lambda t: BaseVelocity(-prof.rate(t), 0.0, 0.0))
+        return _RobotProgram(
+            prof.duration_s, velocity=lambda t: BaseVelocity(-prof.rate(t), 0.0, 0.0)
+        )
     raise CaptainError(f"no skill wrapper for {name!r}")
 
 
@@ -180,10 +213,15 @@ def _sample(bridge: HumanoidBridge) -> dict[str, Any] | None:
         p = bridge.privileged_state()
     except CaptainError:
         return None
-    return {"t": p["time_s"], "payload": p["payload"]["position_m"], "tilt_rad": p["payload"]["tilt_rad"],
-            "lowest_z_m": p["payload"]["lowest_z_m"], "touches": p["payload"]["touches"],
-            "palm_force_n": {r: sum(v) for r, v in p["palm_force_n"].items()},
-            "bases": {r: s["base"] for r, s in p["robots"].items()}}
+    return {
+        "t": p["time_s"],
+        "payload": p["payload"]["position_m"],
+        "tilt_rad": p["payload"]["tilt_rad"],
+        "lowest_z_m": p["payload"]["lowest_z_m"],
+        "touches": p["payload"]["touches"],
+        "palm_force_n": {r: sum(v) for r, v in p["palm_force_n"].items()},
+        "bases": {r: s["base"] for r, s in p["robots"].items()},
+    }
 
 
 class MotorInterface:
@@ -218,7 +256,9 @@ class MotorInterface:
             # profiles are indexed by the controllers' clock, so a late planner tick (e.g. over ROS)
             # does not stretch them
             moving = t < total - 1e-9
-            now = {r: b.state(r) for r in ROBOTS} if any(p.feedback for p in progs.values()) else None
+            now = (
+                {r: b.state(r) for r in ROBOTS} if any(p.feedback for p in progs.values()) else None
+            )
             for r, p in progs.items():
                 if moving and p.velocity:
                     v = p.velocity(t, now) if p.feedback else p.velocity(t)
@@ -256,8 +296,16 @@ class MotorInterface:
             monitor = dict(b.privileged_state()["monitor"])
         except CaptainError:
             monitor = {}
-        return ExecutionTrace(b.time_s() - t0, stopped, reason, {r: c[:3] for r, c in clipped.items()},
-                              tuple(sorted(watchdog)), samples, monitor, window)
+        return ExecutionTrace(
+            b.time_s() - t0,
+            stopped,
+            reason,
+            {r: c[:3] for r, c in clipped.items()},
+            tuple(sorted(watchdog)),
+            samples,
+            monitor,
+            window,
+        )
 
 
 def _note_clip(notes: list[str], want: BaseVelocity, got: BaseVelocity) -> None:
@@ -277,9 +325,17 @@ def _note_clip(notes: list[str], want: BaseVelocity, got: BaseVelocity) -> None:
 
 def _window(w: dict[str, Any], s: dict[str, Any]) -> None:
     if "start" not in w:
-        w.update(start=s["payload"], max_tilt_rad=0.0, max_drift_m=0.0, duration_s=0.0, t0=s["t"],
-                 max_palm_force_n=0.0)
+        w.update(
+            start=s["payload"],
+            max_tilt_rad=0.0,
+            max_drift_m=0.0,
+            duration_s=0.0,
+            t0=s["t"],
+            max_palm_force_n=0.0,
+        )
     w["max_tilt_rad"] = max(w["max_tilt_rad"], s["tilt_rad"])
-    w["max_drift_m"] = max(w["max_drift_m"], float(np.linalg.norm(np.subtract(s["payload"], w["start"]))))
+    w["max_drift_m"] = max(
+        w["max_drift_m"], float(np.linalg.norm(np.subtract(s["payload"], w["start"])))
+    )
     w["duration_s"] = s["t"] - w["t0"]
     w["max_palm_force_n"] = max(w["max_palm_force_n"], *s["palm_force_n"].values())

@@ -75,8 +75,10 @@ def observe(priv: dict[str, Any], layout: Layout, certified: tuple[str, ...] = (
     spacing = float(np.linalg.norm(axis))
     axis_yaw = math.atan2(axis[1], axis[0])
     travel = wrap_angle(axis_yaw - math.pi / 2)
-    facing = {"robot_a": wrap_angle(rb["robot_a"]["base"]["yaw_rad"] - axis_yaw),
-              "robot_b": wrap_angle(rb["robot_b"]["base"]["yaw_rad"] - axis_yaw - math.pi)}
+    facing = {
+        "robot_a": wrap_angle(rb["robot_a"]["base"]["yaw_rad"] - axis_yaw),
+        "robot_b": wrap_angle(rb["robot_b"]["base"]["yaw_rad"] - axis_yaw - math.pi),
+    }
     centre = (pa + pb) / 2.0
     pay = priv["payload"]
     pxy = np.array(pay["position_m"][:2])
@@ -95,41 +97,79 @@ def observe(priv: dict[str, Any], layout: Layout, certified: tuple[str, ...] = (
     start_sup, target_sup = layout.supports(0.0)
     data = {
         "time_s": priv["time_s"],
-        "robots": {r: {"x_m": rb[r]["base"]["x_m"], "y_m": rb[r]["base"]["y_m"],
-                       "yaw_rad": rb[r]["base"]["yaw_rad"], "tilt_rad": rb[r]["tilt_rad"],
-                       "height_offset_m": rb[r]["height_offset_m"], "palm_force_n": forces[r],
-                       "fallen": bool(rb[r]["fallen"])} for r in ROBOTS},
-        "payload": {"position_m": pay["position_m"], "tilt_rad": pay["tilt_rad"],
-                    "twist_rad": _twist(pay["axis_xy"], axis_yaw),
-                    "offset_along_axis_m": float(np.dot(pxy - centre, axis / max(spacing, 1e-9))),
-                    "lowest_z_m": pay["lowest_z_m"], "touches": touches, "resting_on": resting,
-                    "supported": all(f >= SUPPORT_FORCE_N for f in forces.values()),
-                    "supported_by": [r for r in ROBOTS if forces[r] >= SUPPORT_FORCE_N]},
-        "formation": {"centre_xy": centre.tolist(), "spacing_m": spacing,
-                      "spacing_error_m": spacing - SPACING_M, "axis_yaw_rad": axis_yaw,
-                      "travel_heading_rad": travel, "facing_error_rad": facing,
-                      "max_facing_error_rad": max(abs(v) for v in facing.values()),
-                      "robot_on_left_of_travel": "robot_b"},
+        "robots": {
+            r: {
+                "x_m": rb[r]["base"]["x_m"],
+                "y_m": rb[r]["base"]["y_m"],
+                "yaw_rad": rb[r]["base"]["yaw_rad"],
+                "tilt_rad": rb[r]["tilt_rad"],
+                "height_offset_m": rb[r]["height_offset_m"],
+                "palm_force_n": forces[r],
+                "fallen": bool(rb[r]["fallen"]),
+            }
+            for r in ROBOTS
+        },
+        "payload": {
+            "position_m": pay["position_m"],
+            "tilt_rad": pay["tilt_rad"],
+            "twist_rad": _twist(pay["axis_xy"], axis_yaw),
+            "offset_along_axis_m": float(np.dot(pxy - centre, axis / max(spacing, 1e-9))),
+            "lowest_z_m": pay["lowest_z_m"],
+            "touches": touches,
+            "resting_on": resting,
+            "supported": all(f >= SUPPORT_FORCE_N for f in forces.values()),
+            "supported_by": [r for r in ROBOTS if forces[r] >= SUPPORT_FORCE_N],
+        },
+        "formation": {
+            "centre_xy": centre.tolist(),
+            "spacing_m": spacing,
+            "spacing_error_m": spacing - SPACING_M,
+            "axis_yaw_rad": axis_yaw,
+            "travel_heading_rad": travel,
+            "facing_error_rad": facing,
+            "max_facing_error_rad": max(abs(v) for v in facing.values()),
+            "robot_on_left_of_travel": "robot_b",
+        },
         "layout": layout.name,
-        "route": {"s_m": s, "segment_headings_rad": [layout.segment_heading(k)
-                                                      for k in range(layout.n_segments)], "length_m": layout.length_m, "lateral_m": lat, "centre_lateral_m": clat,
-                  "segment": seg, "segment_heading_rad": seg_heading,
-                  "heading_error_rad": wrap_angle(travel - seg_heading),
-                  "corridor_half_width_m": half_w,
-                  "lateral_slack_m": half_w - abs(clat) - FORMATION_HALF_SPAN_M,
-                  "next_gate": None if nxt is None else {"name": nxt.name, "s_m": nxt.s_m,
-                                                         "remaining_m": nxt.s_m - s,
-                                                         "point_xy": layout.point_at(nxt.s_m).tolist()},
-                  "next_corner": None if corner_i is None else {
-                      "index": corner_i, "s_m": corners[corner_i], "remaining_m": corners[corner_i] - s,
-                      "point_xy": layout.point_at(corners[corner_i]).tolist(),
-                      "turn_rad": layout.turn_at_corner(corner_i),
-                      "next_heading_rad": layout.segment_heading(corner_i + 1)},
-                  "remaining_to_target_m": layout.length_m - s, "centre_s_m": cs_},
-        "target": {"xy": target.tolist(), "distance_m": float(np.linalg.norm(pxy - target)),
-                   "offset_xy_m": (target - pxy).tolist(),
-                   "support_top_m": target_sup.top_z_m,
-                   "payload_target_z_m": target_sup.top_z_m + PAYLOAD_HALF_M[2]},
+        "route": {
+            "s_m": s,
+            "segment_headings_rad": [layout.segment_heading(k) for k in range(layout.n_segments)],
+            "length_m": layout.length_m,
+            "lateral_m": lat,
+            "centre_lateral_m": clat,
+            "segment": seg,
+            "segment_heading_rad": seg_heading,
+            "heading_error_rad": wrap_angle(travel - seg_heading),
+            "corridor_half_width_m": half_w,
+            "lateral_slack_m": half_w - abs(clat) - FORMATION_HALF_SPAN_M,
+            "next_gate": None
+            if nxt is None
+            else {
+                "name": nxt.name,
+                "s_m": nxt.s_m,
+                "remaining_m": nxt.s_m - s,
+                "point_xy": layout.point_at(nxt.s_m).tolist(),
+            },
+            "next_corner": None
+            if corner_i is None
+            else {
+                "index": corner_i,
+                "s_m": corners[corner_i],
+                "remaining_m": corners[corner_i] - s,
+                "point_xy": layout.point_at(corners[corner_i]).tolist(),
+                "turn_rad": layout.turn_at_corner(corner_i),
+                "next_heading_rad": layout.segment_heading(corner_i + 1),
+            },
+            "remaining_to_target_m": layout.length_m - s,
+            "centre_s_m": cs_,
+        },
+        "target": {
+            "xy": target.tolist(),
+            "distance_m": float(np.linalg.norm(pxy - target)),
+            "offset_xy_m": (target - pxy).tolist(),
+            "support_top_m": target_sup.top_z_m,
+            "payload_target_z_m": target_sup.top_z_m + PAYLOAD_HALF_M[2],
+        },
         "start_support_xy": [start_sup.x_m, start_sup.y_m],
         "environment_contacts": list(priv["environment_contacts"]),
     }

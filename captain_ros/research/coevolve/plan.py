@@ -54,20 +54,53 @@ class Plan:
     @classmethod
     def for_layout(cls, layout: Layout, endpoint: str = "full") -> Plan:
         if endpoint not in ENDPOINTS:
-            raise InvalidArgumentError(f"unknown endpoint {endpoint!r}; valid: {', '.join(ENDPOINTS)}")
-        phases = [Phase("initialize", "initialize", "both robots support the payload, lifted clear "
-                        "of the start pedestal, tilt within 5 degrees")]
-        phases += [Phase(f"traverse_{g.name}", "traverse", f"payload centre crossed {g.name} inside "
-                         "the corridor while supported and level", g.name) for g in layout.gates]
-        phases += [Phase("enter_target", "enter_target", "payload centre within the 0.30 m target "
-                         "support radius while supported"),
-                   Phase("place", "place", "payload resting on the target pedestal: centre within "
-                         "0.30 m and 0.08 m of the target, tilt within 20 degrees"),
-                   Phase("release", "release", "no palm contact and the payload stays within "
-                         "tolerance over the 3 s stability window")]
+            raise InvalidArgumentError(
+                f"unknown endpoint {endpoint!r}; valid: {', '.join(ENDPOINTS)}"
+            )
+        phases = [
+            Phase(
+                "initialize",
+                "initialize",
+                "both robots support the payload, lifted clear "
+                "of the start pedestal, tilt within 5 degrees",
+            )
+        ]
+        phases += [
+            Phase(
+                f"traverse_{g.name}",
+                "traverse",
+                f"payload centre crossed {g.name} inside the corridor while supported and level",
+                g.name,
+            )
+            for g in layout.gates
+        ]
+        phases += [
+            Phase(
+                "enter_target",
+                "enter_target",
+                "payload centre within the 0.30 m target support radius while supported",
+            ),
+            Phase(
+                "place",
+                "place",
+                "payload resting on the target pedestal: centre within "
+                "0.30 m and 0.08 m of the target, tilt within 20 degrees",
+            ),
+            Phase(
+                "release",
+                "release",
+                "no palm contact and the payload stays within "
+                "tolerance over the 3 s stability window",
+            ),
+        ]
         if endpoint == "full":
-            phases.append(Phase("retreat", "retreat", "both robots upright and clear of the payload "
-                                "by the retreat clearance"))
+            phases.append(
+                Phase(
+                    "retreat",
+                    "retreat",
+                    "both robots upright and clear of the payload by the retreat clearance",
+                )
+            )
         phases[0] = replace(phases[0], status="active")
         return cls(tuple(phases))
 

@@ -51,38 +51,106 @@ def role_rule_of(z: Coordination, turn: str) -> str:
 
 
 def _pattern(ev: Evidence) -> str:
-    culprit = ev.culprit.split("(")[-1].rstrip(")") if "(" in ev.culprit else ev.culprit.split(".")[0]
+    culprit = (
+        ev.culprit.split("(")[-1].rstrip(")") if "(" in ev.culprit else ev.culprit.split(".")[0]
+    )
     word = "".join(ch if ch.isalpha() or ch == "_" else "_" for ch in culprit).strip("_")
     return f"{ev.failure_type}_by_{word}" if word else ev.failure_type
 
 
-def promote_accepted(memory: Memory, z: Coordination, theta: dict, programs: dict[str, str],
-                     ev: Evidence, situation: str, turn: str, revision: Revision | None,
-                     parent_evidence: Evidence | None, source: str) -> list[str]:
+def promote_accepted(
+    memory: Memory,
+    z: Coordination,
+    theta: dict,
+    programs: dict[str, str],
+    ev: Evidence,
+    situation: str,
+    turn: str,
+    revision: Revision | None,
+    parent_evidence: Evidence | None,
+    source: str,
+) -> list[str]:
     """Exemplar and strategy records of an accepted transaction; returns the ids written."""
     if not memory.enabled or not ev.accepted:
         return []
     rule = role_rule_of(z, turn)
-    out = [memory.add_exemplar(ActionExemplar(
-        "", z.primitive, z.objective.kind, z.mode, rule, situation, turn, dict(programs),
-        {r: dict(v) for r, v in theta.items()}, ev.summary[:200], sources=(source,))).id]
+    out = [
+        memory.add_exemplar(
+            ActionExemplar(
+                "",
+                z.primitive,
+                z.objective.kind,
+                z.mode,
+                rule,
+                situation,
+                turn,
+                dict(programs),
+                {r: dict(v) for r, v in theta.items()},
+                ev.summary[:200],
+                sources=(source,),
+            )
+        ).id
+    ]
     if not ev.setup_only or z.primitive == "coordinated_alignment":
-        out.append(memory.add_strategy(StrategyRecord(
-            "", "positive", situation, turn, (), z.primitive, z.objective.kind, z.mode, rule,
-            sources=(source,))).id)
+        out.append(
+            memory.add_strategy(
+                StrategyRecord(
+                    "",
+                    "positive",
+                    situation,
+                    turn,
+                    (),
+                    z.primitive,
+                    z.objective.kind,
+                    z.mode,
+                    rule,
+                    sources=(source,),
+                )
+            ).id
+        )
     if revision is not None and parent_evidence is not None and parent_evidence.failure_type:
-        out.append(memory.add_strategy(StrategyRecord(
-            "", "positive", situation, turn, (parent_evidence.failure_type,), z.primitive,
-            z.objective.kind, z.mode, rule, _pattern(parent_evidence), revision.scope,
-            tuple(c.replace("-", "_") for c in revision.changes), sources=(source,))).id)
+        out.append(
+            memory.add_strategy(
+                StrategyRecord(
+                    "",
+                    "positive",
+                    situation,
+                    turn,
+                    (parent_evidence.failure_type,),
+                    z.primitive,
+                    z.objective.kind,
+                    z.mode,
+                    rule,
+                    _pattern(parent_evidence),
+                    revision.scope,
+                    tuple(c.replace("-", "_") for c in revision.changes),
+                    sources=(source,),
+                )
+            ).id
+        )
     return out
 
 
-def promote_rejected(memory: Memory, z: Coordination, ev: Evidence, situation: str, turn: str,
-                     source: str) -> list[str]:
+def promote_rejected(
+    memory: Memory, z: Coordination, ev: Evidence, situation: str, turn: str, source: str
+) -> list[str]:
     """A counterexample record of a rejected transaction; returns the ids written."""
     if not memory.enabled or ev.accepted:
         return []
-    return [memory.add_strategy(StrategyRecord(
-        "", "counterexample", situation, turn, (ev.failure_type,), z.primitive, z.objective.kind,
-        z.mode, role_rule_of(z, turn), _pattern(ev), sources=(source,))).id]
+    return [
+        memory.add_strategy(
+            StrategyRecord(
+                "",
+                "counterexample",
+                situation,
+                turn,
+                (ev.failure_type,),
+                z.primitive,
+                z.objective.kind,
+                z.mode,
+                role_rule_of(z, turn),
+                _pattern(ev),
+                sources=(source,),
+            )
+        ).id
+    ]

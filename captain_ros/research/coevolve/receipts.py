@@ -13,10 +13,15 @@ from typing import Any
 
 from captain_ros.core.result import FailureCategory, Result
 
-_LEVEL = {"contact": FailureCategory.COLLISION, "drop": FailureCategory.PRECONDITION,
-          "support": FailureCategory.PRECONDITION, "stability": FailureCategory.PRECONDITION,
-          "robot": FailureCategory.PRECONDITION, "phase": FailureCategory.PRECONDITION,
-          "progress": FailureCategory.PRECONDITION}
+_LEVEL = {
+    "contact": FailureCategory.COLLISION,
+    "drop": FailureCategory.PRECONDITION,
+    "support": FailureCategory.PRECONDITION,
+    "stability": FailureCategory.PRECONDITION,
+    "robot": FailureCategory.PRECONDITION,
+    "phase": FailureCategory.PRECONDITION,
+    "progress": FailureCategory.PRECONDITION,
+}
 
 
 def event_result(ev: dict[str, Any]) -> tuple[str, Result] | None:
@@ -25,33 +30,60 @@ def event_result(ev: dict[str, Any]) -> tuple[str, Result] | None:
     if t == "transaction":
         e = ev["evidence"]
         z = ev["z"]
-        text = (f"T{ev['transaction']} {z['primitive']} ({z['objective']['kind']}, {z['mode']}): "
-                + e["summary"])
-        value = {"transaction": ev["transaction"], "checkpoint": ev["checkpoint"], "z": z, "theta": ev["theta"],
-                 "certified": ev.get("certified", []), "fingerprint": ev["fingerprint"]}
-        diag = {"checks": e["checks"], "failure_type": e["failure_type"], "culprit": e["culprit"],
-                "measurements": e["measurements"]}
+        text = (
+            f"T{ev['transaction']} {z['primitive']} ({z['objective']['kind']}, {z['mode']}): "
+            + e["summary"]
+        )
+        value = {
+            "transaction": ev["transaction"],
+            "checkpoint": ev["checkpoint"],
+            "z": z,
+            "theta": ev["theta"],
+            "certified": ev.get("certified", []),
+            "fingerprint": ev["fingerprint"],
+        }
+        diag = {
+            "checks": e["checks"],
+            "failure_type": e["failure_type"],
+            "culprit": e["culprit"],
+            "measurements": e["measurements"],
+        }
         if ev["accepted"]:
-            return "coevolve.transaction", Result.ok(e["summary"], value, executed=True, receipt=text,
-                                                     diagnostics=diag)
-        return "coevolve.transaction", Result.fail(_LEVEL.get(e["failure_level"], FailureCategory.PRECONDITION),
-                                                   e["summary"], executed=True, value=value, receipt=text,
-                                                   diagnostics=diag)
+            return "coevolve.transaction", Result.ok(
+                e["summary"], value, executed=True, receipt=text, diagnostics=diag
+            )
+        return "coevolve.transaction", Result.fail(
+            _LEVEL.get(e["failure_level"], FailureCategory.PRECONDITION),
+            e["summary"],
+            executed=True,
+            value=value,
+            receipt=text,
+            diagnostics=diag,
+        )
     if t == "rollback":
         msg = f"restored {ev['checkpoint']} after transaction {ev['transaction']}; digest {ev['digest']} verified"
-        return "coevolve.rollback", Result.ok(msg, {"checkpoint": ev["checkpoint"], "digest": ev["digest"]},
-                                              executed=True, receipt=msg)
+        return "coevolve.rollback", Result.ok(
+            msg,
+            {"checkpoint": ev["checkpoint"], "digest": ev["digest"]},
+            executed=True,
+            receipt=msg,
+        )
     if t == "revision":
         rev = ev.get("revision") or {}
         msg = f"typed revision {rev.get('scope', '-')}: {rev.get('rationale', '')}"
         if ev["approved"]:
             return "coevolve.revision", Result.ok(msg, rev, receipt=msg)
-        return "coevolve.revision", Result.fail(FailureCategory.INVALID_ARGUMENT,
-                                                msg + " refused: " + "; ".join(ev.get("problems") or []),
-                                                value=rev, receipt=msg)
+        return "coevolve.revision", Result.fail(
+            FailureCategory.INVALID_ARGUMENT,
+            msg + " refused: " + "; ".join(ev.get("problems") or []),
+            value=rev,
+            receipt=msg,
+        )
     if t == "prevalidation":
         msg = f"refused before dispatch ({ev['stage']}): {ev['reason']}"
-        return "coevolve.prevalidation", Result.fail(FailureCategory.INVALID_ARGUMENT, msg[:600], receipt=msg)
+        return "coevolve.prevalidation", Result.fail(
+            FailureCategory.INVALID_ARGUMENT, msg[:600], receipt=msg
+        )
     if t == "end":
         msg = f"run ended: {ev['label']}"
         return "coevolve.end", Result.ok(msg, ev.get("outcome"), receipt=msg)

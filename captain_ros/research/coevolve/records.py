@@ -66,7 +66,9 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
-            raise InvalidArgumentError(f"unknown layout {self.layout!r}; valid: {', '.join(LAYOUTS)}")
+            raise InvalidArgumentError(
+                f"unknown layout {self.layout!r}; valid: {', '.join(LAYOUTS)}"
+            )
         if not self.endpoint:
             object.__setattr__(self, "endpoint", "full" if self.layout == "base" else "placement")
         if self.endpoint not in ("full", "placement"):
@@ -89,8 +91,11 @@ class RunConfig:
 class RunLog:
     """Appends events to ``run.jsonl`` (if a folder is given) and forwards them to listeners."""
 
-    def __init__(self, out_dir: str | Path | None,
-                 listeners: list[Callable[[dict[str, Any]], None]] | None = None) -> None:
+    def __init__(
+        self,
+        out_dir: str | Path | None,
+        listeners: list[Callable[[dict[str, Any]], None]] | None = None,
+    ) -> None:
         self.out_dir = Path(out_dir) if out_dir else None
         self.listeners = list(listeners or [])
         self.events: list[dict[str, Any]] = []
@@ -171,7 +176,22 @@ class RunSummary:
         d = EpisodeFiles.of(folder).read_summary()
         o = d["outcome"]
         o["first_attainment"] = tuple(o["first_attainment"])
-        return cls(RunConfig(**d["config"]), d["roles"], RunOutcome(**o), tuple(d["milestones"]),
-                   tuple(d["certified"]), d["model_calls"], d["prevalidation_failures"], d["rollbacks"],
-                   d["revisions"], d["revisions_approved"], d["drops"], d["wall_s"], d["sim_s"],
-                   d["physics_steps"], d["memory_hits"], tuple(d["memory_size"]), d.get("out_dir", ""))
+        return cls(
+            RunConfig(**d["config"]),
+            d["roles"],
+            RunOutcome(**o),
+            tuple(d["milestones"]),
+            tuple(d["certified"]),
+            d["model_calls"],
+            d["prevalidation_failures"],
+            d["rollbacks"],
+            d["revisions"],
+            d["revisions_approved"],
+            d["drops"],
+            d["wall_s"],
+            d["sim_s"],
+            d["physics_steps"],
+            d["memory_hits"],
+            tuple(d["memory_size"]),
+            d.get("out_dir", ""),
+        )

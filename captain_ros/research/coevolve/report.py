@@ -49,10 +49,14 @@ def _svg(layout_name: str, points: list[tuple[float, float, bool]]) -> str:
     def tx(x: float, y: float) -> str:
         return f"{(x - x0) * scale:.1f},{(y1 - y) * scale:.1f}"
 
-    parts = [f'<svg width="{w:.0f}" height="{h:.0f}" style="border:1px solid #ccc;background:#fafafa">']
+    parts = [
+        f'<svg width="{w:.0f}" height="{h:.0f}" style="border:1px solid #ccc;background:#fafafa">'
+    ]
     for a, b in walls:
         (ax, ay), (bx, by) = tx(*a).split(","), tx(*b).split(",")
-        parts.append(f'<line x1="{ax}" y1="{ay}" x2="{bx}" y2="{by}" stroke="#888" stroke-width="3"/>')
+        parts.append(
+            f'<line x1="{ax}" y1="{ay}" x2="{bx}" y2="{by}" stroke="#888" stroke-width="3"/>'
+        )
     route = " ".join(tx(*p) for p in lay.waypoints)
     parts.append(f'<polyline points="{route}" fill="none" stroke="#bbb" stroke-dasharray="4 4"/>')
     half = lay.width_m / 2
@@ -61,11 +65,15 @@ def _svg(layout_name: str, points: list[tuple[float, float, bool]]) -> str:
         left = (c[0] - n[1] * half, c[1] + n[0] * half)
         right = (c[0] + n[1] * half, c[1] - n[0] * half)
         (ax, ay), (bx, by) = tx(*left).split(","), tx(*right).split(",")
-        parts.append(f'<line x1="{ax}" y1="{ay}" x2="{bx}" y2="{by}" stroke="#3b82f6" stroke-width="1.5"/>'
-                     f'<text x="{ax}" y="{ay}" font-size="10" fill="#3b82f6">{_e(g.name)}</text>')
+        parts.append(
+            f'<line x1="{ax}" y1="{ay}" x2="{bx}" y2="{by}" stroke="#3b82f6" stroke-width="1.5"/>'
+            f'<text x="{ax}" y="{ay}" font-size="10" fill="#3b82f6">{_e(g.name)}</text>'
+        )
     t = lay.target_xy
     cx, cy = tx(t[0], t[1]).split(",")
-    parts.append(f'<circle cx="{cx}" cy="{cy}" r="{0.30 * scale:.1f}" fill="#22c55e33" stroke="#22c55e"/>')
+    parts.append(
+        f'<circle cx="{cx}" cy="{cy}" r="{0.30 * scale:.1f}" fill="#22c55e33" stroke="#22c55e"/>'
+    )
     for x, y, ok in points:
         px, py = tx(x, y).split(",")
         parts.append(f'<circle cx="{px}" cy="{py}" r="3" fill="{"#1a7f37" if ok else "#c62828"}"/>')
@@ -83,39 +91,68 @@ def render(folder: str | Path) -> str:
     cfg = summary.get("config") or start.get("config") or {}
     out = summary.get("outcome") or {}
     label = out.get("termination", "?")
-    body = [f"<h1>CoEvolve run: layout {_e(cfg.get('layout'))}, seed {_e(cfg.get('seed'))}, roles "
-            f"{_e(summary.get('roles', start.get('roles')))}</h1>",
-            f"<p class='{'ok' if label == 'success' else 'bad'}'>termination: {_e(label)}</p>",
-            "<p class='meta'>" + _e(f"accepted {out.get('accepted')}/{out.get('charged')} charged transactions; "
-                                    f"milestones {out.get('milestones_final')}/{out.get('milestones_total')} at the "
-                                    f"final trusted checkpoint; rollbacks {summary.get('rollbacks')}; revisions "
-                                    f"{summary.get('revisions_approved')}/{summary.get('revisions')} approved; drops "
-                                    f"{summary.get('drops')}; model calls {summary.get('model_calls')}; wall "
-                                    f"{summary.get('wall_s')} s; simulated {summary.get('sim_s')} s") + "</p>",
-            "<pre>" + _e(json.dumps(cfg)) + "</pre>"]
+    body = [
+        f"<h1>CoEvolve run: layout {_e(cfg.get('layout'))}, seed {_e(cfg.get('seed'))}, roles "
+        f"{_e(summary.get('roles', start.get('roles')))}</h1>",
+        f"<p class='{'ok' if label == 'success' else 'bad'}'>termination: {_e(label)}</p>",
+        "<p class='meta'>"
+        + _e(
+            f"accepted {out.get('accepted')}/{out.get('charged')} charged transactions; "
+            f"milestones {out.get('milestones_final')}/{out.get('milestones_total')} at the "
+            f"final trusted checkpoint; rollbacks {summary.get('rollbacks')}; revisions "
+            f"{summary.get('revisions_approved')}/{summary.get('revisions')} approved; drops "
+            f"{summary.get('drops')}; model calls {summary.get('model_calls')}; wall "
+            f"{summary.get('wall_s')} s; simulated {summary.get('sim_s')} s"
+        )
+        + "</p>",
+        "<pre>" + _e(json.dumps(cfg)) + "</pre>",
+    ]
     tx = [e for e in evs if e["type"] == "transaction"]
-    pts = [(float(e["evidence"]["measurements"].get("payload_xy", [0, 0])[0]),
-            float(e["evidence"]["measurements"].get("payload_xy", [0, 0])[1]), bool(e["accepted"]))
-           for e in tx if "payload_xy" in e["evidence"].get("measurements", {})]
+    pts = [
+        (
+            float(e["evidence"]["measurements"].get("payload_xy", [0, 0])[0]),
+            float(e["evidence"]["measurements"].get("payload_xy", [0, 0])[1]),
+            bool(e["accepted"]),
+        )
+        for e in tx
+        if "payload_xy" in e["evidence"].get("measurements", {})
+    ]
     if cfg.get("layout"):
-        body += ["<h2>Corridor and payload after each transaction</h2>", _svg(cfg["layout"], pts),
-                 "<p class='meta'>green: accepted (trusted checkpoint); red: rejected (restored)</p>"]
+        body += [
+            "<h2>Corridor and payload after each transaction</h2>",
+            _svg(cfg["layout"], pts),
+            "<p class='meta'>green: accepted (trusted checkpoint); red: rejected (restored)</p>",
+        ]
     names = summary.get("milestones") or start.get("milestones") or []
     firsts = out.get("first_attainment") or [None] * len(names)
-    body.append("<h2>Milestones</h2><table><tr><th>milestone</th><th>first certified at transaction</th></tr>"
-                + "".join(f"<tr><td>{_e(n)}</td><td>{_e(t if t is not None else 'never')}</td></tr>"
-                          for n, t in zip(names, firsts, strict=False)) + "</table>")
+    body.append(
+        "<h2>Milestones</h2><table><tr><th>milestone</th><th>first certified at transaction</th></tr>"
+        + "".join(
+            f"<tr><td>{_e(n)}</td><td>{_e(t if t is not None else 'never')}</td></tr>"
+            for n, t in zip(names, firsts, strict=False)
+        )
+        + "</table>"
+    )
     plan: list[dict[str, Any]] = next((e["plan"] for e in reversed(evs) if e.get("plan")), [])
-    body.append("<h2>Plan</h2><table><tr><th>phase</th><th>completion evidence</th><th>status</th></tr>"
-                + "".join(f"<tr><td>{_e(p['name'])}</td><td>{_e(p['evidence'])}</td><td>{_e(p['status'])}</td></tr>"
-                          for p in plan) + "</table>")
-    body.append("<h2>Timeline</h2><table><tr><th>#</th><th>phase</th><th>coordination</th><th>arguments"
-                "</th><th>verifier</th></tr>")
+    body.append(
+        "<h2>Plan</h2><table><tr><th>phase</th><th>completion evidence</th><th>status</th></tr>"
+        + "".join(
+            f"<tr><td>{_e(p['name'])}</td><td>{_e(p['evidence'])}</td><td>{_e(p['status'])}</td></tr>"
+            for p in plan
+        )
+        + "</table>"
+    )
+    body.append(
+        "<h2>Timeline</h2><table><tr><th>#</th><th>phase</th><th>coordination</th><th>arguments"
+        "</th><th>verifier</th></tr>"
+    )
     for e in evs:
         body.append(_row(e))
     body.append("</table>")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>CoEvolve run</title><style>{_CSS}"
-            f"</style></head><body>{''.join(body)}</body></html>")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>CoEvolve run</title><style>{_CSS}"
+        f"</style></head><body>{''.join(body)}</body></html>"
+    )
 
 
 def _row(e: dict[str, Any]) -> str:
@@ -124,31 +161,46 @@ def _row(e: dict[str, Any]) -> str:
         z = e["z"]
         ev = e["evidence"]
         failed = [c for c in ev["checks"] if not c["ok"]]
-        mark = "<span class='ok'>ACCEPTED</span>" if e["accepted"] else "<span class='bad'>REJECTED</span>"
+        mark = (
+            "<span class='ok'>ACCEPTED</span>"
+            if e["accepted"]
+            else "<span class='bad'>REJECTED</span>"
+        )
         mem = "; ".join(f"{h['store']}: {', '.join(h['ids'])}" for h in e.get("memory_hits", []))
-        return (f"<tr><td>{e['transaction']}</td><td>{_e(e['phase'])}<br><span class='meta'>"
-                f"{_e(e.get('situation'))} {_e(e['checkpoint'])}</span></td><td>{_e(z['primitive'])}<br>"
-                f"{_e(z['objective'])}<br>{_e(z['mode'])} {_e(z['roles'])}<br><span class='meta'>"
-                f"{_e(e.get('orchestrator_rule'))}</span></td><td><pre>{_e(json.dumps(e['theta']))}</pre>"
-                f"<span class='meta'>memory hits: {_e(mem or 'none')}; promoted: "
-                f"{_e(', '.join(e.get('promoted') or []) or 'none')}</span></td><td>{mark} {_e(ev['summary'])}"
-                + "".join(f"<br>- {_e(c['name'])}: {_e(c['value'])} (limit {_e(c['limit'])}) {_e(c['detail'])}"
-                          for c in failed) + "</td></tr>")
+        return (
+            f"<tr><td>{e['transaction']}</td><td>{_e(e['phase'])}<br><span class='meta'>"
+            f"{_e(e.get('situation'))} {_e(e['checkpoint'])}</span></td><td>{_e(z['primitive'])}<br>"
+            f"{_e(z['objective'])}<br>{_e(z['mode'])} {_e(z['roles'])}<br><span class='meta'>"
+            f"{_e(e.get('orchestrator_rule'))}</span></td><td><pre>{_e(json.dumps(e['theta']))}</pre>"
+            f"<span class='meta'>memory hits: {_e(mem or 'none')}; promoted: "
+            f"{_e(', '.join(e.get('promoted') or []) or 'none')}</span></td><td>{mark} {_e(ev['summary'])}"
+            + "".join(
+                f"<br>- {_e(c['name'])}: {_e(c['value'])} (limit {_e(c['limit'])}) {_e(c['detail'])}"
+                for c in failed
+            )
+            + "</td></tr>"
+        )
     if t == "prevalidation":
-        return (f"<tr class='pre'><td></td><td colspan='4'>refused before dispatch ({_e(e['stage'])}, no "
-                f"transaction charged): {_e(e['reason'])}</td></tr>")
+        return (
+            f"<tr class='pre'><td></td><td colspan='4'>refused before dispatch ({_e(e['stage'])}, no "
+            f"transaction charged): {_e(e['reason'])}</td></tr>"
+        )
     if t == "rollback":
-        return (f"<tr class='rb'><td></td><td colspan='4'>rollback to {_e(e['checkpoint'])}: restoration "
-                f"verified (digest {_e(e['digest'])}); the budget is not refunded</td></tr>")
+        return (
+            f"<tr class='rb'><td></td><td colspan='4'>rollback to {_e(e['checkpoint'])}: restoration "
+            f"verified (digest {_e(e['digest'])}); the budget is not refunded</td></tr>"
+        )
     if t == "revision":
         rev = e.get("revision") or {}
         child = (rev.get("child") or {}).get("z", {})
         state = "approved" if e["approved"] else "refused: " + "; ".join(e.get("problems") or [])
-        return (f"<tr class='rev'><td></td><td colspan='4'>typed revision <b>{_e(rev.get('scope', '-'))}</b> "
-                f"({_e(state)}): {_e(rev.get('rationale'))}<br><span class='meta'>child: "
-                f"{_e(child.get('primitive'))} {_e(child.get('objective'))} {_e(child.get('mode'))} "
-                f"{_e(child.get('roles'))} theta {_e(json.dumps((rev.get('child') or {}).get('theta')))}; "
-                f"changes {_e(rev.get('changes'))}</span></td></tr>")
+        return (
+            f"<tr class='rev'><td></td><td colspan='4'>typed revision <b>{_e(rev.get('scope', '-'))}</b> "
+            f"({_e(state)}): {_e(rev.get('rationale'))}<br><span class='meta'>child: "
+            f"{_e(child.get('primitive'))} {_e(child.get('objective'))} {_e(child.get('mode'))} "
+            f"{_e(child.get('roles'))} theta {_e(json.dumps((rev.get('child') or {}).get('theta')))}; "
+            f"changes {_e(rev.get('changes'))}</span></td></tr>"
+        )
     if t in ("restoration_failed", "unresolved"):
         return f"<tr class='pre'><td></td><td colspan='4'>{_e(t)}: {_e(e.get('reason'))}</td></tr>"
     return ""

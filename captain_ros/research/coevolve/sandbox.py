@@ -49,13 +49,27 @@ class _Recorder:
         handle, _, method = name.partition(".")
         if handle != self.handle or (method not in SKILLS and method != STOP):
             self.refused.append(name)
-            return {"success": False, "executed": False, "failure_category": "invalid_argument",
-                    "message": f"{name}: not an allowed call of {self.handle}", "value": None,
-                    "diagnostics": {}, "budget": {}, "receipt": f"{name}: refused"}
+            return {
+                "success": False,
+                "executed": False,
+                "failure_category": "invalid_argument",
+                "message": f"{name}: not an allowed call of {self.handle}",
+                "value": None,
+                "diagnostics": {},
+                "budget": {},
+                "receipt": f"{name}: refused",
+            }
         self.calls.append(Call(method, dict(kwargs)))
-        return {"success": True, "executed": False, "failure_category": None,
-                "message": f"{method} queued for joint dispatch", "value": None, "diagnostics": {},
-                "budget": {}, "receipt": f"{self.handle}.{method}: queued"}
+        return {
+            "success": True,
+            "executed": False,
+            "failure_category": None,
+            "message": f"{method} queued for joint dispatch",
+            "value": None,
+            "diagnostics": {},
+            "budget": {},
+            "receipt": f"{self.handle}.{method}: queued",
+        }
 
     def on_image(self, handle: str, camera: str) -> str:
         return "images are not available to robot policies"
@@ -70,9 +84,12 @@ class ProgramSandbox:
     """
 
     def __init__(self, workspace: str | Path, cell_timeout_s: float = 5.0) -> None:
-        cfg = SessionConfig(cell_timeout_s=cell_timeout_s, max_output_chars=4000,
-                            memory_limit_bytes=2 << 30,
-                            clients=tuple((r, CLIENT_FACTORY) for r in ROBOTS))
+        cfg = SessionConfig(
+            cell_timeout_s=cell_timeout_s,
+            max_output_chars=4000,
+            memory_limit_bytes=2 << 30,
+            clients=tuple((r, CLIENT_FACTORY) for r in ROBOTS),
+        )
         self.session = PythonSession(workspace, cfg)
 
     def run(self, programs: dict[str, str]) -> ProgramRun:

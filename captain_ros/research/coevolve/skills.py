@@ -89,60 +89,138 @@ class Skill:
 
 
 _PEER = (("synchronous", ("peer", "peer")),)
-SKILLS: dict[str, Skill] = {s.name: s for s in (
-    Skill("initialization", "lifecycle",
-          "Ramp the arms to the support posture (torque-limited PD, kp 24, kd 1.5, 6 s ramp, palms "
-          "tilted 60 degrees) and stand up from the squat, lifting the payload off the start "
-          "pedestal. Takes about 7 s.", (), ("synchronous",), _PEER),
-    Skill("coordinated_linear_transport", "transport",
-          "Translate the base by distance_m along the world-frame direction_xy (normalised by the "
-          "host) at speed_m_s, keeping the heading (a side-by-side pair steps sideways). Both robots "
-          "receive the same arguments.",
-          (SkillParam("direction_xy", "vec2", "world-frame direction [x, y] (unitless).", 0.2, 10.0),
-           SkillParam("distance_m", "float", "distance [m].", 0.05, 1.5),
-           SkillParam("speed_m_s", "float", "cruise speed [m/s]; lateral stepping is limited to "
-                      "0.3 m/s.", 0.05, 0.30)),
-          ("synchronous",), _PEER),
-    Skill("coordinated_pivot", "transport",
-          "Rotate the formation by angle_rad (counter-clockwise positive). inner_support turns in "
-          "place; outer_mover walks the arc around it (its speed is angular speed times the "
-          "spacing, about 1.46 m, and the controller clips lateral steps at 0.3 m/s); two "
-          "co_rotator robots both walk arcs about the payload centre.",
-          (SkillParam("role", "choice", "this robot's temporary role.",
-                      choices=("inner_support", "outer_mover", "co_rotator")),
-           SkillParam("angle_rad", "float", "rotation [rad], counter-clockwise positive.", -1.75, 1.75),
-           SkillParam("angular_speed_rad_s", "float", "cruise turn rate [rad/s].", 0.05, 0.6)),
-          ("asymmetric", "synchronous"),
-          (("asymmetric", ("inner_support", "outer_mover")),
-           ("synchronous", ("co_rotator", "co_rotator")))),
-    Skill("coordinated_alignment", "transport",
-          "The reference robot holds; the corrector moves its base by correction_xy (world frame) "
-          "and turns by yaw_correction_rad, restoring formation spacing, skew or the corridor "
-          "centring. The reference passes a zero correction.",
-          (SkillParam("role", "choice", "this robot's role.", choices=("reference", "corrector")),
-           SkillParam("correction_xy", "vec2", "world-frame base correction [m]; zero for the "
-                      "reference.", 0.0, 0.20),
-           SkillParam("yaw_correction_rad", "float", "heading correction [rad]; zero for the "
-                      "reference.", -0.3, 0.3),
-           SkillParam("speed_m_s", "float", "correction speed [m/s].", 0.02, 0.15)),
-          ("asymmetric",), (("asymmetric", ("corrector", "reference")),)),
-    Skill("placement", "lifecycle",
-          "Lower the payload onto the target pedestal by squatting lower_m at speed_m_s.",
-          (SkillParam("lower_m", "float", "how far to lower the pelvis [m].", 0.02, 0.20),
-           SkillParam("speed_m_s", "float", "lowering speed [m/s].", 0.02, 0.10)),
-          ("synchronous",), _PEER),
-    Skill("release", "lifecycle",
-          "Move the palms down and back from under the payload, then hold still for hold_s (the "
-          "stability window: the payload must stay within tolerance on the pedestal).",
-          (SkillParam("hold_s", "float", "stability window [s] (at least the task's 3 s).", 3.0, 6.0),),
-          ("synchronous",), _PEER),
-    Skill("retreat", "lifecycle",
-          "Step straight back (away from the partner) by distance_m at speed_m_s.",
-          (SkillParam("distance_m", "float", "distance [m].", 0.2, 1.0),
-           SkillParam("speed_m_s", "float", "speed [m/s] (backward stepping is limited to 0.3 m/s).",
-                      0.05, 0.30)),
-          ("synchronous",), _PEER),
-)}
+SKILLS: dict[str, Skill] = {
+    s.name: s
+    for s in (
+        Skill(
+            "initialization",
+            "lifecycle",
+            "Ramp the arms to the support posture (torque-limited PD, kp 24, kd 1.5, 6 s ramp, palms "
+            "tilted 60 degrees) and stand up from the squat, lifting the payload off the start "
+            "pedestal. Takes about 7 s.",
+            (),
+            ("synchronous",),
+            _PEER,
+        ),
+        Skill(
+            "coordinated_linear_transport",
+            "transport",
+            "Translate the base by distance_m along the world-frame direction_xy (normalised by the "
+            "host) at speed_m_s, keeping the heading (a side-by-side pair steps sideways). Both robots "
+            "receive the same arguments.",
+            (
+                SkillParam(
+                    "direction_xy", "vec2", "world-frame direction [x, y] (unitless).", 0.2, 10.0
+                ),
+                SkillParam("distance_m", "float", "distance [m].", 0.05, 1.5),
+                SkillParam(
+                    "speed_m_s",
+                    "float",
+                    "cruise speed [m/s]; lateral stepping is limited to 0.3 m/s.",
+                    0.05,
+                    0.30,
+                ),
+            ),
+            ("synchronous",),
+            _PEER,
+        ),
+        Skill(
+            "coordinated_pivot",
+            "transport",
+            "Rotate the formation by angle_rad (counter-clockwise positive). inner_support turns in "
+            "place; outer_mover walks the arc around it (its speed is angular speed times the "
+            "spacing, about 1.46 m, and the controller clips lateral steps at 0.3 m/s); two "
+            "co_rotator robots both walk arcs about the payload centre.",
+            (
+                SkillParam(
+                    "role",
+                    "choice",
+                    "this robot's temporary role.",
+                    choices=("inner_support", "outer_mover", "co_rotator"),
+                ),
+                SkillParam(
+                    "angle_rad", "float", "rotation [rad], counter-clockwise positive.", -1.75, 1.75
+                ),
+                SkillParam("angular_speed_rad_s", "float", "cruise turn rate [rad/s].", 0.05, 0.6),
+            ),
+            ("asymmetric", "synchronous"),
+            (
+                ("asymmetric", ("inner_support", "outer_mover")),
+                ("synchronous", ("co_rotator", "co_rotator")),
+            ),
+        ),
+        Skill(
+            "coordinated_alignment",
+            "transport",
+            "The reference robot holds; the corrector moves its base by correction_xy (world frame) "
+            "and turns by yaw_correction_rad, restoring formation spacing, skew or the corridor "
+            "centring. The reference passes a zero correction.",
+            (
+                SkillParam(
+                    "role", "choice", "this robot's role.", choices=("reference", "corrector")
+                ),
+                SkillParam(
+                    "correction_xy",
+                    "vec2",
+                    "world-frame base correction [m]; zero for the reference.",
+                    0.0,
+                    0.20,
+                ),
+                SkillParam(
+                    "yaw_correction_rad",
+                    "float",
+                    "heading correction [rad]; zero for the reference.",
+                    -0.3,
+                    0.3,
+                ),
+                SkillParam("speed_m_s", "float", "correction speed [m/s].", 0.02, 0.15),
+            ),
+            ("asymmetric",),
+            (("asymmetric", ("corrector", "reference")),),
+        ),
+        Skill(
+            "placement",
+            "lifecycle",
+            "Lower the payload onto the target pedestal by squatting lower_m at speed_m_s.",
+            (
+                SkillParam("lower_m", "float", "how far to lower the pelvis [m].", 0.02, 0.20),
+                SkillParam("speed_m_s", "float", "lowering speed [m/s].", 0.02, 0.10),
+            ),
+            ("synchronous",),
+            _PEER,
+        ),
+        Skill(
+            "release",
+            "lifecycle",
+            "Move the palms down and back from under the payload, then hold still for hold_s (the "
+            "stability window: the payload must stay within tolerance on the pedestal).",
+            (
+                SkillParam(
+                    "hold_s", "float", "stability window [s] (at least the task's 3 s).", 3.0, 6.0
+                ),
+            ),
+            ("synchronous",),
+            _PEER,
+        ),
+        Skill(
+            "retreat",
+            "lifecycle",
+            "Step straight back (away from the partner) by distance_m at speed_m_s.",
+            (
+                SkillParam("distance_m", "float", "distance [m].", 0.2, 1.0),
+                SkillParam(
+                    "speed_m_s",
+                    "float",
+                    "speed [m/s] (backward stepping is limited to 0.3 m/s).",
+                    0.05,
+                    0.30,
+                ),
+            ),
+            ("synchronous",),
+            _PEER,
+        ),
+    )
+}
 PRIMITIVES = tuple(SKILLS)
 TRANSPORT_PRIMITIVES = tuple(n for n, s in SKILLS.items() if s.kind == "transport")
 
@@ -179,7 +257,7 @@ class SkillHandle:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             if len(args) > len(names):
-                kwargs["__extra_positional__"] = list(args[len(names):])
+                kwargs["__extra_positional__"] = list(args[len(names) :])
             kwargs.update(dict(zip(names, args, strict=False)))
             return send(name, kwargs)
 

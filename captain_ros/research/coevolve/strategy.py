@@ -26,8 +26,17 @@ from typing import Any
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.research.coevolve.skills import MODES, ROLES, SKILLS
 
-OBJECTIVE_KINDS = ("initialize", "reach_gate", "turn", "recentre", "restore_spacing",
-                   "enter_target", "place", "release", "retreat")
+OBJECTIVE_KINDS = (
+    "initialize",
+    "reach_gate",
+    "turn",
+    "recentre",
+    "restore_spacing",
+    "enter_target",
+    "place",
+    "release",
+    "retreat",
+)
 SCOPES = ("strategy", "coordination", "parameter")
 ROBOTS = ("robot_a", "robot_b")
 
@@ -41,8 +50,9 @@ class Objective:
 
     def __post_init__(self) -> None:
         if self.kind not in OBJECTIVE_KINDS:
-            raise InvalidArgumentError(f"unknown objective kind {self.kind!r}; valid: "
-                                       f"{', '.join(OBJECTIVE_KINDS)}")
+            raise InvalidArgumentError(
+                f"unknown objective kind {self.kind!r}; valid: {', '.join(OBJECTIVE_KINDS)}"
+            )
         if not isinstance(self.target, str) or len(self.target) > 40:
             raise InvalidArgumentError("objective target must be a short string")
 
@@ -73,7 +83,9 @@ class Coordination:
 
     def __post_init__(self) -> None:
         if self.primitive not in SKILLS:
-            raise InvalidArgumentError(f"unknown primitive {self.primitive!r}; valid: {', '.join(SKILLS)}")
+            raise InvalidArgumentError(
+                f"unknown primitive {self.primitive!r}; valid: {', '.join(SKILLS)}"
+            )
         if self.mode not in MODES:
             raise InvalidArgumentError(f"unknown mode {self.mode!r}; valid: {', '.join(MODES)}")
         if len(self.roles) != 2 or any(r not in ROLES for r in self.roles):
@@ -95,9 +107,15 @@ class Coordination:
         return (self.primitive, self.objective.kind, self.objective.target, self.mode, self.roles)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"primitive": self.primitive, "objective": self.objective.to_dict(), "mode": self.mode,
-                "roles": {"robot_a": self.roles[0], "robot_b": self.roles[1]},
-                "intent": self.intent, "evidence": self.evidence, "constraints": self.constraints}
+        return {
+            "primitive": self.primitive,
+            "objective": self.objective.to_dict(),
+            "mode": self.mode,
+            "roles": {"robot_a": self.roles[0], "robot_b": self.roles[1]},
+            "intent": self.intent,
+            "evidence": self.evidence,
+            "constraints": self.constraints,
+        }
 
     @classmethod
     def from_dict(cls, d: Any) -> Coordination:
@@ -117,8 +135,13 @@ class Coordination:
         text = {k: d.get(k, "") for k in ("intent", "evidence", "constraints")}
         if not all(isinstance(v, str) for v in text.values()):
             raise InvalidArgumentError("intent, evidence and constraints must be strings")
-        return cls(str(d.get("primitive")), Objective(str(obj.get("kind")), str(obj.get("target") or "")),
-                   str(d.get("mode")), (str(roles[0]), str(roles[1])), **text)
+        return cls(
+            str(d.get("primitive")),
+            Objective(str(obj.get("kind")), str(obj.get("target") or "")),
+            str(d.get("mode")),
+            (str(roles[0]), str(roles[1])),
+            **text,
+        )
 
 
 Params = dict[str, Any]
@@ -153,11 +176,17 @@ class Revision:
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
-            raise InvalidArgumentError(f"unknown revision scope {self.scope!r}; valid: {', '.join(SCOPES)}")
+            raise InvalidArgumentError(
+                f"unknown revision scope {self.scope!r}; valid: {', '.join(SCOPES)}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scope": self.scope, "child": self.child.to_dict(), "rationale": self.rationale,
-                "changes": list(self.changes)}
+        return {
+            "scope": self.scope,
+            "child": self.child.to_dict(),
+            "rationale": self.rationale,
+            "changes": list(self.changes),
+        }
 
 
 def params_equal(a: Params, b: Params, tol: float = 1e-9) -> bool:
@@ -166,7 +195,9 @@ def params_equal(a: Params, b: Params, tol: float = 1e-9) -> bool:
     for k, va in a.items():
         vb = b[k]
         if isinstance(va, (list, tuple)) and isinstance(vb, (list, tuple)):
-            if len(va) != len(vb) or any(abs(float(x) - float(y)) > tol for x, y in zip(va, vb, strict=True)):
+            if len(va) != len(vb) or any(
+                abs(float(x) - float(y)) > tol for x, y in zip(va, vb, strict=True)
+            ):
                 return False
         elif isinstance(va, (int, float)) and isinstance(vb, (int, float)):
             if not math.isclose(float(va), float(vb), abs_tol=tol):
@@ -196,8 +227,9 @@ def check_revision(parent: Strategy, rev: Revision) -> list[str]:
             problems.append("a strategy revision must change the primitive or the objective")
         parent_mr_ok = SKILLS[c.primitive].admits(p.mode, p.roles)
         if parent_mr_ok and not same_mr:
-            problems.append("a strategy revision keeps mode and roles when the new primitive admits "
-                            "them")
+            problems.append(
+                "a strategy revision keeps mode and roles when the new primitive admits them"
+            )
     elif rev.scope == "coordination":
         if not same_kd:
             problems.append("a coordination revision must keep the primitive and the objective")

@@ -25,8 +25,25 @@ from captain_ros.research.coevolve.strategy import ROBOTS, Coordination
 
 MAX_PROGRAM_CHARS = 2000
 MAX_STATEMENTS = 24
-MATH_NAMES = frozenset({"pi", "tau", "sin", "cos", "tan", "atan2", "sqrt", "hypot", "radians",
-                        "degrees", "asin", "acos", "atan", "copysign", "fabs"})
+MATH_NAMES = frozenset(
+    {
+        "pi",
+        "tau",
+        "sin",
+        "cos",
+        "tan",
+        "atan2",
+        "sqrt",
+        "hypot",
+        "radians",
+        "degrees",
+        "asin",
+        "acos",
+        "atan",
+        "copysign",
+        "fabs",
+    }
+)
 BUILTIN_CALLS = frozenset({"abs", "min", "max", "round", "float"})
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)
 PAIR_TOL = 1e-6
@@ -58,12 +75,17 @@ def _expr_problems(node: ast.AST, local: set[str]) -> list[str]:
             if n.id not in local and n.id not in BUILTIN_CALLS and n.id != "math":
                 out.append(f"name {n.id!r} is not defined in this program")
         elif isinstance(n, ast.Attribute):
-            if not (isinstance(n.value, ast.Name) and n.value.id == "math" and n.attr in MATH_NAMES):
+            if not (
+                isinstance(n.value, ast.Name) and n.value.id == "math" and n.attr in MATH_NAMES
+            ):
                 out.append(f"attribute access {ast.unparse(n)!r} is not allowed (only math.<fn>)")
         elif isinstance(n, ast.Call):
             f = n.func
             ok = (isinstance(f, ast.Name) and f.id in BUILTIN_CALLS) or (
-                isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "math")
+                isinstance(f, ast.Attribute)
+                and isinstance(f.value, ast.Name)
+                and f.value.id == "math"
+            )
             if not ok or n.keywords:
                 out.append(f"call {ast.unparse(n)!r} is not allowed in an argument")
         elif isinstance(n, ast.BinOp):
@@ -72,8 +94,9 @@ def _expr_problems(node: ast.AST, local: set[str]) -> list[str]:
         elif isinstance(n, ast.UnaryOp):
             if not isinstance(n.op, (ast.USub, ast.UAdd)):
                 out.append("only unary + and - are allowed")
-        elif not isinstance(n, (ast.List, ast.Tuple, ast.Load, ast.expr_context, ast.operator,
-                                ast.unaryop)):
+        elif not isinstance(
+            n, (ast.List, ast.Tuple, ast.Load, ast.expr_context, ast.operator, ast.unaryop)
+        ):
             out.append(f"{type(n).__name__} is not allowed in an expression")
     return out
 
@@ -105,22 +128,31 @@ def check_program(code: Any, handle: str) -> list[str]:
             problems += [f"statement {i + 1}: {p}" for p in _expr_problems(st.value, local)]
             local.add(name)
             continue
-        if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
-                and isinstance(st.value.func, ast.Attribute)
-                and isinstance(st.value.func.value, ast.Name)):
-            problems.append(f"statement {i + 1}: expected {handle}.<skill>(...) or {handle}.stop(); "
-                            f"got {type(st).__name__}")
+        if not (
+            isinstance(st, ast.Expr)
+            and isinstance(st.value, ast.Call)
+            and isinstance(st.value.func, ast.Attribute)
+            and isinstance(st.value.func.value, ast.Name)
+        ):
+            problems.append(
+                f"statement {i + 1}: expected {handle}.<skill>(...) or {handle}.stop(); "
+                f"got {type(st).__name__}"
+            )
             continue
         call = st.value
         func = call.func
         assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
         if func.value.id != handle:
-            problems.append(f"statement {i + 1}: calls {func.value.id}.{func.attr}; a policy may only "
-                            f"use its own handle {handle!r}")
+            problems.append(
+                f"statement {i + 1}: calls {func.value.id}.{func.attr}; a policy may only "
+                f"use its own handle {handle!r}"
+            )
             continue
         if func.attr != STOP and func.attr not in SKILLS:
-            problems.append(f"statement {i + 1}: {func.attr!r} is not an allowed method; allowed: "
-                            + ", ".join((*SKILLS, STOP)))
+            problems.append(
+                f"statement {i + 1}: {func.attr!r} is not an allowed method; allowed: "
+                + ", ".join((*SKILLS, STOP))
+            )
             continue
         for a in [*call.args, *(k.value for k in call.keywords)]:
             problems += [f"statement {i + 1}: {p}" for p in _expr_problems(a, local)]
@@ -130,7 +162,9 @@ def check_program(code: Any, handle: str) -> list[str]:
     if not problems:
         actions = [c for c in calls if c != STOP]
         if len(actions) != 1:
-            problems.append(f"a policy makes exactly one action call; this one makes {len(actions)}")
+            problems.append(
+                f"a policy makes exactly one action call; this one makes {len(actions)}"
+            )
         if not calls or calls[-1] != STOP or calls.count(STOP) != 1:
             problems.append(f"a policy ends with exactly one explicit {handle}.stop()")
     return problems
@@ -143,8 +177,11 @@ def check_params(skill: str, kwargs: Any) -> list[str]:
         return [f"unknown skill {skill!r}"]
     if not isinstance(kwargs, dict):
         return ["arguments must be keyword arguments"]
-    problems = [f"unknown argument {k!r} of {skill}; valid: {', '.join(p.name for p in spec.params)}"
-                for k in kwargs if spec.param(str(k)) is None]
+    problems = [
+        f"unknown argument {k!r} of {skill}; valid: {', '.join(p.name for p in spec.params)}"
+        for k in kwargs
+        if spec.param(str(k)) is None
+    ]
     for p in spec.params:
         if p.name not in kwargs:
             problems.append(f"{skill} needs {p.name}")
@@ -159,8 +196,14 @@ def check_params(skill: str, kwargs: Any) -> list[str]:
             elif not p.lo <= v <= p.hi:
                 problems.append(f"{p.name}={v:g} is outside [{p.lo:g}, {p.hi:g}]")
         else:
-            if (not isinstance(v, (list, tuple)) or len(v) != 2 or not all(
-                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)):
+            if (
+                not isinstance(v, (list, tuple))
+                or len(v) != 2
+                or not all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                    for x in v
+                )
+            ):
                 problems.append(f"{p.name} must be two finite numbers [x, y]")
             elif not p.lo - 1e-12 <= math.hypot(*v) <= p.hi + 1e-12:
                 problems.append(f"|{p.name}|={math.hypot(*v):.3g} is outside [{p.lo:g}, {p.hi:g}]")
@@ -184,12 +227,16 @@ def check_pair(z: Coordination, calls: dict[str, list[Call]]) -> list[str]:
         seq = calls.get(robot, [])
         names = [c.name for c in seq]
         if names[-1:] != [STOP] or len(seq) != 2:
-            problems.append(f"{robot}: the program ran {names or 'no calls'}; expected one skill call "
-                            "then stop()")
+            problems.append(
+                f"{robot}: the program ran {names or 'no calls'}; expected one skill call "
+                "then stop()"
+            )
             continue
         actions[robot] = seq[0]
         if seq[0].name != z.primitive:
-            problems.append(f"{robot}: calls {seq[0].name} but the committed primitive is {z.primitive}")
+            problems.append(
+                f"{robot}: calls {seq[0].name} but the committed primitive is {z.primitive}"
+            )
         problems += [f"{robot}: {p}" for p in check_params(seq[0].name, seq[0].kwargs)]
     if problems:
         return problems
@@ -201,13 +248,18 @@ def check_pair(z: Coordination, calls: dict[str, list[Call]]) -> list[str]:
             problems.append(f"the programs use roles {got} but the committed roles are {z.roles}")
         if not spec.admits(z.mode, got):
             problems.append(f"roles {got} are not admissible for {z.primitive} in {z.mode} mode")
-    shared = [p.name for p in spec.params if p.name not in ("role", "correction_xy", "yaw_correction_rad")]
+    shared = [
+        p.name for p in spec.params if p.name not in ("role", "correction_xy", "yaw_correction_rad")
+    ]
     for name in shared:
         if not _same(a[name], b[name]):
             problems.append(f"paired policies disagree on {name}: {a[name]} vs {b[name]}")
     if z.primitive == "coordinated_alignment" and not problems:
         for robot, kw in (("robot_a", a), ("robot_b", b)):
-            moves = math.hypot(*kw["correction_xy"]) > PAIR_TOL or abs(kw["yaw_correction_rad"]) > PAIR_TOL
+            moves = (
+                math.hypot(*kw["correction_xy"]) > PAIR_TOL
+                or abs(kw["yaw_correction_rad"]) > PAIR_TOL
+            )
             if kw["role"] == "reference" and moves:
                 problems.append(f"{robot} is the reference and must pass a zero correction")
             if kw["role"] == "corrector" and not moves:
@@ -224,6 +276,7 @@ def effective_theta(calls: dict[str, list[Call]]) -> dict[str, dict[str, Any]]:
             x, y = (float(v) for v in kw["direction_xy"])
             n = math.hypot(x, y)
             kw["direction_xy"] = [x / n, y / n]
-        theta[robot] = {k: ([float(x) for x in v] if isinstance(v, (list, tuple)) else v)
-                        for k, v in kw.items()}
+        theta[robot] = {
+            k: ([float(x) for x in v] if isinstance(v, (list, tuple)) else v) for k, v in kw.items()
+        }
     return theta

@@ -112,11 +112,18 @@ class Evidence:
         return self.failure_type == "payload_drop"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"accepted": self.accepted, "failure_type": self.failure_type,
-                "failure_level": self.failure_level, "culprit": self.culprit, "summary": self.summary,
-                "completed_phases": list(self.completed_phases), "certified": list(self.certified),
-                "setup_only": self.setup_only, "measurements": self.measurements,
-                "checks": [c.to_dict() for c in self.checks]}
+        return {
+            "accepted": self.accepted,
+            "failure_type": self.failure_type,
+            "failure_level": self.failure_level,
+            "culprit": self.culprit,
+            "summary": self.summary,
+            "completed_phases": list(self.completed_phases),
+            "certified": list(self.certified),
+            "setup_only": self.setup_only,
+            "measurements": self.measurements,
+            "checks": [c.to_dict() for c in self.checks],
+        }
 
 
 PHASE_PRIMITIVES = {
@@ -141,100 +148,213 @@ SETUP_OBJECTIVES = ("recentre", "restore_spacing", "turn")
 class Verifier:
     """Verifies transactions for one layout and endpoint."""
 
-    def __init__(self, layout: Layout, endpoint: str = "full", tol: Tolerances | None = None) -> None:
+    def __init__(
+        self, layout: Layout, endpoint: str = "full", tol: Tolerances | None = None
+    ) -> None:
         self.layout = layout
         self.endpoint = endpoint
         self.tol = tol or Tolerances()
 
     # --- the check ------------------------------------------------------------------------------
-    def verify(self, pre: Observation, z: Coordination, theta: dict[str, dict[str, Any]],
-               post: Observation, trace: ExecutionTrace, phase: Phase,
-               certified: tuple[str, ...]) -> Evidence:
+    def verify(
+        self,
+        pre: Observation,
+        z: Coordination,
+        theta: dict[str, dict[str, Any]],
+        post: Observation,
+        trace: ExecutionTrace,
+        phase: Phase,
+        certified: tuple[str, ...],
+    ) -> Evidence:
         tol, kind = self.tol, phase.kind
         checks: list[Check] = []
         mon = trace.monitor or {}
         pay = post.payload
         carrying = kind in ("initialize", "traverse", "enter_target") or (
-            kind == "place" and z.primitive != "placement")
+            kind == "place" and z.primitive != "placement"
+        )
         after_release = kind in ("retreat",) or z.primitive == "release"
         # payload support and stability
         low = float(mon.get("min_payload_lowest_z_m", pay["lowest_z_m"]))
-        dropped = "floor" in pay["touches"] or low < DROP_LOWEST_Z_M or trace.reason == "payload dropped"
-        checks.append(Check("payload_not_dropped", not dropped, "drop", round(low, 3), DROP_LOWEST_Z_M,
-                            "payload touched the floor" if "floor" in pay["touches"] else ""))
+        dropped = (
+            "floor" in pay["touches"] or low < DROP_LOWEST_Z_M or trace.reason == "payload dropped"
+        )
+        checks.append(
+            Check(
+                "payload_not_dropped",
+                not dropped,
+                "drop",
+                round(low, 3),
+                DROP_LOWEST_Z_M,
+                "payload touched the floor" if "floor" in pay["touches"] else "",
+            )
+        )
         forces = {r: post["robots"][r]["palm_force_n"] for r in ROBOTS}
         if carrying or z.primitive == "placement":
             weak = [r for r in ROBOTS if forces[r] < tol.support_force_n]
             if z.primitive == "placement":
                 weak = [] if pay["resting_on"] == "target_support" else weak
-            checks.append(Check("payload_supported", not weak, "support", forces, tol.support_force_n,
-                                f"no palm support from {', '.join(weak)}" if weak else "", ))
+            checks.append(
+                Check(
+                    "payload_supported",
+                    not weak,
+                    "support",
+                    forces,
+                    tol.support_force_n,
+                    f"no palm support from {', '.join(weak)}" if weak else "",
+                )
+            )
         if after_release:
             touching = [r for r in ROBOTS if forces[r] > 0.5]
-            checks.append(Check("palms_clear", not touching, "support", forces, 0.5,
-                                f"{', '.join(touching)} still touch the payload" if touching else ""))
+            checks.append(
+                Check(
+                    "palms_clear",
+                    not touching,
+                    "support",
+                    forces,
+                    0.5,
+                    f"{', '.join(touching)} still touch the payload" if touching else "",
+                )
+            )
         if carrying:
             f = post.formation
             se = f["spacing_error_m"]
-            checks.append(Check("formation_spacing", abs(se) <= tol.spacing_tol_m, "support", round(se, 3),
-                                tol.spacing_tol_m, ("robots separated" if se > 0 else "robots compressed")
-                                if abs(se) > tol.spacing_tol_m else ""))
-            checks.append(Check("formation_facing", f["max_facing_error_rad"] <= tol.facing_tol_rad, "support",
-                                round(f["max_facing_error_rad"], 3), tol.facing_tol_rad))
+            checks.append(
+                Check(
+                    "formation_spacing",
+                    abs(se) <= tol.spacing_tol_m,
+                    "support",
+                    round(se, 3),
+                    tol.spacing_tol_m,
+                    ("robots separated" if se > 0 else "robots compressed")
+                    if abs(se) > tol.spacing_tol_m
+                    else "",
+                )
+            )
+            checks.append(
+                Check(
+                    "formation_facing",
+                    f["max_facing_error_rad"] <= tol.facing_tol_rad,
+                    "support",
+                    round(f["max_facing_error_rad"], 3),
+                    tol.facing_tol_rad,
+                )
+            )
             tmax = float(mon.get("max_payload_tilt_rad", pay["tilt_rad"]))
-            checks.append(Check("payload_tilt_during", tmax <= tol.carry_tilt_rad, "stability",
-                                round(math.degrees(tmax), 1), round(math.degrees(tol.carry_tilt_rad), 1),
-                                "degrees"))
-            checks.append(Check("payload_tilt_final", pay["tilt_rad"] <= tol.final_tilt_rad, "stability",
-                                round(math.degrees(pay["tilt_rad"]), 1),
-                                round(math.degrees(tol.final_tilt_rad), 1), "degrees"))
+            checks.append(
+                Check(
+                    "payload_tilt_during",
+                    tmax <= tol.carry_tilt_rad,
+                    "stability",
+                    round(math.degrees(tmax), 1),
+                    round(math.degrees(tol.carry_tilt_rad), 1),
+                    "degrees",
+                )
+            )
+            checks.append(
+                Check(
+                    "payload_tilt_final",
+                    pay["tilt_rad"] <= tol.final_tilt_rad,
+                    "stability",
+                    round(math.degrees(pay["tilt_rad"]), 1),
+                    round(math.degrees(tol.final_tilt_rad), 1),
+                    "degrees",
+                )
+            )
         # robot state
         rtilt = mon.get("max_robot_tilt_rad") or {r: post["robots"][r]["tilt_rad"] for r in ROBOTS}
         fallen = [r for r in ROBOTS if post["robots"][r]["fallen"]]
         worst = max(ROBOTS, key=lambda r: rtilt.get(r, 0.0))
-        checks.append(Check("robots_upright", not fallen and rtilt.get(worst, 0.0) <= tol.robot_tilt_rad,
-                            "robot", {r: round(float(v), 3) for r, v in rtilt.items()}, tol.robot_tilt_rad,
-                            f"{worst} tilted" + (" and fell" if fallen else "")))
+        checks.append(
+            Check(
+                "robots_upright",
+                not fallen and rtilt.get(worst, 0.0) <= tol.robot_tilt_rad,
+                "robot",
+                {r: round(float(v), 3) for r, v in rtilt.items()},
+                tol.robot_tilt_rad,
+                f"{worst} tilted" + (" and fell" if fallen else ""),
+            )
+        )
         # environmental contacts
         allowed = {"payload|start_support"} if kind == "initialize" else set()
         if kind in ("place", "release", "retreat") or z.primitive in ("placement", "release"):
             allowed.add("payload|target_support")
-        seen = [c for c in mon.get("environment_contacts", post["environment_contacts"])
-                if "floor" not in c and c not in allowed]
-        checks.append(Check("environment_contacts", not seen, "contact", seen, [],
-                            "; ".join(seen)))
+        seen = [
+            c
+            for c in mon.get("environment_contacts", post["environment_contacts"])
+            if "floor" not in c and c not in allowed
+        ]
+        checks.append(Check("environment_contacts", not seen, "contact", seen, [], "; ".join(seen)))
         # phase validity
         pre_ok, why = self._phase_valid(pre, z, phase)
         checks.append(Check("phase_validity", pre_ok, "phase", z.primitive, phase.kind, why))
         # progress against the objective
         prog_ok, prog_detail, meas = progress(self.layout, self.tol, pre, z, theta, post, trace)
-        checks.append(Check("progress", prog_ok, "progress", meas.get("progress"), meas.get("needed"),
-                            prog_detail))
+        checks.append(
+            Check(
+                "progress",
+                prog_ok,
+                "progress",
+                meas.get("progress"),
+                meas.get("needed"),
+                prog_detail,
+            )
+        )
         failed = [c for c in checks if not c.ok]
         failed.sort(key=lambda c: LEVELS.index(c.level))
-        meas.update({"payload_xy": [round(float(v), 3) for v in post.payload["position_m"][:2]],
-                     "clipped_commands": trace.clipped, "watchdog_expired": list(trace.watchdog),
-                     "duration_s": round(trace.duration_s, 2),
-                     "stopped": trace.reason, "spacing_error_m": post.formation["spacing_error_m"],
-                     "lateral_m": post.route["centre_lateral_m"],
-                     "heading_error_rad": post.route["heading_error_rad"]})
+        meas.update(
+            {
+                "payload_xy": [round(float(v), 3) for v in post.payload["position_m"][:2]],
+                "clipped_commands": trace.clipped,
+                "watchdog_expired": list(trace.watchdog),
+                "duration_s": round(trace.duration_s, 2),
+                "stopped": trace.reason,
+                "spacing_error_m": post.formation["spacing_error_m"],
+                "lateral_m": post.route["centre_lateral_m"],
+                "heading_error_rad": post.route["heading_error_rad"],
+            }
+        )
         expired = "".join(f"; {r} velocity command expired (watchdog)" for r in trace.watchdog)
         if failed:
             first = failed[0]
             ftype, culprit = self._classify(first, z, trace)
-            summary = (f"REJECTED ({first.level}): {first.name} failed"
-                       + (f" - {first.detail}" if first.detail else "")
-                       + (f" [value {first.value}, limit {first.limit}]" if first.value is not None else "")
-                       + "".join(f"; {r} commands clipped: {', '.join(c)}" for r, c in trace.clipped.items() if c)
-                       + expired)
-            return Evidence(False, tuple(checks), ftype, first.level, culprit, summary, measurements=meas)
+            summary = (
+                f"REJECTED ({first.level}): {first.name} failed"
+                + (f" - {first.detail}" if first.detail else "")
+                + (
+                    f" [value {first.value}, limit {first.limit}]"
+                    if first.value is not None
+                    else ""
+                )
+                + "".join(
+                    f"; {r} commands clipped: {', '.join(c)}" for r, c in trace.clipped.items() if c
+                )
+                + expired
+            )
+            return Evidence(
+                False, tuple(checks), ftype, first.level, culprit, summary, measurements=meas
+            )
         done, cert = self._completion(pre, z, post, trace, phase, certified, meas)
         setup = not done
-        summary = ("ACCEPTED" + (f"; completed {', '.join(done)}" if done else " (setup/corrective; "
-                                "no phase completed)") + (f"; certified {', '.join(cert)}" if cert else "")
-                   + expired)
-        return Evidence(True, tuple(checks), summary=summary, completed_phases=tuple(done),
-                        certified=tuple(cert), setup_only=setup, measurements=meas)
+        summary = (
+            "ACCEPTED"
+            + (
+                f"; completed {', '.join(done)}"
+                if done
+                else " (setup/corrective; no phase completed)"
+            )
+            + (f"; certified {', '.join(cert)}" if cert else "")
+            + expired
+        )
+        return Evidence(
+            True,
+            tuple(checks),
+            summary=summary,
+            completed_phases=tuple(done),
+            certified=tuple(cert),
+            setup_only=setup,
+            measurements=meas,
+        )
 
     def _phase_valid(self, pre: Observation, z: Coordination, phase: Phase) -> tuple[bool, str]:
         if z.primitive not in PHASE_PRIMITIVES[phase.kind]:
@@ -242,8 +362,10 @@ class Verifier:
         if z.objective.kind not in PHASE_OBJECTIVES[phase.kind]:
             return False, f"objective {z.objective.kind} does not serve phase {phase.name}"
         if z.primitive == "placement" and pre["target"]["distance_m"] > self.tol.target_radius_m:
-            return False, (f"placement with the payload {pre['target']['distance_m']:.2f} m from the target "
-                           f"(radius {self.tol.target_radius_m} m)")
+            return False, (
+                f"placement with the payload {pre['target']['distance_m']:.2f} m from the target "
+                f"(radius {self.tol.target_radius_m} m)"
+            )
         if z.primitive == "release" and pre.payload["resting_on"] != "target_support":
             return False, "release while the payload does not rest on the target pedestal"
         if z.primitive == "retreat" and any(pre["robots"][r]["palm_force_n"] > 0.5 for r in ROBOTS):
@@ -262,7 +384,9 @@ class Verifier:
             return ("robot_fall" if "fell" in c.detail else "robot_tilt"), role(r)
         if c.name == "environment_contacts":
             first = c.value[0] if c.value else ""
-            who = next((p.split(".")[0] for p in first.split("|") if p.startswith("robot_")), "payload")
+            who = next(
+                (p.split(".")[0] for p in first.split("|") if p.startswith("robot_")), "payload"
+            )
             kind = "pedestal_contact" if "support" in first else "wall_contact"
             return kind, role(who) if who.startswith("robot_") else who
         if c.name == "payload_supported":
@@ -280,8 +404,16 @@ class Verifier:
             return "phase_invalid", z.primitive
         return "no_progress", z.objective.kind
 
-    def _completion(self, pre: Observation, z: Coordination, post: Observation, trace: ExecutionTrace,
-                    phase: Phase, certified: tuple[str, ...], meas: dict[str, Any]) -> tuple[list[str], list[str]]:
+    def _completion(
+        self,
+        pre: Observation,
+        z: Coordination,
+        post: Observation,
+        trace: ExecutionTrace,
+        phase: Phase,
+        certified: tuple[str, ...],
+        meas: dict[str, Any],
+    ) -> tuple[list[str], list[str]]:
         lay, tol = self.layout, self.tol
         done: list[str] = []
         cert: list[str] = []
@@ -299,8 +431,12 @@ class Verifier:
             else:
                 break
         gates_done = all(g.name in have for g in lay.gates)
-        if gates_done and "target_region" not in have and post["target"]["distance_m"] <= tol.target_radius_m \
-                and (supported or p["resting_on"] == "target_support"):
+        if (
+            gates_done
+            and "target_region" not in have
+            and post["target"]["distance_m"] <= tol.target_radius_m
+            and (supported or p["resting_on"] == "target_support")
+        ):
             cert.append("target_region")
             have.add("target_region")
         kind = phase.kind

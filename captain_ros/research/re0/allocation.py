@@ -57,8 +57,10 @@ class AlphaAllocator:
         """Grant the next test its level; raises :class:`AlphaBudgetError` past the plan."""
         i = len(self.grants) + 1
         if self.planned is not None and i > self.planned:
-            raise AlphaBudgetError(f"all {self.planned} planned tests of this generation are "
-                                   f"spent (total alpha {self.total}); plan more tests up front")
+            raise AlphaBudgetError(
+                f"all {self.planned} planned tests of this generation are "
+                f"spent (total alpha {self.total}); plan more tests up front"
+            )
         a = self.level(i)
         if self.spent + a > self.total * (1 + 1e-12):
             raise AlphaBudgetError(f"alpha budget {self.total} exhausted")

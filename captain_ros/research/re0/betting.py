@@ -54,20 +54,25 @@ def plugin_bets(x: np.ndarray, alpha: float) -> np.ndarray:
     return np.sqrt(2.0 * math.log(1.0 / alpha) / (sigma2_prev * t * np.log1p(t)))
 
 
-def log_capital_plus(x: np.ndarray, lam: np.ndarray, m: float, c: float = BET_TRUNCATION) -> np.ndarray:
+def log_capital_plus(
+    x: np.ndarray, lam: np.ndarray, m: float, c: float = BET_TRUNCATION
+) -> np.ndarray:
     """log K+_t(m) for t = 1 .. n (betting that the mean exceeds m)."""
     bets = np.minimum(lam, c / m) if m > 0 else lam
     return np.cumsum(np.log1p(bets * (np.asarray(x, np.float64) - m)))
 
 
-def log_capital_minus(x: np.ndarray, lam: np.ndarray, m: float, c: float = BET_TRUNCATION) -> np.ndarray:
+def log_capital_minus(
+    x: np.ndarray, lam: np.ndarray, m: float, c: float = BET_TRUNCATION
+) -> np.ndarray:
     """log K-_t(m) for t = 1 .. n (betting that the mean is below m)."""
     bets = np.minimum(lam, c / (1.0 - m)) if m < 1 else lam
     return np.cumsum(np.log1p(-bets * (np.asarray(x, np.float64) - m)))
 
 
-def _final_log_capital(x: np.ndarray, lam: np.ndarray, ms: np.ndarray, c: float,
-                       sign: float) -> np.ndarray:
+def _final_log_capital(
+    x: np.ndarray, lam: np.ndarray, ms: np.ndarray, c: float, sign: float
+) -> np.ndarray:
     """log K+_n(m) (sign +1) or log K-_n(m) (sign -1) for every m in ``ms`` at once."""
     ms = ms[None, :]
     with np.errstate(divide="ignore"):
@@ -86,12 +91,12 @@ def _crossing(x: np.ndarray, lam: np.ndarray, log_thr: float, c: float, sign: fl
     for _ in range(_PASSES):
         ms = np.linspace(lo, hi, _GRID)
         rejected = _final_log_capital(x, lam, ms, c, sign) >= log_thr
-        if sign > 0:       # rejected for small m: keep [last rejected, first accepted]
+        if sign > 0:  # rejected for small m: keep [last rejected, first accepted]
             k = int(np.argmin(rejected)) if not rejected.all() else _GRID - 1
             if k == 0:
                 return 0.0
             lo, hi = ms[k - 1], ms[k]
-        else:              # rejected for large m: keep [last accepted, first rejected]
+        else:  # rejected for large m: keep [last accepted, first rejected]
             k = int(np.argmax(rejected)) if rejected.any() else _GRID
             if k == _GRID:
                 return 1.0
@@ -118,8 +123,14 @@ class BettingBounds:
     log_e_value: np.ndarray
 
 
-def betting_bounds(d: np.ndarray, bound: float, alpha: float, null: float = 0.0,
-                   c: float = BET_TRUNCATION, times: np.ndarray | None = None) -> BettingBounds:
+def betting_bounds(
+    d: np.ndarray,
+    bound: float,
+    alpha: float,
+    null: float = 0.0,
+    c: float = BET_TRUNCATION,
+    times: np.ndarray | None = None,
+) -> BettingBounds:
     """Betting confidence sequence and e-process for the mean of ``d`` in [-bound, bound].
 
     ``times`` (default: every t) are the sample sizes at which the bounds are computed; looking
@@ -148,6 +159,9 @@ def betting_bounds(d: np.ndarray, bound: float, alpha: float, null: float = 0.0,
     hi = np.array([_crossing(x[:t], lam[:t], log_thr, c, -1.0) for t in ts])
     m0 = (null + bound) / (2.0 * bound)
     to_d = 2.0 * bound
-    return BettingBounds(times=ts, lower=np.maximum.accumulate(lo) * to_d - bound,
-                         upper=np.minimum.accumulate(hi) * to_d - bound,
-                         log_e_value=log_capital_plus(x, lam, m0, c))
+    return BettingBounds(
+        times=ts,
+        lower=np.maximum.accumulate(lo) * to_d - bound,
+        upper=np.minimum.accumulate(hi) * to_d - bound,
+        log_e_value=log_capital_plus(x, lam, m0, c),
+    )

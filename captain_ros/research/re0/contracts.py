@@ -39,15 +39,20 @@ class RepairContract:
             raise InvalidArgumentError(f"boundary_t must be >= 1, got {self.boundary_t}")
         if self.max_segment_requests < 1:
             raise InvalidArgumentError("max_segment_requests must be >= 1")
-        if not self.allowed_symbols or any(not isinstance(s, str) or not s
-                                           for s in self.allowed_symbols):
+        if not self.allowed_symbols or any(
+            not isinstance(s, str) or not s for s in self.allowed_symbols
+        ):
             raise InvalidArgumentError("allowed_symbols must be non-empty names")
         if not self.kappa >= 0:
             raise InvalidArgumentError(f"kappa must be >= 0, got {self.kappa}")
 
     def to_dict(self) -> dict[str, object]:
-        return {"boundary_t": self.boundary_t, "allowed_symbols": list(self.allowed_symbols),
-                "max_segment_requests": self.max_segment_requests, "kappa": self.kappa}
+        return {
+            "boundary_t": self.boundary_t,
+            "allowed_symbols": list(self.allowed_symbols),
+            "max_segment_requests": self.max_segment_requests,
+            "kappa": self.kappa,
+        }
 
 
 def scope_cost(max_segment_requests: int, n_symbols: int, n_api: int = 23) -> float:
@@ -57,8 +62,10 @@ def scope_cost(max_segment_requests: int, n_symbols: int, n_api: int = 23) -> fl
 
 def order_by_scope(contracts: Iterable[RepairContract]) -> list[RepairContract]:
     """Increasing kappa; ties by shorter segment, then fewer symbols, then the symbols."""
-    return sorted(contracts, key=lambda c: (c.kappa, c.max_segment_requests,
-                                            len(c.allowed_symbols), c.allowed_symbols))
+    return sorted(
+        contracts,
+        key=lambda c: (c.kappa, c.max_segment_requests, len(c.allowed_symbols), c.allowed_symbols),
+    )
 
 
 @dataclass(frozen=True)
@@ -70,9 +77,12 @@ class Selection:
     audited: tuple[tuple[RepairContract, Verification], ...]
 
 
-def select_smallest_verified(contracts: Sequence[RepairContract],
-                             verify: Callable[[RepairContract, float], Verification],
-                             allocator: AlphaAllocator, history_id: str) -> Selection:
+def select_smallest_verified(
+    contracts: Sequence[RepairContract],
+    verify: Callable[[RepairContract, float], Verification],
+    allocator: AlphaAllocator,
+    history_id: str,
+) -> Selection:
     """Verify in increasing kappa and stop at the first admitted, valid contract.
 
     ``verify(contract, alpha)`` runs the paired counterfactual verification at level ``alpha``

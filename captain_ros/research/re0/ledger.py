@@ -51,25 +51,57 @@ def _num(x: float) -> float | None:
     return float(x) if x is not None and math.isfinite(x) else None
 
 
-def ledger_entry(*, event_id: str, generation: int, history_id: str, task: str, seed: int,
-                 evidence: Sequence[Mapping[str, Any]], contract: RepairContract,
-                 candidates: Sequence[Mapping[str, str]], verification: Verification,
-                 return_bound: float, eps: float = 0.0) -> dict[str, Any]:
+def ledger_entry(
+    *,
+    event_id: str,
+    generation: int,
+    history_id: str,
+    task: str,
+    seed: int,
+    evidence: Sequence[Mapping[str, Any]],
+    contract: RepairContract,
+    candidates: Sequence[Mapping[str, str]],
+    verification: Verification,
+    return_bound: float,
+    eps: float = 0.0,
+) -> dict[str, Any]:
     """One ledger line (a dict) from a verification; validated before it is returned."""
     v = verification
     entry = {
-        "schema": SCHEMA, "event_id": event_id, "generation": generation,
-        "history_id": history_id, "task": task, "seed": seed,
-        "evidence": [dict(e) for e in evidence], "contract": contract.to_dict(),
+        "schema": SCHEMA,
+        "event_id": event_id,
+        "generation": generation,
+        "history_id": history_id,
+        "task": task,
+        "seed": seed,
+        "evidence": [dict(e) for e in evidence],
+        "contract": contract.to_dict(),
         "candidates": [dict(c) for c in candidates],
-        "pairs": [{"candidate": d.candidate, "xi": d.xi, "teacher_return": d.teacher_return,
-                   "student_return": d.student_return} for d in v.draws],
-        "method": v.method, "candidates_mode": v.candidates_mode, "alpha": v.alpha, "eps": eps,
-        "return_bound": return_bound, "delta_hat": _num(v.delta_hat), "radius": _num(v.radius)
-        if v.radius is not None else None, "lcb": _num(v.lcb), "ucb": _num(v.ucb),
+        "pairs": [
+            {
+                "candidate": d.candidate,
+                "xi": d.xi,
+                "teacher_return": d.teacher_return,
+                "student_return": d.student_return,
+            }
+            for d in v.draws
+        ],
+        "method": v.method,
+        "candidates_mode": v.candidates_mode,
+        "alpha": v.alpha,
+        "eps": eps,
+        "return_bound": return_bound,
+        "delta_hat": _num(v.delta_hat),
+        "radius": _num(v.radius) if v.radius is not None else None,
+        "lcb": _num(v.lcb),
+        "ucb": _num(v.ucb),
         "log_e_value": _num(v.log_e_value) if v.log_e_value is not None else None,
-        "looks": list(v.looks), "verdict": v.verdict, "valid": v.valid,
-        "valid_reason": v.valid_reason, "rollouts_spent": v.rollouts_spent}
+        "looks": list(v.looks),
+        "verdict": v.verdict,
+        "valid": v.valid,
+        "valid_reason": v.valid_reason,
+        "rollouts_spent": v.rollouts_spent,
+    }
     validate_entry(entry)
     return entry
 
@@ -78,8 +110,13 @@ def _fail(where: str, msg: str) -> LedgerError:
     return LedgerError(f"{where}: {msg}")
 
 
-def _need(e: Mapping[str, Any], key: str, types: type | tuple[type, ...], where: str,
-          nullable: bool = False) -> Any:
+def _need(
+    e: Mapping[str, Any],
+    key: str,
+    types: type | tuple[type, ...],
+    where: str,
+    nullable: bool = False,
+) -> Any:
     if key not in e:
         raise _fail(where, f"missing field {key!r}")
     val = e[key]
@@ -118,29 +155,45 @@ def validate_entry(e: Mapping[str, Any], where: str = "ledger entry") -> None:
     if not rb > 0:
         raise _fail(where, "return_bound must be > 0")
     for ev in _need(e, "evidence", list, where):
-        if not isinstance(ev, Mapping) or ev.get("source") not in EVIDENCE_SOURCES \
-                or not isinstance(ev.get("t"), int) or ev["t"] < 1 \
-                or not isinstance(ev.get("detail"), str):
+        if (
+            not isinstance(ev, Mapping)
+            or ev.get("source") not in EVIDENCE_SOURCES
+            or not isinstance(ev.get("t"), int)
+            or ev["t"] < 1
+            or not isinstance(ev.get("detail"), str)
+        ):
             raise _fail(where, f"evidence items need source in {EVIDENCE_SOURCES}, t >= 1, detail")
     c = _need(e, "contract", Mapping, where)
     try:
-        RepairContract(boundary_t=c["boundary_t"], allowed_symbols=tuple(c["allowed_symbols"]),
-                       max_segment_requests=c["max_segment_requests"], kappa=c["kappa"])
+        RepairContract(
+            boundary_t=c["boundary_t"],
+            allowed_symbols=tuple(c["allowed_symbols"]),
+            max_segment_requests=c["max_segment_requests"],
+            kappa=c["kappa"],
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise _fail(where, f"bad contract: {exc}") from exc
     cand_ids = []
     for cd in _need(e, "candidates", list, where):
-        if not isinstance(cd, Mapping) or not isinstance(cd.get("id"), str) \
-                or not isinstance(cd.get("code_sha256"), str):
+        if (
+            not isinstance(cd, Mapping)
+            or not isinstance(cd.get("id"), str)
+            or not isinstance(cd.get("code_sha256"), str)
+        ):
             raise _fail(where, "candidates need string id and code_sha256")
         cand_ids.append(cd["id"])
     pairs = _need(e, "pairs", list, where)
     diffs, xis = [], set()
     for p in pairs:
-        if not isinstance(p, Mapping) or p.get("candidate") not in cand_ids \
-                or not isinstance(p.get("xi"), int) \
-                or not all(isinstance(p.get(k), _NUM) and math.isfinite(p[k])
-                           for k in ("teacher_return", "student_return")):
+        if (
+            not isinstance(p, Mapping)
+            or p.get("candidate") not in cand_ids
+            or not isinstance(p.get("xi"), int)
+            or not all(
+                isinstance(p.get(k), _NUM) and math.isfinite(p[k])
+                for k in ("teacher_return", "student_return")
+            )
+        ):
             raise _fail(where, "pairs need a listed candidate, int xi and finite returns")
         d = p["teacher_return"] - p["student_return"]
         if abs(d) > rb * (1 + 1e-9):
@@ -160,22 +213,31 @@ def validate_entry(e: Mapping[str, Any], where: str = "ledger entry") -> None:
     mean = math.fsum(math.fsum(v) / len(v) for v in per_xi.values()) / len(per_xi)
     dh = _need(e, "delta_hat", _NUM, where)
     if abs(dh - mean) > 1e-9 * max(1.0, abs(mean)):
-        raise _fail(where, f"delta_hat {dh} is not the mean over all candidates and draws "
-                           f"({mean}); candidates must not be post-selected")
+        raise _fail(
+            where,
+            f"delta_hat {dh} is not the mean over all candidates and draws "
+            f"({mean}); candidates must not be post-selected",
+        )
     lcb, ucb = _need(e, "lcb", _NUM, where), _need(e, "ucb", _NUM, where)
     if lcb > ucb:
         raise _fail(where, "lcb exceeds ucb")
     expected = "admitted" if lcb > eps else "rejected" if ucb <= eps else "insufficient"
     if verdict != expected:
-        raise _fail(where, f"verdict {verdict!r} disagrees with lcb {lcb} / ucb {ucb} vs eps "
-                           f"{eps} (expected {expected!r})")
+        raise _fail(
+            where,
+            f"verdict {verdict!r} disagrees with lcb {lcb} / ucb {ucb} vs eps "
+            f"{eps} (expected {expected!r})",
+        )
     if e["method"] == "hoeffding":
         r = _need(e, "radius", _NUM, where)
         if abs((dh - r) - lcb) > 1e-9:
             raise _fail(where, "hoeffding lcb must equal delta_hat - radius")
     if e["rollouts_spent"] < len(pairs) + len(xis):
-        raise _fail(where, f"rollouts_spent {e['rollouts_spent']} is below the "
-                           f"{len(pairs) + len(xis)} rollouts the pairs need")
+        raise _fail(
+            where,
+            f"rollouts_spent {e['rollouts_spent']} is below the "
+            f"{len(pairs) + len(xis)} rollouts the pairs need",
+        )
 
 
 class LedgerWriter:

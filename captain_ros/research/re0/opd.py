@@ -62,13 +62,20 @@ class AdmittedEvent:
     @classmethod
     def from_ledger(cls, entry: Mapping[str, object], g: float = 1.0) -> AdmittedEvent:
         lcb = entry.get("lcb")
-        return cls(event_id=str(entry["event_id"]), lcb=float(lcb) if isinstance(lcb, int | float)
-                   else float("-inf"), admitted=entry.get("verdict") == "admitted"
-                   and bool(entry.get("valid")), g=g)
+        return cls(
+            event_id=str(entry["event_id"]),
+            lcb=float(lcb) if isinstance(lcb, int | float) else float("-inf"),
+            admitted=entry.get("verdict") == "admitted" and bool(entry.get("valid")),
+            g=g,
+        )
 
 
-def reopd_weights(turns: Sequence[TurnSource], events: Mapping[str, AdmittedEvent],
-                  lam: float = DEFAULT_LAMBDA, retention: float = 1.0) -> list[float]:
+def reopd_weights(
+    turns: Sequence[TurnSource],
+    events: Mapping[str, AdmittedEvent],
+    lam: float = DEFAULT_LAMBDA,
+    retention: float = 1.0,
+) -> list[float]:
     """Per-turn loss weights of one hybrid trajectory (module docstring); ``retention`` is the
     weight of the seat's own turns (1 in the paper)."""
     if lam < 0 or retention < 0:
@@ -86,11 +93,16 @@ def reopd_weights(turns: Sequence[TurnSource], events: Mapping[str, AdmittedEven
     return out
 
 
-def keep_cold_trajectory(host_success: bool, turns: Sequence[TurnSource],
-                         events: Mapping[str, AdmittedEvent]) -> bool:
+def keep_cold_trajectory(
+    host_success: bool, turns: Sequence[TurnSource], events: Mapping[str, AdmittedEvent]
+) -> bool:
     """RE-OPD-cold keeps verified-completed trajectories: successful, every repair admitted."""
-    return host_success and all(t.source == "seat" or events.get(t.event_id or "") is not None
-                                and events[t.event_id or ""].admitted for t in turns)
+    return host_success and all(
+        t.source == "seat"
+        or events.get(t.event_id or "") is not None
+        and events[t.event_id or ""].admitted
+        for t in turns
+    )
 
 
 @dataclass(frozen=True)
@@ -109,10 +121,16 @@ def refine_or_abstain(task: str, success_rate: float, rho: float = RHO) -> TaskD
     if not 0.0 <= success_rate <= 1.0 or not 0.0 < rho <= 1.0:
         raise InvalidArgumentError("success_rate must be in [0, 1] and rho in (0, 1]")
     if success_rate >= rho:
-        return TaskDecision(task, False, f"abstained: success {success_rate:.0%} >= rho {rho:.0%}",
-                            success_rate, rho)
-    return TaskDecision(task, True, f"refine: success {success_rate:.0%} < rho {rho:.0%}",
-                        success_rate, rho)
+        return TaskDecision(
+            task,
+            False,
+            f"abstained: success {success_rate:.0%} >= rho {rho:.0%}",
+            success_rate,
+            rho,
+        )
+    return TaskDecision(
+        task, True, f"refine: success {success_rate:.0%} < rho {rho:.0%}", success_rate, rho
+    )
 
 
 @dataclass(frozen=True)

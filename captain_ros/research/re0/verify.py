@@ -77,13 +77,20 @@ class VerifierConfig:
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
-            raise InvalidArgumentError(f"unknown method {self.method!r}; valid: {', '.join(METHODS)}")
+            raise InvalidArgumentError(
+                f"unknown method {self.method!r}; valid: {', '.join(METHODS)}"
+            )
         if self.candidates not in CANDIDATE_MODES:
-            raise InvalidArgumentError(f"unknown candidates mode {self.candidates!r}; valid: "
-                                       f"{', '.join(CANDIDATE_MODES)}")
+            raise InvalidArgumentError(
+                f"unknown candidates mode {self.candidates!r}; valid: {', '.join(CANDIDATE_MODES)}"
+            )
         if not self.return_bound > 0:
             raise InvalidArgumentError("return_bound must be > 0")
-        if not self.schedule or list(self.schedule) != sorted(set(self.schedule)) or self.schedule[0] < 1:
+        if (
+            not self.schedule
+            or list(self.schedule) != sorted(set(self.schedule))
+            or self.schedule[0] < 1
+        ):
             raise InvalidArgumentError("schedule must be strictly increasing positive pair counts")
         if not -self.return_bound < self.eps < self.return_bound:
             raise InvalidArgumentError("eps must lie inside (-return_bound, return_bound)")
@@ -122,19 +129,27 @@ def _per_draw(draws: Sequence[PairedDraw], mode: str) -> tuple[np.ndarray, list[
     cands = sorted({d.candidate for d in draws})
     for xi, ds in by_xi.items():
         if mode == "fresh" and len(ds) != 1:
-            raise InvalidArgumentError(f"fresh candidates: draw xi={xi} has {len(ds)} pairs, need 1")
+            raise InvalidArgumentError(
+                f"fresh candidates: draw xi={xi} has {len(ds)} pairs, need 1"
+            )
         if mode == "reused":
             if sorted(d.candidate for d in ds) != cands:
-                raise InvalidArgumentError(f"reused candidates: draw xi={xi} must run every "
-                                           f"candidate once")
+                raise InvalidArgumentError(
+                    f"reused candidates: draw xi={xi} must run every candidate once"
+                )
             if len({d.student_return for d in ds}) != 1:
                 raise InvalidArgumentError(f"reused candidates share the student arm of xi={xi}")
     y = np.array([np.mean([d.difference for d in by_xi[xi]]) for xi in sorted(by_xi)])
     return y, cands
 
 
-def decide(draws: Sequence[PairedDraw], alpha: float, config: VerifierConfig,
-           final: bool = False, prior: Verification | None = None) -> Verification:
+def decide(
+    draws: Sequence[PairedDraw],
+    alpha: float,
+    config: VerifierConfig,
+    final: bool = False,
+    prior: Verification | None = None,
+) -> Verification:
     """Bounds and verdict for the draws so far (``final``: no further escalation possible).
 
     ``prior`` is this event's decision at the previous look: the betting bounds are then only
@@ -156,8 +171,11 @@ def decide(draws: Sequence[PairedDraw], alpha: float, config: VerifierConfig,
     inner: tuple[float, float] | None = None
     if config.method == "hoeffding":
         a_look = alpha / len(config.schedule)
-        radius = (hoeffding_term(rb, m, a_look) if config.candidates == "fresh"
-                  else two_layer_radius(rb, k, m, a_look / 2, a_look / 2))
+        radius = (
+            hoeffding_term(rb, m, a_look)
+            if config.candidates == "fresh"
+            else two_layer_radius(rb, k, m, a_look / 2, a_look / 2)
+        )
         lcb, ucb, log_e = delta_hat - radius, delta_hat + radius, None
     else:
         a_inner, outer = alpha, 0.0
@@ -166,8 +184,10 @@ def decide(draws: Sequence[PairedDraw], alpha: float, config: VerifierConfig,
             outer = hoeffding_term(rb, k, alpha / 2)
         if prior is not None and prior.inner_bounds is not None and prior.looks == looks[:-1]:
             bb = betting_bounds(y, rb, a_inner, null=config.eps, times=np.array([m]))
-            inner = (max(prior.inner_bounds[0], float(bb.lower[-1])),
-                     min(prior.inner_bounds[1], float(bb.upper[-1])))
+            inner = (
+                max(prior.inner_bounds[0], float(bb.lower[-1])),
+                min(prior.inner_bounds[1], float(bb.upper[-1])),
+            )
         else:
             bb = betting_bounds(y, rb, a_inner, null=config.eps, times=np.array(looks))
             inner = (float(bb.lower[-1]), float(bb.upper[-1]))
@@ -181,15 +201,27 @@ def decide(draws: Sequence[PairedDraw], alpha: float, config: VerifierConfig,
         verdict = "insufficient"
     else:
         verdict = "continue"
-    return Verification(verdict=verdict, alpha=alpha, method=config.method,
-                        candidates_mode=config.candidates, draws=tuple(draws),
-                        delta_hat=delta_hat, lcb=lcb, ucb=ucb, radius=radius, log_e_value=log_e,
-                        looks=looks, rollouts_spent=len(draws) + m, candidates=tuple(cands),
-                        inner_bounds=inner)
+    return Verification(
+        verdict=verdict,
+        alpha=alpha,
+        method=config.method,
+        candidates_mode=config.candidates,
+        draws=tuple(draws),
+        delta_hat=delta_hat,
+        lcb=lcb,
+        ucb=ucb,
+        radius=radius,
+        log_e_value=log_e,
+        looks=looks,
+        rollouts_spent=len(draws) + m,
+        candidates=tuple(cands),
+        inner_bounds=inner,
+    )
 
 
-def verify(sample: Callable[[int, int], Sequence[PairedDraw]], alpha: float,
-           config: VerifierConfig) -> Verification:
+def verify(
+    sample: Callable[[int, int], Sequence[PairedDraw]], alpha: float, config: VerifierConfig
+) -> Verification:
     """Run draws through the escalation schedule until a verdict.
 
     ``sample(first_xi, count)`` runs the draws xi = first_xi .. first_xi + count - 1 (both arms,
@@ -201,8 +233,9 @@ def verify(sample: Callable[[int, int], Sequence[PairedDraw]], alpha: float,
     for level in config.schedule:
         new = list(sample(n_xi, level - n_xi))
         if {d.xi for d in new} != set(range(n_xi, level)):
-            raise InvalidArgumentError(f"sample({n_xi}, {level - n_xi}) must return the draws "
-                                       f"xi = {n_xi} .. {level - 1}")
+            raise InvalidArgumentError(
+                f"sample({n_xi}, {level - n_xi}) must return the draws xi = {n_xi} .. {level - 1}"
+            )
         draws += new
         n_xi = level
         v = decide(draws, alpha, config, prior=v)
@@ -213,7 +246,19 @@ def verify(sample: Callable[[int, int], Sequence[PairedDraw]], alpha: float,
 
 def invalid_verification(reason: str, alpha: float, config: VerifierConfig) -> Verification:
     """The record of an event whose Valid predicate failed: no rollouts count as evidence."""
-    return Verification(verdict="invalid", alpha=alpha, method=config.method,
-                        candidates_mode=config.candidates, draws=(), delta_hat=float("nan"),
-                        lcb=float("-inf"), ucb=float("inf"), radius=None, log_e_value=None,
-                        looks=(), rollouts_spent=0, valid=False, valid_reason=reason)
+    return Verification(
+        verdict="invalid",
+        alpha=alpha,
+        method=config.method,
+        candidates_mode=config.candidates,
+        draws=(),
+        delta_hat=float("nan"),
+        lcb=float("-inf"),
+        ucb=float("inf"),
+        radius=None,
+        log_e_value=None,
+        looks=(),
+        rollouts_spent=0,
+        valid=False,
+        valid_reason=reason,
+    )

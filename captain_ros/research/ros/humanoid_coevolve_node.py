@@ -31,12 +31,20 @@ from captain_ros.ros.qos import FEEDBACK_QOS
 from captain_ros.ros.recorder_watch import RecorderWatch
 
 PARAMS = (
-    Param("roles", "scripted", "Default roles when a goal leaves policy empty.",
-          choices=("scripted", "openai", "transformers")),
-    Param("output_root", "runs/ros_coevolve", "Folder of run folders when a goal gives no output_dir."),
+    Param(
+        "roles",
+        "scripted",
+        "Default roles when a goal leaves policy empty.",
+        choices=("scripted", "openai", "transformers"),
+    ),
+    Param(
+        "output_root", "runs/ros_coevolve", "Folder of run folders when a goal gives no output_dir."
+    ),
     Param("memory", "", "Bank folder every run starts from (empty: fresh memory)."),
     Param("call_timeout_s", 30.0, "Longest wait for one controller call [s].", 1.0, 600.0),
-    Param("bag_wait_s", 10.0, "Longest wait for the recorder to close the run's bag [s].", 0.0, 120.0),
+    Param(
+        "bag_wait_s", 10.0, "Longest wait for the recorder to close the run's bag [s].", 0.0, 120.0
+    ),
 )
 
 
@@ -54,15 +62,28 @@ class CoEvolveNode(Node):
         self.bridge = RosHumanoidBridge(self, self.p["call_timeout_s"], group)
         self.recorder = RecorderWatch(self, self.p["bag_wait_s"], group)
         self._busy = threading.Lock()
-        self.server = ActionServer(self, RunEpisode, "/captain/run_episode", self._execute,
-                                   goal_callback=lambda _g: GoalResponse.REJECT if self._busy.locked()
-                                   else GoalResponse.ACCEPT,
-                                   cancel_callback=lambda _g: CancelResponse.ACCEPT, callback_group=group,
-                                   feedback_pub_qos_profile=FEEDBACK_QOS)
+        self.server = ActionServer(
+            self,
+            RunEpisode,
+            "/captain/run_episode",
+            self._execute,
+            goal_callback=lambda _g: (
+                GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
+            ),
+            cancel_callback=lambda _g: CancelResponse.ACCEPT,
+            callback_group=group,
+            feedback_pub_qos_profile=FEEDBACK_QOS,
+        )
 
     def _event(self, episode_id: str, event: str, detail: dict[str, Any]) -> None:
-        self.event_pub.publish(EpisodeEvent(stamp=self.get_clock().now().to_msg(), episode_id=episode_id,
-                                            event=event, detail_json=json.dumps(detail, default=str)))
+        self.event_pub.publish(
+            EpisodeEvent(
+                stamp=self.get_clock().now().to_msg(),
+                episode_id=episode_id,
+                event=event,
+                detail_json=json.dumps(detail, default=str),
+            )
+        )
 
     def _execute(self, goal_handle: Any) -> RunEpisode.Result:
         with self._busy:
@@ -81,8 +102,12 @@ class CoEvolveNode(Node):
         run_id = f"coevolve_{layout}_{g.seed}_{time.strftime('%Y%m%dT%H%M%S')}"
         res.episode_id = run_id
         try:
-            cfg = RunConfig(layout=layout, seed=int(g.seed), budget=int(g.max_physical_actions or 80),
-                            memory_in=self.p["memory"])
+            cfg = RunConfig(
+                layout=layout,
+                seed=int(g.seed),
+                budget=int(g.max_physical_actions or 80),
+                memory_in=self.p["memory"],
+            )
             roles = make_roles(g.policy or self.p["roles"], True)
             self.bridge.load_scene(layout, int(g.seed))
         except Exception as exc:  # noqa: BLE001 - a bad goal or a missing controller aborts with a reason
@@ -97,19 +122,36 @@ class CoEvolveNode(Node):
             if item is None:
                 return
             count["n"] += 1
-            msg = convert.result_to_receipt(item[1], item[0], episode_id=run_id,
-                                            request_index=int(ev.get("transaction", 0) or 0),
-                                            call_index=count["n"], stamp_s=time.time())
+            msg = convert.result_to_receipt(
+                item[1],
+                item[0],
+                episode_id=run_id,
+                request_index=int(ev.get("transaction", 0) or 0),
+                call_index=count["n"],
+                stamp_s=time.time(),
+            )
             self.receipt_pub.publish(msg)
-            goal_handle.publish_feedback(RunEpisode.Feedback(
-                receipts=[msg], requests_done=int(ev.get("transaction", 0) or 0), calls_done=count["n"],
-                progress=min(1.0, float(ev.get("transaction", 0) or 0) / cfg.budget), phase="running"))
+            goal_handle.publish_feedback(
+                RunEpisode.Feedback(
+                    receipts=[msg],
+                    requests_done=int(ev.get("transaction", 0) or 0),
+                    calls_done=count["n"],
+                    progress=min(1.0, float(ev.get("transaction", 0) or 0) / cfg.budget),
+                    phase="running",
+                )
+            )
 
         self._event(run_id, "start", {"layout": layout, "seed": g.seed, "out_dir": str(out_dir)})
         bag_open = self.recorder.bag_opened(run_id)
         try:
-            summary = CoEvolveRun(cfg, roles, out_dir, bridge=self.bridge, listeners=[on_event],
-                                  should_stop=lambda: goal_handle.is_cancel_requested).run()
+            summary = CoEvolveRun(
+                cfg,
+                roles,
+                out_dir,
+                bridge=self.bridge,
+                listeners=[on_event],
+                should_stop=lambda: goal_handle.is_cancel_requested,
+            ).run()
         except Exception as exc:  # noqa: BLE001 - the node survives a failed run
             self.get_logger().error(f"run {run_id} failed: {exc!r}")
             res.outcome_label, res.summary_json = "internal_error", json.dumps({"error": repr(exc)})

@@ -46,8 +46,11 @@ PARAMS = (
     Param("joint_state_rate_hz", 100.0, "Rate of /joint_states [Hz].", 1.0, 1000.0),
     Param("camera_rate_hz", 5.0, "Rate of the camera topics [Hz]; 0: no cameras.", 0.0, 30.0),
     Param("calibration_dir", "", "Write the cameras' calibration files here at start ('': no)."),
-    Param("ground_truth_service", "/arm_driver/privileged_state",
-          "Simulation-only ground-truth service ('': none)."),
+    Param(
+        "ground_truth_service",
+        "/arm_driver/privileged_state",
+        "Simulation-only ground-truth service ('': none).",
+    ),
 )
 
 
@@ -67,8 +70,10 @@ class ArmDriverNode(Node):
             from captain_ros.backends.ros_arm.simulated import SimulatedArmDriver
             from captain_ros.tasks import get_task
 
-            driver = SimulatedArmDriver(get_task(self.p["task"]).sample(int(self.p["seed"])),
-                                        image_size_px=int(self.p["image_size_px"]))
+            driver = SimulatedArmDriver(
+                get_task(self.p["task"]).sample(int(self.p["seed"])),
+                image_size_px=int(self.p["image_size_px"]),
+            )
         self.driver = driver
         self._grip_token: dict[str, int] = {}
         self._order = threading.Lock()
@@ -77,34 +82,56 @@ class ArmDriverNode(Node):
         group = ReentrantCallbackGroup()
         for arm in driver.arms:
             pre = controller_prefix(arm)
-            ActionServer(self, FollowJointTrajectory,
-                         f"/{pre}arm_controller/follow_joint_trajectory",
-                         execute_callback=partial(self._execute, arm),
-                         goal_callback=partial(self._check_goal, arm),
-                         cancel_callback=lambda _r: CancelResponse.ACCEPT, callback_group=group)
-            ActionServer(self, GripperCommand, f"/{pre}gripper_controller/gripper_cmd",
-                         execute_callback=partial(self._grip, arm),
-                         cancel_callback=lambda _r: CancelResponse.ACCEPT, callback_group=group)
+            ActionServer(
+                self,
+                FollowJointTrajectory,
+                f"/{pre}arm_controller/follow_joint_trajectory",
+                execute_callback=partial(self._execute, arm),
+                goal_callback=partial(self._check_goal, arm),
+                cancel_callback=lambda _r: CancelResponse.ACCEPT,
+                callback_group=group,
+            )
+            ActionServer(
+                self,
+                GripperCommand,
+                f"/{pre}gripper_controller/gripper_cmd",
+                execute_callback=partial(self._grip, arm),
+                cancel_callback=lambda _r: CancelResponse.ACCEPT,
+                callback_group=group,
+            )
         self.js_pub = self.create_publisher(JointState, "/joint_states", 10)
-        self.create_timer(1.0 / self.p["joint_state_rate_hz"], self._publish_joints,
-                          callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_timer(
+            1.0 / self.p["joint_state_rate_hz"],
+            self._publish_joints,
+            callback_group=MutuallyExclusiveCallbackGroup(),
+        )
         cams = tuple(driver.sim.spec.cameras)
-        self.cam_pubs = {c: (self.create_publisher(Image, f"/{c}/color/image_raw", 5),
-                             self.create_publisher(Image, f"/{c}/aligned_depth_to_color/image_raw", 5),
-                             self.create_publisher(CameraInfo, f"/{c}/color/camera_info", 5))
-                         for c in cams}
+        self.cam_pubs = {
+            c: (
+                self.create_publisher(Image, f"/{c}/color/image_raw", 5),
+                self.create_publisher(Image, f"/{c}/aligned_depth_to_color/image_raw", 5),
+                self.create_publisher(CameraInfo, f"/{c}/color/camera_info", 5),
+            )
+            for c in cams
+        }
         if self.p["camera_rate_hz"] > 0:
-            self.create_timer(1.0 / self.p["camera_rate_hz"], self._publish_cameras,
-                              callback_group=MutuallyExclusiveCallbackGroup())
+            self.create_timer(
+                1.0 / self.p["camera_rate_hz"],
+                self._publish_cameras,
+                callback_group=MutuallyExclusiveCallbackGroup(),
+            )
         if self.p["calibration_dir"]:
             self.write_calibration(Path(self.p["calibration_dir"]))
         if self.p["ground_truth_service"]:
             from captain_ros_interfaces.srv import PrivilegedState
 
-            self.create_service(PrivilegedState, self.p["ground_truth_service"], self._truth,
-                                callback_group=group)
-        self.get_logger().info(f"simulated arm driver: {self.p['task']} seed {self.p['seed']}, "
-                               f"arms {list(driver.arms)}, cameras {list(cams)}")
+            self.create_service(
+                PrivilegedState, self.p["ground_truth_service"], self._truth, callback_group=group
+            )
+        self.get_logger().info(
+            f"simulated arm driver: {self.p['task']} seed {self.p['seed']}, "
+            f"arms {list(driver.arms)}, cameras {list(cams)}"
+        )
 
     # --- trajectories ---------------------------------------------------------------------------
     def _check_goal(self, arm: str, goal: Any) -> GoalResponse:
@@ -163,8 +190,9 @@ class ArmDriverNode(Node):
                 return result
             if status != "active":
                 result.error_code = FollowJointTrajectory.Result.INVALID_GOAL
-                result.error_string = f"{status} by a newer goal" if status == "preempted" \
-                    else f"trajectory {status}"
+                result.error_string = (
+                    f"{status} by a newer goal" if status == "preempted" else f"trajectory {status}"
+                )
                 handle.abort()
                 return result
             time.sleep(WAIT_S)
@@ -198,8 +226,9 @@ class ArmDriverNode(Node):
     # --- state and cameras ----------------------------------------------------------------------
     def _publish_joints(self) -> None:
         names, pos, vel, eff = self.driver.joint_states()
-        msg = JointState(name=names, position=pos.tolist(), velocity=vel.tolist(),
-                         effort=eff.tolist())
+        msg = JointState(
+            name=names, position=pos.tolist(), velocity=vel.tolist(), effort=eff.tolist()
+        )
         msg.header.stamp = self.get_clock().now().to_msg()
         self.js_pub.publish(msg)
 
@@ -210,8 +239,14 @@ class ArmDriverNode(Node):
             frame_id = convert.optical_frame(cam)
             color_pub.publish(convert.image_msg(frame.rgb, stamp, frame_id))
             depth = encode_depth(frame.depth_m, 0.001)
-            msg = Image(height=depth.shape[0], width=depth.shape[1], encoding="16UC1",
-                        is_bigendian=0, step=depth.shape[1] * 2, data=depth.tobytes())
+            msg = Image(
+                height=depth.shape[0],
+                width=depth.shape[1],
+                encoding="16UC1",
+                is_bigendian=0,
+                step=depth.shape[1] * 2,
+                data=depth.tobytes(),
+            )
             msg.header.stamp, msg.header.frame_id = stamp, frame_id
             depth_pub.publish(msg)
             info_pub.publish(convert.camera_info_msg(frame, stamp))

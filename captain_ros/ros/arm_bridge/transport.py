@@ -40,8 +40,11 @@ from captain_ros.backends.ros_arm.transport import GoalState, ImageSample, Joint
 from captain_ros.core.errors import HardwareError
 from captain_ros.ros.action_client import ActionClient
 
-_STATUS = {GoalStatus.STATUS_SUCCEEDED: "succeeded", GoalStatus.STATUS_CANCELED: "canceled",
-           GoalStatus.STATUS_ABORTED: "aborted"}
+_STATUS = {
+    GoalStatus.STATUS_SUCCEEDED: "succeeded",
+    GoalStatus.STATUS_CANCELED: "canceled",
+    GoalStatus.STATUS_ABORTED: "aborted",
+}
 
 
 def duration_msg(t_s: float) -> Duration:
@@ -59,8 +62,9 @@ def decode_image(msg: Any) -> np.ndarray:
         return np.frombuffer(buf, np.uint16).reshape(h, int(msg.step) // 2)[:, :w].copy()
     if msg.encoding == "32FC1":
         return np.frombuffer(buf, np.float32).reshape(h, int(msg.step) // 4)[:, :w].copy()
-    raise ValueError(f"unsupported image encoding {msg.encoding!r}; supported: rgb8, bgr8, "
-                     "16UC1, 32FC1")
+    raise ValueError(
+        f"unsupported image encoding {msg.encoding!r}; supported: rgb8, bgr8, 16UC1, 32FC1"
+    )
 
 
 class _Camera:
@@ -90,32 +94,54 @@ class RclpyArmTransport:
         self._pos: dict[str, float] = {}
         self._vel: dict[str, float] = {}
         self._eff: dict[str, float] = {}
-        self.node.create_subscription(JointState, config.joint_states_topic, self._on_joints,
-                                      qos_profile_sensor_data, callback_group=group)
-        self._traj: dict[str, Any] = {a: ActionClient(self.node, FollowJointTrajectory, c.trajectory_action,
-                                      callback_group=group) for a, c in config.arms.items()}
+        self.node.create_subscription(
+            JointState,
+            config.joint_states_topic,
+            self._on_joints,
+            qos_profile_sensor_data,
+            callback_group=group,
+        )
+        self._traj: dict[str, Any] = {
+            a: ActionClient(
+                self.node, FollowJointTrajectory, c.trajectory_action, callback_group=group
+            )
+            for a, c in config.arms.items()
+        }
         self._goal: dict[str, Any] = dict.fromkeys(config.arms)
         self._goal_lock = threading.Lock()
         self._seq: dict[str, int] = dict.fromkeys(config.arms, 0)  # number of the latest goal
         self._state: dict[str, GoalState] = {a: GoalState("none") for a in config.arms}
-        self._grip_action: dict[str, Any] = {a: ActionClient(self.node, GripperCommand, c.gripper.action,
-                                             callback_group=group)
-                             for a, c in config.arms.items() if c.gripper.action}
-        self._grip_topic = {a: self.node.create_publisher(Float64, c.gripper.topic, 10)
-                            for a, c in config.arms.items() if c.gripper.topic}
+        self._grip_action: dict[str, Any] = {
+            a: ActionClient(self.node, GripperCommand, c.gripper.action, callback_group=group)
+            for a, c in config.arms.items()
+            if c.gripper.action
+        }
+        self._grip_topic = {
+            a: self.node.create_publisher(Float64, c.gripper.topic, 10)
+            for a, c in config.arms.items()
+            if c.gripper.topic
+        }
         self._cams = {n: _Camera() for n in config.cameras}
         for name, c in config.cameras.items():
-            for topic, kind, cls in ((c.image_topic, "color", Image), (c.depth_topic, "depth", Image),
-                                     (c.info_topic, "info", CameraInfo)):
+            for topic, kind, cls in (
+                (c.image_topic, "color", Image),
+                (c.depth_topic, "depth", Image),
+                (c.info_topic, "info", CameraInfo),
+            ):
                 self.node.create_subscription(
-                    cls, topic, lambda m, n=name, k=kind: self._on_camera(n, k, m),
-                    qos_profile_sensor_data, callback_group=group)
+                    cls,
+                    topic,
+                    lambda m, n=name, k=kind: self._on_camera(n, k, m),
+                    qos_profile_sensor_data,
+                    callback_group=group,
+                )
         self._truth: Any = None
         if config.ground_truth_service:
             from captain_ros_interfaces.srv import PrivilegedState
 
-            self._truth = self.node.create_client(PrivilegedState, config.ground_truth_service,
-                                                  callback_group=group)
+            self._truth = self.node.create_client(
+                PrivilegedState, config.ground_truth_service, callback_group=group
+            )
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, name="arm-bridge", daemon=True)
@@ -129,13 +155,17 @@ class RclpyArmTransport:
     def _on_joints(self, msg: JointState) -> None:
         n = len(msg.name)
         with self._cv:
-            for field, store in (("position", self._pos), ("velocity", self._vel),
-                                 ("effort", self._eff)):
+            for field, store in (
+                ("position", self._pos),
+                ("velocity", self._vel),
+                ("effort", self._eff),
+            ):
                 values = getattr(msg, field)
                 if len(values) == n:
                     store.update(zip(msg.name, (float(v) for v in values), strict=True))
-            self._js = JointSample(dict(self._pos), dict(self._vel), dict(self._eff),
-                                   time.monotonic())
+            self._js = JointSample(
+                dict(self._pos), dict(self._vel), dict(self._eff), time.monotonic()
+            )
             self._cv.notify_all()
 
     def joint_sample(self) -> JointSample | None:
@@ -143,8 +173,9 @@ class RclpyArmTransport:
 
     def wait_joint_sample(self, after_s: float, timeout_s: float) -> JointSample | None:
         with self._cv:
-            self._cv.wait_for(lambda: self._js is not None and self._js.received_s > after_s,
-                              timeout_s)
+            self._cv.wait_for(
+                lambda: self._js is not None and self._js.received_s > after_s, timeout_s
+            )
             s = self._js
         return s if s is not None and s.received_s > after_s else None
 
@@ -153,13 +184,19 @@ class RclpyArmTransport:
         client = self._traj[arm]
         return client.server_is_ready() or (timeout_s > 0 and client.wait_for_server(timeout_s))
 
-    def send_trajectory(self, arm: str, joints: Sequence[str],
-                        points: Sequence[tuple[np.ndarray, float]], timeout_s: float) -> GoalState:
+    def send_trajectory(
+        self,
+        arm: str,
+        joints: Sequence[str],
+        points: Sequence[tuple[np.ndarray, float]],
+        timeout_s: float,
+    ) -> GoalState:
         goal = FollowJointTrajectory.Goal()
         goal.trajectory.joint_names = list(joints)
         goal.trajectory.points = [
             JointTrajectoryPoint(positions=[float(v) for v in q], time_from_start=duration_msg(t))
-            for q, t in points]
+            for q, t in points
+        ]
         answered = threading.Event()
         with self._goal_lock:  # numbered before sending: the goal it preempts reports too late
             self._seq[arm] += 1
@@ -167,14 +204,19 @@ class RclpyArmTransport:
         future = self._traj[arm].send_goal_async(goal)
         future.add_done_callback(lambda _f: answered.set())
         if not answered.wait(timeout_s):
-            return GoalState("pending", f"no answer from {self.config.arms[arm].trajectory_action}"
-                             f" within {timeout_s:.2f} s")
+            return GoalState(
+                "pending",
+                f"no answer from {self.config.arms[arm].trajectory_action}"
+                f" within {timeout_s:.2f} s",
+            )
         handle = future.result()
         with self._goal_lock:
             if handle is None or not handle.accepted:
                 self._goal[arm] = None
-                self._state[arm] = GoalState("rejected", "the driver rejected the goal (see its "
-                                             "log: joint names, limits or timing)")
+                self._state[arm] = GoalState(
+                    "rejected",
+                    "the driver rejected the goal (see its log: joint names, limits or timing)",
+                )
                 return self._state[arm]
             self._goal[arm] = handle
             self._state[arm] = GoalState("accepted")
@@ -204,8 +246,10 @@ class RclpyArmTransport:
             return
         client = self._grip_action[arm]
         if not client.server_is_ready():
-            raise HardwareError(f"{arm}: gripper action {self.config.arms[arm].gripper.action} "
-                                "is not available; nothing was commanded")
+            raise HardwareError(
+                f"{arm}: gripper action {self.config.arms[arm].gripper.action} "
+                "is not available; nothing was commanded"
+            )
         goal = GripperCommand.Goal()
         goal.command.position, goal.command.max_effort = float(opening_m), float(max_effort_n)
         client.send_goal_async(goal)
@@ -232,8 +276,9 @@ class RclpyArmTransport:
                     store.pop(next(iter(store)))
             if stamp in cam.color and stamp in cam.depth and cam.k is not None:
                 depth, enc = cam.depth.pop(stamp)
-                cam.frame = ImageSample(cam.color.pop(stamp), depth, enc, cam.k, stamp,
-                                        time.monotonic())
+                cam.frame = ImageSample(
+                    cam.color.pop(stamp), depth, enc, cam.k, stamp, time.monotonic()
+                )
                 self._cv.notify_all()
 
     def image(self, camera: str) -> ImageSample | None:
@@ -242,8 +287,9 @@ class RclpyArmTransport:
     def wait_image(self, camera: str, after_s: float, timeout_s: float) -> ImageSample | None:
         cam = self._cams[camera]
         with self._cv:
-            self._cv.wait_for(lambda: cam.frame is not None and cam.frame.received_s > after_s,
-                              timeout_s)
+            self._cv.wait_for(
+                lambda: cam.frame is not None and cam.frame.received_s > after_s, timeout_s
+            )
             f = cam.frame
         return f if f is not None and f.received_s > after_s else None
 
@@ -252,8 +298,10 @@ class RclpyArmTransport:
         from captain_ros_interfaces.srv import PrivilegedState
 
         if self._truth is None or not self._truth.wait_for_service(timeout_sec=2.0):
-            raise HardwareError(f"ground-truth service {self.config.ground_truth_service} is not "
-                                "available (simulation drivers only)")
+            raise HardwareError(
+                f"ground-truth service {self.config.ground_truth_service} is not "
+                "available (simulation drivers only)"
+            )
         done = threading.Event()
         future = self._truth.call_async(PrivilegedState.Request())
         future.add_done_callback(lambda _f: done.set())

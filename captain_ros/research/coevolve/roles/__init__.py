@@ -10,8 +10,9 @@ from captain_ros.research.coevolve.roles.base import ProgramPair, RoleContext, R
 ROLE_KINDS = ("scripted", "openai", "transformers")
 
 
-def make_roles(kind: str = "scripted", typed_revision: bool = True,
-               options: dict[str, Any] | None = None) -> RoleSet:
+def make_roles(
+    kind: str = "scripted", typed_revision: bool = True, options: dict[str, Any] | None = None
+) -> RoleSet:
     """The roles of a run.
 
     Args:
@@ -25,8 +26,12 @@ def make_roles(kind: str = "scripted", typed_revision: bool = True,
         from captain_ros.research.coevolve.roles.scripted import ScriptedCoder, ScriptedOrchestrator
         from captain_ros.research.coevolve.roles.scripted_reviser import ScriptedReviser
 
-        return RoleSet(ScriptedOrchestrator(), ScriptedCoder(), ScriptedReviser() if typed_revision else None,
-                       "scripted")
+        return RoleSet(
+            ScriptedOrchestrator(),
+            ScriptedCoder(),
+            ScriptedReviser() if typed_revision else None,
+            "scripted",
+        )
     if kind in ("openai", "transformers"):
         from captain_ros.research.coevolve.roles.model import model_roles
 

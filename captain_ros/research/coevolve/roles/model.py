@@ -34,8 +34,10 @@ class ModelRole:
         self.retries = retries
 
     def _ask(self, ctx: RoleContext, parse: Any) -> RoleOutput[Any]:
-        messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM[self.role]},
-                                          {"role": "user", "content": context_message(self.role, ctx)}]
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM[self.role]},
+            {"role": "user", "content": context_message(self.role, ctx)},
+        ]
         calls = pt = ct = 0
         error, raw = "", ""
         for _ in range(self.retries + 1):
@@ -43,7 +45,9 @@ class ModelRole:
             try:
                 reply = self.policy.act(messages, [])
             except Exception as exc:  # noqa: BLE001 - endpoint down, timeouts, a model crash: refused
-                return RoleOutput(None, f"{self.role}: the model call failed ({exc})"[:500], raw, calls, pt, ct)
+                return RoleOutput(
+                    None, f"{self.role}: the model call failed ({exc})"[:500], raw, calls, pt, ct
+                )
             pt += reply.prompt_tokens
             ct += reply.completion_tokens
             raw = reply.content or ""
@@ -51,9 +55,14 @@ class ModelRole:
                 value = parse(extract_json(raw))
             except (ValueError, TypeError, KeyError, CaptainError) as exc:
                 error = f"{self.role}: invalid reply ({exc})"[:500]
-                messages += [{"role": "assistant", "content": raw[:4000]},
-                             {"role": "user", "content": f"That reply was invalid: {exc}. Reply with one "
-                              "JSON object that follows the schema exactly."}]
+                messages += [
+                    {"role": "assistant", "content": raw[:4000]},
+                    {
+                        "role": "user",
+                        "content": f"That reply was invalid: {exc}. Reply with one "
+                        "JSON object that follows the schema exactly.",
+                    },
+                ]
                 continue
             return RoleOutput(value, "", raw, calls, pt, ct)
         return RoleOutput(None, error, raw, calls, pt, ct)
@@ -96,10 +105,14 @@ class ModelReviser(ModelRole):
             changes = d.get("changes") or []
             if not isinstance(changes, list):
                 raise ValueError("changes must be a list of strings")
-            return Revision(str(d.get("scope")), Strategy(Coordination.from_dict(child),
-                                                          {str(k): dict(v) for k, v in theta.items()}),
-                            str(d.get("rationale", ""))[:400],
-                            tuple(str(c)[:60] for c in changes[:6]))
+            return Revision(
+                str(d.get("scope")),
+                Strategy(
+                    Coordination.from_dict(child), {str(k): dict(v) for k, v in theta.items()}
+                ),
+                str(d.get("rationale", ""))[:400],
+                tuple(str(c)[:60] for c in changes[:6]),
+            )
 
         return self._ask(ctx, parse)
 
@@ -117,13 +130,24 @@ def model_roles(kind: str, typed_revision: bool, options: dict[str, Any]) -> Rol
 
         from captain_ros.policy.chat_policies import OpenAIPolicy
 
-        kw = {k: opts[k] for k in ("timeout_s", "max_tokens", "temperature", "max_retries", "backoff_s")
-              if k in opts}
+        kw = {
+            k: opts[k]
+            for k in ("timeout_s", "max_tokens", "temperature", "max_retries", "backoff_s")
+            if k in opts
+        }
         policy: Policy = OpenAIPolicy(
             opts.get("base_url") or os.environ.get("CAPTAIN_BASE_URL", "http://localhost:8000/v1"),
             opts.get("model") or os.environ.get("CAPTAIN_MODEL", "default"),
-            transport=transport, stream=False, **kw)
+            transport=transport,
+            stream=False,
+            **kw,
+        )
     else:
         policy = make_policy(kind, opts)
-    return RoleSet(ModelOrchestrator(policy, retries), ModelCoder(policy, retries),
-                   ModelReviser(policy, retries) if typed_revision else None, kind, [policy])
+    return RoleSet(
+        ModelOrchestrator(policy, retries),
+        ModelCoder(policy, retries),
+        ModelReviser(policy, retries) if typed_revision else None,
+        kind,
+        [policy],
+    )

@@ -15,22 +15,28 @@ from captain_ros.research.coevolve.roles.base import RoleContext
 from captain_ros.research.coevolve.skills import MODES, PRIMITIVES, ROLES, catalog_text
 from captain_ros.research.coevolve.strategy import OBJECTIVE_KINDS, SCOPES
 
-TASK = ("Two humanoid robots, robot_a and robot_b, face each other and carry one free rigid payload "
-        "on their palms (torque-limited posture regulation, not a rigid grasp: unsynchronised motion "
-        "tilts or drops it) through a corridor to a target pedestal. The formation axis "
-        "robot_a -> robot_b is perpendicular to the travel direction (robot_b is on the left of "
-        "travel), so transport is sideways stepping and a corner needs a pivot. Each physical "
-        "transaction is one joint command; a verifier accepts or rejects it from measurements and a "
-        "rejection restores the last accepted checkpoint. Angles are radians, lengths metres, world "
-        "frame x/y with yaw counter-clockwise.")
+TASK = (
+    "Two humanoid robots, robot_a and robot_b, face each other and carry one free rigid payload "
+    "on their palms (torque-limited posture regulation, not a rigid grasp: unsynchronised motion "
+    "tilts or drops it) through a corridor to a target pedestal. The formation axis "
+    "robot_a -> robot_b is perpendicular to the travel direction (robot_b is on the left of "
+    "travel), so transport is sideways stepping and a corner needs a pivot. Each physical "
+    "transaction is one joint command; a verifier accepts or rejects it from measurements and a "
+    "rejection restores the last accepted checkpoint. Angles are radians, lengths metres, world "
+    "frame x/y with yaw counter-clockwise."
+)
 COORDINATION_SCHEMA = {
     "primitive": f"one of {list(PRIMITIVES)}",
-    "objective": {"kind": f"one of {list(OBJECTIVE_KINDS)}",
-                  "target": "gate name, 'segment_<k>', 'target', 'formation' or ''"},
+    "objective": {
+        "kind": f"one of {list(OBJECTIVE_KINDS)}",
+        "target": "gate name, 'segment_<k>', 'target', 'formation' or ''",
+    },
     "mode": f"one of {list(MODES)}",
     "roles": {"robot_a": f"one of {list(ROLES)}", "robot_b": "same vocabulary"},
-    "intent": "formation intent (short text)", "evidence": "completion evidence you expect",
-    "constraints": "execution constraints (short text)"}
+    "intent": "formation intent (short text)",
+    "evidence": "completion evidence you expect",
+    "constraints": "execution constraints (short text)",
+}
 ORCHESTRATOR = (
     "You are the Orchestrator. Commit the coordination of the next subtask: which primitive, which "
     "semantic objective, which coordination mode and the temporary role of each robot. Numbers are "
@@ -39,7 +45,8 @@ ORCHESTRATOR = (
     "retreat and initialization: synchronous with roles peer/peer; pivot: asymmetric with "
     "inner_support + outer_mover, or synchronous with co_rotator + co_rotator; alignment: "
     "asymmetric with reference + corrector.\nReply with ONE JSON object, no prose:\n"
-    + json.dumps(COORDINATION_SCHEMA, indent=1))
+    + json.dumps(COORDINATION_SCHEMA, indent=1)
+)
 CODER = (
     "You are the Coder. Implement the committed coordination as two robot programs. Each program is "
     "Python for one robot: optional assignments of arithmetic, exactly ONE skill call on its own "
@@ -47,26 +54,30 @@ CODER = (
     "No imports, loops, other calls or other names (math.<fn>, abs, min, max, round are allowed). "
     "Both programs call the committed primitive; shared arguments must be identical; pass the "
     "committed roles. If an approved parameter revision is given, use exactly its numbers.\n"
-    "Skills:\n" + catalog_text() +
-    "\nReply with ONE JSON object, no prose: {\"robot_a\": \"<program>\", \"robot_b\": \"<program>\", "
-    "\"note\": \"<short>\"}")
+    "Skills:\n"
+    + catalog_text()
+    + '\nReply with ONE JSON object, no prose: {"robot_a": "<program>", "robot_b": "<program>", '
+    '"note": "<short>"}'
+)
 REVISER = (
     "You are the Reviser. The last transaction was rejected and the state was restored. Propose a "
     "TYPED revision of the failed strategy. scope 'strategy' changes primitive and/or objective "
     "(keep mode and roles if the new primitive admits them); 'coordination' changes mode and/or "
     "roles (keep primitive and objective); 'parameter' keeps all coordination fields and gives new "
     "bounded numbers for both robots in child.theta. Change only fields inside the scope.\nReply "
-    "with ONE JSON object, no prose: {\"scope\": one of " + json.dumps(list(SCOPES)) + ", \"child\": "
-    "{<coordination fields as the Orchestrator schema>, \"theta\": {\"robot_a\": {<skill "
-    "arguments>}, \"robot_b\": {...}} (parameter scope only)}, \"rationale\": \"<short>\", "
-    "\"changes\": [\"field:direction\", ...]}")
+    'with ONE JSON object, no prose: {"scope": one of ' + json.dumps(list(SCOPES)) + ', "child": '
+    '{<coordination fields as the Orchestrator schema>, "theta": {"robot_a": {<skill '
+    'arguments>}, "robot_b": {...}} (parameter scope only)}, "rationale": "<short>", '
+    '"changes": ["field:direction", ...]}'
+)
 SYSTEM = {"orchestrator": ORCHESTRATOR, "coder": CODER, "reviser": REVISER}
 
 
 def context_message(role: str, ctx: RoleContext) -> str:
     """The user message of ``role`` for ``ctx`` (JSON, with a one-line lead)."""
     body: dict[str, Any] = {
-        "transaction": ctx.transaction, "budget": ctx.budget,
+        "transaction": ctx.transaction,
+        "budget": ctx.budget,
         "active_phase": ctx.phase.to_dict(),
         "plan": [{"name": p.name, "status": p.status} for p in ctx.plan.phases],
         "observation": ctx.observation.data,
@@ -77,8 +88,17 @@ def context_message(role: str, ctx: RoleContext) -> str:
     }
     if ctx.evidence is not None:
         ev = ctx.evidence.to_dict()
-        body["last_evidence"] = {k: ev[k] for k in ("accepted", "failure_type", "failure_level", "culprit",
-                                                    "summary", "measurements")}
+        body["last_evidence"] = {
+            k: ev[k]
+            for k in (
+                "accepted",
+                "failure_type",
+                "failure_level",
+                "culprit",
+                "summary",
+                "measurements",
+            )
+        }
         body["last_evidence"]["failed_checks"] = [c for c in ev["checks"] if not c["ok"]]
     if ctx.constraint is not None:
         body["approved_revision_child"] = ctx.constraint.to_dict()
@@ -91,8 +111,11 @@ def context_message(role: str, ctx: RoleContext) -> str:
         body["exemplars"] = [e.to_prompt() for e in ctx.exemplars]
     if role == "reviser" and ctx.parent is not None:
         body["failed_strategy"] = ctx.parent.to_dict()
-    lead = {"orchestrator": "Commit the next coordination.", "coder": "Write both robot programs.",
-            "reviser": "Propose a typed revision."}[role]
+    lead = {
+        "orchestrator": "Commit the next coordination.",
+        "coder": "Write both robot programs.",
+        "reviser": "Propose a typed revision.",
+    }[role]
     return lead + "\n" + json.dumps(body, default=str)
 
 

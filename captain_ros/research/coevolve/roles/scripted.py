@@ -42,9 +42,18 @@ def turn_side(turn_rad: float) -> str:
     return "robot_b" if turn_rad > 0 else "robot_a"
 
 
-def _z(primitive: str, kind: str, target: str = "", mode: str = "synchronous",
-       roles: tuple[str, str] = ("peer", "peer"), intent: str = "", evidence: str = "") -> Coordination:
-    return Coordination(primitive, Objective(kind, target), mode, roles, intent=intent, evidence=evidence)
+def _z(
+    primitive: str,
+    kind: str,
+    target: str = "",
+    mode: str = "synchronous",
+    roles: tuple[str, str] = ("peer", "peer"),
+    intent: str = "",
+    evidence: str = "",
+) -> Coordination:
+    return Coordination(
+        primitive, Objective(kind, target), mode, roles, intent=intent, evidence=evidence
+    )
 
 
 def _pivot_roles(rule: str, turn_rad: float) -> tuple[str, tuple[str, str]]:
@@ -53,15 +62,24 @@ def _pivot_roles(rule: str, turn_rad: float) -> tuple[str, tuple[str, str]]:
     inner = turn_side(turn_rad)
     if rule == "inner=far_side":
         inner = "robot_a" if inner == "robot_b" else "robot_b"
-    return "asymmetric", ("inner_support", "outer_mover") if inner == "robot_a" else ("outer_mover", "inner_support")
+    return "asymmetric", ("inner_support", "outer_mover") if inner == "robot_a" else (
+        "outer_mover",
+        "inner_support",
+    )
 
 
 class ScriptedOrchestrator:
     """Commits ``z`` from the phase, the route references and the formation state (coarse rules)."""
 
     def commit(self, ctx: RoleContext) -> RoleOutput[Coordination]:
-        if ctx.constraint is not None and ctx.constraint.scope in ("strategy", "coordination", "parameter"):
-            return RoleOutput(ctx.constraint.child.z, meta={"rule": f"approved {ctx.constraint.scope} child"})
+        if ctx.constraint is not None and ctx.constraint.scope in (
+            "strategy",
+            "coordination",
+            "parameter",
+        ):
+            return RoleOutput(
+                ctx.constraint.child.z, meta={"rule": f"approved {ctx.constraint.scope} child"}
+            )
         z, rule = self._decide(ctx)
         return RoleOutput(z, meta={"rule": rule})
 
@@ -81,8 +99,10 @@ class ScriptedOrchestrator:
                 return _z("coordinated_linear_transport", "enter_target"), "close in on target"
             return _z("placement", "place"), "lifecycle"
         # traverse / enter_target
-        if (abs(f["spacing_error_m"]) > SPACING_TRIGGER_M or f["max_facing_error_rad"] > FACING_TRIGGER_RAD) \
-                and not flat_skip:
+        if (
+            abs(f["spacing_error_m"]) > SPACING_TRIGGER_M
+            or f["max_facing_error_rad"] > FACING_TRIGGER_RAD
+        ) and not flat_skip:
             return self._align(ctx), "formation error past threshold"
         corner = r["next_corner"]
         if corner is not None:
@@ -90,13 +110,26 @@ class ScriptedOrchestrator:
             if abs(err) > 0.5 and corner["remaining_m"] <= PIVOT_STANDOFF_M + 0.08:
                 rule = self._pivot_rule(ctx)
                 mode, roles = _pivot_roles(rule, err)
-                return _z("coordinated_pivot", "turn", f"segment_{corner['index'] + 1}", mode, roles,
-                          intent=f"turn into the next segment ({rule})"), f"corner: pivot ({rule})"
+                return _z(
+                    "coordinated_pivot",
+                    "turn",
+                    f"segment_{corner['index'] + 1}",
+                    mode,
+                    roles,
+                    intent=f"turn into the next segment ({rule})",
+                ), f"corner: pivot ({rule})"
         if abs(r["centre_lateral_m"]) > RECENTRE_TRIGGER_M:
-            return _z("coordinated_linear_transport", "recentre", f"segment_{r['segment']}"), "off centre"
+            return _z(
+                "coordinated_linear_transport", "recentre", f"segment_{r['segment']}"
+            ), "off centre"
         if HEADING_TRIGGER_RAD < abs(r["heading_error_rad"]) < 0.5:
-            return _z("coordinated_pivot", "turn", f"segment_{r['segment']}", "synchronous",
-                      ("co_rotator", "co_rotator")), "heading drift"
+            return _z(
+                "coordinated_pivot",
+                "turn",
+                f"segment_{r['segment']}",
+                "synchronous",
+                ("co_rotator", "co_rotator"),
+            ), "heading drift"
         gate = r["next_gate"]
         if gate is None or kind == "enter_target":
             return _z("coordinated_linear_transport", "enter_target", "target"), "approach target"
@@ -108,18 +141,32 @@ class ScriptedOrchestrator:
             if rec.polarity == "positive" and rec.primitive == "coordinated_alignment":
                 rule = rec.role_rule
                 break
-        return _z("coordinated_alignment", "restore_spacing", "formation", "asymmetric",
-                  ("reference", "corrector"), intent=f"restore the cradle ({rule})")
+        return _z(
+            "coordinated_alignment",
+            "restore_spacing",
+            "formation",
+            "asymmetric",
+            ("reference", "corrector"),
+            intent=f"restore the cradle ({rule})",
+        )
 
     def _pivot_rule(self, ctx: RoleContext) -> str:
         """``inner=turn_side`` unless a positive strategy record says otherwise and no
         counterexample contradicts it."""
         coordination_failures = {"wall_contact", "no_progress", "pedestal_contact"}
-        bad = {r.role_rule for r in ctx.strategy_records
-               if r.polarity == "counterexample" and r.primitive == "coordinated_pivot"
-               and coordination_failures & set(r.failure_context)}
+        bad = {
+            r.role_rule
+            for r in ctx.strategy_records
+            if r.polarity == "counterexample"
+            and r.primitive == "coordinated_pivot"
+            and coordination_failures & set(r.failure_context)
+        }
         for rec in ctx.strategy_records:
-            if rec.polarity == "positive" and rec.primitive == "coordinated_pivot" and rec.role_rule not in bad:
+            if (
+                rec.polarity == "positive"
+                and rec.primitive == "coordinated_pivot"
+                and rec.role_rule not in bad
+            ):
                 return rec.role_rule
         return "inner=turn_side" if "inner=turn_side" not in bad else "co_rotate"
 
@@ -152,13 +199,19 @@ class ScriptedCoder:
     def implement(self, ctx: RoleContext) -> RoleOutput[ProgramPair]:
         z = ctx.z
         assert z is not None
-        if ctx.constraint is not None and ctx.constraint.scope == "parameter" and ctx.constraint.child.theta:
+        if (
+            ctx.constraint is not None
+            and ctx.constraint.scope == "parameter"
+            and ctx.constraint.child.theta
+        ):
             theta = ctx.constraint.child.theta
             note = "theta from the approved parameter revision"
         else:
             theta, note = self._theta(ctx, z)
-        return RoleOutput(ProgramPair({r: program(r, z.primitive, theta[r]) for r in ROBOTS}, note),
-                          meta={"theta": theta})
+        return RoleOutput(
+            ProgramPair({r: program(r, z.primitive, theta[r]) for r in ROBOTS}, note),
+            meta={"theta": theta},
+        )
 
     def _theta(self, ctx: RoleContext, z: Coordination) -> tuple[dict[str, dict[str, Any]], str]:
         o = ctx.observation
@@ -171,7 +224,9 @@ class ScriptedCoder:
             return {rb: {} for rb in ROBOTS}, "lifecycle"
         if p == "coordinated_linear_transport":
             speed = (_exemplar_speed(ctx.exemplars, "speed_m_s") or SPEED_M_S) * slow
-            tangent = np.array([math.cos(r["segment_heading_rad"]), math.sin(r["segment_heading_rad"])])
+            tangent = np.array(
+                [math.cos(r["segment_heading_rad"]), math.sin(r["segment_heading_rad"])]
+            )
             if z.objective.kind == "recentre":
                 normal = np.array([-tangent[1], tangent[0]])
                 lat = r["centre_lateral_m"]
@@ -194,36 +249,57 @@ class ScriptedCoder:
                     if abs(err) > 0.5:
                         dist = min(dist, corner["remaining_m"] - PIVOT_STANDOFF_M)
                 dist = max(0.05, min(STEP_M * shrink, dist))
-            args = {"direction_xy": [round(x, 4) for x in d], "distance_m": round(dist, 3),
-                    "speed_m_s": round(min(0.3, max(0.05, speed)), 3)}
+            args = {
+                "direction_xy": [round(x, 4) for x in d],
+                "distance_m": round(dist, 3),
+                "speed_m_s": round(min(0.3, max(0.05, speed)), 3),
+            }
             return {rb: dict(args) for rb in ROBOTS}, "geometry + coarse step/speed"
         if p == "coordinated_pivot":
-            k = int(z.objective.target.split("_")[-1]) if z.objective.target.startswith("segment_") \
+            k = (
+                int(z.objective.target.split("_")[-1])
+                if z.objective.target.startswith("segment_")
                 else r["segment"] + 1
+            )
             headings = r["segment_headings_rad"]
             heading = headings[min(max(k, 0), len(headings) - 1)]
             angle = wrap_angle(heading - f["travel_heading_rad"]) * shrink
-            rate = (_exemplar_speed(ctx.exemplars, "angular_speed_rad_s") or PIVOT_RATE_RAD_S) * slow
+            rate = (
+                _exemplar_speed(ctx.exemplars, "angular_speed_rad_s") or PIVOT_RATE_RAD_S
+            ) * slow
             angle = max(-1.75, min(1.75, angle))
-            out = {rb: {"role": z.role_of(rb), "angle_rad": round(angle, 4),
-                        "angular_speed_rad_s": round(min(0.6, max(0.05, rate)), 3)} for rb in ROBOTS}
+            out = {
+                rb: {
+                    "role": z.role_of(rb),
+                    "angle_rad": round(angle, 4),
+                    "angular_speed_rad_s": round(min(0.6, max(0.05, rate)), 3),
+                }
+                for rb in ROBOTS
+            }
             return out, "geometry + coarse turn rate"
         if p == "coordinated_alignment":
             return self._alignment(ctx, z, slow), "restore nominal spacing/facing"
         if p == "placement":
             lower = o.payload["lowest_z_m"] - o["target"]["support_top_m"] + 0.05
-            args = {"lower_m": round(max(0.02, min(0.2, lower)), 3), "speed_m_s": round(0.05 * slow, 3)}
+            args = {
+                "lower_m": round(max(0.02, min(0.2, lower)), 3),
+                "speed_m_s": round(0.05 * slow, 3),
+            }
             return {rb: dict(args) for rb in ROBOTS}, "lower onto the pedestal"
         if p in ("release", "retreat") and ctx.exemplars:
             return {rb: dict(ctx.exemplars[0].params[rb]) for rb in ROBOTS}, "accepted exemplar"
         if p == "release":
             return {rb: {"hold_s": 3.5} for rb in ROBOTS}, "lifecycle"
         if p == "retreat":
-            return {rb: {"distance_m": round(0.5 * shrink, 3), "speed_m_s": round(0.2 * slow, 3)}
-                    for rb in ROBOTS}, "lifecycle"
+            return {
+                rb: {"distance_m": round(0.5 * shrink, 3), "speed_m_s": round(0.2 * slow, 3)}
+                for rb in ROBOTS
+            }, "lifecycle"
         raise ValueError(f"no rule for {p}")
 
-    def _alignment(self, ctx: RoleContext, z: Coordination, slow: float) -> dict[str, dict[str, Any]]:
+    def _alignment(
+        self, ctx: RoleContext, z: Coordination, slow: float
+    ) -> dict[str, dict[str, Any]]:
         o = ctx.observation
         ref = next(rb for rb in ROBOTS if z.role_of(rb) == "reference")
         cor = next(rb for rb in ROBOTS if z.role_of(rb) == "corrector")
@@ -243,9 +319,18 @@ class ScriptedCoder:
         speed = (_exemplar_speed(ctx.exemplars, "speed_m_s") or ALIGN_SPEED_M_S) * slow
         if n < 1e-3 and abs(dyaw) < 1e-3:
             corr = 0.01 * left * sign
-        out = {ref: {"role": "reference", "correction_xy": [0.0, 0.0], "yaw_correction_rad": 0.0,
-                     "speed_m_s": round(min(0.15, max(0.02, speed)), 3)},
-               cor: {"role": "corrector", "correction_xy": [round(float(x), 4) for x in corr],
-                     "yaw_correction_rad": round(dyaw, 4),
-                     "speed_m_s": round(min(0.15, max(0.02, speed)), 3)}}
+        out = {
+            ref: {
+                "role": "reference",
+                "correction_xy": [0.0, 0.0],
+                "yaw_correction_rad": 0.0,
+                "speed_m_s": round(min(0.15, max(0.02, speed)), 3),
+            },
+            cor: {
+                "role": "corrector",
+                "correction_xy": [round(float(x), 4) for x in corr],
+                "yaw_correction_rad": round(dyaw, 4),
+                "speed_m_s": round(min(0.15, max(0.02, speed)), 3),
+            },
+        }
         return out
