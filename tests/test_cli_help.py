@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from captain_ros.cli import coevolve, learn
+from captain_ros.cli import learn
 from captain_ros.cli.main import PASSTHROUGH, build_parser, main
+from captain_ros.research.coevolve import cli as coevolve
 
 
 def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
