@@ -150,3 +150,16 @@ class PerceptionNode(Node):
                 img, self.get_clock().now().to_msg(), convert.optical_frame(req.camera)
             )
         return resp
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the perception node. It serves the robot node's locked backend, so it runs in the
+    robot's process: ``python -m captain_ros.ros.perception_node`` is the robot stack
+    (:mod:`captain_ros.ros.robot_stack`, robot node + this node, one executor)."""
+    from captain_ros.ros.robot_stack import main as robot_stack_main
+
+    return robot_stack_main(argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -4,6 +4,8 @@ without a traceback."""
 
 from __future__ import annotations
 
+import ast
+import os
 import re
 import subprocess
 import sys
@@ -46,3 +48,64 @@ def test_run_passes_the_arguments_and_the_status(tmp_path: Path) -> None:
         assert entry.run("echo_node", ["a", "b", "c"]) == 3
     finally:
         sys.path.remove(str(tmp_path))
+
+
+def node_modules() -> list[Path]:
+    """Modules defining an rclpy node class (``class X(Node)`` / ``(LifecycleNode)``)."""
+    found = []
+    for folder in (ROOT / "captain_ros" / "ros", ROOT / "captain_ros" / "research" / "ros"):
+        for path in sorted(folder.rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            bases = [
+                getattr(b, "id", getattr(b, "attr", ""))
+                for node in tree.body
+                if isinstance(node, ast.ClassDef)
+                for b in node.bases
+            ]
+            if {"Node", "LifecycleNode"} & set(bases):
+                found.append(path)
+    return found
+
+
+def test_every_node_module_has_a_main() -> None:
+    """As in ros2/examples: each node module runs with ``python -m MODULE``."""
+    modules = node_modules()
+    assert ROOT / "captain_ros" / "ros" / "perception_node.py" in modules
+    missing = [
+        str(path.relative_to(ROOT))
+        for path in modules
+        if not any(
+            isinstance(n, ast.FunctionDef) and n.name == "main"
+            for n in ast.parse(path.read_text()).body
+        )
+    ]
+    assert not missing, missing
+
+
+def test_the_perception_node_runs_in_the_robot_stack_and_refuses_a_bad_parameter(
+    domain_id: int,
+) -> None:
+    """``python -m captain_ros.ros.perception_node`` brings up the robot node (whose backend it
+    serves) and then the perception node, which refuses an unknown segmenter in one line."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "captain_ros.ros.perception_node",
+            "--ros-args",
+            "-p",
+            "captain_perception:segmenter:=bogus",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={
+            **os.environ,
+            "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"),
+            "ROS_DOMAIN_ID": str(domain_id),
+        },
+    )
+    assert proc.returncode == entry.EXIT_REFUSED, proc.stderr[-2000:]
+    assert "configured mujoco backend" in proc.stderr + proc.stdout  # the robot node came up
+    lines = [ln for ln in proc.stderr.splitlines() if "segmenter='bogus'" in ln]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
