@@ -33,7 +33,7 @@ ALLOWANCE_S: Mapping[str, float] = {
 REALTIME_FACTOR = 3.0
 """Wall seconds allowed per second of motion (a simulator may run slower than real time)."""
 JAW_S = 1.5
-"""Longest jaw command [s] (the motion layer's ``JAW_TIMEOUT_S``)."""
+"""Longest jaw command [s] (the motion layer's ``captain_ros.motion.jaw.JAW_TIMEOUT_S``)."""
 RECOVER_SPEED_M_S = 0.05
 
 

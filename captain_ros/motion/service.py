@@ -2,8 +2,9 @@
 
 ``MotionService(backend)`` implements the motion part of the robot API (``docs/contracts.md``):
 ``move_to``, ``hold``, ``recover``, ``release``, ``check_motion``, ``preview_motion`` and
-``read_motion_trajectory``. Every call returns a :class:`~captain_ros.core.result.Result` and never
-raises. A move is a straight sweep (position lerp + slerp) sampled at the 20 ms control tick; the
+``read_motion_trajectory`` (the read-only three in :mod:`captain_ros.motion.queries`, one jaw
+command in :mod:`captain_ros.motion.jaw`). Every call returns a
+:class:`~captain_ros.core.result.Result` and never raises. A move is a straight sweep (position lerp + slerp) sampled at the 20 ms control tick; the
 IK of every tick, the joint limits, the workspace box and collisions (self, other arm, table and
 static scene) are checked *before* anything moves. Execution goes tick by tick through
 ``backend.servo``, which checks the force at every physics substep: ``mode="guarded"`` stops at the
@@ -18,7 +19,6 @@ and both sweeps share one duration and are checked for arm-arm collisions jointl
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ from captain_ros.core.result import FailureCategory, Result
 from captain_ros.core.types import ForceGuard
 from captain_ros.motion import args, path
 from captain_ros.motion.executor import Samples, run_ticks
+from captain_ros.motion.jaw import jaw_command
 from captain_ros.motion.limits import CONTACT_FORCE_N, DEFAULT_FORCE_LIMIT_N, EMERGENCY_FORCE_N
 from captain_ros.motion.planner import (
     ArmPlan,
@@ -40,24 +41,19 @@ from captain_ros.motion.planner import (
     check_workspace,
     plan_sweep,
 )
+from captain_ros.motion.queries import MotionQueries, sync_clock
 from captain_ros.motion.receipts import motion_result
 from captain_ros.motion.recovery import reverse_path
 from captain_ros.motion.routing import route_arm
 from captain_ros.motion.trajectory import MotionSample, Outcome
 
 SETTLE_TOL_M = 0.002
-JAW_TIMEOUT_S = 1.5
 
 
-def _sync(service: MotionService) -> None:
-    service._sync_clock()
+_physical = never_raises(physical=True, before=sync_clock)
 
 
-_physical = never_raises(physical=True, before=_sync)
-_readonly = never_raises(physical=False, before=_sync)
-
-
-class MotionService:
+class MotionService(MotionQueries):
     """Guarded motion over ``backend`` (any Backend: MuJoCo, the kinematic fake, hardware)."""
 
     def __init__(self, backend: Backend, control_dt_s: float = path.CONTROL_DT_S) -> None:
@@ -257,70 +253,11 @@ class MotionService:
         return motion_result(self.backend, "move_to", plans, out, jaw_before, mode)
 
     def _jaw(self, arm: str, value: float, force_limit_n: float | None) -> Result:
-        b = self.backend
-        before = b.gripper(arm).opening_m
-        cmd = b.command_gripper(arm, value)
-        t0 = b.time_s()
-        still = 0
-
-        def timed_out(_k: int, _samples: Samples) -> str | None:
-            return "reached" if b.time_s() - t0 >= JAW_TIMEOUT_S else None
-
-        def arrived(_k: int, samples: Samples) -> str | None:
-            nonlocal still
-            trace = samples[arm]
-            if abs(trace[-1].jaw_m - cmd) < 5e-4:
-                return "reached"
-            still = still + 1 if abs(trace[-1].jaw_m - trace[-2].jaw_m) < 5e-5 else 0
-            return "blocked" if still >= 3 else None
-
-        out = run_ticks(
-            b,
-            [arm],
-            self.dt_s,
-            self._guard("manipulation", force_limit_n),
-            itertools.repeat({}),
-            before=timed_out,
-            after=arrived,
-            estop_stops=False,
+        res, samples = jaw_command(
+            self.backend, arm, value, self.dt_s, self._guard("manipulation", force_limit_n)
         )
-        self._remember(out.samples)
-        stop, peak = out.stop_reason, out.peak_force_n
-        g = b.gripper(arm)
-        value_out = {
-            "arm": arm,
-            "stop_reason": stop,
-            "jaw_command_m": round(cmd, 4),
-            "jaw_before_m": round(before, 4),
-            "jaw_after_m": round(g.opening_m, 4),
-            "holding": g.holding,
-            "grip_force_n": round(g.force_n, 2),
-            "peak_force_n": round(peak, 2),
-            "executed_distance_m": 0.0,
-            "duration_s": round(b.time_s() - t0, 3),
-        }
-        receipt = (
-            f"jaw {arm}: {stop} (cmd {cmd:.3f} m), jaw {before:.3f}->{g.opening_m:.3f} m, "
-            f"holding={g.holding}, grip {g.force_n:.1f} N, peak {peak:.1f} N"
-        )
-        if stop == "force_limit":
-            return Result.fail(
-                FailureCategory.FORCE_LIMIT,
-                "emergency force limit tripped while moving the jaw",
-                executed=True,
-                value=value_out,
-                receipt=receipt,
-            )
-        if stop == "deadline":
-            return Result.fail(
-                FailureCategory.TIMEOUT,
-                f"{deadline.what()} passed while moving the jaw",
-                executed=True,
-                value=value_out,
-                receipt=receipt,
-            )
-        msg = "jaw stopped on an object" if stop == "blocked" else "jaw reached its command"
-        return Result.ok(msg, value_out, executed=True, receipt=receipt)
+        self._remember(samples)
+        return res
 
     @_physical
     def hold(self, duration_s: Any = 1.0, arm: Any = None) -> Result:
@@ -435,90 +372,3 @@ class MotionService:
                 receipt=receipt,
             )
         return Result.ok("object released", value, executed=True, receipt=receipt)
-
-    def _check(
-        self, position: Any, orientation: Any, arm: Any, speed_m_s: float
-    ) -> tuple[str, dict[str, Any], dict[str, ArmPlan] | None]:
-        target = args.position(position)
-        a = self._route(arm, target)
-        start, goal = self._goal(a, target, orientation)
-        verdict: dict[str, Any] = {
-            "arm": a,
-            "distance_m": round(float(np.linalg.norm(target - start.position_m)), 4),
-        }
-        dur = path.sweep_duration_s(start, goal, speed_m_s)
-        verdict["predicted_duration_s"] = round(dur, 3)
-        try:
-            plans = self._plan({a: (start, goal)}, speed_m_s, None)
-        except PlanError as e:
-            verdict.update(
-                feasible=False,
-                category=e.category.value,
-                reason=e.message,
-                **{k: v for k, v in e.diagnostics.items() if k != "target_m"},
-            )
-            return a, verdict, None
-        p = plans[a]
-        verdict.update(
-            feasible=True,
-            category=None,
-            reachable=True,
-            joint_limits_ok=True,
-            collision_free=True,
-            ik_residual_m=round(p.ik_position_error_m, 6),
-            ik_residual_rad=round(p.ik_rotation_error_rad, 6),
-        )
-        return a, verdict, plans
-
-    @_readonly
-    def check_motion(self, position: Any, orientation: Any = None, arm: Any = None) -> Result:
-        """Read-only: would ``move_to(position, orientation)`` pass its pre-checks? Nothing moves."""
-        a, verdict, _ = self._check(position, orientation, arm, 0.05)
-        if not verdict["feasible"]:
-            verdict.setdefault("reachable", verdict["category"] not in ("unreachable", "workspace"))
-            verdict.setdefault("joint_limits_ok", verdict["category"] != "joint_limit")
-            verdict.setdefault("collision_free", verdict["category"] != "collision")
-        msg = "feasible" if verdict["feasible"] else f"infeasible: {verdict['reason']}"
-        return Result.ok(msg, verdict, receipt=f"check_motion {a}: {msg}"[:300])
-
-    @_readonly
-    def preview_motion(
-        self, position: Any, orientation: Any = None, arm: Any = None, speed_m_s: Any = 0.05
-    ) -> Result:
-        """Read-only: sampled waypoints, joint path, duration and minimum clearance of a sweep."""
-        speed = args.number(speed_m_s, "speed_m_s", 0.0, path.MAX_SPEED_M_S)
-        a, verdict, plans = self._check(position, orientation, arm, speed)
-        if plans is not None:
-            p = plans[a]
-            idx = np.unique(np.linspace(0, len(p.q) - 1, min(10, len(p.q))).astype(int))
-            verdict["waypoints_m"] = [
-                [round(float(v), 4) for v in p.poses[i].position_m] for i in idx
-            ]
-            verdict["joint_path_rad"] = [[round(float(v), 4) for v in p.q[i]] for i in idx]
-            kin = self.backend.kinematics(a)
-            clear = getattr(kin, "clearance_m", None)
-            verdict["min_clearance_m"] = (
-                None if clear is None else round(min(clear({a: p.q[i]}) for i in idx), 4)
-            )
-        msg = "feasible" if verdict["feasible"] else f"infeasible: {verdict['reason']}"
-        return Result.ok(
-            msg,
-            verdict,
-            receipt=f"preview_motion {a}: {msg}, {verdict['predicted_duration_s']:.2f} s"[:300],
-        )
-
-    @_readonly
-    def read_motion_trajectory(self, arm: Any = None, last_n: Any = 50) -> Result:
-        """The last ``last_n`` samples (t, tool position, jaw, force) of the arm's last motion."""
-        if (
-            isinstance(last_n, bool)
-            or not isinstance(last_n, (int, np.integer))
-            or not 1 <= last_n <= 10000
-        ):
-            raise InvalidArgumentError(f"last_n must be an integer in [1, 10000], got {last_n!r}")
-        a = self._route(arm) if arm is not None else (self._last_arm or self._route(None))
-        s = self._last[a][-int(last_n) :]
-        value = {"arm": a, "samples": [x.to_dict() for x in s], "n_total": len(self._last[a])}
-        return Result.ok(
-            f"{len(s)} samples", value, receipt=f"read_motion_trajectory {a}: {len(s)} samples"
-        )
