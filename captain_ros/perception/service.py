@@ -1,6 +1,7 @@
 """``PerceptionService``: observation cache, segmentation, pointing, mark_point and tracking.
 
-Measurement and state calls live in :mod:`~captain_ros.perception.measure` and
+Measurement, inspection and state calls live in :mod:`~captain_ros.perception.measure`,
+:mod:`~captain_ros.perception.inspect` and
 :mod:`~captain_ros.perception.state` (mixed in here). Every public method returns a
 :class:`~captain_ros.core.result.Result` with a receipt of at most 300 characters and never raises.
 """
@@ -25,6 +26,7 @@ from captain_ros.perception.default_segmenter import (
 from captain_ros.perception.fitting import fit_geometry
 from captain_ros.perception.gripper_model import robot_point_filter
 from captain_ros.perception.guard import finite_number, fmt, guarded
+from captain_ros.perception.inspect import InspectMixin
 from captain_ros.perception.measure import MeasureMixin
 from captain_ros.perception.regions import grow_from_seed
 from captain_ros.perception.segmenter import Pointer, Segmenter
@@ -38,7 +40,7 @@ BASE_EXCLUSION_M = 0.1
 """Text segmentation ignores regions within this xy distance of an arm base [m]."""
 
 
-class PerceptionService(MeasureMixin, StateMixin):
+class PerceptionService(MeasureMixin, InspectMixin, StateMixin):
     """Perception, measurement and state calls over one backend.
 
     Args:
