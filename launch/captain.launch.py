@@ -220,16 +220,19 @@ def _graph_access(context):
     """Localhost discovery and the graph's domain for every node (a limit on discovery, not
     access control), or a refusal of SROS2, which the middleware cannot provide."""
     from captain_ros.ros.access import graph_environment
+    from captain_ros.ros.env import transport_environment
 
     if os.environ.get("ROS_SECURITY_ENABLE", "").lower() == "true":
         raise RuntimeError(f"ROS_SECURITY_ENABLE=true refused: {NO_SROS2}")
     env = graph_environment(os.environ, LaunchConfiguration("domain_id").perform(context))
+    env.update(transport_environment(os.environ))  # not shared memory: see BUILTIN_TRANSPORTS
     return [
         *(SetEnvironmentVariable(k, v) for k, v in env.items()),
         LogInfo(
             msg=f"captain graph on ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, discovery "
             f"{env['ROS_AUTOMATIC_DISCOVERY_RANGE']} (limits who finds the graph; it "
-            "is not access control: docs/ros.md)"
+            f"is not access control: docs/ros.md), transports "
+            f"{env['FASTDDS_BUILTIN_TRANSPORTS']}"
         ),
     ]
 

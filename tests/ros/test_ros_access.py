@@ -29,6 +29,7 @@ from captain_ros.core.errors import InvalidArgumentError, NotSupportedError
 from captain_ros.ros.access import confine, debug_services, graph_environment
 from captain_ros.ros.action_client import ActionClient
 from captain_ros.ros.calls import RosRobotCaller
+from captain_ros.ros.env import ros_environment, transport_environment
 from captain_ros.ros.qos import FEEDBACK_QOS
 
 
@@ -216,6 +217,12 @@ def test_access_rules() -> None:
         "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET",
     }
     assert graph_environment({"ROS_DOMAIN_ID": "7"}, "9")["ROS_DOMAIN_ID"] == "9"
+    # the middleware's transport: UDP over the loopback unless the environment names one
+    assert transport_environment({}) == {"FASTDDS_BUILTIN_TRANSPORTS": "UDPv4"}
+    assert transport_environment({"FASTDDS_BUILTIN_TRANSPORTS": "SHM"}) == {
+        "FASTDDS_BUILTIN_TRANSPORTS": "SHM"
+    }
+    assert ros_environment(STATE_DIR, 5, base={})["FASTDDS_BUILTIN_TRANSPORTS"] == "UDPv4"
     with pytest.raises(InvalidArgumentError, match="0..101"):
         graph_environment({}, "300")
     real = debug_services(hardware=True, ground_truth=False, allow_on_hardware=False)

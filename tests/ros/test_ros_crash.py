@@ -156,7 +156,9 @@ def operator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     require_ros2_cli()
     tmp = tmp_path_factory.mktemp("crash")
     domain = 70 + os.getpid() % 10
-    cli = RosCli(cli_env(domain), tmp)
+    env = cli_env(domain)
+    env.pop("FASTDDS_BUILTIN_TRANSPORTS")  # the launch itself must choose the nodes' transport
+    cli = RosCli(env, tmp)
     proc = cli.start(
         "launch",
         "captain_ros",
@@ -212,6 +214,15 @@ def _next_goal_succeeds(op: Operator, ep: str) -> float:
     result = goal.result()
     assert result["status"] == "SUCCEEDED" and result["bag_status"] == "complete", result
     return time.time() - t0
+
+
+def test_launched_nodes_use_udp_not_shared_memory(operator: Operator) -> None:
+    """A SIGKILL can leave Fast DDS's shared-memory transport unable to carry images to later
+    readers (captain_ros.ros.env.BUILTIN_TRANSPORTS): the launch gives every node UDP only, even
+    when the environment it was started from says nothing."""
+    for name in ("captain_robot_stack", "captain_policy", "captain_recorder"):
+        environ = Path(f"/proc/{operator.pid_of(name)}/environ").read_bytes().split(b"\0")
+        assert b"FASTDDS_BUILTIN_TRANSPORTS=UDPv4" in environ, name
 
 
 def test_policy_process_killed(operator: Operator) -> None:
