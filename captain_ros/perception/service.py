@@ -1,7 +1,8 @@
 """``PerceptionService``: observation cache, segmentation, pointing, mark_point and tracking.
 
-Measurement, inspection and state calls live in :mod:`~captain_ros.perception.measure`,
-:mod:`~captain_ros.perception.inspect` and
+Measurement, inspection, selection/tracking and state calls live in
+:mod:`~captain_ros.perception.measure`, :mod:`~captain_ros.perception.inspect`,
+:mod:`~captain_ros.perception.tracking` and
 :mod:`~captain_ros.perception.state` (mixed in here). Every public method returns a
 :class:`~captain_ros.core.result.Result` with a receipt of at most 300 characters and never raises.
 """
@@ -32,15 +33,18 @@ from captain_ros.perception.regions import grow_from_seed
 from captain_ros.perception.segmenter import Pointer, Segmenter
 from captain_ros.perception.state import StateMixin
 from captain_ros.perception.store import BoundedStore, Detection, Observation
+from captain_ros.perception.tracking import (  # noqa: F401 - SELECT_BY, TRACK_MAX_JUMP_M
+    SELECT_BY,
+    TRACK_MAX_JUMP_M,
+    TrackingMixin,
+)
 
 MAX_FIT_POINTS = 8000
-SELECT_BY = ("score", "largest", "nearest", "leftmost", "rightmost", "highest", "lowest")
-TRACK_MAX_JUMP_M = 0.3
 BASE_EXCLUSION_M = 0.1
 """Text segmentation ignores regions within this xy distance of an arm base [m]."""
 
 
-class PerceptionService(MeasureMixin, InspectMixin, StateMixin):
+class PerceptionService(MeasureMixin, InspectMixin, TrackingMixin, StateMixin):
     """Perception, measurement and state calls over one backend.
 
     Args:
@@ -360,80 +364,4 @@ class PerceptionService(MeasureMixin, InspectMixin, StateMixin):
             f"{det.id} from pixel ({iu}, {iv})",
             det.to_value(),
             receipt=self._receipt(det, "mark_point"),
-        )
-
-    @guarded
-    def select_detection(self, detection_ids: list[str], by: str = "score") -> Result:
-        """One detection out of ``detection_ids`` by score|largest|nearest|leftmost|rightmost|
-        highest|lowest (nearest: to the nearest arm base; leftmost: largest world y)."""
-        if by not in SELECT_BY:
-            raise InvalidArgumentError(f"by must be one of {', '.join(SELECT_BY)}")
-        if isinstance(detection_ids, (str, dict)):
-            detection_ids = [detection_ids]
-        dets = [self.detection(d) for d in list(detection_ids)]
-        if not dets:
-            raise InvalidArgumentError("detection_ids is empty; pass ids from segment/mark_point")
-        bases = [a.base_pose.position_m for a in self.backend.spec.arms]
-        keys = {
-            "score": lambda d: -d.score,
-            "largest": lambda d: -d.area_px,
-            "nearest": lambda d: min(np.linalg.norm(d.geometry.center_m - b) for b in bases),
-            "leftmost": lambda d: -d.geometry.center_m[1],
-            "rightmost": lambda d: d.geometry.center_m[1],
-            "highest": lambda d: -d.geometry.top_z_m,
-            "lowest": lambda d: d.geometry.top_z_m,
-        }
-        best = min(dets, key=keys[by])
-        return Result.ok(
-            f"selected {best.id} by {by}",
-            best.to_value(),
-            receipt=self._receipt(best, f"select by {by}"),
-        )
-
-    @guarded
-    def track_target(self, detection_id: str, handle: str | None = None) -> Result:
-        """Re-identify a detection in a newer observation (a fresh one when ``handle`` is None),
-        matching colour, size and position."""
-        old = self.detection(detection_id)
-        obs = self._obs(handle, fresh=True)
-        camera = old.camera if old.camera in obs.frames else sorted(obs.frames)[0]
-        frame = obs.frame(camera)
-        _, infos = self.default_segmenter.analyse(frame)
-        robot = self._robot_filter(obs)
-        best, best_cost = None, np.inf
-        for info in infos:
-            pts = mask_points(frame, info.mask, 500)
-            if len(pts) and (float(np.mean(robot(pts))) > 0.5 or self._on_robot_base(pts)):
-                continue
-            jump = float(np.linalg.norm(info.geometry.center_m - old.geometry.center_m))
-            dcol = float(np.abs(info.rgb.astype(float) - old.rgb.astype(float)).mean()) / 255
-            dsize = float(
-                np.abs(np.sort(info.geometry.extents_m) - np.sort(old.geometry.extents_m)).sum()
-            )
-            cost = jump + 0.5 * dcol + 0.5 * dsize
-            if jump < TRACK_MAX_JUMP_M and dcol < 0.2 and cost < best_cost:
-                best, best_cost = info, cost
-        if best is None:
-            return Result.fail(
-                FailureCategory.NOT_DETECTED,
-                f"{old.id} ('{old.label}') not found again in {obs.handle}/{camera}; "
-                "it may be occluded or moved far: try another camera or mark_point.",
-                receipt=f"track {old.id}: lost",
-            )
-        det = self.make_detection(
-            obs,
-            camera,
-            best.mask,
-            old.label,
-            max(0.0, 1 - best_cost),
-            extra={"tracked_from": old.id},
-        )
-        if det is None:
-            raise InvalidArgumentError("the re-identified region has no depth")
-        moved = float(np.linalg.norm(det.geometry.center_m - old.geometry.center_m))
-        value = det.to_value() | {"tracked_from": old.id, "moved_m": round(moved, 4)}
-        return Result.ok(
-            f"{old.id} -> {det.id}",
-            value,
-            receipt=self._receipt(det, f"track {old.id}") + f" moved {moved:.3f} m",
         )
