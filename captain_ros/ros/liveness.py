@@ -62,14 +62,20 @@ class Heartbeat:
         self.instance = f"{os.getpid()}-{time.time_ns()}"
         self.pub = node.create_publisher(String, alive_topic(role), ALIVE_QOS)
         self.pub.publish(String(data=self.instance))
+        # again every lease: a watcher that took a live writer for lost (a process starved past
+        # the lease) forgets its instance, and hears it again here (Liveness.alive)
+        self.timer = node.create_timer(
+            LEASE_S, lambda: self.pub.publish(String(data=self.instance))
+        )
 
 
 class Liveness:
     """Follows one role's heartbeat.
 
     Attributes:
-        alive: A process of the role is alive now (its writer's liveliness holds).
-        instance: The instance id last heard ("" before any).
+        alive: A process of the role is alive now and its instance id is known (a property).
+        instance: The instance id of the live process ("" before any, and from a loss until the
+            next process's id is heard).
         changed: Set on every change (death, a new instance); waiters clear it.
 
     ``on_lost(instance)`` is called (on the executor thread) when the last live writer is lost.
@@ -83,7 +89,7 @@ class Liveness:
         on_lost: Callable[[str], None] | None = None,
     ) -> None:
         self.role = role
-        self.alive = False
+        self._writer_alive = False  # DDS: a writer of the role's topic holds its liveliness
         self.instance = ""
         self.lost_at = 0.0  # time.monotonic() of the last loss
         self.changed = threading.Event()
@@ -97,23 +103,34 @@ class Liveness:
             event_callbacks=SubscriptionEventCallbacks(liveliness=self._on_liveliness),
         )
 
+    @property
+    def alive(self) -> bool:
+        """A process of the role is alive and its instance id has been heard. A respawned
+        writer's liveliness can reach this reader before its instance id does; until then the
+        old (dead) instance is not taken for the live one (the chaos soak's goals right after a
+        robot kill once started with the dead instance and ended ``robot_lost``)."""
+        return self._writer_alive and bool(self.instance)
+
     def _on_instance(self, msg: String) -> None:
-        self.instance, self.alive = str(msg.data), True
-        self.changed.set()
+        fresh = str(msg.data) != self.instance or not self._writer_alive
+        self.instance, self._writer_alive = str(msg.data), True
+        if fresh:  # the heartbeat repeats every lease; only news wakes the waiters
+            self.changed.set()
 
     def _on_liveliness(self, event: Any) -> None:
-        was = self.alive
         if self.instance.startswith(f"{os.getpid()}-"):
             # the watched node runs in this very process (`captain up` hosts the whole graph in
             # one): it cannot have died while this callback runs. DDS reports the writer's
             # liveliness as lost here (seen with Fast DDS within one participant); ignore it.
             return
-        self.alive = int(event.alive_count) > 0
-        if was and not self.alive:
+        was = self._writer_alive
+        self._writer_alive = int(event.alive_count) > 0
+        if was and not self._writer_alive:
+            lost, self.instance = self.instance, ""  # the next writer is known by its own id
             self.lost_at = time.monotonic()
             self.changed.set()
             if self.on_lost is not None:
-                self.on_lost(self.instance)
+                self.on_lost(lost)
 
     def wait_alive(self, timeout_s: float) -> bool:
         """Block until a process of the role is alive (its heartbeat heard), at most
@@ -121,7 +138,7 @@ class Liveness:
         heard its heartbeat: a watcher that starts an episode must wait for it, or it would
         take the new process for the dead one."""
         deadline = time.monotonic() + timeout_s
-        while not (self.alive and self.instance):
+        while not self.alive:
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
