@@ -69,7 +69,6 @@ def test_small_chaos_soak(tmp_path: Path) -> None:
     # each kind of chaos hit a running episode
     assert f["chaos_hit"] == {k: 1 for k in SCHEDULE if k != "none"}, f
     assert f["no_definite_answer"] == 0 and f["graph_not_back"] == 0, f
-    assert f["quiet_goals_degraded"] == 0, [why(r) for r in rows if r["chaos"] == "none"]
     assert f["bags_lost_silently"] == 0, [r for r in rows if r["bag"] != "complete"]
     by = {r["chaos"]: r for r in rows}
     quiet = by["none"]
