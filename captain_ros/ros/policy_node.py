@@ -383,8 +383,14 @@ class PolicyNode(Node):
         self._goal = goal_handle
         self.caller.episode_id, self.caller.refuse = episode_id, self._refuse_when_canceled
         self.caller.request_index_fn = lambda: watcher.request
-        # a recorder still discovering the graph would miss the window's first messages
-        self.recorder.wait_ready(lambda: self.event_pub.get_subscription_count() > 0)
+        # a recorder still discovering the graph, or a respawned robot's publishers, would miss
+        # the window's first messages: wait until it is ready for this very robot process
+        self.recorder.wait_ready(
+            lambda: (
+                self.event_pub.get_subscription_count() > 0
+                and self.recorder.status.get("robot", self._robot_instance) == self._robot_instance
+            )
+        )
         start_ns = self.window.event(
             episode_id, "start", {"task": g.task, "seed": g.seed, "out_dir": str(setup.out_dir)}
         )

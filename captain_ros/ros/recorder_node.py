@@ -64,7 +64,8 @@ PARAMS = (
         2.0,
         "Not ready before this long after start [s]: a fresh "
         "process has not yet discovered every publisher, so 'matched to all it knows' would be "
-        "true of topics it has not seen (a respawned recorder lost a stream's first message).",
+        "true of topics it has not seen (a respawned recorder lost a stream's first message); "
+        "the same after a new robot process is heard.",
         0.0,
         60.0,
     ),
@@ -124,6 +125,8 @@ class RecorderNode(Node):
         self.create_timer(self.p["discovery_period_s"], self._discover, callback_group=group)
         self.create_timer(self.p["flush_period_s"], self.flush, callback_group=group)
         self.policy_alive = Liveness(self, "policy", group, on_lost=self._on_policy_lost)
+        self.robot_alive = Liveness(self, "robot", group)
+        self._robot_seen = ("", self._started_s)  # a robot instance and when it was first heard
         self._discover()
         self._status()
 
@@ -266,14 +269,21 @@ class RecorderNode(Node):
                 "last_closed": self.closed[-1].path if self.closed else "",
                 "recovered": self.recovered,
                 "ready": self.ready(),
+                "robot": self._robot_seen[0],  # the robot process that "ready" holds for
             }
         self.status_pub.publish(String(data=json.dumps(status)))
 
     def ready(self) -> bool:
         """Every recorded topic in the graph is subscribed and matched to all its publishers, so
         nothing published from now on can be missed; never within ``discovery_settle_s`` of the
-        start, while the graph this process knows may still lack publishers."""
-        if time.monotonic() - self._started_s < self.p["discovery_settle_s"]:
+        start, while the graph this process knows may still lack publishers, nor within it of
+        hearing a new robot process (a respawn: its publishers may not be discovered yet, and a
+        goal sent at once lost each robot topic's first message, found by the chaos soak)."""
+        now, settle = time.monotonic(), self.p["discovery_settle_s"]
+        robot = self.robot_alive.instance
+        if robot != self._robot_seen[0]:
+            self._robot_seen = (robot, now)
+        if now - self._started_s < settle or (robot and now - self._robot_seen[1] < settle):
             return False
         for topic, _types in self.get_topic_names_and_types():
             if topic == EVENTS_TOPIC or not any(fnmatch.fnmatch(topic, p) for p in self.patterns):

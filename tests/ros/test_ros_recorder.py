@@ -153,3 +153,29 @@ def test_recorder_killed_keeps_flushed_messages(publisher, child_process, tmp_pa
         "hold 2",
     ]
     assert recover_bag(bag) == bag  # a closed bag is left as it is
+
+
+def test_recorder_is_not_ready_for_a_new_robot_process_until_it_settles(
+    publisher, child_process, tmp_path
+):
+    """A respawned robot's publishers appear just after its heartbeat: a recorder that said
+    "ready" at once lost each robot topic's first message (the chaos soak, goals right after a
+    robot kill). Its status names the robot process it is ready for, and only after
+    ``discovery_settle_s`` of hearing it; the policy node waits for its own robot's name."""
+    from captain_ros.ros.liveness import Heartbeat
+
+    node, _pubs, status, ev = publisher
+    proc = _start_recorder(child_process, tmp_path / "bags")
+    try:
+        wait_until(lambda: bool(status) and status[-1]["ready"], 60.0, ev, what="ready")
+        assert status[-1]["robot"] == ""
+        beat = Heartbeat(node, "robot")
+        t0 = time.monotonic()
+        wait_until(lambda: status[-1]["robot"] == beat.instance, 30.0, ev, what="the robot")
+        first = next(s for s in status if s["robot"] == beat.instance)
+        assert first["ready"] is False, first
+        wait_until(lambda: status[-1]["ready"], 30.0, ev, what="ready for the robot")
+        assert status[-1]["robot"] == beat.instance
+        assert time.monotonic() - t0 >= 1.5  # discovery_settle_s 2 s, less the heartbeat's trip
+    finally:
+        proc.stop()
