@@ -300,5 +300,7 @@ def read_messages(
     store = typestore or shared_typestore()
     with Reader(Path(path)) as reader:
         conns = [c for c in reader.connections if topics is None or c.topic in topics]
+        if not conns:  # rosbags reads every connection when given none
+            return
         for conn, stamp, raw in reader.messages(connections=conns):
             yield conn.topic, stamp, store.deserialize_cdr(raw, conn.msgtype)

@@ -156,10 +156,12 @@ class RecorderNode(Node):
                 or not any(fnmatch.fnmatch(topic, p) for p in self.patterns)
             ):
                 continue
+            infos = self.get_publishers_info_by_topic(topic)
+            if not infos:  # known only from a subscriber: its publishers decide the QoS (a
+                continue  # latched topic subscribed volatile lost its state; the chaos soak)
             msgtype = types[0]
             pkg, _, name = msgtype.split("/")
             cls = getattr(importlib.import_module(f"{pkg}.msg"), name)
-            infos = self.get_publishers_info_by_topic(topic)
             reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in infos)
             latched = any(
                 i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in infos
@@ -288,8 +290,11 @@ class RecorderNode(Node):
         for topic, _types in self.get_topic_names_and_types():
             if topic == EVENTS_TOPIC or not any(fnmatch.fnmatch(topic, p) for p in self.patterns):
                 continue
+            publishers = self.count_publishers(topic)
+            if publishers == 0:  # a topic only subscribed to: nothing to miss yet
+                continue
             sub = self._subs.get(topic)
-            if sub is None or sub.get_publisher_count() < self.count_publishers(topic):
+            if sub is None or sub.get_publisher_count() < publishers:
                 return False
         return True
 

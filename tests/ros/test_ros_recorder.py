@@ -179,3 +179,38 @@ def test_recorder_is_not_ready_for_a_new_robot_process_until_it_settles(
         assert time.monotonic() - t0 >= 1.5  # discovery_settle_s 2 s, less the heartbeat's trip
     finally:
         proc.stop()
+
+
+def test_a_latched_topic_known_first_from_a_subscriber_keeps_its_state(
+    publisher, child_process, tmp_path
+):
+    """The recorder once subscribed to a topic it knew only from a subscriber (the policy node's
+    e-stop watcher), with volatile QoS for want of a publisher to copy: the robot's latched
+    e-stop state, published before the match, never reached any bag (the CI's chaos soak: the
+    e-stopped goal's bag began without the released state). It now subscribes once a publisher
+    is known, with that publisher's durability."""
+    from std_msgs.msg import Bool
+
+    node, pubs, status, ev = publisher
+    node.create_subscription(Bool, "/captain/estop/state", lambda _m: None, LATCHED_QOS)
+    rec = _start_recorder(child_process, tmp_path)
+    # ready: past its 2 s settle, so its discovery scans (every 0.25 s) have seen the topic
+    wait_until(lambda: bool(status) and status[-1]["ready"], 60.0, ev, what="ready")
+    state = node.create_publisher(Bool, "/captain/estop/state", LATCHED_QOS)
+    state.publish(Bool(data=False))  # at once: before the recorder can have matched it
+    wait_until(lambda: state.get_subscription_count() >= 2, 30.0, ev, "the recorder's match")
+    _begin(node, pubs, status, ev)
+    state.publish(Bool(data=True))  # latched inside the window
+    pubs["events"].publish(
+        _event(
+            "ep_test", "end", {"calls": 0, "published": {"/captain/estop/state": 1}}, time.time_ns()
+        )
+    )
+    wait_until(lambda: status[-1]["last_closed"].endswith("ep_test"), 15.0, ev, "bag closed")
+    assert rec.stop(signal.SIGINT) == 0, rec.output()[-2000:]
+    bag = tmp_path / "ep_test"
+    # subscribed with the publisher's durability (it was volatile, so the state sent before the
+    # match never came), and the state at the window's start copied before the window's own
+    assert summarize_bag(bag).qos["/captain/estop/state"][0].durability.name == "TRANSIENT_LOCAL"
+    states = [m.data for _, _, m in read_messages(bag, ["/captain/estop/state"])]
+    assert states in ([False, True], [True]) and states[-1] is True, states
