@@ -16,6 +16,7 @@ from rclpy.executors import (
     MultiThreadedExecutor,
     SingleThreadedExecutor,
 )
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 
@@ -69,7 +70,14 @@ class Executors:
         """``ex.spin()`` that :meth:`shutdown` can end between two iterations."""
         with contextlib.suppress(ExternalShutdownException):
             while not self._stop.is_set() and ex.context.ok():
-                ex.spin_once()
+                try:
+                    ex.spin_once()
+                except _rclpy.RCLError:
+                    if ex.context.ok():
+                        raise
+                    # a SIGINT shut the context down between the check and the wait set
+                    # ("the given context is not valid"): the process exits 1 instead of 0
+                    return
 
     def start(self) -> Executors:
         for t in self.threads:

@@ -169,7 +169,8 @@ def test_the_lerobot_action_is_what_the_robot_node_commanded(
         moving = commanded & (
             np.abs(np.diff(state[:, :6], axis=0, append=state[-1:, :6])).max(1) > 1e-3
         )
-        assert np.median(np.abs(action[moving, :6] - nxt[moving, :6])) < 0.05
+        # (median 0.04-0.054 rad on the 2-core VM, with load; a misaligned action is 0.3-0.6)
+        assert np.median(np.abs(action[moving, :6] - nxt[moving, :6])) < 0.08
         assert not np.allclose(action[commanded], nxt[commanded], atol=1e-4)
         # the cube holds the jaw open (standing still) while the command says shut: on those
         # frames the next state is the jaw's own opening, the command is not
