@@ -92,6 +92,7 @@ class Liveness:
         self._writer_alive = False  # DDS: a writer of the role's topic holds its liveliness
         self.instance = ""
         self.lost_at = 0.0  # time.monotonic() of the last loss
+        self.heard_at = 0.0  # time.monotonic() when the current instance id was first heard
         self.changed = threading.Event()
         self.on_lost = on_lost
         self._sub = node.create_subscription(
@@ -113,6 +114,8 @@ class Liveness:
 
     def _on_instance(self, msg: String) -> None:
         fresh = str(msg.data) != self.instance or not self._writer_alive
+        if str(msg.data) != self.instance:
+            self.heard_at = time.monotonic()
         self.instance, self._writer_alive = str(msg.data), True
         if fresh:  # the heartbeat repeats every lease; only news wakes the waiters
             self.changed.set()

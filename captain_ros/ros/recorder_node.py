@@ -126,7 +126,6 @@ class RecorderNode(Node):
         self.create_timer(self.p["flush_period_s"], self.flush, callback_group=group)
         self.policy_alive = Liveness(self, "policy", group, on_lost=self._on_policy_lost)
         self.robot_alive = Liveness(self, "robot", group)
-        self._robot_seen = ("", self._started_s)  # a robot instance and when it was first heard
         self._discover()
         self._status()
 
@@ -270,8 +269,10 @@ class RecorderNode(Node):
                 "closed": [b.to_dict() for b in self.closed],
                 "last_closed": self.closed[-1].path if self.closed else "",
                 "recovered": self.recovered,
+                # read before "ready": a robot heard in between makes "ready" false, never
+                # names a robot it was not computed for
+                "robot": self.robot_alive.instance,
                 "ready": self.ready(),
-                "robot": self._robot_seen[0],  # the robot process that "ready" holds for
             }
         self.status_pub.publish(String(data=json.dumps(status)))
 
@@ -282,10 +283,8 @@ class RecorderNode(Node):
         hearing a new robot process (a respawn: its publishers may not be discovered yet, and a
         goal sent at once lost each robot topic's first message, found by the chaos soak)."""
         now, settle = time.monotonic(), self.p["discovery_settle_s"]
-        robot = self.robot_alive.instance
-        if robot != self._robot_seen[0]:
-            self._robot_seen = (robot, now)
-        if now - self._started_s < settle or (robot and now - self._robot_seen[1] < settle):
+        robot = self.robot_alive
+        if now - self._started_s < settle or (robot.instance and now - robot.heard_at < settle):
             return False
         for topic, _types in self.get_topic_names_and_types():
             if topic == EVENTS_TOPIC or not any(fnmatch.fnmatch(topic, p) for p in self.patterns):
