@@ -163,7 +163,11 @@ def test_the_lerobot_action_is_what_the_robot_node_commanded(
             assert commanded[k] == (i >= 0)
             want = np.array(cmds[i][1].position) if i >= 0 else state[k]
             assert np.allclose(action[k], want, atol=1e-6), (k, action[k], want)
-        assert commanded.mean() > 0.5  # the expert's first motion comes after a few requests
+        # the expert's first motion comes after a few perception requests (how long they take
+        # depends on the machine's load: 41-60 % of the frames carry a command); from the first
+        # command on, every frame does
+        first = int(np.argmax(commanded))
+        assert commanded[first:].all() and commanded.sum() >= 10, commanded
         # the commands lead the motion: the next measured state follows them within the tracking
         # error, while the jaw command closes further than the cube lets the jaw (a grasp)
         moving = commanded & (
