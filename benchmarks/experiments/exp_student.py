@@ -65,7 +65,13 @@ def chunks(first: int, end: int) -> list[tuple[int, int]]:
 
 
 def eval_chunks(
-    task: str, first: int, end: int, folder: Path, workers: int, policy: list[str]
+    task: str,
+    first: int,
+    end: int,
+    folder: Path,
+    workers: int,
+    policy: list[str],
+    backend: str = "mujoco",
 ) -> None:
     """``captain eval`` of ``policy`` on seeds ``first..end-1`` of ``task``, one folder per chunk
     under ``folder`` (a chunk whose ``eval.json`` exists is done)."""
@@ -73,7 +79,8 @@ def eval_chunks(
         out = folder / f"{lo}-{hi}"
         if (out / "eval.json").exists():
             continue
-        cmd = [*CAPTAIN, "eval", "--task", task, "--seeds", f"{lo}-{hi}", *policy,
+        cmd = [*CAPTAIN, "eval", "--backend", backend, "--task", task, "--seeds", f"{lo}-{hi}",
+               *policy,
                "--profile", "student", "--no-bag", "--workers", str(workers), "--overwrite",
                "--out", str(out)]  # fmt: skip
         run(cmd, out.with_suffix(".log"))
@@ -83,7 +90,13 @@ def collect(a: argparse.Namespace, root: Path) -> None:
     first, end = (int(x) for x in a.train_seeds.split("-"))
     for task in a.tasks:
         eval_chunks(
-            task, first, end + 1, root / "expert" / task, a.workers, ["--policy", "scripted"]
+            task,
+            first,
+            end + 1,
+            root / "expert" / task,
+            a.workers,
+            ["--policy", "scripted"],
+            a.backend,
         )
 
 
@@ -132,7 +145,7 @@ def evaluate(a: argparse.Namespace, arm: Path) -> None:
               "--engine", "llamacpp", "--max-new-tokens", str(a.max_new_tokens),
               "--temperature", "0"]  # fmt: skip
     for task in a.tasks:
-        eval_chunks(task, lo, end, arm / f"eval_{a.split}" / task, a.workers, policy)
+        eval_chunks(task, lo, end, arm / f"eval_{a.split}" / task, a.workers, policy, a.backend)
 
 
 def package(arm: Path) -> None:
@@ -252,6 +265,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", required=True, help="experiment folder (the expert data is shared)")
     ap.add_argument("--arm", required=True, help="name of the student (a folder under --run)")
+    ap.add_argument(
+        "--backend",
+        default="mujoco",
+        help="the simulator of the expert data and the evaluation (robosuite: its own tasks, "
+        "e.g. --tasks lift,stack; give it its own --run, the expert folders are per task name)",
+    )
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--train-seeds", default="0-119")
     ap.add_argument(
