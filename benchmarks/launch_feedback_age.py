@@ -73,10 +73,10 @@ def _result_fields(text: str) -> dict[str, str]:
 
 
 def run_once(args: argparse.Namespace, camera_hz: float, domain: int, tmp: Path) -> dict[str, Any]:
-    from captain_ros.data import data_path
+    from captain_ros.core.share import share_path
     from captain_ros.ros.env import ros_environment
 
-    params = yaml.safe_load(data_path("config", "captain.yaml").read_text())
+    params = yaml.safe_load(share_path("config", "captain.yaml").read_text())
     params["captain_robot"]["ros__parameters"].update(
         {"joint_state_rate_hz": args.rate_hz, "camera_rate_hz": float(camera_hz)}
     )

@@ -86,10 +86,10 @@ def _default_params_file():
         from ament_index_python.packages import get_package_share_directory
 
         return os.path.join(get_package_share_directory("captain_ros"), "config", "captain.yaml")
-    except Exception:  # noqa: BLE001 - no ament index entry: the copy inside the package
-        from captain_ros.data import data_path
+    except Exception:  # noqa: BLE001 - no ament index entry: the checkout's (core/share.py)
+        from captain_ros.core.share import share_path
 
-        return str(data_path("config", "captain.yaml"))
+        return str(share_path("config", "captain.yaml"))
 
 
 def _humanoid_nodes(context):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The ROS package layout of the editable set-up (`pip install -e .` installs no data files):
 #   <venv>/share/ament_index/resource_index/packages/captain_ros   (ament index marker)
-#   <venv>/share/captain_ros/{package.xml, launch/*.py, config/*.yaml}   (symlinks to the checkout,
+#   <venv>/share/captain_ros/{package.xml, launch/*.py, config/*.yaml, urdf/*}   (symlinks to the checkout,
 #       file by file: ros2launch walks share/ with os.walk, which does not follow symlinked folders)
 #   <venv>/lib/captain_ros/<exe>   (relays to the console scripts in <venv>/bin)
 # A non-editable `pip install .` and a colcon install create the same layout themselves.
@@ -14,10 +14,11 @@ share=$VENV/share/captain_ros
 mkdir -p "$VENV/share/ament_index/resource_index/packages"
 : >"$VENV/share/ament_index/resource_index/packages/captain_ros"
 rm -rf "$share" "$VENV/lib/captain_ros"
-mkdir -p "$share/launch" "$share/config" "$VENV/lib/captain_ros"
+mkdir -p "$share/launch" "$share/config" "$share/urdf" "$VENV/lib/captain_ros"
 ln -s "$ROOT/package.xml" "$share/package.xml"
 for f in "$ROOT"/launch/*.py; do ln -s "$f" "$share/launch/"; done
-for f in "$ROOT"/captain_ros/data/config/*.yaml; do ln -s "$f" "$share/config/"; done
+for f in "$ROOT"/config/*.yaml; do ln -s "$f" "$share/config/"; done
+for f in "$ROOT"/urdf/*.urdf "$ROOT"/urdf/*.xml; do ln -s "$f" "$share/urdf/"; done
 for f in "$ROOT"/scripts/ros/relay/*; do install -m 0755 "$f" "$VENV/lib/captain_ros/"; done
 # The venv's own `ros2` without AMENT_PREFIX_PATH (the venv not activated) looks up packages in
 # the venv, as `source .venv/bin/activate` would have it (it printed an ament_index traceback);

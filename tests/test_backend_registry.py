@@ -22,7 +22,7 @@ from captain_ros.core.errors import (
     NotSupportedError,
     UnknownNameError,
 )
-from captain_ros.data import data_path
+from captain_ros.core.share import share_path
 from captain_ros.tasks import get_task
 
 BACKENDS_DIR = Path(__file__).resolve().parents[1] / "captain_ros" / "backends"
@@ -117,7 +117,7 @@ def test_ros_arm_without_the_ros_layer_says_what_to_import(monkeypatch) -> None:
 
     monkeypatch.setattr(transport, "_registered", [])
     with pytest.raises(NotSupportedError, match="import captain_ros.ros.arm_bridge"):
-        make_backend("ros_arm", config=data_path("config", "ros_arm_piper.yaml"))
+        make_backend("ros_arm", config=share_path("config", "ros_arm_piper.yaml"))
 
 
 def test_the_ros_layer_registers_its_transport_on_import() -> None:

@@ -12,10 +12,10 @@ import pytest
 
 from captain_ros.backends.mujoco import MujocoBackend
 from captain_ros.core.geometry import Pose
-from captain_ros.data import data_path
+from captain_ros.core.share import share_path
 from captain_ros.motion import ik
 
-URDF = data_path("urdf")
+URDF = share_path("urdf")
 
 
 def _rpy(r: float, p: float, y: float) -> np.ndarray:

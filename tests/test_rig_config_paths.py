@@ -13,17 +13,17 @@ import pytest
 
 from captain_ros.backends.piper.config import PiperConfig
 from captain_ros.backends.ros_arm.config import RosArmConfig
-from captain_ros.data import DATA_DIR, config_base, data_path, resolve_path
+from captain_ros.core.share import config_base, is_shipped, resolve_path, share_path
 
 
 def test_resolve_path_rules(tmp_path: Path) -> None:
     assert resolve_path("package://captain_ros/urdf/piper.xml", tmp_path) == str(
-        data_path("urdf", "piper.xml")
+        share_path("urdf", "piper.xml")
     )
     assert resolve_path("/abs/head.yaml", tmp_path) == "/abs/head.yaml"
     assert resolve_path("calib/head.yaml", tmp_path) == str(tmp_path / "calib" / "head.yaml")
     assert resolve_path("", tmp_path) == ""
-    assert config_base(data_path("config", "xr1.yaml")) == Path.cwd()
+    assert config_base(share_path("config", "xr1.yaml")) == Path.cwd()
     mine = tmp_path / "rig" / "xr1.yaml"
     assert config_base(mine) == mine.parent.resolve()
 
@@ -36,10 +36,10 @@ def test_packaged_configs_resolve_against_the_working_directory(
     assert piper.cameras["head"].calibration == str(tmp_path / "calibration" / "head.yaml")
     calib = tmp_path / "build" / "ros_arm_sim"
     arm = RosArmConfig.load("config/ros_arm_piper.yaml")  # its model is package://captain_ros/...
-    assert arm.model == str(data_path("urdf", "piper.xml"))
+    assert arm.model == str(share_path("urdf", "piper.xml"))
     assert arm.cameras["head"].calibration == str(calib / "head.yaml")
     for path in (arm.cameras["wrist"].calibration, piper.cameras["wrist"].calibration):
-        assert not Path(path).is_relative_to(DATA_DIR)
+        assert not is_shipped(Path(path))
 
 
 def test_a_users_config_resolves_against_its_own_folder(
@@ -47,7 +47,7 @@ def test_a_users_config_resolves_against_its_own_folder(
 ) -> None:
     rig = tmp_path / "rig"
     rig.mkdir()
-    (rig / "piper.yaml").write_text(data_path("config", "piper.yaml").read_text())
+    (rig / "piper.yaml").write_text(share_path("config", "piper.yaml").read_text())
     monkeypatch.chdir(tmp_path)
     cfg = PiperConfig.load("rig/piper.yaml")
     assert cfg.cameras["head"].calibration == str(rig / "calibration" / "head.yaml")

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Self
 import yaml
 
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.data import config_file
+from captain_ros.core.share import config_file
 
 
 def check_keys(section: str, data: Any, cls: type) -> dict[str, Any]:

@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.core.errors import CaptainError
-from captain_ros.data import data_path
-
-CONFIG = data_path("config", "captain.yaml")
+from captain_ros.core.share import share_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend", default="", help="mujoco | fake (default: from the params file)"
     )
-    parser.add_argument("--params-file", default=str(CONFIG), help="ROS 2 params file")
+    parser.add_argument(
+        "--params-file", default=str(share_path("config", "captain.yaml")), help="ROS 2 params file"
+    )
     parser.add_argument("--out", default="runs/up", help="episode folder; the bag goes to OUT/bags")
     parser.add_argument("--max-requests", type=int, default=0, help="request budget (0 = default)")
     parser.add_argument(
@@ -100,10 +100,12 @@ REFUSED = ("invalid_goal", "scene_not_loaded", "estop", "internal_error", "robot
 
 
 def run(args: argparse.Namespace) -> int:
+    from captain_ros.evaluation.config import EpisodeConfig, PolicyConfig
     from captain_ros.evaluation.episode import check_episode_args
 
     try:  # a bad argument costs one line, not a graph start-up
-        check_episode_args(args.task, args.seed, args.policy or "scripted")
+        config = EpisodeConfig(args.task, args.seed, policy=PolicyConfig(args.policy or "scripted"))
+        check_episode_args(config)
     except (CaptainError, ValueError, OSError) as exc:
         print(f"captain up: {exc}", file=sys.stderr)
         return 2

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from captain_ros.data import data_path
+from captain_ros.core.share import share_path
 
-CONFIG = data_path("config", "ros_arm_piper.yaml")
+CONFIG = share_path("config", "ros_arm_piper.yaml")
 FEEDBACK_AGE_S = 1.0
 """Stale-feedback limit of the tests: the config's 100 ms is for a real-time driver; Python
 publishers on a shared 2-core test machine under load 6+ missed it (304-360 ms gaps seen), and
@@ -50,7 +50,7 @@ def write_config(
     goal_timeout_s: float = GOAL_TIMEOUT_S,
 ) -> Path:
     d = yaml.safe_load(CONFIG.read_text())
-    d["ros_arm"]["model"] = str(data_path("urdf", "piper.xml"))
+    d["ros_arm"]["model"] = str(share_path("urdf", "piper.xml"))
     for cam in d["ros_arm"]["cameras"]:
         d["ros_arm"]["cameras"][cam]["calibration"] = str(calibration / f"{cam}.yaml")
     d["ros_arm"]["domain_id"] = domain_id

@@ -31,8 +31,8 @@ from captain_ros.core.errors import (
     InvalidArgumentError,
     SafetyLimitError,
 )
+from captain_ros.core.share import share_path
 from captain_ros.core.types import ForceGuard
-from captain_ros.data import data_path
 
 
 def identity_calibration(folder: Path) -> None:
@@ -207,7 +207,7 @@ def test_guard_measured_joints_outside_limits_refuse_enable(
 def test_guard_unknown_config_key_is_named(tmp_path: Path) -> None:
     cfg = tmp_path / "arm.yaml"
     cfg.write_text(
-        data_path("config", "ros_arm_piper.yaml")
+        share_path("config", "ros_arm_piper.yaml")
         .read_text()
         .replace("joint_states_topic:", "joint_state_topic:")
     )

@@ -77,6 +77,7 @@ def test_colcon_install_layout(workspace: Path) -> None:
     assert (share / "package.xml").is_file()
     assert (share / "launch" / "captain.launch.py").is_file()
     assert list((share / "config").glob("*.yaml"))
+    assert (share / "urdf" / "piper.xml").is_file()
     for exe in ("captain_robot_stack", "captain_policy", "captain_recorder", "captain_up"):
         assert os.access(workspace / "captain_ros" / "lib" / "captain_ros" / exe, os.X_OK)
     site = workspace / "captain_ros" / "lib" / "python3.11" / "site-packages" / "captain_ros"

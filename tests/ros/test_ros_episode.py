@@ -20,7 +20,7 @@ from rclpy.node import Node
 from ros_fixtures import ChildProcess, Spinner, _next_domain, wait_until
 
 from captain_ros.bags.rosbag2 import read_messages, summarize_bag
-from captain_ros.data import data_path
+from captain_ros.core.share import share_path
 from captain_ros.ros import convert
 from captain_ros.ros.action_client import ActionClient
 from captain_ros.ros.qos import FEEDBACK_QOS
@@ -34,7 +34,7 @@ def graph(tmp_path_factory):
 
     domain = _next_domain()
     bags = tmp_path_factory.mktemp("bags")
-    cfg = str(data_path("config", "captain.yaml"))
+    cfg = str(share_path("config", "captain.yaml"))
     procs = [
         ChildProcess(
             [

@@ -24,7 +24,7 @@ from std_srvs.srv import Trigger
 
 from captain_ros.backends.humanoid.types import BaseVelocity
 from captain_ros.bags.rosbag2 import read_messages, summarize_bag
-from captain_ros.data import data_path
+from captain_ros.core.share import share_path
 from captain_ros.ros import convert
 from captain_ros.ros.action_client import ActionClient
 from captain_ros.ros.humanoid_client import RosHumanoidBridge
@@ -39,7 +39,7 @@ def graph(tmp_path_factory):
 
     domain = _next_domain()
     bags = tmp_path_factory.mktemp("bags")
-    cfg = str(data_path("config", "captain.yaml"))
+    cfg = str(share_path("config", "captain.yaml"))
     procs = [
         ChildProcess(
             [
@@ -305,7 +305,7 @@ def test_ros2_launch_backend_humanoid_runs_coevolve(tmp_path, domain_id):
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     params = tmp_path / "fast.yaml"
     params.write_text(
-        (data_path("config", "captain.yaml"))
+        (share_path("config", "captain.yaml"))
         .read_text()
         .replace("real_time_factor: 1.0", "real_time_factor: 4.0")
         .replace("output_root: runs/ros_coevolve", f"output_root: {tmp_path / 'runs'}")

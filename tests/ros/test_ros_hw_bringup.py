@@ -14,7 +14,7 @@ import yaml
 from ros_fixtures import ROOT, STATE_DIR
 
 from captain_ros.bags.rosbag2 import summarize_bag
-from captain_ros.data import data_path
+from captain_ros.core.share import share_path
 from captain_ros.learn.data import build_dataset
 from captain_ros.ros.env import ros_environment
 from captain_ros.ros.robot_node import backend_options
@@ -33,7 +33,7 @@ def test_robot_node_parameters_map_to_backend_options() -> None:
 
 
 def _up(tmp_path: Path, domain_id: int, name: str, robot: dict[str, object]) -> Path:
-    params = yaml.safe_load(data_path("config", "captain.yaml").read_text())
+    params = yaml.safe_load(share_path("config", "captain.yaml").read_text())
     params["captain_robot"]["ros__parameters"].update(robot)
     params_file = tmp_path / f"{name}.yaml"
     params_file.write_text(yaml.safe_dump(params))

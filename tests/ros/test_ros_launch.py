@@ -191,11 +191,11 @@ def test_non_editable_pip_install_launches(tmp_path: Path) -> None:
     )
     assert pip.returncode == 0, pip.stderr[-3000:]
     site = prefix / "lib" / "python3.11" / "site-packages"
-    assert (site / "captain_ros" / "data" / "urdf" / "piper.xml").is_file()
     share = prefix / "share" / "captain_ros"
     assert (share / "launch" / "captain.launch.py").is_file() and (
         share / "config" / "captain.yaml"
     ).is_file()
+    assert (share / "urdf" / "piper.xml").is_file()
     assert (
         prefix / "share" / "ament_index" / "resource_index" / "packages" / "captain_ros"
     ).is_file()

@@ -25,7 +25,7 @@ import yaml
 from ros_cli import RosCli, cli_env, goal, require_ros2_cli
 from ros_fixtures import STATE_DIR
 
-from captain_ros.data import data_path
+from captain_ros.core.share import share_path
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 SEND_GOAL = (
@@ -51,7 +51,7 @@ def result_fields(text: str) -> dict[str, str]:
 def start_graph(tmp: Path, domain: int, *launch_args: str) -> tuple[RosCli, Any]:
     """`ros2 launch captain_ros captain.launch.py ARGS` with /joint_states at 100 Hz, up to its
     action server."""
-    params = yaml.safe_load(data_path("config", "captain.yaml").read_text())
+    params = yaml.safe_load(share_path("config", "captain.yaml").read_text())
     params["captain_robot"]["ros__parameters"]["joint_state_rate_hz"] = JOINT_RATE_HZ
     params_file = tmp / "params.yaml"
     params_file.write_text(yaml.safe_dump(params))
@@ -269,7 +269,7 @@ def test_humanoid_pair_runs_one_coevolve_loop_to_its_termination_label(tmp_path:
     import json
 
     require_ros2_cli()
-    params = yaml.safe_load(data_path("config", "captain.yaml").read_text())
+    params = yaml.safe_load(share_path("config", "captain.yaml").read_text())
     params["captain_humanoid"]["ros__parameters"]["real_time_factor"] = 4.0
     params["captain_coevolve"]["ros__parameters"]["output_root"] = str(tmp_path / "runs")
     params_file = tmp_path / "humanoid.yaml"

@@ -25,7 +25,7 @@ from ros_cli import RosCli, cli_env, goal, require_ros2_cli
 from ros_fixtures import STATE_DIR, _next_domain
 from test_ros_launch_rigs import SEND_GOAL, result_fields
 
-from captain_ros.data import data_path
+from captain_ros.core.share import share_path
 from captain_ros.learn.data import build_dataset
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -40,7 +40,7 @@ def launched_run(
     """(the recorder's bags, the episode folders) of two student-profile expert goals."""
     require_ros2_cli()
     tmp = tmp_path_factory.mktemp("launch_dataset")
-    params = yaml.safe_load(data_path("config", "captain.yaml").read_text())
+    params = yaml.safe_load(share_path("config", "captain.yaml").read_text())
     params["captain_policy"]["ros__parameters"]["profile"] = "student"
     params_file = tmp / "params.yaml"
     params_file.write_text(yaml.safe_dump(params))

@@ -53,6 +53,7 @@ def test_ament_cmake_install_layout(tmp_path):
     share = prefix / "share" / "captain_ros"
     assert (share / "launch" / "captain.launch.py").exists()
     assert (share / "config" / "captain.yaml").exists() and (share / "package.xml").exists()
+    assert (share / "urdf" / "piper.xml").exists() and (share / "urdf" / "piper_dual.urdf").exists()
     assert (
         prefix / "share" / "ament_index" / "resource_index" / "packages" / "captain_ros"
     ).exists()

@@ -5,7 +5,7 @@ Control: position actuators (PD, gravity-compensated links) track joint targets.
 contact force of every arm after *each* substep; at the first substep over the guard the commanded
 arms hold their current position. The jaw moves while the backend is stepped.
 
-Rig geometry (see ``urdf/generate.py``): table top at z = 0; arm base(s) on the table's rear edge
+Rig geometry (see ``scripts/generate_urdf.py``): table top at z = 0; arm base(s) on the table's rear edge
 (single arm at the origin, dual rig at y = +-0.25 m), facing +x. Head camera: single rig on a
 stand at the far end of the table, (0.8, 0, 0.9) m looking back at (0.3, 0, 0), so the ready arm
 never hides the objects; dual rig high behind the arms, (0, 0, 1.0) m looking at (0.42, 0, 0). Tool frame ``tcp`` (between the pad centres, 13 cm beyond the flange):

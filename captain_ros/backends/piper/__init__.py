@@ -16,14 +16,13 @@ from typing import Any
 from captain_ros.backends.piper.backend import PiperBackend
 from captain_ros.backends.piper.config import CameraConfig, PiperConfig
 from captain_ros.core.scene import SceneSpec
-from captain_ros.data import data_path
+from captain_ros.core.share import share_path
 
-CONFIG_DIR = data_path("config")
 _EMULATORS = itertools.count(1)
 
 
 def default_config_path(rig: str) -> Path:
-    return CONFIG_DIR / ("piper_dual.yaml" if rig == "piper_dual" else "piper.yaml")
+    return share_path("config", "piper_dual.yaml" if rig == "piper_dual" else "piper.yaml")
 
 
 def make(

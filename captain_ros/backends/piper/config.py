@@ -14,7 +14,7 @@ from typing import Any
 from captain_ros.backends.rig_config import ContactConfig, check_keys, read_rig_file
 from captain_ros.backends.safety import SafetyConfig
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.data import config_base, resolve_path
+from captain_ros.core.share import config_base, resolve_path
 
 RIG_ARMS = {"piper": ("arm",), "piper_dual": ("left", "right")}
 BUSTYPES = ("socketcan", "virtual", "slcan", "pcan", "kvaser")
@@ -126,7 +126,9 @@ class PiperConfig:
         if not isinstance(raw, dict):
             raise InvalidArgumentError(f"{p}: expected a mapping")
         section = dict(raw.get("piper", raw))
-        for cam in (section.get("cameras") or {}).values():  # see captain_ros.data.config_base
+        for cam in (
+            section.get("cameras") or {}
+        ).values():  # see captain_ros.core.share.config_base
             if isinstance(cam, dict) and cam.get("calibration"):
                 cam["calibration"] = resolve_path(cam["calibration"], config_base(p))
         return cls.from_dict(section)

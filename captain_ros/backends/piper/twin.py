@@ -19,7 +19,7 @@ from captain_ros.backends.twin import MujocoTwin
 from captain_ros.core.types import RobotSpec
 
 TCP_FROM_FLANGE_Z_M = 0.13
-"""The tool point lies this far beyond the flange along the tool z axis [m] (urdf/generate.py)."""
+"""The tool point lies this far beyond the flange along the tool z axis [m] (scripts/generate_urdf.py)."""
 
 
 class KinematicTwin(MujocoTwin):

@@ -20,10 +20,7 @@ from captain_ros.backends.ros_arm.transport import (
     register_transport,
 )
 from captain_ros.core.scene import SceneSpec
-from captain_ros.data import data_path
-
-CONFIG_DIR = data_path("config")
-DEFAULT_CONFIG = CONFIG_DIR / "xr1.yaml"
+from captain_ros.core.share import share_path
 
 
 def make(
@@ -41,7 +38,9 @@ def make(
             layer's :class:`~captain_ros.ros.arm_bridge.transport.RclpyArmTransport`).
     """
     cfg = (
-        config if isinstance(config, RosArmConfig) else RosArmConfig.load(config or DEFAULT_CONFIG)
+        config
+        if isinstance(config, RosArmConfig)
+        else RosArmConfig.load(config or share_path("config", "xr1.yaml"))
     )
     transport = default_transport(cfg) if transport is None else transport
     try:

@@ -7,7 +7,7 @@ the arm's URDF or MJCF (``model``), which the user supplies; limits from the mod
 camera extrinsics from calibration files. Every key is validated and an unknown key is refused
 with the list of valid keys. Paths: ``package://captain_ros/...`` is a packaged file; a relative
 path is relative to the config file's folder, or to the working directory for a packaged config
-(:func:`captain_ros.data.config_base`).
+(:func:`captain_ros.core.share.config_base`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from captain_ros.backends.rig_config import ContactConfig, check_keys, read_rig_file
 from captain_ros.backends.safety import SafetyConfig
 from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.data import config_base, resolve_path
+from captain_ros.core.share import config_base, resolve_path
 
 DEPTH_ENCODINGS = ("16UC1", "32FC1")
 
