@@ -3,7 +3,8 @@
 - :mod:`.setup`: :class:`EpisodeSetup`, what every front end builds (folder checks included);
 - :mod:`.parts`: :class:`EpisodeParts` and :class:`EpisodeOptions`, what one episode is made of;
 - :mod:`.loop`: :class:`Episode`, the loop itself (open, announce, request..., settle, close),
-  and :func:`run_episode`, its one-call form;
+  and :func:`run_episode`, its one-call form; :mod:`.start` opens an episode, :mod:`.settle`
+  judges it and builds its record;
 - :mod:`.reply`, :mod:`.cells`, :mod:`.calls`: asking the policy, running its cells in the
   sandbox, answering their robot calls;
 - :mod:`.budgets`, :mod:`.gate`: the budgets and the completion gate that end an episode;

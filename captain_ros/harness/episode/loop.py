@@ -10,8 +10,8 @@ output (unparseable tool calls, unknown tools, empty code, syntax errors) become
 and counts as a request.
 
 One run is an :class:`Episode` built from its :class:`EpisodeParts` (typed, frozen): ``open`` the
-folder, session and logs, ``announce`` the start, make ``request`` after request, ``settle`` the
-outcome and ``close`` the record; each step is one method. Front ends assemble an episode with
+folder, session and logs (:mod:`.start`), ``announce`` the start, make ``request`` after request,
+``settle`` the outcome (:mod:`.settle`) and ``close`` the record; each step is one method. Front ends assemble an episode with
 :class:`~captain_ros.harness.episode.setup.EpisodeSetup`; :func:`run_episode` is the one-call form.
 The loop writes ``trajectory.jsonl``, ``TASK.md``, images, ``summary.json`` (the
 :class:`~captain_ros.harness.record.episode_record.EpisodeRecord`) and, with a privileged source,
@@ -23,34 +23,30 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from captain_ros.api.service import RobotCaller
-from captain_ros.core.episode_folder import TASK_MD, EpisodeFiles
-from captain_ros.core.errors import InvalidArgumentError
-from captain_ros.harness.episode.budgets import Budgets, BudgetTracker
-from captain_ros.harness.episode.calls import EpisodeCalls, observe_initial
+from captain_ros.core.episode_folder import EpisodeFiles
+from captain_ros.harness.episode.budgets import Budgets
 from captain_ros.harness.episode.cells import CellsOutcome, run_cells
-from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
-from captain_ros.harness.episode.gate import CompletionGate
+from captain_ros.harness.episode.context import ContextConfig, render
 from captain_ros.harness.episode.observers import EpisodeObserver, EpisodeStart, Observers
 from captain_ros.harness.episode.parts import EpisodeOptions, EpisodeParts, Totals
-from captain_ros.harness.episode.profiles import get_profile, library_prelude, library_task_md
+from captain_ros.harness.episode.profiles import get_profile
 from captain_ros.harness.episode.reply import ask, parse
-from captain_ros.harness.episode.resume import EpisodeResume, apply_counters
-from captain_ros.harness.episode.taskmd import render_task_md
-from captain_ros.harness.record.episode_record import EpisodeRecord, outcome_label
-from captain_ros.harness.record.history import History, Turn
+from captain_ros.harness.episode.resume import EpisodeResume
+from captain_ros.harness.episode.settle import settle as settle_episode
+from captain_ros.harness.episode.start import open_episode
+from captain_ros.harness.record.episode_record import EpisodeRecord
+from captain_ros.harness.record.history import Turn
 from captain_ros.harness.record.privileged_log import (
-    PrivilegedRecorder,
     PrivilegedSource,
     RequestRecord,
     StateRecord,
 )
-from captain_ros.harness.record.returns import RequestCounts, request_costs, terminal_return
-from captain_ros.harness.record.trajectory import TrajectoryWriter, messages_sha256
+from captain_ros.harness.record.returns import RequestCounts
+from captain_ros.harness.record.trajectory import messages_sha256
 from captain_ros.harness.sandbox.session import PythonSession, SessionConfig
 from captain_ros.policy.base import Policy, PolicyReply
 from captain_ros.policy.toolcalls import ParsedReply
@@ -95,106 +91,14 @@ class Episode:
     # -- open: budgets, calls, session, files --------------------------------------------------
 
     def open(self) -> None:
-        """Make the folder, the budget tracker, the gate, the call handler, the session and the
-        logs; write TASK.md; build the start line (fresh, or the recorded one when resuming)."""
-        p = self.parts
-        p.out_dir.mkdir(parents=True, exist_ok=True)
-        self.tracker = BudgetTracker(p.budgets, p.clock)
-        self.t_start = p.clock()
-        self.gate = p.resume.gate if p.resume is not None else CompletionGate(p.task.gate_check)
-        self.calls = EpisodeCalls(
-            p.robot, self.tracker, self.gate, p.out_dir, observer=self.obs.on_call
+        """Open the episode (:func:`~captain_ros.harness.episode.start.open_episode`): the folder,
+        budgets, gate, call handler, session, logs, TASK.md and the start line."""
+        o = self.opened = open_episode(
+            self.parts, self.profile, self.system_prompt, self.ctx, self.obs
         )
-        if p.resume is not None:
-            apply_counters(p.resume, self.tracker, self.calls)
-        self.sess, self.own_session = self._session()
-        self._files()
-        self._start_line()
-
-    def _session(self) -> tuple[PythonSession, bool]:
-        p = self.parts
-        if p.resume is not None:
-            return p.resume.session, True
-        prelude = library_prelude(self.profile)
-        config = (
-            replace(p.session_config or SessionConfig(), prelude=prelude)
-            if prelude
-            else p.session_config
-        )
-        if p.session is not None:
-            if p.session.config.prelude != prelude:
-                raise InvalidArgumentError(
-                    f"the session given does not start with the {self.profile.name!r} "
-                    "profile's helper library"
-                )
-            return p.session, False
-        files = EpisodeFiles(p.out_dir)
-        return PythonSession(files.workspace, config, log_path=files.session_log), True
-
-    def _files(self) -> None:
-        p = self.parts
-        self.task_md = str(self.recorded.get("task_md") or "") or render_task_md(
-            p.task,
-            p.seed,
-            p.budgets,
-            self.profile.compact_api,
-            library_task_md(self.profile),
-            self.profile.reference,
-        )
-        files = EpisodeFiles(p.out_dir)
-        files.task_md.write_text(self.task_md)
-        (self.sess.workspace / TASK_MD).write_text(
-            self.task_md
-        )  # the session's copy: the policy reads it
-        self.writer = TrajectoryWriter(files.trajectory)
-        self.recorder = (
-            PrivilegedRecorder(
-                files.privileged, p.task, p.privileged, log.warning, self.obs.on_privileged
-            )
-            if p.privileged is not None
-            else None
-        )
-        self.session_info: dict[str, Any] = {
-            "hash_seed": self.sess.config.hash_seed,
-            "rng_seed": self.sess.config.rng_seed,
-        }
-        if self.sess.config.prelude:  # the record holds what ran (a replay must run the same)
-            self.session_info["prelude"] = self.sess.config.prelude
-
-    def _start_line(self) -> None:
-        p, r = self.parts, self.parts.resume
-        if r is None:
-            p.policy.reset(self.task_name, p.seed)
-            self.history = History(
-                self.system_prompt, self.task_md, observe_initial(p.robot, p.out_dir)
-            )
-            self.start_line = {
-                "type": "episode_start",
-                "task": self.task_name,
-                "seed": p.seed,
-                "policy": p.options.policy_name,
-                "backend": p.options.backend_name,
-                "profile": self.profile.name,
-                "system": self.system_prompt,
-                "task_md": self.task_md,
-                "initial_images": [i.to_dict() for i in self.history.initial_images],
-                "budgets": p.budgets.to_dict(),
-                "context": self.ctx.to_dict(),
-                "tools": [PYTHON_TOOL_SCHEMA],
-                "session": self.session_info,
-            }
-            self.prefix_lines: tuple[dict[str, Any], ...] = ()
-            return
-        self.history = r.history
-        self.start_line = {
-            **r.start_line,
-            "policy": p.options.policy_name,
-            "session": self.session_info,
-            "resumed_from": dict(r.resumed_from),
-        }
-        self.prefix_lines = tuple(r.prefix_lines)
-        if self.recorder is not None and r.privileged_states is not None:
-            self.recorder.resume_from(r.privileged_states, r.privileged_requests, r.task_tracker)
+        self.tracker, self.gate, self.calls = o.tracker, o.gate, o.calls
+        self.sess, self.own_session = o.sess, o.own_session
+        self.writer, self.recorder, self.history = o.writer, o.recorder, o.history
 
     # -- announce ------------------------------------------------------------------------------
 
@@ -206,10 +110,10 @@ class Episode:
             self.sess.start()  # (a strict session that lacks one raises SandboxUnavailableError here)
         except RuntimeError:
             log.exception("session start failed; the first cell will retry")
-        self.session_info["layers"] = dict(self.sess.layers)
+        self.opened.session_info["layers"] = dict(self.sess.layers)
         try:
-            self.writer.write(self.start_line)
-            for line in self.prefix_lines:
+            self.writer.write(self.opened.start_line)
+            for line in self.opened.prefix_lines:
                 self.writer.write(line)
             self.obs.on_start(
                 EpisodeStart(
@@ -221,8 +125,8 @@ class Episode:
                     p.budgets.to_dict(),
                 )
             )
-            self.obs.on_trajectory(self.start_line)
-            for line in self.prefix_lines:
+            self.obs.on_trajectory(self.opened.start_line)
+            for line in self.opened.prefix_lines:
                 self.obs.on_trajectory(line)
         except BaseException:  # the loop's own cleanup is not reached: close the child here
             if self.own_session:
@@ -368,84 +272,11 @@ class Episode:
     # -- settle and close ----------------------------------------------------------------------
 
     def settle(self) -> EpisodeRecord:
-        """Judge the final state and build the one record of the episode."""
-        p, totals = self.parts, self.totals
-        resumed_s = p.resume.wall_used_s if p.resume is not None else 0.0
-        wall_s = p.clock() - self.t_start + resumed_s
-        final = (
-            self.recorder.final_state(self.tracker.requests + 1)
-            if self.recorder is not None
-            else None
+        """Judge the final state and build the one record of the episode
+        (:func:`~captain_ros.harness.episode.settle.settle`)."""
+        return settle_episode(
+            self.parts, self.opened, self.totals, self.end_reason, self.settle_budget
         )
-        host_ok, judged = self._host_success(final)
-        milestones = (
-            sum(final.milestones) / max(1, len(final.milestones)) if final is not None else None
-        )
-        reason = self.end_reason
-        exhausted = reason[len("budget:") :] if reason.startswith("budget:") else self.settle_budget
-        outcome = outcome_label(host_ok, self.gate.accepted, exhausted)
-        costs: list[float] = []
-        ret: float | None = None
-        if final is not None and self.recorder is not None:
-            costs = request_costs(self.task_name, totals.counts, p.options.costs)
-            ret = terminal_return(
-                outcome, self.task_name, self.recorder.final_rung(), len(p.task.milestone_names)
-            )
-        calls, sess = self.calls, self.sess
-        record = EpisodeRecord(
-            task=self.task_name,
-            seed=int(p.seed),
-            policy=p.options.policy_name,
-            backend=p.options.backend_name,
-            outcome=outcome,
-            host_success=host_ok,
-            strict_success=host_ok and self.gate.accepted,
-            finished=self.gate.accepted,
-            gate_rejections=self.gate.rejections,
-            end_reason=reason,
-            budget_exhausted=exhausted,
-            requests=self.tracker.requests,
-            physical_actions=self.tracker.physical_actions,
-            failed_actions=calls.failed_physical,
-            robot_calls=calls.calls,
-            wall_s=wall_s,
-            model_s=totals.model_s,
-            backend_s=calls.backend_s,
-            harness_s=max(0.0, wall_s - totals.model_s - calls.backend_s),
-            prompt_tokens=totals.prompt_tokens,
-            completion_tokens=totals.completion_tokens,
-            session_restarts=sess.restarts,
-            sandbox_violations=len(sess.violations),
-            malformed_replies=totals.malformed,
-            milestones=milestones,
-            return_R=ret,
-            cost_total=float(sum(costs)) if final is not None else None,
-            privileged=final is not None,
-            out_dir=str(p.out_dir),
-            extra={"host_success_available": final is not None or judged},
-        )
-        if self.recorder is not None:
-            self.recorder.finish(record, costs)
-        return record
-
-    def _host_success(self, final: StateRecord | None) -> tuple[bool, bool]:
-        """Host success and whether anything could judge it: the privileged record's final state,
-        else the given predicate, else the task on an in-process backend's ground truth."""
-        if final is not None:
-            return final.solved, True
-        p = self.parts
-        backend = getattr(p.robot, "backend", None)
-        judge = p.host_success
-        if judge is None and backend is not None and hasattr(p.task, "success"):
-
-            def judge() -> bool:  # an in-process robot without a recorder: judge directly
-                return bool(p.task.success(backend.privileged_state()))
-
-        try:
-            return (bool(judge()) if judge else False), judge is not None
-        except Exception:  # noqa: BLE001
-            log.exception("host success predicate failed")
-            return False, True
 
     def close(self, record: EpisodeRecord) -> EpisodeRecord:
         """Write the end line, let observers amend the record, write ``summary.json``."""
