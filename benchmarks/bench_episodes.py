@@ -27,6 +27,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 def main() -> None:
     from captain_ros.core.episode_folder import EpisodeFiles
+    from captain_ros.evaluation.config import EpisodeConfig, RecordingConfig
     from captain_ros.evaluation.episode import run_one
     from captain_ros.evaluation.runner import parse_seeds
 
@@ -44,12 +45,12 @@ def main() -> None:
             for seed in seeds:
                 t, c = time.perf_counter(), time.process_time()
                 s = run_one(
-                    task,
-                    seed,
-                    "scripted",
-                    "mujoco",
-                    f"{tmp}/{task}_{seed}",
-                    {"record_bag": False, "report": False},
+                    EpisodeConfig(
+                        task,
+                        seed,
+                        f"{tmp}/{task}_{seed}",
+                        recording=RecordingConfig(bag=False, report=False),
+                    )
                 )
                 reqs = EpisodeFiles(Path(f"{tmp}/{task}_{seed}")).read_trajectory_split().requests
                 rows.append(

@@ -52,7 +52,7 @@ def _episode(task_name: str, seed: int, profile: str, out: Path) -> dict[str, fl
             task,
             seed,
             service,
-            make_policy("scripted", {}),
+            make_policy("scripted"),
             None,
             out,
             options=EpisodeOptions(profile=profile),

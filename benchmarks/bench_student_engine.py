@@ -242,26 +242,31 @@ def _with_tokens(eng: Any, n: int) -> Any:
 
 
 def episodes(engine: str, seeds: list[int], work: Path) -> list[dict[str, Any]]:
+    from captain_ros.evaluation.config import (
+        BudgetConfig,
+        EpisodeConfig,
+        PolicyConfig,
+        RecordingConfig,
+    )
     from captain_ros.evaluation.episode import run_one
 
     out = []
     for seed in seeds:
         rec = run_one(
-            "pick_place",
-            seed,
-            "transformers",
-            "mujoco",
-            work / f"ep_{engine}_{seed}",
-            {
-                "engine": engine,
-                "temperature": 0.0,
-                "max_new_tokens": 256,
-                "max_requests": 3,
-                "threads": THREADS,
-                "record_bag": False,
-                "report": False,
-                "overwrite": True,
-            },
+            EpisodeConfig(
+                "pick_place",
+                seed,
+                str(work / f"ep_{engine}_{seed}"),
+                policy=PolicyConfig(
+                    "transformers",
+                    engine=engine,
+                    temperature=0.0,
+                    max_new_tokens=256,
+                    threads=THREADS,
+                ),
+                budgets=BudgetConfig(max_requests=3),
+                recording=RecordingConfig(bag=False, report=False, overwrite=True),
+            )
         )
         out.append(
             {

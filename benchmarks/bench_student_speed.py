@@ -39,9 +39,10 @@ TOOLS = [PYTHON_TOOL_SCHEMA]
 
 
 def record_expert(out: Path) -> Path:
+    from captain_ros.evaluation.config import EpisodeConfig, RecordingConfig
     from captain_ros.evaluation.episode import run_one
 
-    run_one("pick_place", 3, "scripted", "mujoco", out, {"record_bag": False})
+    run_one(EpisodeConfig("pick_place", 3, str(out), recording=RecordingConfig(bag=False)))
     return out
 
 

@@ -13,6 +13,12 @@ import argparse
 import json
 from typing import Any
 
+from captain_ros.evaluation.config import (
+    BackendConfig,
+    EpisodeConfig,
+    PolicyConfig,
+    RecordingConfig,
+)
 from captain_ros.evaluation.episode import run_one
 
 
@@ -31,15 +37,15 @@ def main() -> int:
     parser.add_argument("--out", default="runs/example_episode")
     args = parser.parse_args()
 
-    record = run_one(
+    config = EpisodeConfig(  # validated here: an unknown task or a negative seed is refused
         args.task,
         args.seed,
-        policy_spec="scripted",  # or "scripted-faulty:...", "openai", "transformers"
-        backend_name="mujoco",  # or "fake" (kinematic, no physics)
-        out_dir=args.out,
-        options={"overwrite": True, "report": True, "record_bag": True},
-        on_event=print_receipt,
+        args.out,
+        policy=PolicyConfig("scripted"),  # or "scripted-faulty:...", "openai", "transformers"
+        backend=BackendConfig("mujoco"),  # or "fake" (kinematic, no physics)
+        recording=RecordingConfig(bag=True, report=True, overwrite=True),
     )
+    record = run_one(config, on_event=print_receipt)
     # The one episode record (also in <out>/summary.json): the paper's outcome label, host
     # success (the task predicate on the simulator's state) and strict success (host success
     # and an accepted finish()), counts and the wall time split.

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from captain_ros.evaluation.config import BackendConfig, EpisodeConfig, RecordingConfig
 from captain_ros.evaluation.runner import make_jobs, run_local
 
 
@@ -24,5 +25,10 @@ def sleep_job(job: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    jobs = make_jobs(["pick_place"], [1, 2], "scripted", "fake", sys.argv[1])
+    jobs = make_jobs(
+        ["pick_place"],
+        [1, 2],
+        sys.argv[1],
+        EpisodeConfig(backend=BackendConfig("fake"), recording=RecordingConfig(report=False)),
+    )
     run_local(jobs, workers=2, job_path="eval_orphan_parent:sleep_job")

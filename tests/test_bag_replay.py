@@ -22,10 +22,15 @@ from captain_ros.cli.main import main
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from captain_ros.evaluation.config import EpisodeConfig, RecordingConfig
     from captain_ros.evaluation.episode import run_one
 
     root = tmp_path_factory.mktemp("replay_eps")
-    run_one("pick_place", 1, "scripted", "mujoco", root / "mujoco", {"report": False})
+    run_one(
+        EpisodeConfig(
+            "pick_place", 1, str(root / "mujoco"), recording=RecordingConfig(report=False)
+        )
+    )
     # the emulated PiPER in a process of its own (its virtual CAN bus and real-time threads)
     proc = subprocess.run(
         [

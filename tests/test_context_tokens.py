@@ -140,7 +140,7 @@ def _expert_episode(task_name: str, seed: int, profile: str, out: Path) -> Recor
             task,
             seed,
             service,
-            make_policy("scripted", {}),
+            make_policy("scripted"),
             None,
             out,
             options=EpisodeOptions(profile=profile),

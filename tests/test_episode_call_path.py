@@ -16,6 +16,7 @@ import threading
 from types import FrameType
 from typing import Any
 
+from captain_ros.evaluation.config import BackendConfig, EpisodeConfig, RecordingConfig
 from captain_ros.evaluation.episode import local_setup
 
 
@@ -82,12 +83,13 @@ def test_the_check_sees_a_reentry():
 def test_one_episode_never_returns_into_a_module_it_has_left(tmp_path):
     events: list[str] = []
     setup, backend = local_setup(
-        "pick_place",
-        0,
-        "scripted",
-        "fake",
-        tmp_path / "ep",
-        {"bag_images": False},
+        EpisodeConfig(
+            "pick_place",
+            0,
+            str(tmp_path / "ep"),
+            backend=BackendConfig("fake"),
+            recording=RecordingConfig(bag_images=False),
+        ),
         on_event=lambda kind, _: events.append(kind),
     )
     tracer = Tracer()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from captain_ros.evaluation.config import BackendConfig, EpisodeConfig, RecordingConfig
 from captain_ros.evaluation.runner import (
     EpisodeJob,
     evaluate,
@@ -26,6 +27,7 @@ from captain_ros.evaluation.summary import aggregate, compare, load_episodes
 from captain_ros.harness.record.episode_record import EpisodeRecord
 
 JOB = "test_eval_runner:fake_job"
+FAKE = EpisodeConfig(backend=BackendConfig("fake"), recording=RecordingConfig(report=False))
 
 
 def fake_job(job: dict) -> dict:
@@ -92,7 +94,7 @@ def test_parse_seeds():
 
 
 def test_spawned_workers_run_jobs_and_isolate_crashes(tmp_path):
-    jobs = make_jobs(["pick_place"], range(10, 16), "scripted", "fake", tmp_path)
+    jobs = make_jobs(["pick_place"], range(10, 16), tmp_path, FAKE)
     assert jobs[0].out_dir.endswith("pick_place/seed_00010")
     seen = []
     eps = run_local(jobs, workers=2, job_path=JOB, on_result=seen.append)
@@ -105,7 +107,7 @@ def test_spawned_workers_run_jobs_and_isolate_crashes(tmp_path):
 
 
 def test_evaluate_writes_json_and_png_with_figures(tmp_path):
-    jobs = make_jobs(["stack", "pick_place"], range(0, 20), "scripted", "fake", tmp_path / "eps")
+    jobs = make_jobs(["stack", "pick_place"], range(0, 20), tmp_path / "eps", FAKE)
     report = evaluate(jobs, tmp_path / "ev", workers=1, job_path=JOB)
     data = json.loads((tmp_path / "ev" / "eval.json").read_text())
     assert data["overall"]["episodes"] == 40

@@ -27,12 +27,21 @@ FPS = 10
 @pytest.fixture(scope="module")
 def episodes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Two MuJoCo pick_place episodes and one of the fake rig (another robot), each with its bag."""
+    from captain_ros.evaluation.config import BackendConfig, EpisodeConfig, RecordingConfig
     from captain_ros.evaluation.episode import run_one
 
     root = tmp_path_factory.mktemp("lerobot_eps")
     out = {}
     for name, backend, seed in (("a", "mujoco", 1), ("b", "mujoco", 2), ("fake", "fake", 1)):
-        run_one("pick_place", seed, "scripted", backend, root / name, {"report": False})
+        run_one(
+            EpisodeConfig(
+                "pick_place",
+                seed,
+                str(root / name),
+                backend=BackendConfig(backend),
+                recording=RecordingConfig(report=False),
+            )
+        )
         out[name] = root / name
     return out
 
@@ -463,16 +472,18 @@ def test_an_emulated_piper_episode_joins_the_simulated_ones(
 ) -> None:
     """The PiPER through its CAN emulator is the same robot as the MuJoCo PiPER: one dataset holds
     both (the hardware path's bag, sim-to-real data side by side), each episode naming its backend."""
+    from captain_ros.evaluation.config import BackendConfig, EpisodeConfig, RecordingConfig
     from captain_ros.evaluation.episode import run_one
 
     folder = tmp_path / "piper"
     run_one(
-        "pick_place",
-        1,
-        "scripted",
-        "piper",
-        folder,
-        {"report": False, "backend_options": {"emulate": True}},
+        EpisodeConfig(
+            "pick_place",
+            1,
+            str(folder),
+            backend=BackendConfig("piper", {"emulate": True}),
+            recording=RecordingConfig(report=False),
+        )
     )
     out = tmp_path / "ds"
     assert main(["bag", "export", "--out", str(out), str(episodes["a"]), str(folder)]) == 0

@@ -42,11 +42,20 @@ def test_each_task_lists_its_own_helpers_only() -> None:
 
 @pytest.mark.parametrize("task", ["pick_place", "restack"])
 def test_a_helpers_episode_calls_only_its_tasks_index(task: str, tmp_path: Path) -> None:
+    from captain_ros.evaluation.config import BackendConfig, EpisodeConfig, RecordingConfig
     from captain_ros.evaluation.episode import run_one
 
     out = tmp_path / task
-    rec = run_one(task, 3, "scripted", "fake", out, {"report": False, "profile": "helpers",
-                                                     "record_bag": False})  # fmt: skip
+    rec = run_one(
+        EpisodeConfig(
+            task,
+            3,
+            str(out),
+            backend=BackendConfig("fake"),
+            recording=RecordingConfig(bag=False, report=False),
+            profile="helpers",
+        )
+    )
     assert rec.strict_success, rec.outcome
     codes = []
     for line in (out / "trajectory.jsonl").read_text().splitlines():

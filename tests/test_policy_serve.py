@@ -102,24 +102,33 @@ def test_streaming_and_non_streaming_against_transformers_serve(server):
 
 
 def test_episode_end_to_end_with_the_openai_policy(server, tmp_path):
+    from captain_ros.evaluation.config import (
+        BackendConfig,
+        BudgetConfig,
+        EpisodeConfig,
+        PolicyConfig,
+        RecordingConfig,
+    )
     from captain_ros.evaluation.episode import run_one
 
     base_url, model = server
     s = run_one(
-        "pick_place",
-        1000,
-        "openai",
-        "fake",
-        tmp_path / "ep",
-        {
-            "base_url": base_url,
-            "model": model,
-            "max_tokens": 96,
-            "temperature": 0.0,
-            "max_requests": 2,
-            "record_bag": False,
-            "timeout_s": 180,
-        },
+        EpisodeConfig(
+            "pick_place",
+            1000,
+            str(tmp_path / "ep"),
+            policy=PolicyConfig(
+                "openai",
+                base_url=base_url,
+                model=model,
+                max_tokens=96,
+                temperature=0.0,
+                timeout_s=180,
+            ),
+            backend=BackendConfig("fake"),
+            budgets=BudgetConfig(max_requests=2),
+            recording=RecordingConfig(bag=False),
+        )
     )
     # SmolLM2 does not solve the task; the episode must still run to a proper end
     assert 1 <= s.requests <= 2 and s.outcome in (

@@ -35,10 +35,19 @@ pytestmark = [
     ],
 )
 def test_expert_episode(task: str, seed: int, tmp_path: Path) -> None:
+    from captain_ros.evaluation.config import BackendConfig, EpisodeConfig, RecordingConfig
     from captain_ros.evaluation.episode import run_one
 
     out = tmp_path / task
-    rec = run_one(task, seed, "scripted", "robosuite", out, {"report": False})
+    rec = run_one(
+        EpisodeConfig(
+            task,
+            seed,
+            str(out),
+            backend=BackendConfig("robosuite"),
+            recording=RecordingConfig(report=False),
+        )
+    )
     assert rec.task == f"robosuite_{task}" and rec.backend == "robosuite"
     assert rec.host_success and rec.strict_success, rec.outcome
     files = EpisodeFiles(out)

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from captain_ros.backends.registry import BACKENDS, names
+from captain_ros.backends.registry import BACKENDS
 from captain_ros.cli.display import Display, print_eval, print_summary
 from captain_ros.core.errors import InvalidArgumentError, RecordError, UnknownNameError
 from captain_ros.harness.episode.profiles import PROFILES
@@ -26,57 +26,6 @@ def check_policy_spec(spec: str) -> None:
     from captain_ros.policy.factory import check_spec
 
     check_spec(spec)
-
-
-def _policy_options(ns: argparse.Namespace) -> dict[str, Any]:
-    opts: dict[str, Any] = {}
-    for k in (
-        "base_url",
-        "model",
-        "model_folder",
-        "max_tokens",
-        "max_new_tokens",
-        "temperature",
-        "timeout_s",
-        "device",
-        "max_requests",
-        "max_wall_s",
-        "max_physical_actions",
-        "profile",
-        "engine",
-        "grammar",
-        "threads",
-        "draft_tokens",
-    ):
-        v = getattr(ns, k, None)
-        if v is not None:
-            opts[k] = v
-    if getattr(ns, "no_bag", False):
-        opts["record_bag"] = False
-    if getattr(ns, "strict_sandbox", False):
-        opts["strict_sandbox"] = True
-    if getattr(ns, "overwrite", False):
-        opts["overwrite"] = True
-    perception = {
-        k: getattr(ns, k)
-        for k in (
-            "segmenter",
-            "sam_folder",
-            "pointer",
-            "vlm_folder",
-            "vlm_url",
-            "vlm_model",
-            "vlm_coords",
-        )
-        if getattr(ns, k, None)
-    }
-    if perception:
-        opts["perception"] = perception
-    if getattr(ns, "backend", None) in names(hardware=True):
-        from captain_ros.cli.hw import rig_options
-
-        opts["backend_options"] = rig_options(ns)
-    return opts
 
 
 def _add_policy_args(p: argparse.ArgumentParser) -> None:
@@ -179,20 +128,14 @@ def _add_policy_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_run(ns: argparse.Namespace) -> int:
     from captain_ros.cli.hw import check_rig_args
+    from captain_ros.evaluation.config import EpisodeConfig
     from captain_ros.evaluation.episode import check_episode_args, run_one
 
-    check_episode_args(ns.task, ns.seed, ns.policy, ns.backend)
     check_rig_args(ns)
-    display = None if ns.json else Display(sys.stdout, ns.task, ns.seed, ns.policy)
-    summary = run_one(
-        ns.task,
-        ns.seed,
-        ns.policy,
-        ns.backend,
-        ns.out,
-        _policy_options(ns),
-        on_event=display.event if display else None,
-    )
+    config = EpisodeConfig.from_cli(ns)  # task, seed and every option validated here, once
+    check_episode_args(config)
+    display = None if ns.json else Display(sys.stdout, config.task, config.seed, ns.policy)
+    summary = run_one(config, on_event=display.event if display else None)
     if ns.json:
         print(json.dumps(summary.to_dict(), indent=2, default=str))
     else:
@@ -218,21 +161,25 @@ def _tasks(text: str, backend: str | None = None) -> list[str]:
 
 
 def cmd_eval(ns: argparse.Namespace) -> int:
+    from captain_ros.evaluation.config import EpisodeConfig, RecordingConfig
     from captain_ros.evaluation.runner import evaluate, make_jobs, parse_seeds
 
     tasks = _tasks(ns.task, ns.backend)
     check_policy_spec(ns.policy)
+    config = EpisodeConfig.from_cli(ns, task=tasks[0], seed=0)  # each job: its task and seed
+    # eval folders stay light: `captain report DIR` renders a report later
+    config = config.replace(
+        recording=RecordingConfig(bag=config.recording.bag, report=False, overwrite=ns.overwrite)
+    )
     if ns.seeds == "heldout":
         from captain_ros.tasks import get_task
 
         jobs = []
         for t in tasks:
             seeds = list(get_task(t, ns.backend).heldout_seeds)[: ns.n]
-            jobs += make_jobs([t], seeds, ns.policy, ns.backend, ns.out, _policy_options(ns))
+            jobs += make_jobs([t], seeds, ns.out, config)
     else:
-        jobs = make_jobs(
-            tasks, parse_seeds(ns.seeds), ns.policy, ns.backend, ns.out, _policy_options(ns)
-        )
+        jobs = make_jobs(tasks, parse_seeds(ns.seeds), ns.out, config)
     job_path = (
         "captain_ros.evaluation.selftest:echo_job"
         if ns.check

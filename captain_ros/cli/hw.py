@@ -72,14 +72,14 @@ def check_rig_args(ns: argparse.Namespace) -> None:
         )
 
 
-def rig_options(ns: argparse.Namespace) -> dict[str, Any]:
-    """``make_backend`` options of ``--backend piper`` (``ros_arm``: only ``--config``)."""
-    arg = {k: getattr(ns, k, None) for k in ("config", "can", "rig", "emulate")}  # eval has none
-    if getattr(ns, "backend", "piper") == "ros_arm":
-        return {} if arg["config"] is None else {"config": arg["config"]}
-    return {k: v for k, v in arg.items() if k != "emulate" and v is not None} | (
-        {"emulate": True} if arg["emulate"] else {}
-    )
+def rig_backend(ns: argparse.Namespace) -> Any:
+    """The :class:`~captain_ros.evaluation.config.BackendConfig` of ``--backend`` and the rig
+    arguments it takes (PiPER: ``--config``/``--can``/``--rig``/``--emulate``; ros_arm:
+    ``--config``)."""
+    from captain_ros.evaluation.config import BackendConfig
+
+    args = {k: getattr(ns, k, None) for k in ("config", "can", "rig", "emulate")}
+    return BackendConfig.from_rig_args(getattr(ns, "backend", "piper"), **args)
 
 
 def run_checks(backend: Any) -> list[dict[str, Any]]:
@@ -137,10 +137,10 @@ def run_checks(backend: Any) -> list[dict[str, Any]]:
 
 
 def cmd_check(ns: argparse.Namespace) -> int:
-    from captain_ros.backends import make_backend
+    from captain_ros.evaluation.episode import make_robot_backend
 
     try:
-        backend = make_backend(ns.backend, **rig_options(ns), enable=False)
+        backend = make_robot_backend(rig_backend(ns), enable=False)
     except Exception as exc:  # noqa: BLE001 - one clear line, traceback with --debug
         if getattr(ns, "debug", False):
             raise

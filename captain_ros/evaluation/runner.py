@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.evaluation.config import EpisodeConfig, RecordingConfig
 from captain_ros.evaluation.plot import plot_eval
 from captain_ros.evaluation.summary import aggregate, by_task
 from captain_ros.harness.record.episode_record import EpisodeRecord
@@ -42,7 +43,9 @@ class EpisodeJob:
         policy: ``scripted``, ``openai``, ``transformers`` or ``replay:FILE``.
         backend: ``mujoco`` or ``fake``.
         out_dir: Episode folder (summary.json, trajectory.jsonl, report.html, bag).
-        options: Policy/harness options (base_url, model, model_folder, budgets, record_bag, ...).
+        options: The job's payload as plain data: an episode job's
+            :meth:`~captain_ros.evaluation.config.EpisodeConfig.to_mapping` (RL rollouts add
+            ``rl``; RE-0 jobs carry their own, :mod:`captain_ros.research.re0.rollouts`).
     """
 
     task: str
@@ -234,18 +237,24 @@ def run_ray(
 def make_jobs(
     tasks: Iterable[str],
     seeds: Iterable[int],
-    policy: str,
-    backend: str,
     out_dir: str | Path,
-    options: dict[str, Any] | None = None,
+    config: EpisodeConfig | None = None,
 ) -> list[EpisodeJob]:
-    """One job per (task, seed), each with its own folder ``<out>/<task>/seed_<seed>``."""
+    """One job per (task, seed), each with its own folder ``<out>/<task>/seed_<seed>``:
+    ``config`` with that task, seed and folder (default: the scripted policy on MuJoCo without
+    ``report.html``; evaluation folders stay light, ``captain report DIR`` renders later)."""
+    base = config or EpisodeConfig(recording=RecordingConfig(report=False))
     out = Path(out_dir)
-    return [
-        EpisodeJob(t, int(s), policy, backend, str(out / t / f"seed_{s:05d}"), dict(options or {}))
-        for t in tasks
-        for s in seeds
-    ]
+    jobs = []
+    for t in tasks:
+        for s in seeds:
+            cfg = base.replace(task=t, seed=int(s), out_dir=str(out / t / f"seed_{s:05d}"))
+            jobs.append(
+                EpisodeJob(
+                    t, cfg.seed, cfg.policy.spec, cfg.backend.name, cfg.out_dir, cfg.to_mapping()
+                )
+            )
+    return jobs
 
 
 def evaluate(

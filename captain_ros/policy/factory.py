@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.policy.base import Policy
+from captain_ros.policy.config import PolicyConfig
 
 POLICY_KINDS = (
     "scripted",
@@ -20,19 +20,20 @@ POLICY_KINDS = (
 )
 
 
-def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
-    """The policy named by ``spec``.
+def make_policy(config: PolicyConfig | str) -> Policy:
+    """The policy of ``config`` (a bare string: that spec with default options).
 
     ``scripted-faulty:grasp_offset=0.3,early_finish=0.1,seed=7`` is the expert with those faults
     at those rates (no rates: every fault at the default rate; see
-    :mod:`captain_ros.policy.expert.faults`). Options: ``base_url`` / ``model`` / ``timeout_s`` / ``max_tokens`` (openai; defaults from
+    :mod:`captain_ros.policy.expert.faults`). Options (:class:`PolicyConfig`): ``base_url`` / ``model`` / ``timeout_s`` / ``max_tokens`` (openai; defaults from
     ``$CAPTAIN_BASE_URL`` / ``$CAPTAIN_MODEL``), ``model_folder`` / ``max_new_tokens`` / ``device``
     / ``engine`` (``auto|llamacpp|transformers``) / ``grammar`` / ``threads`` (transformers: a local
     model; :mod:`captain_ros.policy.engines`), ``temperature`` (both).
     """
     from captain_ros.policy.students import expand_policy
 
-    spec, opts = expand_policy(spec, dict(options or {}))
+    cfg = expand_policy(PolicyConfig(config) if isinstance(config, str) else config)
+    spec = cfg.spec
     if spec == "scripted":
         from captain_ros.policy.scripted import ScriptedPolicy
 
@@ -45,33 +46,24 @@ def make_policy(spec: str, options: dict[str, Any] | None = None) -> Policy:
     if spec == "openai":
         from captain_ros.policy.chat_policies import OpenAIPolicy
 
-        kw = {
-            k: opts[k]
-            for k in ("timeout_s", "max_tokens", "temperature", "max_retries", "stream")
-            if opts.get(k) is not None
-        }
         return OpenAIPolicy(
-            opts.get("base_url") or os.environ.get("CAPTAIN_BASE_URL", "http://localhost:8000/v1"),
-            opts.get("model") or os.environ.get("CAPTAIN_MODEL", "default"),
-            **kw,
+            cfg.base_url or os.environ.get("CAPTAIN_BASE_URL", "http://localhost:8000/v1"),
+            cfg.model or os.environ.get("CAPTAIN_MODEL", "default"),
+            **cfg.given("timeout_s", "max_tokens", "temperature", "max_retries", "stream"),
         )
     if spec == "transformers":
         from captain_ros.policy.chat_policies import TransformersPolicy
 
-        kw = {
-            k: opts[k]
-            for k in (
-                "max_new_tokens",
-                "temperature",
-                "device",
-                "engine",
-                "grammar",
-                "threads",
-                "draft_tokens",
-            )
-            if opts.get(k) is not None
-        }
-        return TransformersPolicy(opts.get("model_folder") or "smollm2", **kw)
+        kw = cfg.given(
+            "max_new_tokens",
+            "temperature",
+            "device",
+            "engine",
+            "grammar",
+            "threads",
+            "draft_tokens",
+        )
+        return TransformersPolicy(cfg.model_folder or "smollm2", **kw)
     if spec.startswith("replay:"):
         from captain_ros.policy.replay import ReplayPolicy
 
@@ -87,7 +79,9 @@ def check_spec(spec: str) -> None:
     from captain_ros.policy.students import expand_policy, is_student_spec
 
     if is_student_spec(spec):
-        expand_policy(spec, {})  # an unknown student is refused here, listing the shipped ones
+        expand_policy(
+            PolicyConfig(spec)
+        )  # an unknown student is refused here, listing the shipped ones
         return
     if spec == "scripted-faulty" or spec.startswith("scripted-faulty:"):
         from captain_ros.policy.expert.faults import FaultSpec

@@ -21,11 +21,12 @@ import functools
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.policy.config import PolicyConfig
 from captain_ros.policy.engines.base import ModelFileError
 
 STUDENTS_DIR = Path(__file__).resolve().parents[1] / "data" / "students"
@@ -163,18 +164,16 @@ def is_student_spec(spec: str) -> bool:
     return spec == "student" or spec.startswith("student:")
 
 
-def expand_policy(spec: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """``student[:NAME]`` as the transformers policy on that student (llamacpp unless another
-    engine is asked for); any other spec unchanged."""
-    if not is_student_spec(spec):
-        return spec, options
-    student = get_student(spec.partition(":")[2] or DEFAULT)
-    opts = {**options, "model_folder": str(student.folder)}
-    if opts.get("engine") in (None, "", "auto"):
-        opts["engine"] = "llamacpp"
-    if opts["engine"] != "llamacpp":
+def expand_policy(config: PolicyConfig) -> PolicyConfig:
+    """``student[:NAME]`` as the transformers policy on that student's folder (llamacpp unless
+    another engine is asked for, which is refused); any other spec unchanged."""
+    if not is_student_spec(config.spec):
+        return config
+    student = get_student(config.spec.partition(":")[2] or DEFAULT)
+    engine = "llamacpp" if config.engine in (None, "", "auto") else config.engine
+    if engine != "llamacpp":
         raise InvalidArgumentError(
             f"the shipped student runs on the llamacpp engine, not "
-            f"{opts['engine']!r} (its adapter is a llama.cpp GGUF)"
+            f"{engine!r} (its adapter is a llama.cpp GGUF)"
         )
-    return "transformers", opts
+    return replace(config, spec="transformers", model_folder=str(student.folder), engine=engine)

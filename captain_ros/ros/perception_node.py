@@ -24,6 +24,8 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from captain_ros.core.result import Result
+from captain_ros.evaluation.config import EpisodeConfig
+from captain_ros.evaluation.episode import robot_service
 from captain_ros.perception.models import POINTERS, SEGMENTERS, PerceptionModels
 from captain_ros.ros import convert
 from captain_ros.ros.calls import IMAGE_SRV, PERCEPTION_CALL_SRV, CallServer
@@ -64,18 +66,9 @@ PARAMS = (
 
 
 def models_of(values: dict[str, Any]) -> PerceptionModels:
-    """The model selection of the node parameters (validated)."""
-    return PerceptionModels(
-        segmenter=values["segmenter"],
-        sam_folder=values["sam_folder"],
-        pointer=values["pointer"],
-        vlm_folder=values["vlm_folder"],
-        vlm_url=values["vlm_url"],
-        vlm_model=values["vlm_model"],
-        vlm_api_key_env=values["vlm_api_key_env"],
-        vlm_coords=values["vlm_coords"],
-        device=values["model_device"],
-    )
+    """The model selection of the node parameters (validated), as every front end's episode has
+    it (:meth:`~captain_ros.evaluation.config.EpisodeConfig.from_ros_parameters`)."""
+    return EpisodeConfig.from_ros_parameters(values).perception
 
 
 def models_problem(values: dict[str, Any]) -> str | None:
@@ -105,14 +98,14 @@ class PerceptionNode(Node):
         self.camera_pub = CameraPublisher(self, tuple(backend.spec.cameras))
 
     def reset(self) -> None:
-        """Fresh observation cache (after the robot node loaded a new scene)."""
-        from captain_ros.api.service import RobotService
+        """Fresh observation cache (after the robot node loaded a new scene); the models are
+        built once, in ``__init__``."""
         from captain_ros.perception.service import PerceptionService
 
         self.perception = PerceptionService(
             self.backend, segmenter=self._segmenter, pointer=self._pointer
         )
-        self.service = RobotService(self.backend, perception=self.perception)
+        self.service = robot_service(self.backend, motion=False, perception=self.perception)
 
     def _call(self, name: str, kwargs: dict[str, Any]) -> Result:
         result = self.service.call(name, kwargs)

@@ -41,15 +41,16 @@ from captain_ros.bags.messages import TRAJECTORY_TOPIC
 from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.core.result import FailureCategory, Result
-from captain_ros.evaluation.episode import SIM_BACKENDS, RuntimeObserver
+from captain_ros.evaluation.episode import SIM_BACKENDS, episode_setup
+from captain_ros.evaluation.observers import RuntimeObserver
 from captain_ros.harness.episode.observers import EpisodeObserver
 from captain_ros.harness.episode.profiles import PROFILES, resolve_profile
 from captain_ros.harness.episode.setup import EpisodeSetup
 from captain_ros.report.observer import ReportObserver
-from captain_ros.ros.access import confine
 from captain_ros.ros.calls import RosRobotCaller, call_sync
 from captain_ros.ros.credential import Signer, Verifier, load_key
 from captain_ros.ros.episode_glue import CancelObserver, GoalObserver, ServicePrivileged, StopWhen
+from captain_ros.ros.episode_goal import goal_config
 from captain_ros.ros.episode_window import EpisodeWindow
 from captain_ros.ros.estop import ESTOP_RESET_SRV, ESTOP_STATE_TOPIC, LATCHED_QOS
 from captain_ros.ros.liveness import Heartbeat, Liveness
@@ -251,54 +252,28 @@ class PolicyNode(Node):
         self, g: Any, goal_handle: Any, episode_id: str
     ) -> tuple[EpisodeSetup, GoalObserver]:
         """The goal's episode, assembled like every other front end's (raises on a bad goal)."""
-        from captain_ros.harness.episode import EpisodeOptions
-        from captain_ros.harness.episode.budgets import Budgets
         from captain_ros.policy.factory import make_policy
+        from captain_ros.policy.students import expand_policy
         from captain_ros.tasks import get_task
 
         backend = self._backend_name = self._robot_backend()
-        task = get_task(g.task, backend)  # a backend's own task names (robosuite's lift)
-        if g.seed < 0:
-            raise InvalidArgumentError(f"seed must be >= 0, got {g.seed}")
-        defaults = Budgets()
-        budgets = Budgets(
-            max_requests=g.max_requests or defaults.max_requests,
-            max_wall_s=g.max_wall_time_s or defaults.max_wall_s,
-            max_physical_actions=g.max_physical_actions or defaults.max_physical_actions,
-        )
-        policy_name = g.policy or self.p["policy"]
-        root = self.p["allowed_root"] or self.p["output_root"]
-        if g.policy.startswith(
-            "replay:"
-        ):  # a goal's file; the node's own parameter is the operator's
-            policy_name = "replay:" + str(confine(g.policy.split(":", 1)[1], root, "replay file"))
-        from captain_ros.policy.students import expand_policy
-
-        folder = self.p["model_folder"]
-        spec, opts = expand_policy(
-            policy_name,
-            {**({"model_folder": folder} if folder else {}), "engine": self.p["engine"]},
-        )
-        folder = opts.get("model_folder") or ""  # a shipped student's folder
-        policy = make_policy(spec, opts)
-        out_dir = (
-            confine(g.output_dir, root, "output_dir")
-            if g.output_dir
-            else Path(self.p["output_root"]) / episode_id
-        )
+        config = goal_config(g, self.p, backend, episode_id)  # raises on a bad goal
+        task = get_task(config.task, backend)  # a backend's own task names (robosuite's lift)
+        expanded = expand_policy(config.policy)  # a shipped student: its folder
+        policy = make_policy(expanded)
         watcher = GoalObserver(
             goal_handle,
             self.receipt_pub,
             self.privileged_pub,
             episode_id,
-            budgets.max_requests,
+            config.budgets.budgets().max_requests,
             self.trajectory_pub,
         )
         observers: list[EpisodeObserver] = [
             CancelObserver(lambda: goal_handle.is_cancel_requested),
             StopWhen(lambda: self._lost() and self._stop_label()),
             watcher,
-            ReportObserver(out_dir),
+            ReportObserver(Path(config.out_dir)),
             RuntimeObserver(policy),
         ]
         # a simulation's ground truth is mandatory: wait for its services (discovery after a
@@ -308,24 +283,16 @@ class PolicyNode(Node):
             raise InvalidArgumentError(
                 f"the {backend} robot node offers no privileged_state service"
             )
-        setup = EpisodeSetup(
-            task=task,
-            seed=int(g.seed),
-            robot=self.caller,
-            policy=policy,
-            out_dir=out_dir,
-            budgets=budgets,
-            options=EpisodeOptions(
-                policy_name=policy_name,
-                backend_name=backend,
-                profile=resolve_profile(self.p["profile"], folder or None),
-            ),
+        setup = episode_setup(
+            config,
+            self.caller,
+            policy,
+            profile=resolve_profile(config.profile, expanded.model_folder),
+            observers=observers,
             privileged=ServicePrivileged(self.privileged, self.snapshot, self._call)
             if sim
             else None,
             host_success=None if sim else self._emulated_host_success(task),
-            observers=observers,
-            overwrite=bool(self.p["overwrite_output"]),
         )
         setup.prepare()  # before the recorder opens its bag (it may write into the folder)
         return setup, watcher

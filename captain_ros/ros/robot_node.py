@@ -25,7 +25,9 @@ from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 
 import captain_ros.ros.arm_bridge  # noqa: F401 - registers the ROS 2 transport of backend ros_arm
-from captain_ros.backends.registry import GRAPH_ONLY, info, names
+from captain_ros.backends.registry import GRAPH_ONLY, names
+from captain_ros.evaluation.config import BackendConfig, EpisodeConfig
+from captain_ros.evaluation.episode import make_robot_backend, robot_service
 from captain_ros.ros.access import DEBUG_SERVICES, debug_services, episode_refusal
 from captain_ros.ros.calls import ROBOT_CALL_SRV, CallServer
 from captain_ros.ros.credential import Verifier, load_key
@@ -102,29 +104,14 @@ PARAMS = (
 )
 
 
-def scene_of(task: str, seed: int, backend: str | None = None) -> Any:
-    """The scene of ``task`` for ``seed`` (the robot node is where task names meet backends:
-    ``backend`` resolves its own task names, e.g. robosuite's ``lift``)."""
-    from captain_ros.tasks import get_task
-
-    return get_task(task, backend).sample(seed)
-
-
 def implemented_backends() -> tuple[str, ...]:
     return names(launched=True)
 
 
-def backend_options(values: dict[str, Any]) -> dict[str, Any]:
-    """``make_backend`` keyword options of the hardware backends from the node parameters."""
-    opts: dict[str, Any] = {}
-    if values["backend"] in HARDWARE_BACKENDS and values["backend_config"]:
-        opts["config"] = values["backend_config"]
-    if "can" in info(values["backend"]).rig_args:
-        if values["can"]:
-            opts["can"] = values["can"]
-        if values["emulate"]:
-            opts["emulate"] = True
-    return opts
+def backend_config(values: dict[str, Any]) -> BackendConfig:
+    """The backend of the node parameters (``backend`` and the rig's ``backend_config``, ``can``,
+    ``emulate``), as every front end's episode has it."""
+    return EpisodeConfig.from_ros_parameters(values).backend
 
 
 def has_ground_truth(backend: Any) -> bool:
@@ -207,12 +194,8 @@ class RobotNode(LifecycleNode):
                 continue
 
     def _configure(self, before: list[Any]) -> TransitionCallbackReturn:
-        from captain_ros.backends import make_backend
-
-        inner = self._injected or make_backend(
-            self.p["backend"],
-            scene_of(self.p["task"], int(self.p["seed"]), self.p["backend"]),
-            **backend_options(self.p),
+        inner = self._injected or make_robot_backend(
+            backend_config(self.p), self.p["task"], int(self.p["seed"])
         )
         # a latch from before a cleanup/configure cycle (a backend rebuild) is kept
         backend = self.backend = LockedBackend(inner, latched_reason=self._latched_reason)
@@ -347,21 +330,16 @@ class RobotNode(LifecycleNode):
     # --- scene ----------------------------------------------------------------------------------
     def _set_scene(self, task: str, seed: int) -> None:
         """Fresh motion service over the (new) backend; remember its initial snapshot."""
-        from captain_ros.api.service import RobotService
-        from captain_ros.motion import MotionService
-
         backend = self._backend()
         self.scene = (task, seed)
         try:
             self._initial = backend.snapshot()
         except Exception:  # noqa: BLE001 - hardware: no snapshots
             self._initial = None
-        self.service = RobotService(backend, motion=MotionService(backend))
+        self.service = robot_service(backend)  # motion; perception: the perception node
 
     def load_scene(self, task: str, seed: int) -> tuple[bool, str]:
         """Reset the current scene (same task and seed) or build another; ``(success, message)``."""
-        from captain_ros.backends import make_backend
-
         if (task, seed) == self.scene and self._initial is not None:
             backend = self._backend()
             with backend.lock:
@@ -374,10 +352,8 @@ class RobotNode(LifecycleNode):
             return False, f"this robot node hosts a fixed backend with scene {self.scene}"
         else:
             try:
-                new = make_backend(
-                    self.p["backend"],
-                    scene_of(task, seed, self.p["backend"]),
-                    **backend_options(self.p),
+                new = make_robot_backend(
+                    backend_config({**self.p, "task": task, "seed": seed}), task, seed
                 )
             except Exception as exc:  # noqa: BLE001 - unknown task, bad seed
                 return False, f"cannot load {task!r} seed {seed}: {exc}"

@@ -15,18 +15,19 @@ from tests.hardware.conftest import fresh_can
 
 @pytest.mark.slow
 def test_expert_pick_place_through_the_piper_backend(tmp_path: Path) -> None:
+    from captain_ros.evaluation.config import BackendConfig, EpisodeConfig, RecordingConfig
     from captain_ros.evaluation.episode import run_one
 
     s = run_one(
-        "pick_place",
-        3,
-        "scripted",
-        "piper",
-        tmp_path,
-        {
-            "backend_options": {"emulate": True, "can": fresh_can(), "image_size_px": 256},
-            "report": False,
-        },
+        EpisodeConfig(
+            "pick_place",
+            3,
+            str(tmp_path),
+            backend=BackendConfig(
+                "piper", {"emulate": True, "can": fresh_can(), "image_size_px": 256}
+            ),
+            recording=RecordingConfig(report=False),
+        )
     )
     assert s.outcome == "success_with_finish", s.to_dict()
     lines = [json.loads(x) for x in (tmp_path / "trajectory.jsonl").read_text().splitlines()]

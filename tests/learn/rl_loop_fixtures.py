@@ -37,16 +37,26 @@ class _Capture(Policy):
 
 def first_messages(tmp: Path) -> list[dict[str, Any]]:
     """The rendered messages of request 1 of a real fake-backend ``pick_place`` episode."""
+    from captain_ros.evaluation.config import (
+        BackendConfig,
+        BudgetConfig,
+        EpisodeConfig,
+        PolicyConfig,
+        RecordingConfig,
+    )
     from captain_ros.evaluation.episode import run_one
 
     cap = _Capture()
     run_one(
-        TASK,
-        3,
-        "capture",
-        "fake",
-        tmp / "capture",
-        {"record_bag": False, "report": False, "max_requests": 1},
+        EpisodeConfig(
+            TASK,
+            3,
+            str(tmp / "capture"),
+            policy=PolicyConfig("capture"),
+            backend=BackendConfig("fake"),
+            budgets=BudgetConfig(max_requests=1),
+            recording=RecordingConfig(bag=False, report=False),
+        ),
         policy=cap,
     )
     return cap.messages

@@ -46,19 +46,27 @@ def _key(control: bool) -> str:
 
 
 def _episode(tmp_path, stop: CriticEarlyStop, n: int = 14):
+    from captain_ros.evaluation.config import (
+        BackendConfig,
+        BudgetConfig,
+        EpisodeConfig,
+        PolicyConfig,
+        RecordingConfig,
+    )
     from captain_ros.evaluation.episode import local_setup
     from captain_ros.policy.replay import ReplayPolicy
 
     policy = ReplayPolicy([{"reasoning": "look", "code": "robot.observe()"}] * n)
-    setup, backend = local_setup(
+    config = EpisodeConfig(
         "pick_place",
         7,
-        "replay",
-        "fake",
-        tmp_path,
-        {"record_bag": False, "report": False, "max_requests": n},
-        policy=policy,
+        str(tmp_path),
+        policy=PolicyConfig("replay"),
+        backend=BackendConfig("fake"),
+        budgets=BudgetConfig(max_requests=n),
+        recording=RecordingConfig(bag=False, report=False),
     )
+    setup, backend = local_setup(config, policy=policy)
     setup.observers.append(stop)
     try:
         return setup.run()
@@ -223,9 +231,10 @@ def test_rollouts_run_with_the_prompt_profile_the_student_was_trained_with(tmp_p
     opts = RLOptions(policy_folder="student", critic="critic", tasks=("pick_place",), out="o")
     (tmp_path / "helpers").mkdir()
     (tmp_path / "helpers" / "sft_config.json").write_text(json.dumps({"profile": "helpers"}))
-    assert job_options(opts, str(tmp_path / "helpers"))["profile"] == "helpers"
-    assert job_options(opts, str(tmp_path))["profile"] == "default"  # a base model
-    assert job_options(opts, str(tmp_path))["budget_mode"] == "rl"
+    assert job_options(opts, str(tmp_path / "helpers")).profile == "helpers"
+    assert job_options(opts, str(tmp_path)).profile == "default"  # a base model
+    assert job_options(opts, str(tmp_path)).budgets.mode == "rl"
+    assert job_options(opts, str(tmp_path)).budgets.budgets().max_physical_actions == 120
 
 
 def test_pool_workers_exit_when_the_run_process_is_killed(tmp_path):

@@ -27,6 +27,7 @@ from captain_ros.harness import Budgets, load_history, read_records, run_episode
 from captain_ros.harness.episode.context import render  # noqa: E402
 from captain_ros.harness.episode.taskmd import SYSTEM_PROMPT  # noqa: E402
 from captain_ros.policy.chat_render import TOOL_NOTE  # noqa: E402
+from captain_ros.policy.config import PolicyConfig  # noqa: E402
 from captain_ros.policy.factory import make_policy  # noqa: E402
 from captain_ros.policy.replay import ReplayPolicy  # noqa: E402
 
@@ -92,8 +93,12 @@ def test_a_student_trained_on_an_episode_acts_in_the_harness(tmp_path, capsys):
     assert code == 0 and "student in" in capsys.readouterr().out
 
     policy = make_policy(
-        "transformers",
-        {"model_folder": str(tmp_path / "student"), "temperature": 0.0, "max_new_tokens": 300},
+        PolicyConfig(
+            "transformers",
+            model_folder=str(tmp_path / "student"),
+            temperature=0.0,
+            max_new_tokens=300,
+        )
     )
     _, robot = make_stack()
     student = run_episode(RedOnBlueTask(), 0, robot, policy, BUDGETS, tmp_path / "run")

@@ -83,6 +83,7 @@ def test_a_shipped_student_runs_as_policy_student(
     from captain_ros.core.errors import InvalidArgumentError
     from captain_ros.learn.export import ADAPTER_GGUF, export_adapter
     from captain_ros.policy import students
+    from captain_ros.policy.config import PolicyConfig
     from captain_ros.policy.engines import model_source
     from captain_ros.policy.engines.base import ModelFileError
     from captain_ros.policy.factory import check_spec, make_policy
@@ -121,10 +122,10 @@ def test_a_shipped_student_runs_as_policy_student(
     check_spec("student:tiny")
     with pytest.raises(InvalidArgumentError, match="shipped: tiny"):
         check_spec("student:nope")
-    spec, opts = students.expand_policy("student:tiny", {"engine": "auto"})
-    assert spec == "transformers" and opts == {"engine": "llamacpp", "model_folder": str(shipped)}
+    cfg = students.expand_policy(PolicyConfig("student:tiny", engine="auto"))
+    assert cfg == PolicyConfig("transformers", engine="llamacpp", model_folder=str(shipped))
     with pytest.raises(InvalidArgumentError, match="llamacpp"):
-        students.expand_policy("student:tiny", {"engine": "transformers"})
+        students.expand_policy(PolicyConfig("student:tiny", engine="transformers"))
     src = model_source(shipped)
     assert src.lora == shipped / ADAPTER_GGUF and src.gguf is not None and src.folder is None
     assert src.drafts == shipped / students.DRAFTS
@@ -132,7 +133,7 @@ def test_a_shipped_student_runs_as_policy_student(
     from captain_ros.harness.episode.profiles import resolve_profile
 
     assert resolve_profile(None, shipped) == "student"
-    policy = make_policy("student:tiny", {"max_new_tokens": 8, "temperature": 0.0, "threads": 1})
+    policy = make_policy(PolicyConfig("student:tiny", max_new_tokens=8, temperature=0.0, threads=1))
     try:
         assert policy.describe()["adapter"].endswith(ADAPTER_GGUF)
         drafter = policy.engine.drafter  # the corpus is searched from the first request

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from captain_ros.evaluation.config import BackendConfig
 from captain_ros.evaluation.episode import build_robot
 from captain_ros.harness.episode import EpisodeOptions, run_episode
 from captain_ros.harness.episode.budgets import Budgets
@@ -63,7 +64,7 @@ def record(
     profile: str = "default",
 ) -> Recorded:
     """Run one episode with a :class:`DecisionPointSource` (the robot stays open: close it)."""
-    task, bk, service = build_robot(task_name, seed, backend, backend_options)
+    task, bk, service = build_robot(task_name, seed, BackendConfig(backend, backend_options or {}))
     source = DecisionPointSource(service)
     cfg = session_config or SessionConfig(rng_seed=rng_seed)
     result = run_episode(

@@ -248,6 +248,7 @@ def test_expert_episode_through_ros_arm_against_the_driver_process(
     domain_id: int, tmp_path: Path, child_process
 ) -> None:
     """The issue's done-when: the driver in its own process, the episode through the bridge."""
+    from captain_ros.evaluation.config import BackendConfig, EpisodeConfig, RecordingConfig
     from captain_ros.evaluation.episode import run_one
 
     calib = tmp_path / "calib"
@@ -277,12 +278,13 @@ def test_expert_episode_through_ros_arm_against_the_driver_process(
         tmp_path / "arm.yaml", calib, domain_id, EPISODE_FEEDBACK_AGE_S, EPISODE_GOAL_TIMEOUT_S
     )
     s = run_one(
-        "pick_place",
-        3,
-        "scripted",
-        "ros_arm",
-        tmp_path / "ep",
-        {"backend_options": {"config": str(cfg)}, "report": False},
+        EpisodeConfig(
+            "pick_place",
+            3,
+            str(tmp_path / "ep"),
+            backend=BackendConfig("ros_arm", {"config": str(cfg)}),
+            recording=RecordingConfig(report=False),
+        )
     )
     assert s.outcome == "success_with_finish", (s.to_dict(), drv.output()[-2000:])
     lines = [json.loads(x) for x in (tmp_path / "ep" / "trajectory.jsonl").read_text().splitlines()]

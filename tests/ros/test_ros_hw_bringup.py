@@ -17,7 +17,11 @@ from captain_ros.bags.rosbag2 import summarize_bag
 from captain_ros.core.share import share_path
 from captain_ros.learn.data import build_dataset
 from captain_ros.ros.env import ros_environment
-from captain_ros.ros.robot_node import backend_options
+from captain_ros.ros.robot_node import backend_config
+
+
+def backend_options(values: dict[str, object]) -> dict[str, object]:
+    return dict(backend_config({"task": "pick_place", "seed": 0, **values}).options)
 
 
 def test_robot_node_parameters_map_to_backend_options() -> None:

@@ -31,6 +31,12 @@ from typing import Any
 import numpy as np
 
 from captain_ros.core.errors import InvalidArgumentError
+from captain_ros.evaluation.config import (
+    BackendConfig,
+    BudgetConfig,
+    EpisodeConfig,
+    RecordingConfig,
+)
 from captain_ros.harness.episode.profiles import resolve_profile
 from captain_ros.learn.credit import RunningStd, round_credit
 from captain_ros.learn.rl.batch import read_round, summarize_round
@@ -69,18 +75,19 @@ def _trainer_model(base: str, opts: RLOptions, device: str) -> Any:
     return get_peft_model(model, lora)
 
 
-def job_options(opts: RLOptions, base: str) -> dict[str, Any]:
-    """The episode options of every rollout: the RL budget, and the prompt profile the student in
-    ``base`` was trained with (CaPtain's format alignment: SFT rows, rollouts and deployment
-    share one input format)."""
-    return {
-        "profile": resolve_profile(None, base),
-        "budget_mode": "rl",
-        "max_requests": opts.max_requests,
-        "max_physical_actions": opts.max_physical_actions,
-        "record_bag": opts.bags,
-        "report": False,
-    }
+def job_options(opts: RLOptions, base: str) -> EpisodeConfig:
+    """The episode of every rollout (each job sets its task, seed and folder): the RL budget, and
+    the prompt profile the student in ``base`` was trained with (CaPtain's format alignment: SFT
+    rows, rollouts and deployment share one input format)."""
+    return EpisodeConfig(
+        task=opts.tasks[0],
+        backend=BackendConfig(opts.backend),
+        budgets=BudgetConfig(
+            "rl", max_requests=opts.max_requests, max_physical_actions=opts.max_physical_actions
+        ),
+        recording=RecordingConfig(bag=bool(opts.bags), report=False),
+        profile=resolve_profile(None, base),
+    )
 
 
 class RLRun:
@@ -178,7 +185,7 @@ class RLRun:
             str(self.out),
             o.max_new_tokens,
             "cuda" if self.device.startswith("cuda") else "cpu",
-            {k: v for k, v in opts_job.items() if v is not None},
+            opts_job,
             served=({"base_url": o.served_url, "model": o.served_model} if o.served_url else None),
             temperature=o.temperature,
             engine=o.engine,

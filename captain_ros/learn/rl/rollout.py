@@ -241,28 +241,22 @@ def _rollout_policy(rl: dict[str, Any]) -> Any:
 def run_rollout_job(job: dict[str, Any]) -> dict[str, Any]:
     """One rollout episode (plain dict in, the episode record's dict out).
 
-    ``job["options"]["rl"]`` holds ``base`` (model folder), ``adapter`` (published version folder),
+    ``job["options"]`` is the episode's
+    :meth:`~captain_ros.evaluation.config.EpisodeConfig.to_mapping` plus ``rl``, which holds ``base`` (model folder), ``adapter`` (published version folder),
     ``critic`` (critic folder or None), ``early_stop`` (bool), ``episode_key``, ``sample_seed``,
     ``max_new_tokens``, ``temperature``, ``device`` and optionally ``threads`` (torch or llama.cpp
     threads of this worker), ``engine`` (``transformers`` | ``llamacpp``) and ``served`` (``{"base_url", "model"}``: the student behind vLLM,
     :mod:`.served`, instead of the worker's in-process model).
     """
     worker_environment()
+    from captain_ros.evaluation.config import EpisodeConfig
     from captain_ros.evaluation.episode import local_setup
 
-    opts = dict(job.get("options") or {})
+    opts = dict(job["options"])
     rl = dict(opts.pop("rl"))
-    opts.setdefault("report", False)
+    config = EpisodeConfig.from_mapping(opts)
     policy = _rollout_policy(rl)
-    setup, backend = local_setup(
-        job["task"],
-        int(job["seed"]),
-        job.get("policy", "rl-student"),
-        job.get("backend", "mujoco"),
-        job["out_dir"],
-        opts,
-        policy=policy,
-    )
+    setup, backend = local_setup(config, policy=policy)
     stop = None
     if rl.get("critic"):
         folder = str(rl["critic"])

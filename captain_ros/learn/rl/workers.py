@@ -36,6 +36,7 @@ import numpy as np
 
 from captain_ros.core.episode_folder import EpisodeFiles, read_json_object
 from captain_ros.core.errors import RecordError
+from captain_ros.evaluation.config import BackendConfig, EpisodeConfig, PolicyConfig
 from captain_ros.evaluation.runner import (
     EpisodeJob,
     submit_local,
@@ -63,7 +64,9 @@ class JobSpec:
     out: str
     max_new_tokens: int = 256
     device: str = "cpu"
-    options: dict[str, Any] = field(default_factory=dict)
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+    """Every rollout's episode (budgets, profile, recording); each job sets its task, seed and
+    folder."""
     threads: int = 1
     served: dict[str, str] | None = None
     """``{"base_url", "model"}``: rollouts from a vLLM server (:mod:`.served`), not in-process."""
@@ -108,8 +111,20 @@ def _job(
     }
     if spec.served:
         rl["served"] = dict(spec.served)
+    episode = spec.episode.replace(
+        task=task,
+        seed=int(seed),
+        out_dir=str(out_dir),
+        policy=PolicyConfig("rl-student"),
+        backend=BackendConfig(spec.backend),
+    )
     return EpisodeJob(
-        task, int(seed), "rl-student", spec.backend, str(out_dir), {**spec.options, "rl": rl}
+        task,
+        int(seed),
+        "rl-student",
+        spec.backend,
+        str(out_dir),
+        {**episode.to_mapping(), "rl": rl},
     )
 
 

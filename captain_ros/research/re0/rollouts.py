@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.core.errors import CaptainError, InvalidArgumentError
+from captain_ros.evaluation.config import BackendConfig
 from captain_ros.evaluation.runner import EpisodeJob, run_local, worker_environment
 from captain_ros.harness.episode import EpisodeOptions, run_episode
 from captain_ros.harness.episode.budgets import Budgets
@@ -108,6 +109,11 @@ class EventSpec:
         return CHANNELS[self.channel]
 
 
+def noisy_backend(name: str, noise: dict[str, Any] | None) -> BackendConfig:
+    """Backend ``name`` with MuJoCo's stochastic mode ``noise`` (a NoiseDraw dict; None: none)."""
+    return BackendConfig(name, {"noise": noise} if noise else {})
+
+
 def draw_seed(event_id: str, xi: int, part: str) -> int:
     """The seed of draw ``xi`` of ``event_id`` for one part (``noise`` / ``policy``)."""
     h = hashlib.sha256(f"{event_id}|{xi}|{part}".encode()).digest()
@@ -131,9 +137,8 @@ def _point(spec: EventSpec) -> tuple[RecordedEpisode, Any, Any, Any, RobotPoint]
 
         release_points()  # one event at a time per worker: free the previous robot
         rec = RecordedEpisode.load(spec.source)
-        noise = rec.noted.get("noise")
         task, backend, service = build_robot(
-            rec.task, rec.seed, spec.backend, {"noise": noise} if noise else None
+            rec.task, rec.seed, noisy_backend(spec.backend, rec.noted.get("noise"))
         )
         try:
             point = rebuild_robot_side(rec, spec.t, service, task)
@@ -245,7 +250,7 @@ def student_job(job: dict[str, Any]) -> dict[str, Any]:
     opts = dict(job.get("options") or {})
     noise = opts.get("noise")
     task, backend, service = build_robot(
-        job["task"], int(job["seed"]), job["backend"], {"noise": noise} if noise else None
+        job["task"], int(job["seed"]), noisy_backend(job["backend"], noise)
     )
     try:
         student, teacher = make_seats(

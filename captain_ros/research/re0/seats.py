@@ -106,6 +106,7 @@ class ModelSeat(Policy):
     stateless = True
 
     def __init__(self, folder: str, options: Mapping[str, Any] | None = None) -> None:
+        from captain_ros.policy.config import PolicyConfig
         from captain_ros.policy.factory import make_policy
 
         opts = {
@@ -113,7 +114,7 @@ class ModelSeat(Policy):
             for k, v in dict(options or {}).items()
             if k in ("max_new_tokens", "temperature", "device", "engine", "threads")
         }
-        self.inner = make_policy("transformers", {**opts, "model_folder": folder})
+        self.inner = make_policy(PolicyConfig("transformers", model_folder=folder, **opts))
         self.chat = getattr(self.inner, "chat", None)
         self.name = f"{MODEL_PREFIX}{folder}"
 

@@ -143,7 +143,12 @@ def model_roles(kind: str, typed_revision: bool, options: dict[str, Any]) -> Rol
             **kw,
         )
     else:
-        policy = make_policy(kind, opts)
+        from dataclasses import fields
+
+        from captain_ros.policy.config import PolicyConfig
+
+        known = {f.name for f in fields(PolicyConfig)} - {"spec"}  # the roles' own keys aside
+        policy = make_policy(PolicyConfig(kind, **{k: v for k, v in opts.items() if k in known}))
     return RoleSet(
         ModelOrchestrator(policy, retries),
         ModelCoder(policy, retries),
