@@ -2,8 +2,8 @@
 
 Control: position actuators (PD, gravity-compensated links) track joint targets. One control tick
 (:meth:`MujocoBackend.servo`, e.g. 20 ms) runs ``duration_s / 2 ms`` physics substeps and reads the
-contact force of every arm after *each* substep; at the first substep over the guard the commanded
-arms hold their current position. The jaw moves while the backend is stepped.
+contact force of every arm after *each* substep (:mod:`.control`); at the first substep over the
+guard the commanded arms hold their current position. The jaw moves while the backend is stepped.
 
 Rig geometry (see ``scripts/generate_urdf.py``): table top at z = 0; arm base(s) on the table's rear edge
 (single arm at the origin, dual rig at y = +-0.25 m), facing +x. Head camera: single rig on a
@@ -34,6 +34,7 @@ from captain_ros.backends.mujoco import model as rigmodel
 from captain_ros.backends.mujoco import privileged
 from captain_ros.backends.mujoco import render as _render
 from captain_ros.backends.mujoco.contacts import ContactReader
+from captain_ros.backends.mujoco.control import guarded_substeps
 from captain_ros.backends.mujoco.kinematics import MujocoKinematics
 from captain_ros.backends.mujoco.model import site_pose
 from captain_ros.backends.mujoco.noise import BaseParams, NoiseDraw, NoiseState, switch_noise
@@ -259,50 +260,24 @@ class MujocoBackend(ArmTable[MujocoKinematics], SimState, Backend):
             )
         watched = [self._arm_list.index(self._arms[n]) for n in (cmd or self._arms)]
         n_sub = max(1, int(round(duration_s / m.opt.timestep)))
-        peak = 0.0
-        stopped = emergency = False
-        k = 0
-        stop_at = guard.baseline_n + guard.stop_force_n
-        fast = self._contacts._sensor_adr is not None
-        forces_of = (
-            self._contacts.arm_force_list
-            if fast
-            else (lambda dd: self._contacts.arm_forces_n(dd).tolist())
-        )
-        emergency_n = guard.emergency_force_n
-        last: list[float] | None = None
-        step = mujoco.mj_step
-        for k in range(1, n_sub + 1):  # noqa: B007 - k is reported
-            step(m, d)
-            if d.ncon == 0:
-                last = None
-                continue
-            last = forces_of(d)
-            if last is None:
-                continue
-            top = max(last)
-            if top > peak:
-                peak = top
-            if top > emergency_n:
-                stopped = emergency = True
-                self._hold(list(self._arms))
-                break
-            if max(last[i] for i in watched) > stop_at:
-                stopped = True
-                self._hold(list(cmd) or list(self._arms))
-                break
+        tick = guarded_substeps(m, d, self._contacts, n_sub, watched, guard)
+        if tick.emergency:
+            self._hold(list(self._arms))
+        elif tick.stopped:
+            self._hold(list(cmd) or list(self._arms))
         self._ticks += 1
         self._stale = True  # readings reflect the state after the last substep (see _fresh)
         self._invalidate()
+        last = tick.last_forces_n
         self._forces_cache = np.zeros(len(self._arm_list)) if last is None else np.array(last)
         self._forces_version = self._version
         self._update_held()
         return TickReport(
-            elapsed_s=k * m.opt.timestep,
-            substeps=k,
-            peak_force_n=peak,
-            stopped=stopped,
-            emergency=emergency,
+            elapsed_s=tick.substeps * m.opt.timestep,
+            substeps=tick.substeps,
+            peak_force_n=tick.peak_force_n,
+            stopped=tick.stopped,
+            emergency=tick.emergency,
             q_applied={n: self._targets[n].copy() for n in cmd},
         )
 

@@ -96,6 +96,11 @@ class ContactReader:
         net = self._select @ data.cfrc_ext[:, 3:]
         return np.sqrt(np.einsum("ij,ij->i", net, net))
 
+    @property
+    def sensed(self) -> bool:
+        """Whether the rig carries the per-arm contact sensors (:meth:`arm_force_list` reads them)."""
+        return self._sensor_adr is not None
+
     def arm_force_list(self, data: mujoco.MjData) -> list[float] | None:
         """Hot path of the per-substep guard: forces [N] per arm, or None when no arm touches
         anything (needs the rig's contact sensors)."""
