@@ -27,6 +27,7 @@ from captain_ros.backends.humanoid import measure, mjcf
 from captain_ros.backends.humanoid.bridge import HumanoidBridge
 from captain_ros.backends.humanoid.layouts import Layout, get_layout
 from captain_ros.backends.humanoid.locomotion import Locomotion, LocoState
+from captain_ros.backends.humanoid.monitor import copy_monitor, new_monitor, update_monitor
 from captain_ros.backends.humanoid.snapshot import HumanoidSnapshot
 from captain_ros.backends.humanoid.support import ArmRamp, posture
 from captain_ros.backends.humanoid.types import (
@@ -253,7 +254,7 @@ class MujocoHumanoidPair(HumanoidBridge):
             for _ in range(SUBSTEPS):
                 mujoco.mj_step(m, d)
             self.ticks += 1
-            self._update_monitor()
+            update_monitor(self._monitor, self.model, d, self.idx)
             for r, ri in self.idx.robots.items():
                 if (
                     not self._fallen[r]
@@ -287,34 +288,11 @@ class MujocoHumanoidPair(HumanoidBridge):
     def estopped(self) -> bool:
         return self._estop
 
-    # --- monitor / privileged --------------------------------------------------------------------
+    # --- monitor (:mod:`.monitor`) / privileged ----------------------------------------------------
     def reset_monitor(self) -> None:
-        self._monitor = {
-            "max_payload_tilt_rad": 0.0,
-            "min_payload_lowest_z_m": math.inf,
-            "max_robot_tilt_rad": {r: 0.0 for r in self.idx.robots},
-            "environment_contacts": [],
-            "min_palm_force_n": {r: math.inf for r in self.idx.robots},
-            "samples": 0,
-        }
-        self._update_monitor()
-
-    def _update_monitor(self) -> None:
-        mon = self._monitor
-        pos, _, rot = measure.payload_pose(self.data, self.idx)
-        mon["max_payload_tilt_rad"] = max(mon["max_payload_tilt_rad"], measure.tilt_rad(rot))
-        mon["min_payload_lowest_z_m"] = min(
-            mon["min_payload_lowest_z_m"], measure.lowest_z_m(pos, rot)
-        )
-        cs = measure.contacts(self.model, self.data, self.idx)
-        for r, ri in self.idx.robots.items():
-            mon["max_robot_tilt_rad"][r] = max(
-                mon["max_robot_tilt_rad"][r], measure.robot_tilt_rad(self.data, ri)
-            )
-            mon["min_palm_force_n"][r] = min(mon["min_palm_force_n"][r], sum(cs.palm_force_n[r]))
-        seen = set(mon["environment_contacts"])
-        mon["environment_contacts"] = sorted(seen | set(cs.environment))
-        mon["samples"] += 1
+        """Start the safety monitor (:mod:`.monitor`) again from the current state."""
+        self._monitor = new_monitor(self.idx.robots)
+        update_monitor(self._monitor, self.model, self.data, self.idx)
 
     def digest(self) -> str:
         """Hash of the full state (physics and controllers): equal digests = identical state."""
@@ -351,9 +329,7 @@ class MujocoHumanoidPair(HumanoidBridge):
             "robots": {r: self.state(r).to_dict() for r in self.idx.robots},
             "palm_force_n": {r: list(v) for r, v in cs.palm_force_n.items()},
             "environment_contacts": list(cs.environment),
-            "monitor": {
-                k: (dict(v) if isinstance(v, dict) else v) for k, v in self._monitor.items()
-            },
+            "monitor": copy_monitor(self._monitor),
             "estop": self._estop,
             "fallen": dict(self._fallen),
         }
@@ -379,10 +355,7 @@ class MujocoHumanoidPair(HumanoidBridge):
             dict(self._fallen),
             dict(self.rng.bit_generator.state),
             self.ticks,
-            {
-                k: (dict(v) if isinstance(v, dict) else (list(v) if isinstance(v, list) else v))
-                for k, v in self._monitor.items()
-            },
+            copy_monitor(self._monitor),
             self.digest(),
         )
 
@@ -401,8 +374,5 @@ class MujocoHumanoidPair(HumanoidBridge):
         self._fallen = dict(snapshot.fallen)
         self.rng.bit_generator.state = snapshot.rng_state
         self.ticks = snapshot.ticks
-        self._monitor = {
-            k: (dict(v) if isinstance(v, dict) else (list(v) if isinstance(v, list) else v))
-            for k, v in snapshot.monitor.items()
-        }
+        self._monitor = copy_monitor(snapshot.monitor)
         return self.digest()
