@@ -1,8 +1,9 @@
-"""Generate the AgileX PiPER descriptions (URDF + MJCF, single arm and dual rig) into the repository's
-top-level ``urdf/`` (installed to ``share/captain_ros/urdf``).
+"""Generate the AgileX PiPER descriptions (URDF + MJCF, single arm and dual rig) into the
+repository's top-level ``urdf/`` (installed to ``share/captain_ros/urdf``).
 
 Run ``python scripts/generate_urdf.py`` after changing a parameter; the generated files are
-committed. The published figures and the frame math are in ``scripts/piper_kinematics.py``.
+committed (``tests/test_urdf_generated.py`` checks that they match). The published figures and
+the frame math are in ``scripts/piper_kinematics.py``.
 
 Geometry is primitive (capsules/boxes); no vendor meshes are used.
 
@@ -19,6 +20,7 @@ rig puts "left" at y = +0.25 m and "right" at y = -0.25 m, both facing +x.
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -301,11 +303,15 @@ def urdf_rig(rig: str) -> str:
 """
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``generate_urdf.py [OUT_DIR]``: write both rigs (default: the repository's ``urdf/``)."""
+    args = sys.argv[1:] if argv is None else argv
+    out = Path(args[0]) if args else URDF_DIR
+    out.mkdir(parents=True, exist_ok=True)
     for rig in ARM_BASES:
-        (URDF_DIR / f"{rig}.xml").write_text(mjcf_rig(rig))
-        (URDF_DIR / f"{rig}.urdf").write_text(urdf_rig(rig))
-        print("wrote", rig)
+        (out / f"{rig}.xml").write_text(mjcf_rig(rig))
+        (out / f"{rig}.urdf").write_text(urdf_rig(rig))
+        print("wrote", rig, "to", out)
 
 
 if __name__ == "__main__":
