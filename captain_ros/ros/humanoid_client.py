@@ -35,7 +35,7 @@ from captain_ros.backends.humanoid.types import (
 from captain_ros.core.errors import CaptainError
 from captain_ros.ros.calls import call_sync
 from captain_ros.ros.estop import ESTOP_RESET_SRV, ESTOP_STATE_TOPIC, ESTOP_TRIGGER_SRV, LATCHED_QOS
-from captain_ros.ros.humanoid_node import PREFIX
+from captain_ros.ros.humanoid_params import PREFIX
 
 
 @dataclass(frozen=True)

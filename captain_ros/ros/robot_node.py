@@ -25,114 +25,26 @@ from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 
 import captain_ros.ros.arm_bridge  # noqa: F401 - registers the ROS 2 transport of backend ros_arm
-from captain_ros.backends.registry import GRAPH_ONLY, names
-from captain_ros.evaluation.config import BackendConfig, EpisodeConfig
-from captain_ros.evaluation.episode import make_robot_backend, robot_service
+from captain_ros.evaluation.episode import make_robot_backend
 from captain_ros.ros.access import DEBUG_SERVICES, debug_services, episode_refusal
 from captain_ros.ros.calls import ROBOT_CALL_SRV, CallServer
 from captain_ros.ros.credential import Verifier, load_key
 from captain_ros.ros.estop import EStopInterface
 from captain_ros.ros.liveness import Heartbeat, Liveness
 from captain_ros.ros.locked_backend import LockedBackend
-from captain_ros.ros.params import Param, declare
+from captain_ros.ros.params import declare
 from captain_ros.ros.publish_log import PublishLog
+from captain_ros.ros.robot_params import (
+    HARDWARE_BACKENDS,
+    PARAMS,
+    backend_config,
+    check_backend,
+    has_ground_truth,
+)
+from captain_ros.ros.scene_host import SceneHost
 from captain_ros.ros.secure import SecureCommands, unseal
 from captain_ros.ros.sim_services import SimServices
 from captain_ros.ros.state_publisher import StatePublisher
-
-KNOWN_BACKENDS = (*names(launched=True), *GRAPH_ONLY)
-HARDWARE_BACKENDS = names(hardware=True)
-"""No per-request ground truth through the graph (also when emulated): bags as on the real rig."""
-PARAMS = (
-    Param("backend", "mujoco", "Robot backend.", choices=KNOWN_BACKENDS),
-    Param("task", "pick_place", "Task whose scene the simulator loads (simulation backends)."),
-    Param("seed", 1000, "Scene seed of the task.", min_value=0),
-    Param(
-        "joint_state_rate_hz",
-        10.0,
-        "Rate of /joint_states, /tf and wrench [Hz] (applied at the next activate).",
-        1.0,
-        1000.0,
-        read_only=False,
-    ),
-    Param(
-        "camera_rate_hz",
-        0.0,
-        "Live camera preview rate [Hz]; 0: only observations are published "
-        "(by the perception node). Applied at the next activate.",
-        0.0,
-        60.0,
-        read_only=False,
-    ),
-    Param("cameras", "", "Comma-separated cameras to publish; empty = all."),
-    Param("publish_depth", True, "Also publish 32FC1 depth images [m]."),
-    Param(
-        "backend_config",
-        "",
-        "Rig config of a hardware backend ('' = its default: "
-        "config/piper.yaml for piper (config/piper_dual.yaml: the dual rig), config/xr1.yaml "
-        "for ros_arm).",
-    ),
-    Param("can", "", "piper: CAN interface(s), can0 or can0,can1 ('' = from the config)."),
-    Param("emulate", False, "piper: the CAN emulator with the task's scene instead of hardware."),
-    Param(
-        "require_episode",
-        True,
-        "Serve robot calls only for the active episode (its "
-        "episode_id); false: any caller (in-process tests, a bench without a policy node).",
-    ),
-    Param(
-        "active_episode",
-        "",
-        "The episode whose robot calls are served; the policy node sets "
-        "it for a goal's duration ('' = none).",
-        read_only=False,
-    ),
-    Param(
-        "key_file",
-        "",
-        "Secured graph: the deployment's key file (0600); robot calls, the "
-        "e-stop reset, snapshot/restore and load_scene then need its credential ('' = open "
-        "graph; docs/ros.md).",
-    ),
-    Param(
-        "debug_services",
-        False,
-        "Also serve snapshot/restore/load_scene on a real rig (never "
-        "privileged_state); simulations and emulated rigs always serve them.",
-    ),
-)
-
-
-def implemented_backends() -> tuple[str, ...]:
-    return names(launched=True)
-
-
-def backend_config(values: dict[str, Any]) -> BackendConfig:
-    """The backend of the node parameters (``backend`` and the rig's ``backend_config``, ``can``,
-    ``emulate``), as every front end's episode has it."""
-    return EpisodeConfig.from_ros_parameters(values).backend
-
-
-def has_ground_truth(backend: Any) -> bool:
-    """Whether a hardware backend is emulated and knows its world's ground truth (the PiPER
-    emulator, the simulated ROS arm driver); a real rig raises ``NotSupportedError``."""
-    from captain_ros.core.errors import NotSupportedError
-
-    try:
-        backend.privileged_state()
-    except NotSupportedError:
-        return False
-    return True
-
-
-def check_backend(values: dict[str, Any]) -> str | None:
-    if values["backend"] not in implemented_backends():
-        return (
-            f"backend {values['backend']!r} is not implemented yet; implemented: "
-            f"{', '.join(implemented_backends())}"
-        )
-    return None
 
 
 class RobotNode(LifecycleNode):
@@ -144,14 +56,11 @@ class RobotNode(LifecycleNode):
         super().__init__("captain_robot", **kwargs)
         self.p = declare(self, PARAMS, None if backend is not None else check_backend)
         self._injected = backend
-        self.backend: LockedBackend | None = None
-        self.service: Any = None
-        self._initial: Any = None
+        self.host = SceneHost(None if backend is not None else self._make)
         self.last_error = ""
         self.publish_log = PublishLog(self)  # what the state topics published (bag completeness)
-        self._latched_reason: str | None = None  # the e-stop latch across backend rebuilds
         self._timers: list[Any] = []
-        self.scene_listeners: list[Any] = []  # called after load_scene (e.g. perception reset)
+        self.scene_listeners = self.host.listeners  # called after load_scene (perception reset)
         self.call_group = MutuallyExclusiveCallbackGroup()
         self.pub_group = MutuallyExclusiveCallbackGroup()
         self.heartbeat = Heartbeat(self, "robot")
@@ -194,12 +103,9 @@ class RobotNode(LifecycleNode):
                 continue
 
     def _configure(self, before: list[Any]) -> TransitionCallbackReturn:
-        inner = self._injected or make_robot_backend(
-            backend_config(self.p), self.p["task"], int(self.p["seed"])
-        )
+        task, seed = self.p["task"], int(self.p["seed"])
         # a latch from before a cleanup/configure cycle (a backend rebuild) is kept
-        backend = self.backend = LockedBackend(inner, latched_reason=self._latched_reason)
-        self._set_scene(self.p["task"], int(self.p["seed"]))
+        backend = self.host.open(self._injected or self._make(task, seed), task, seed)
         spec = backend.spec
         names = [c.strip() for c in self.p["cameras"].split(",") if c.strip()]
         verifier = self._verifier()
@@ -315,57 +221,35 @@ class RobotNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def close_backend(self) -> None:
-        if self.backend is not None:
-            self._latched_reason = self.backend.latched_reason
-            if self._injected is None:
-                self.backend.close()
-        self.backend = None
+        self.host.close()
+
+    @property
+    def backend(self) -> LockedBackend | None:
+        return self.host.backend
+
+    @property
+    def service(self) -> Any:
+        return self.host.service
+
+    @property
+    def scene(self) -> tuple[str, int] | None:
+        return self.host.scene
 
     def _backend(self) -> LockedBackend:
-        """The configured backend (robot calls, scene loads and the e-stop state need one)."""
-        if self.backend is None:
-            raise RuntimeError("the robot node is not configured (no backend)")
-        return self.backend
+        return self.host.require()
 
     # --- scene ----------------------------------------------------------------------------------
-    def _set_scene(self, task: str, seed: int) -> None:
-        """Fresh motion service over the (new) backend; remember its initial snapshot."""
-        backend = self._backend()
-        self.scene = (task, seed)
-        try:
-            self._initial = backend.snapshot()
-        except Exception:  # noqa: BLE001 - hardware: no snapshots
-            self._initial = None
-        self.service = robot_service(backend)  # motion; perception: the perception node
+    def _make(self, task: str, seed: int) -> Any:
+        """The backend of ``task``/``seed`` with the node's backend parameters."""
+        config = backend_config({**self.p, "task": task, "seed": seed})
+        return make_robot_backend(config, task, seed)
 
     def load_scene(self, task: str, seed: int) -> tuple[bool, str]:
         """Reset the current scene (same task and seed) or build another; ``(success, message)``."""
-        if (task, seed) == self.scene and self._initial is not None:
-            backend = self._backend()
-            with backend.lock:
-                backend.restore(self._initial)
-                self._set_scene(task, seed)
-            message = "scene reset to its initial state"
-        elif (task, seed) == self.scene:
-            return True, "scene loaded (this backend has no snapshot to reset it)"
-        elif self._injected is not None:
-            return False, f"this robot node hosts a fixed backend with scene {self.scene}"
-        else:
-            try:
-                new = make_robot_backend(
-                    backend_config({**self.p, "task": task, "seed": seed}), task, seed
-                )
-            except Exception as exc:  # noqa: BLE001 - unknown task, bad seed
-                return False, f"cannot load {task!r} seed {seed}: {exc}"
-            backend = self._backend()
-            with backend.lock:
-                backend.swap(new)
-                self._set_scene(task, seed)
+        ok, message, swapped = self.host.load(task, seed)
+        if swapped:
             self._watch_latch()
-            message = f"loaded {task} seed {seed}"
-        for listener in self.scene_listeners:
-            listener()
-        return True, message
+        return ok, message
 
     # --- publishing -----------------------------------------------------------------------------
     def publish_state(self) -> None:
