@@ -125,6 +125,21 @@ class RecordingConfig:
         check_types(self, "recording")
 
 
+POLICY_FLAGS = tuple(
+    f.name for f in fields(PolicyConfig) if f.name not in ("spec", "max_retries", "stream")
+)
+"""The ``captain run | eval`` flags of :class:`PolicyConfig` (``--policy`` is its spec)."""
+PERCEPTION_FLAGS = (
+    "segmenter",
+    "sam_folder",
+    "pointer",
+    "vlm_folder",
+    "vlm_url",
+    "vlm_model",
+    "vlm_coords",
+)
+"""The perception flags (and node parameters) of :class:`PerceptionModels`."""
+
 SECTIONS: dict[str, type] = {
     "policy": PolicyConfig,
     "backend": BackendConfig,
@@ -211,39 +226,9 @@ class EpisodeConfig:
         def given(names: tuple[str, ...]) -> dict[str, Any]:
             return {n: getattr(ns, n) for n in names if getattr(ns, n, None) is not None}
 
-        policy = PolicyConfig(
-            getattr(ns, "policy", None) or "scripted",
-            **given(
-                (
-                    "base_url",
-                    "model",
-                    "model_folder",
-                    "max_tokens",
-                    "max_new_tokens",
-                    "temperature",
-                    "timeout_s",
-                    "device",
-                    "engine",
-                    "grammar",
-                    "threads",
-                    "draft_tokens",
-                )
-            ),
-        )
+        policy = PolicyConfig(getattr(ns, "policy", None) or "scripted", **given(POLICY_FLAGS))
         name = getattr(ns, "backend", None) or "mujoco"
-        perception = {
-            k: getattr(ns, k)
-            for k in (
-                "segmenter",
-                "sam_folder",
-                "pointer",
-                "vlm_folder",
-                "vlm_url",
-                "vlm_model",
-                "vlm_coords",
-            )
-            if getattr(ns, k, None)
-        }
+        perception = {k: getattr(ns, k) for k in PERCEPTION_FLAGS if getattr(ns, k, None)}
         top: dict[str, Any] = {
             "task": getattr(ns, "task", None) or "pick_place",
             "seed": 1000 if getattr(ns, "seed", None) is None else ns.seed,
@@ -272,20 +257,8 @@ class EpisodeConfig:
         an empty string is the default."""
         v = {k: x for k, x in values.items() if x != ""}
         name = str(v.get("backend", "mujoco"))
-        perception: dict[str, Any] = {
-            k: v[k]
-            for k in (
-                "segmenter",
-                "sam_folder",
-                "pointer",
-                "vlm_folder",
-                "vlm_url",
-                "vlm_model",
-                "vlm_api_key_env",
-                "vlm_coords",
-            )
-            if k in v
-        }
+        keys = (*PERCEPTION_FLAGS, "vlm_api_key_env")
+        perception: dict[str, Any] = {k: v[k] for k in keys if k in v}
         if "model_device" in v:
             perception["device"] = v["model_device"]
         policy = {k: v[k] for k in ("model_folder", "engine") if k in v}
@@ -307,10 +280,4 @@ class EpisodeConfig:
         )
 
 
-__all__ = [
-    "BackendConfig",
-    "BudgetConfig",
-    "EpisodeConfig",
-    "PolicyConfig",
-    "RecordingConfig",
-]
+__all__ = ["BackendConfig", "BudgetConfig", "EpisodeConfig", "PolicyConfig", "RecordingConfig"]
