@@ -15,6 +15,7 @@ import argparse
 from pathlib import Path
 
 from captain_ros.evaluation import compare, wilson_interval
+from captain_ros.evaluation.config import EpisodeConfig, PolicyConfig, RecordingConfig
 from captain_ros.evaluation.runner import evaluate, make_jobs, parse_seeds
 from captain_ros.harness.record.episode_record import EpisodeRecord
 
@@ -36,7 +37,12 @@ def main() -> int:
     for name, policy in POLICIES.items():
         out = Path(args.out) / name
         # no bags or reports: an evaluation keeps every episode's summary and trajectory
-        jobs = make_jobs([args.task], seeds, policy, "mujoco", out, {"record_bag": False})
+        config = EpisodeConfig(  # the seeds' jobs differ only by seed and folder
+            args.task,
+            policy=PolicyConfig(policy),
+            recording=RecordingConfig(bag=False, report=False),
+        )
+        jobs = make_jobs([args.task], seeds, out, config)
         report = evaluate(jobs, out, workers=args.workers)  # writes eval.json and eval.png
         runs[name] = [EpisodeRecord.from_dict(e) for e in report["episodes"]]
         strict = report["overall"]["strict_success"]
