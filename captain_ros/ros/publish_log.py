@@ -8,22 +8,22 @@ time window. At the end of an episode the policy node asks every node for its co
 episode's window and hands them to the recorder with the ``end`` event, so the recorder knows
 when its bag is complete and says so when it is not.
 
-Memory is bounded: stamps older than ``keep_s`` are dropped (an episode is far shorter).
+Memory is bounded: stamps older than ``keep_s`` are dropped (an episode is far shorter), and the
+rest are kept as 8-byte integers (:class:`~captain_ros.bags.stamp_log.StampLog`).
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import threading
 import time
-from collections import deque
 from typing import Any
 
 from captain_ros_interfaces.srv import PublishedCounts
 from rclpy.node import Node
 
 from captain_ros.bags.episodes import stamp_of_message
+from captain_ros.bags.stamp_log import StampLog
 
 KEEP_S = 3600.0
 
@@ -51,7 +51,7 @@ class PublishLog:
     def __init__(self, node: Node, keep_s: float = KEEP_S, callback_group: Any = None) -> None:
         self.node = node
         self.keep_ns = int(keep_s * 1e9)
-        self._stamps: dict[str, deque[int]] = {}
+        self._stamps = StampLog(self.keep_ns)
         self._lock = threading.Lock()
         self.srv = node.create_service(
             PublishedCounts,
@@ -68,24 +68,12 @@ class PublishLog:
 
     def record(self, topic: str, stamp_ns: int) -> None:
         with self._lock:
-            d = self._stamps.setdefault(topic, deque())
-            if d and stamp_ns < d[-1]:  # out of order (another thread): keep the deque sorted
-                bisect.insort(d, stamp_ns)
-            else:
-                d.append(stamp_ns)
-            while d and d[0] < stamp_ns - self.keep_ns:
-                d.popleft()
+            self._stamps.record(topic, stamp_ns)
 
     def counts(self, start_ns: int, end_ns: int) -> dict[str, int]:
         """Messages per topic published in ``[start_ns, end_ns]``."""
         with self._lock:
-            out = {}
-            for topic, d in self._stamps.items():
-                stamps = list(d)
-                n = bisect.bisect_right(stamps, end_ns) - bisect.bisect_left(stamps, start_ns)
-                if n:
-                    out[topic] = n
-            return out
+            return self._stamps.counts(start_ns, end_ns)
 
     def _on_counts(
         self, req: PublishedCounts.Request, resp: PublishedCounts.Response
