@@ -132,7 +132,7 @@ def test_params_lifecycle_nodes_and_services(graph: tuple[RosCli, Path]) -> None
     "fields, reason",
     [
         ({"task": "nosuch", "seed": 1}, "unknown task 'nosuch'"),
-        ({"task": "pick_place", "seed": -5}, "seed must be >= 0"),
+        ({"task": "pick_place", "seed": -5}, "seed must be a non-negative int"),
         ({"task": "pick_place", "seed": 3, "policy": "nosuchpolicy"}, "nosuchpolicy"),
     ],
 )
