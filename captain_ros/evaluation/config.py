@@ -4,7 +4,7 @@ Every front end maps onto it: ``captain run | eval`` flags (:meth:`EpisodeConfig
 ROS node parameters (:meth:`EpisodeConfig.from_ros_parameters`) and the plain mapping an
 evaluation or RL worker receives across a process boundary (:meth:`EpisodeConfig.from_mapping`,
 the inverse of :meth:`EpisodeConfig.to_mapping`). The composition root
-(:mod:`captain_ros.evaluation.compose`) builds the episode from it.
+(:mod:`captain_ros.evaluation.episode`) builds the episode from it.
 
 The groups: :class:`PolicyConfig` (the policy spec and its engine options), :class:`BackendConfig`
 (the backend and its ``make_backend`` options), :class:`BudgetConfig`,
