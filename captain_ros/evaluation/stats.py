@@ -15,8 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from scipy.stats import norm
+from statistics import NormalDist
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,7 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Proport
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if n == 0:
         return Proportion(0, 0, 0.0, 0.0, 1.0, confidence)
-    z = float(norm.ppf(0.5 + confidence / 2.0))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)  # stdlib: no scipy in every process
     p = successes / n
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
