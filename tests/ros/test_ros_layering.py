@@ -54,3 +54,17 @@ def test_ros_layer_really_needs_rclpy():
     code = "import sys; sys.modules['rclpy'] = None\nimport captain_ros.ros.robot_node"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "rclpy" in proc.stderr
+
+
+def test_the_node_processes_import_no_learning_or_statistics_stack() -> None:
+    """The robot stack and the recorder stay light: the composition root once made the robot
+    process import ``scipy.stats`` through the evaluation package (+44 MiB at start)."""
+    heavy = ["scipy.stats", "torch", "transformers", "llama_cpp", "ray", "matplotlib", "pandas"]
+    code = (
+        "import sys\n"
+        "import captain_ros.ros.robot_stack, captain_ros.ros.recorder_node\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]", proc.stdout
