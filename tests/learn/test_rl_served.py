@@ -178,16 +178,31 @@ def test_a_server_without_runtime_lora_is_one_clear_error(tmp_path: Path) -> Non
 
 
 def job(tmp_path: Path, url: str, adapter: Path, requests: int = 3) -> dict:
-    return {
+    from captain_ros.evaluation.config import (
+        BackendConfig,
+        BudgetConfig,
+        EpisodeConfig,
+        PolicyConfig,
+        RecordingConfig,
+    )
+
+    episode = EpisodeConfig(
+        task="pick_place",
+        seed=7,
+        out_dir=str(tmp_path / "ep"),
+        policy=PolicyConfig("rl-student"),
+        backend=BackendConfig("fake"),
+        budgets=BudgetConfig(max_requests=requests),
+        recording=RecordingConfig(bag=False, report=False),
+    )
+    return {  # the wire form of learn/rl/workers.py: the episode's to_mapping() plus "rl"
         "task": "pick_place",
         "seed": 7,
         "policy": "rl-student",
         "backend": "fake",
         "out_dir": str(tmp_path / "ep"),
         "options": {
-            "record_bag": False,
-            "report": False,
-            "max_requests": requests,
+            **episode.to_mapping(),
             "rl": {
                 "base": "unused",
                 "adapter": str(adapter),
