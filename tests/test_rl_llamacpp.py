@@ -91,12 +91,30 @@ def test_a_rollout_job_samples_with_llamacpp_in_the_harness(tmp_path):
         "threads": 1,
         "engine": "llamacpp",
     }
+    from captain_ros.evaluation.config import (
+        BackendConfig,
+        BudgetConfig,
+        EpisodeConfig,
+        PolicyConfig,
+        RecordingConfig,
+    )
+
+    episode = EpisodeConfig(  # the workers' wire form: the episode's to_mapping() plus rl
+        task="pick_place",
+        seed=3,
+        out_dir=str(tmp_path / "ep"),
+        policy=PolicyConfig("rl-student"),
+        backend=BackendConfig("fake"),
+        budgets=BudgetConfig(max_requests=2),
+        recording=RecordingConfig(bag=False),
+        profile="student",
+    )
     job = {
         "task": "pick_place",
         "seed": 3,
         "backend": "fake",
         "out_dir": str(tmp_path / "ep"),
-        "options": {"record_bag": False, "max_requests": 2, "profile": "student", "rl": rl},
+        "options": {**episode.to_mapping(), "rl": rl},
     }
     record = run_rollout_job(job)
     data = json.loads((tmp_path / "ep" / "rollout.json").read_text())
