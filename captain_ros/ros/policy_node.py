@@ -49,7 +49,7 @@ from captain_ros.ros.policy_params import PARAMS, ROBOT_HEARTBEAT_WAIT_S
 from captain_ros.ros.publish_log import PublishLog
 from captain_ros.ros.qos import FEEDBACK_QOS
 from captain_ros.ros.recorder_watch import RecorderWatch
-from captain_ros.ros.robot_link import RobotLink
+from captain_ros.ros.robot_link import NO_BACKEND, RobotLink
 from captain_ros.ros.robot_params import HARDWARE_BACKENDS
 
 
@@ -156,7 +156,7 @@ class PolicyNode(Node):
         from captain_ros.policy.students import expand_policy
         from captain_ros.tasks import get_task
 
-        backend = self._backend_name = self.robot.backend()
+        backend = self._backend_name
         config = goal_config(g, self.p, backend, episode_id)  # raises on a bad goal
         task = get_task(config.task, backend)  # a backend's own task names (robosuite's lift)
         expanded = expand_policy(config.policy)  # a shipped student: its folder
@@ -202,6 +202,9 @@ class PolicyNode(Node):
                 "the e-stop is latched: an operator must "
                 f"release it with {ESTOP_RESET_SRV} before a new episode",
             )
+        self._backend_name = self.robot.backend()
+        if self._backend_name == "unknown":  # a goal's task names are the backend's (lift)
+            return self._abort(goal_handle, res, "robot_not_ready", NO_BACKEND)
         try:
             setup, watcher = self._setup(g, goal_handle, episode_id)
         except Exception as exc:  # noqa: BLE001 - a bad goal aborts with a reason

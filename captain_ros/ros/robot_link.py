@@ -84,11 +84,18 @@ def set_active_episode(params: Any, episode_id: str) -> bool:
     return reply is not None and all(r.successful for r in reply.results)
 
 
+NO_BACKEND = (
+    "the robot node did not say which backend it runs (its backend parameter); nothing was executed"
+)
+"""Why a goal is refused when :func:`robot_backend` is ``unknown`` (a goal's task names are the
+backend's: robosuite's ``lift``)."""
+
+
 def robot_backend(params: Any) -> str:
     """The robot node's ``backend`` parameter (what the record names as backend)."""
     if not params.wait_for_services(timeout_sec=10.0):
         return "unknown"
-    reply = _reply(params.get_parameters(["backend"]), 2.0)
+    reply = _reply(params.get_parameters(["backend"]), 10.0)  # 2 s missed under load (CI)
     if reply is None or not reply.values:
         return "unknown"
     return str(reply.values[0].string_value or "unknown")
