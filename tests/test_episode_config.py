@@ -201,7 +201,8 @@ def test_a_goal_maps_onto_the_config_with_the_node_parameters(tmp_path: Path) ->
     budgets = cfg.budgets.budgets()
     assert (budgets.max_requests, budgets.max_physical_actions) == (60, 7)  # 0: the default
     # a robot node that did not answer: the scene load refuses the goal, not the config
-    assert goal_config(goal, params, "unknown", "e").backend == BackendConfig("mujoco")
+    with pytest.raises(UnknownNameError):  # the policy node refuses it first (robot_not_ready)
+        goal_config(goal, params, "unknown", "e")
     with pytest.raises(InvalidArgumentError, match="seed must be a non-negative int"):
         goal_config(SimpleNamespace(**{**goal.__dict__, "seed": -1}), params, "fake", "e")
     with pytest.raises(UnknownNameError):

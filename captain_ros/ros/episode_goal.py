@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from captain_ros.backends.registry import BACKENDS
 from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.core.result import FailureCategory, Result
 from captain_ros.evaluation.config import BudgetConfig, EpisodeConfig
@@ -35,9 +34,9 @@ def goal_config(
     goal: Any, params: Mapping[str, Any], backend: str, episode_id: str
 ) -> EpisodeConfig:
     """The episode of ``goal`` (``params``: the policy node's parameters; ``backend``: the robot
-    node's; ``episode_id``: the folder name under ``output_root`` when the goal names none). A
-    robot node that did not answer (``unknown``) leaves the default backend here: the goal is then
-    refused by its scene load (``scene_not_loaded``), as before any config existed."""
+    node's, which the policy node has already checked is known; ``episode_id``: the folder name
+    under ``output_root`` when the goal names none). An unregistered backend raises
+    ``UnknownNameError``."""
     root = params["allowed_root"] or params["output_root"]
     policy = goal.policy or params["policy"]
     if goal.policy.startswith("replay:"):  # a goal's file; the node's own parameter is trusted
@@ -53,7 +52,7 @@ def goal_config(
             "policy": policy,
             "task": goal.task,
             "seed": int(goal.seed),
-            "backend": backend if backend in BACKENDS else "mujoco",
+            "backend": backend,
             "output_dir": str(out_dir),
         }
     )

@@ -149,14 +149,13 @@ class PolicyNode(Node):
         return res
 
     def _setup(
-        self, g: Any, goal_handle: Any, episode_id: str
+        self, g: Any, goal_handle: Any, episode_id: str, backend: str
     ) -> tuple[EpisodeSetup, GoalObserver]:
         """The goal's episode, assembled like every other front end's (raises on a bad goal)."""
         from captain_ros.policy.factory import make_policy
         from captain_ros.policy.students import expand_policy
         from captain_ros.tasks import get_task
 
-        backend = self._backend_name
         config = goal_config(g, self.p, backend, episode_id)  # raises on a bad goal
         task = get_task(config.task, backend)  # a backend's own task names (robosuite's lift)
         expanded = expand_policy(config.policy)  # a shipped student: its folder
@@ -206,7 +205,7 @@ class PolicyNode(Node):
         if self._backend_name == "unknown":  # a goal's task names are the backend's (lift)
             return self._abort(goal_handle, res, "robot_not_ready", NO_BACKEND)
         try:
-            setup, watcher = self._setup(g, goal_handle, episode_id)
+            setup, watcher = self._setup(g, goal_handle, episode_id, self._backend_name)
         except Exception as exc:  # noqa: BLE001 - a bad goal aborts with a reason
             return self._abort(goal_handle, res, "invalid_goal", str(exc))
         loaded = self.robot.load_scene(self._backend_name in HARDWARE_BACKENDS, g.task, int(g.seed))
