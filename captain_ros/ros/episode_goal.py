@@ -1,6 +1,6 @@
-"""A ``RunEpisode`` goal as an :class:`~captain_ros.evaluation.config.EpisodeConfig`, and its
-result (no rclpy: the goal and result are read and set by attribute, so plain objects stand in
-for the messages in tests).
+"""A ``RunEpisode`` goal as an :class:`~captain_ros.evaluation.config.EpisodeConfig` (no rclpy: the
+goal is read by attribute, so plain objects stand in for the message in tests; its answer is
+:mod:`captain_ros.ros.goal_answer`).
 
 The goal's empty fields are the policy node's parameters (its ``policy``, ``output_root``) and
 zero budgets are the defaults; a goal's ``output_dir`` and ``replay:FILE`` must lie under the
@@ -10,17 +10,12 @@ validated by the config, once.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from captain_ros.core.episode_folder import EpisodeFiles
-from captain_ros.core.result import FailureCategory, Result
 from captain_ros.evaluation.config import BudgetConfig, EpisodeConfig
-from captain_ros.harness.record.episode_record import EpisodeRecord
 from captain_ros.ros.access import confine
 
 
@@ -62,45 +57,4 @@ def goal_config(
             max_wall_s=goal.max_wall_time_s or None,
             max_physical_actions=goal.max_physical_actions or None,
         )
-    )
-
-
-def call_refusal(name: str, canceled: bool, lost: str | None) -> Result | None:
-    """The refusal of a robot call once the goal was canceled or its robot lost (None: serve)."""
-    if canceled:
-        return Result.fail(
-            FailureCategory.BUDGET_EXHAUSTED,
-            f"{name}: the episode was canceled by the operator; nothing was "
-            "executed. Stop issuing robot calls.",
-        )
-    if lost is not None:
-        return Result.fail(
-            FailureCategory.HARDWARE,
-            f"{name}: {lost}; nothing was executed. "
-            "The episode is ending: stop issuing robot calls.",
-        )
-    return None
-
-
-def fill_result(
-    res: Any, record: EpisodeRecord, failures: Any, bag: Any, lost: str | None, out_dir: Path
-) -> None:
-    """Set the goal's result ``res`` from the episode ``record``, its failures and its ``bag``
-    (the recorder's path, completeness and status, also written into the folder's summary);
-    ``lost``: why the episode ended early (the summary's ``error``)."""
-    res.host_success, res.strict_success = record.host_success, record.strict_success
-    res.requests, res.calls = record.requests, record.robot_calls
-    res.physical_actions, res.wall_time_s = record.physical_actions, record.wall_s
-    res.failures = failures
-    res.bag_path, res.bag_complete, res.bag_status = bag.path, bag.complete, bag.status
-    if bag.path:
-        record = replace(
-            record,
-            bag_path=bag.path,
-            bag_complete=bag.complete,
-            extra={**record.extra, "bag_status": bag.status},
-        )
-        record.write(EpisodeFiles(out_dir).summary)
-    res.summary_json = json.dumps(
-        {**record.to_dict(), **({"error": lost} if lost else {})}, default=str
     )

@@ -17,39 +17,41 @@ session is closed and the goal ends as canceled with the partial counts.
 
 from __future__ import annotations
 
-import json
-import threading
-from pathlib import Path
 from typing import Any
 
 from captain_ros_interfaces.action import RunEpisode
-from captain_ros_interfaces.msg import EpisodeEvent, Receipt
+from captain_ros_interfaces.msg import EpisodeEvent
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from std_msgs.msg import Bool, String
+from std_msgs.msg import Bool
 
-from captain_ros.bags.messages import TRAJECTORY_TOPIC
-from captain_ros.core.result import Result
-from captain_ros.evaluation.episode import episode_setup
-from captain_ros.evaluation.observers import RuntimeObserver
-from captain_ros.harness.episode.observers import EpisodeObserver
-from captain_ros.harness.episode.profiles import resolve_profile
 from captain_ros.harness.episode.setup import EpisodeSetup
-from captain_ros.report.observer import ReportObserver
 from captain_ros.ros.calls import RosRobotCaller, call_sync
 from captain_ros.ros.credential import Signer, Verifier, load_key
-from captain_ros.ros.episode_glue import CancelObserver, GoalObserver, StopWhen
-from captain_ros.ros.episode_goal import call_refusal, fill_result, goal_config, new_episode_id
+from captain_ros.ros.episode_glue import GoalObserver
+from captain_ros.ros.episode_goal import new_episode_id
 from captain_ros.ros.episode_window import EpisodeWindow
 from captain_ros.ros.estop import ESTOP_RESET_SRV, ESTOP_STATE_TOPIC, LATCHED_QOS
+from captain_ros.ros.goal_answer import (
+    NO_BACKEND,
+    Refusal,
+    estop_latched,
+    fill_result,
+    outcome_label,
+    refuse,
+    settle,
+    unauthenticated,
+)
+from captain_ros.ros.goal_episode import GoalEpisodes
+from captain_ros.ros.goal_slot import GoalSlot
 from captain_ros.ros.liveness import Heartbeat, Liveness
 from captain_ros.ros.params import declare
-from captain_ros.ros.policy_params import PARAMS, ROBOT_HEARTBEAT_WAIT_S
+from captain_ros.ros.policy_params import PARAMS
 from captain_ros.ros.publish_log import PublishLog
 from captain_ros.ros.qos import FEEDBACK_QOS
 from captain_ros.ros.recorder_watch import RecorderWatch
-from captain_ros.ros.robot_link import NO_BACKEND, RobotLink
+from captain_ros.ros.robot_link import RobotLink
 from captain_ros.ros.robot_params import HARDWARE_BACKENDS
 
 
@@ -61,31 +63,26 @@ class PolicyNode(Node):
         self.p = declare(self, PARAMS)
         group = ReentrantCallbackGroup()
         self.publish_log = PublishLog(self, callback_group=group)
-        self.receipt_pub = self.publish_log.publisher(Receipt, "/captain/receipts", 1000)
         self.event_pub = self.publish_log.publisher(EpisodeEvent, "/captain/episode_events", 100)
         self.window = EpisodeWindow(self, self.event_pub, self.publish_log)
-        self.privileged_pub = self.publish_log.publisher(String, "/captain/privileged", 1000)
-        self.trajectory_pub = self.publish_log.publisher(String, TRAJECTORY_TOPIC, 1000)
         self.heartbeat = Heartbeat(self, "policy")
         self.robot_alive = Liveness(self, "robot", group)
-        self._robot_instance = ""  # the robot process the running episode started with
-        self._stopping = threading.Event()  # set by stop(): this process is shutting down
-        self.caller = RosRobotCaller(self, self.p["call_timeout_s"], group, give_up=self._lost)
+        self.goals = GoalSlot(self.robot_alive.lost_since)
+        self.caller = RosRobotCaller(self, self.p["call_timeout_s"], group, give_up=self.goals.lost)
         self.verifier: Verifier | None = None
         signer = None
         if self.p["key_file"]:  # the secured graph: checked goals, signed commands
             key = load_key(self.p["key_file"])
             self.verifier, self.caller.signer, signer = Verifier(key), Signer(key), Signer(key)
         self.robot = RobotLink(self, group, signer)
-        self.privileged, self.snapshot = self.robot.privileged, self.robot.snapshot
+        self.episodes = GoalEpisodes(
+            self.publish_log, self.p, self.caller, self.robot, self.goals.stop_reason, self._call
+        )
         self.recorder = RecorderWatch(self, self.p["bag_wait_s"], group, self.p["expect_recorder"])
         self.estop_latched = False
         self.create_subscription(
             Bool, ESTOP_STATE_TOPIC, self._on_estop_state, LATCHED_QOS, callback_group=group
         )
-        self._busy = threading.Lock()
-        self._goal: Any = None
-        self._backend_name = "unknown"
         self.server = ActionServer(
             self,
             RunEpisode,
@@ -101,147 +98,65 @@ class PolicyNode(Node):
         self.estop_latched = bool(msg.data)
 
     def _on_goal(self, goal: RunEpisode.Goal) -> GoalResponse:
-        return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
-
-    def _refuse_when_canceled(self, name: str, kwargs: dict[str, Any]) -> Result | None:
-        canceled = self._goal is not None and self._goal.is_cancel_requested
-        return call_refusal(name, canceled, None if canceled else self._lost())
-
-    def _lost(self) -> str | None:
-        """Why the running episode cannot go on: its robot process died (or was replaced by a
-        respawn), or this node is shutting down; None while it can."""
-        if self._stopping.is_set():
-            return "the policy node is shutting down"
-        if self._goal is None:
-            return None
-        return self.robot_alive.lost_since(self._robot_instance)
+        return GoalResponse.REJECT if self.goals.busy.locked() else GoalResponse.ACCEPT
 
     def _call(self, client: Any, request: Any, timeout_s: float) -> Any:
         """``call_sync`` that stops waiting once the episode is lost (a dead robot process
         never answers; a respawned one never saw the request)."""
-        return call_sync(client, request, timeout_s, give_up=lambda: self._lost() is not None)
+        return call_sync(client, request, timeout_s, give_up=lambda: self.goals.lost() is not None)
 
     def stop(self) -> None:
         """Shutting down (SIGINT/SIGTERM): the running episode ends at once, its calls in flight
         stop waiting, and the goal is answered (``node_shutdown``)."""
-        self._stopping.set()
+        self.goals.stop()
 
     # --- episode -------------------------------------------------------------------------------
     def _execute(self, goal_handle: Any) -> RunEpisode.Result:
         if self.verifier is not None:
             why = self.verifier.check_goal(goal_handle.request, bytes(goal_handle.goal_id.uuid))
             if why is not None:
-                return self._abort(
-                    goal_handle,
-                    RunEpisode.Result(),
-                    "unauthenticated",
-                    f"goal refused: {why}; nothing was executed",
-                )
-        with self._busy:
+                return self._refuse(goal_handle, RunEpisode.Result(), unauthenticated(why))
+        with self.goals.busy:
             return self._run(goal_handle)
 
-    def _abort(
-        self, goal_handle: Any, res: RunEpisode.Result, label: str, error: str
-    ) -> RunEpisode.Result:
-        self.get_logger().warning(f"goal aborted ({label}): {error}")
-        res.outcome_label, res.summary_json = label, json.dumps({"error": error})
-        goal_handle.abort()
-        return res
-
-    def _setup(
-        self, g: Any, goal_handle: Any, episode_id: str, backend: str
-    ) -> tuple[EpisodeSetup, GoalObserver]:
-        """The goal's episode, assembled like every other front end's (raises on a bad goal)."""
-        from captain_ros.policy.factory import make_policy
-        from captain_ros.policy.students import expand_policy
-        from captain_ros.tasks import get_task
-
-        config = goal_config(g, self.p, backend, episode_id)  # raises on a bad goal
-        task = get_task(config.task, backend)  # a backend's own task names (robosuite's lift)
-        expanded = expand_policy(config.policy)  # a shipped student: its folder
-        policy = make_policy(expanded)
-        watcher = GoalObserver(
-            goal_handle,
-            self.receipt_pub,
-            self.privileged_pub,
-            episode_id,
-            config.budgets.budgets().max_requests,
-            self.trajectory_pub,
-        )
-        observers: list[EpisodeObserver] = [
-            CancelObserver(lambda: goal_handle.is_cancel_requested),
-            StopWhen(lambda: self._lost() and self._stop_label()),
-            watcher,
-            ReportObserver(Path(config.out_dir)),
-            RuntimeObserver(policy),
-        ]
-        privileged, host_success = self.robot.ground_truth(backend, task, self._call)
-        setup = episode_setup(
-            config,
-            self.caller,
-            policy,
-            profile=resolve_profile(config.profile, expanded.model_folder),
-            observers=observers,
-            privileged=privileged,
-            host_success=host_success,
-        )
-        setup.prepare()  # before the recorder opens its bag (it may write into the folder)
-        return setup, watcher
+    def _refuse(self, goal_handle: Any, res: RunEpisode.Result, why: Refusal) -> RunEpisode.Result:
+        return refuse(goal_handle, res, why, self.get_logger().warning)
 
     def _run(self, goal_handle: Any) -> RunEpisode.Result:
         g = goal_handle.request
         res = RunEpisode.Result()
-        episode_id = new_episode_id(g.task, g.seed)
-        res.episode_id = episode_id
+        res.episode_id = episode_id = new_episode_id(g.task, g.seed)
         if self.estop_latched:  # only an operator's /captain/estop/reset releases it
-            return self._abort(
-                goal_handle,
-                res,
-                "estop",
-                "the e-stop is latched: an operator must "
-                f"release it with {ESTOP_RESET_SRV} before a new episode",
-            )
-        self._backend_name = self.robot.backend()
-        if self._backend_name == "unknown":  # a goal's task names are the backend's (lift)
-            return self._abort(goal_handle, res, "robot_not_ready", NO_BACKEND)
+            return self._refuse(goal_handle, res, estop_latched(ESTOP_RESET_SRV))
+        backend = self.robot.backend()
+        if backend == "unknown":  # a goal's task names are the backend's (lift)
+            return self._refuse(goal_handle, res, NO_BACKEND)
         try:
-            setup, watcher = self._setup(g, goal_handle, episode_id, self._backend_name)
+            setup, watcher = self.episodes.build(goal_handle, episode_id, backend)
         except Exception as exc:  # noqa: BLE001 - a bad goal aborts with a reason
-            return self._abort(goal_handle, res, "invalid_goal", str(exc))
-        loaded = self.robot.load_scene(self._backend_name in HARDWARE_BACKENDS, g.task, int(g.seed))
-        if loaded is not None:
+            return self._refuse(goal_handle, res, Refusal("invalid_goal", str(exc)))
+        hardware = backend in HARDWARE_BACKENDS
+        why = self.robot.open_episode(hardware, g.task, int(g.seed), episode_id, self.robot_alive)
+        if why is not None:
             setup.policy.close()
-            return self._abort(goal_handle, res, "scene_not_loaded", loaded)
-        if not self.robot.set_active_episode(episode_id):
-            setup.policy.close()
-            return self._abort(
-                goal_handle,
-                res,
-                "robot_not_ready",
-                "the robot node did not accept "
-                "the episode (its active_episode parameter); nothing was executed",
-            )
-        if not self.robot_alive.wait_alive(ROBOT_HEARTBEAT_WAIT_S):
-            self.robot.set_active_episode("")
-            setup.policy.close()
-            return self._abort(
-                goal_handle,
-                res,
-                "robot_not_ready",
-                "the robot node answered but "
-                "its heartbeat (/captain/alive/robot) was not heard within "
-                f"{ROBOT_HEARTBEAT_WAIT_S:g} s; nothing was executed",
-            )
-        self._robot_instance = self.robot_alive.instance
-        self._goal = goal_handle
-        self.caller.episode_id, self.caller.refuse = episode_id, self._refuse_when_canceled
+            return self._refuse(goal_handle, res, why)
+        return self._episode(goal_handle, res, setup, watcher)
+
+    def _episode(
+        self, goal_handle: Any, res: RunEpisode.Result, setup: EpisodeSetup, watcher: GoalObserver
+    ) -> RunEpisode.Result:
+        """Run the goal's episode inside its window for the recorder; answer the goal."""
+        g, episode_id = goal_handle.request, res.episode_id
+        self.goals.open(goal_handle, self.robot_alive.instance)
+        self.caller.episode_id, self.caller.refuse = episode_id, self.goals.call_refusal
         self.caller.request_index_fn = lambda: watcher.request
         # a recorder still discovering the graph, or a respawned robot's publishers, would miss
         # the window's first messages: wait until it is ready for this very robot process
         self.recorder.wait_ready(
             lambda: (
                 self.event_pub.get_subscription_count() > 0
-                and self.recorder.status.get("robot", self._robot_instance) == self._robot_instance
+                and self.recorder.status.get("robot", self.goals.robot_instance)
+                == self.goals.robot_instance
             )
         )
         start_ns = self.window.event(
@@ -252,39 +167,25 @@ class PolicyNode(Node):
             record = setup.run()
         except Exception as exc:  # noqa: BLE001 - the node survives a harness failure
             self.get_logger().error(f"episode {episode_id} failed: {exc!r}")
-            return self._abort(goal_handle, res, "internal_error", repr(exc))
+            return self._refuse(goal_handle, res, Refusal("internal_error", repr(exc)))
         finally:
-            lost = self._lost()
+            lost = self.goals.lost()
             self._close_episode(episode_id, watcher.calls, start_ns, lost)
             setup.policy.close()
-        res.outcome_label = (
-            "canceled"
-            if goal_handle.is_cancel_requested
-            else self._stop_label()
-            if lost
-            else record.outcome
-        )
+        canceled = goal_handle.is_cancel_requested
+        res.outcome_label = outcome_label(canceled, lost, self.goals.stop_label(), record.outcome)
         bag = self.recorder.bag_closed(episode_id, bag_open)
         fill_result(res, record, watcher.failures, bag, lost, setup.out_dir)
-        if goal_handle.is_cancel_requested:
-            goal_handle.canceled()
-        elif lost:
-            self.get_logger().error(f"episode {episode_id} ended early: {lost}")
-            goal_handle.abort()
-        else:
-            goal_handle.succeed()
+        settle(goal_handle, episode_id, lost, self.get_logger().error)
         return res
 
     def _close_episode(self, episode_id: str, calls: int, start_ns: int, lost: str | None) -> None:
         """End the episode's window for the recorder (a lost one at once: no counts) and close
         the robot's episode gate (a dead robot process has none to close)."""
         self.window.close(episode_id, calls, start_ns, lost)
-        self._goal, self.caller.refuse = None, None
-        if lost is None or self.robot_alive.alive and not self._stopping.is_set():
+        self.caller.refuse = None
+        if self.goals.close(lost, self.robot_alive.alive):
             self.robot.set_active_episode("")  # the robot refuses calls until the next goal
-
-    def _stop_label(self) -> str:
-        return "node_shutdown" if self._stopping.is_set() else "robot_lost"
 
 
 def main(argv: list[str] | None = None) -> int:

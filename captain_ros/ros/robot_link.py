@@ -1,7 +1,8 @@
 """What the policy node asks of the robot node besides robot calls (:class:`RobotLink`): its
 ``backend`` parameter (the record's backend name), its episode gate (the ``active_episode``
 parameter), a scene load, and its ground truth (``privileged_state``, ``snapshot``). Each waits a
-bounded time and answers a value, never raises (the goal then aborts with why)."""
+bounded time and answers a value, never raises (the goal then aborts with why):
+:meth:`RobotLink.open_episode` answers a goal's :class:`~captain_ros.ros.goal_answer.Refusal`."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from captain_ros.evaluation.episode import SIM_BACKENDS
 from captain_ros.ros.calls import call_sync
 from captain_ros.ros.credential import Signer
 from captain_ros.ros.episode_glue import ServicePrivileged
-from captain_ros.ros.policy_params import HARDWARE_TRUTH_WAIT_S
+from captain_ros.ros.goal_answer import GATE_NOT_OPENED, Refusal, no_heartbeat
+from captain_ros.ros.policy_params import HARDWARE_TRUTH_WAIT_S, ROBOT_HEARTBEAT_WAIT_S
 from captain_ros.ros.secure import SignedClient
 
 
@@ -50,6 +52,24 @@ class RobotLink:
 
     def load_scene(self, hardware: bool, task: str, seed: int) -> str | None:
         return load_scene(self.load_scene_client, hardware, task, seed)
+
+    def open_episode(
+        self, hardware: bool, task: str, seed: int, episode_id: str, alive: Any
+    ) -> Refusal | None:
+        """Make the robot node ready for the episode ``episode_id`` of ``task``/``seed``: load its
+        scene (a real rig, ``hardware``, may serve no scene load), open the episode gate and hear
+        the robot process's heartbeat on ``alive`` (a :class:`~captain_ros.ros.liveness.Liveness`;
+        a respawned robot answers before its instance is heard). None when ready, else why not
+        (an opened gate is closed again)."""
+        loaded = self.load_scene(hardware, task, seed)
+        if loaded is not None:
+            return Refusal("scene_not_loaded", loaded)
+        if not self.set_active_episode(episode_id):
+            return GATE_NOT_OPENED
+        if not alive.wait_alive(ROBOT_HEARTBEAT_WAIT_S):
+            self.set_active_episode("")
+            return no_heartbeat(ROBOT_HEARTBEAT_WAIT_S)
+        return None
 
     def ground_truth(self, backend: str, task: Any, call: Any) -> tuple[Any, Any]:
         """``(privileged source, host_success)`` of a goal on ``backend`` (``call``: the node's
@@ -84,15 +104,9 @@ def set_active_episode(params: Any, episode_id: str) -> bool:
     return reply is not None and all(r.successful for r in reply.results)
 
 
-NO_BACKEND = (
-    "the robot node did not say which backend it runs (its backend parameter); nothing was executed"
-)
-"""Why a goal is refused when :func:`robot_backend` is ``unknown`` (a goal's task names are the
-backend's: robosuite's ``lift``)."""
-
-
 def robot_backend(params: Any) -> str:
-    """The robot node's ``backend`` parameter (what the record names as backend)."""
+    """The robot node's ``backend`` parameter (what the record names as backend; ``unknown``: no
+    answer, the goal is refused with :data:`~captain_ros.ros.goal_answer.NO_BACKEND`)."""
     if not params.wait_for_services(timeout_sec=10.0):
         return "unknown"
     reply = _reply(params.get_parameters(["backend"]), 10.0)  # 2 s missed under load (CI)
