@@ -28,19 +28,20 @@ class Clock:
 
 
 def _text(text: str) -> bytes:
-    return STORE.serialize_cdr(STRING(data=text), "std_msgs/msg/String")
+    return bytes(STORE.serialize_cdr(STRING(data=text), "std_msgs/msg/String"))
 
 
 def _event(episode_id: str, event: str, stamp_ns: int, detail: dict[str, Any]) -> tuple:
     """The arguments of :meth:`Recording.event` for a real serialized ``EpisodeEvent``."""
     time_t = STORE.types["builtin_interfaces/msg/Time"]
+    detail_json = json.dumps(detail)
     msg = STORE.types[EVENT_TYPE](
         stamp=time_t(sec=stamp_ns // S, nanosec=stamp_ns % S),
         episode_id=episode_id,
         event=event,
-        detail_json=json.dumps(detail),
+        detail_json=detail_json,
     )
-    return episode_id, event, msg.detail_json, stamp_ns, STORE.serialize_cdr(msg, EVENT_TYPE)
+    return episode_id, event, detail_json, stamp_ns, bytes(STORE.serialize_cdr(msg, EVENT_TYPE))
 
 
 def _recording(tmp_path: Path, clock: Clock, opened: list | None = None) -> Recording:

@@ -16,46 +16,36 @@ Simulation only: ``/arm_driver/privileged_state`` (the task predicate's ground t
 ``calibration_dir``, the cameras' calibration files (``<camera>.yaml``: what hand-eye calibration
 gives: ``world_from_optical`` for the head, ``flange_from_optical`` for a wrist camera).
 Dual rig: ``/<arm>_arm_controller/...``, ``/<arm>_gripper_controller/...``.
+
+Parts of their own (in this package): the goal checks (``trajectory_goal``) and order
+(``goal_order``), the gripper action (``gripper_server``; its progress, ROS-free:
+``gripper_watch``), the camera topics (``camera_topics``), the calibration files
+(``calibration``), the parameters (``driver_params``).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import yaml
-from control_msgs.action import FollowJointTrajectory, GripperCommand
+from control_msgs.action import FollowJointTrajectory
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from sensor_msgs.msg import CameraInfo, Image, JointState
+from sensor_msgs.msg import JointState
 
-from captain_ros.backends.cameras.frames import encode_depth
 from captain_ros.ros import convert
-from captain_ros.ros.params import Param, declare
+from captain_ros.ros.arm_bridge.calibration import write_calibration
+from captain_ros.ros.arm_bridge.camera_topics import CameraTopics
+from captain_ros.ros.arm_bridge.driver_params import PARAMS, controller_prefix, simulated_driver
+from captain_ros.ros.arm_bridge.goal_order import GoalOrder
+from captain_ros.ros.arm_bridge.gripper_server import GripperServer
+from captain_ros.ros.arm_bridge.trajectory_goal import TrajectoryGoal
+from captain_ros.ros.params import declare
 
 WAIT_S = 0.004
-PARAMS = (
-    Param("task", "pick_place", "Task whose scene the simulated world holds."),
-    Param("seed", 3, "Scene seed.", min_value=0),
-    Param("image_size_px", 256, "Camera resolution [px].", 16, 1024),
-    Param("joint_state_rate_hz", 100.0, "Rate of /joint_states [Hz].", 1.0, 1000.0),
-    Param("camera_rate_hz", 5.0, "Rate of the camera topics [Hz]; 0: no cameras.", 0.0, 30.0),
-    Param("calibration_dir", "", "Write the cameras' calibration files here at start ('': no)."),
-    Param(
-        "ground_truth_service",
-        "/arm_driver/privileged_state",
-        "Simulation-only ground-truth service ('': none).",
-    ),
-)
-
-
-def controller_prefix(arm: str) -> str:
-    return "" if arm == "arm" else f"{arm}_"
 
 
 class ArmDriverNode(Node):
@@ -66,19 +56,9 @@ class ArmDriverNode(Node):
     def __init__(self, driver: Any = None, **kwargs: Any) -> None:
         super().__init__("captain_arm_driver", **kwargs)
         self.p = declare(self, PARAMS)
-        if driver is None:
-            from captain_ros.backends.ros_arm.simulated import SimulatedArmDriver
-            from captain_ros.tasks import get_task
-
-            driver = SimulatedArmDriver(
-                get_task(self.p["task"]).sample(int(self.p["seed"])),
-                image_size_px=int(self.p["image_size_px"]),
-            )
-        self.driver = driver
-        self._grip_token: dict[str, int] = {}
-        self._order = threading.Lock()
-        self._accepted: dict[str, int] = dict.fromkeys(driver.arms, 0)
-        self._goal_seq: dict[int, int] = {}  # id(goal request) -> acceptance number
+        self.driver = driver = simulated_driver(self.p) if driver is None else driver
+        self._goal_order = GoalOrder(driver.arms)
+        self.grippers: dict[str, GripperServer] = {}
         group = ReentrantCallbackGroup()
         for arm in driver.arms:
             pre = controller_prefix(arm)
@@ -91,14 +71,7 @@ class ArmDriverNode(Node):
                 cancel_callback=lambda _r: CancelResponse.ACCEPT,
                 callback_group=group,
             )
-            ActionServer(
-                self,
-                GripperCommand,
-                f"/{pre}gripper_controller/gripper_cmd",
-                execute_callback=partial(self._grip, arm),
-                cancel_callback=lambda _r: CancelResponse.ACCEPT,
-                callback_group=group,
-            )
+            self.grippers[arm] = GripperServer(self, driver, arm, group)
         self.js_pub = self.create_publisher(JointState, "/joint_states", 10)
         self.create_timer(
             1.0 / self.p["joint_state_rate_hz"],
@@ -106,14 +79,7 @@ class ArmDriverNode(Node):
             callback_group=MutuallyExclusiveCallbackGroup(),
         )
         cams = tuple(driver.sim.spec.cameras)
-        self.cam_pubs = {
-            c: (
-                self.create_publisher(Image, f"/{c}/color/image_raw", 5),
-                self.create_publisher(Image, f"/{c}/aligned_depth_to_color/image_raw", 5),
-                self.create_publisher(CameraInfo, f"/{c}/color/camera_info", 5),
-            )
-            for c in cams
-        }
+        self.cameras = [CameraTopics(self, c) for c in cams]
         if self.p["camera_rate_hz"] > 0:
             self.create_timer(
                 1.0 / self.p["camera_rate_hz"],
@@ -121,7 +87,7 @@ class ArmDriverNode(Node):
                 callback_group=MutuallyExclusiveCallbackGroup(),
             )
         if self.p["calibration_dir"]:
-            self.write_calibration(Path(self.p["calibration_dir"]))
+            write_calibration(driver, Path(self.p["calibration_dir"]))
         if self.p["ground_truth_service"]:
             from captain_ros_interfaces.srv import PrivilegedState
 
@@ -135,46 +101,25 @@ class ArmDriverNode(Node):
 
     # --- trajectories ---------------------------------------------------------------------------
     def _check_goal(self, arm: str, goal: Any) -> GoalResponse:
-        why = self._invalid(arm, goal.trajectory)
+        lower, upper = self.driver.limits(arm)
+        why = TrajectoryGoal.from_msg(goal.trajectory).problem(
+            self.driver.joint_names(arm), lower, upper
+        )
         if why:
             self.get_logger().warning(f"{arm}: trajectory rejected: {why}")
             return GoalResponse.REJECT
-        with self._order:  # runs before the client hears "accepted": numbers follow send order
-            self._accepted[arm] += 1
-            self._goal_seq[id(goal)] = self._accepted[arm]
+        # runs before the client hears "accepted": the numbers follow the send order
+        self._goal_order.accept(arm, id(goal))
         return GoalResponse.ACCEPT
 
-    def _invalid(self, arm: str, traj: Any) -> str:
-        joints = self.driver.joint_names(arm)
-        if sorted(traj.joint_names) != sorted(joints):
-            return f"joints {list(traj.joint_names)} are not {list(joints)}"
-        if not traj.points:
-            return "no points"
-        lo, hi = self.driver.limits(arm)
-        t_prev = 0.0
-        for p in traj.points:
-            q = np.asarray(p.positions, dtype=float)
-            t = p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
-            if q.shape != (len(joints),) or not np.all(np.isfinite(q)):
-                return "each point needs one finite position per joint"
-            if np.any(q < lo - 1e-3) or np.any(q > hi + 1e-3):
-                return f"positions {np.round(q, 3).tolist()} outside the joint limits"
-            if t < t_prev:
-                return "time_from_start must not decrease"
-            t_prev = t
-        return "" if t_prev > 0 else "the last point needs time_from_start > 0"
-
     def _execute(self, arm: str, handle: Any) -> Any:
-        traj = handle.request.trajectory
-        order = [list(traj.joint_names).index(j) for j in self.driver.joint_names(arm)]
-        points = np.array([[p.positions[i] for i in order] for p in traj.points])
-        times = [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in traj.points]
+        goal = TrajectoryGoal.from_msg(handle.request.trajectory)
+        points = goal.ordered(self.driver.joint_names(arm))
         result = FollowJointTrajectory.Result()
-        with self._order:
-            seq = self._goal_seq.pop(id(handle.request), 0)
-            superseded = seq < self._accepted[arm]
-            token = -1 if superseded else self.driver.follow(arm, times, points)
-        if superseded:  # a newer goal was accepted before this one started: it never runs
+        token = self._goal_order.start(
+            arm, id(handle.request), partial(self.driver.follow, arm, list(goal.times_s), points)
+        )
+        if token is None:  # a newer goal was accepted before this one started: it never runs
             result.error_code = FollowJointTrajectory.Result.INVALID_GOAL
             result.error_string = "preempted by a newer goal"
             handle.abort()
@@ -197,32 +142,6 @@ class ArmDriverNode(Node):
                 return result
             time.sleep(WAIT_S)
 
-    # --- gripper --------------------------------------------------------------------------------
-    def _grip(self, arm: str, handle: Any) -> Any:
-        cmd = handle.request.command
-        token = self._grip_token.get(arm, 0) + 1
-        self._grip_token[arm] = token
-        self.driver.command_gripper(arm, float(cmd.position), float(cmd.max_effort))
-        result = GripperCommand.Result()
-        t0, last, still_since = time.monotonic(), self.driver.opening_m(arm), time.monotonic()
-        while True:
-            time.sleep(WAIT_S * 5)
-            now, opening = time.monotonic(), self.driver.opening_m(arm)
-            if abs(opening - last) > 2e-4:
-                still_since, last = now, opening
-            result.position = opening
-            result.reached_goal = abs(opening - cmd.position) < 1e-3
-            result.stalled = not result.reached_goal and now - still_since > 0.2
-            if handle.is_cancel_requested:
-                handle.canceled()
-                return result
-            if self._grip_token[arm] != token:  # preempted by a newer command
-                handle.abort()
-                return result
-            if result.reached_goal or result.stalled or now - t0 > 5.0:
-                handle.succeed()
-                return result
-
     # --- state and cameras ----------------------------------------------------------------------
     def _publish_joints(self) -> None:
         names, pos, vel, eff = self.driver.joint_states()
@@ -233,37 +152,9 @@ class ArmDriverNode(Node):
         self.js_pub.publish(msg)
 
     def _publish_cameras(self) -> None:
-        for cam, (color_pub, depth_pub, info_pub) in self.cam_pubs.items():
-            frame = self.driver.render(cam)
-            stamp = self.get_clock().now().to_msg()
-            frame_id = convert.optical_frame(cam)
-            color_pub.publish(convert.image_msg(frame.rgb, stamp, frame_id))
-            depth = encode_depth(frame.depth_m, 0.001)
-            msg = Image(
-                height=depth.shape[0],
-                width=depth.shape[1],
-                encoding="16UC1",
-                is_bigendian=0,
-                step=depth.shape[1] * 2,
-                data=depth.tobytes(),
-            )
-            msg.header.stamp, msg.header.frame_id = stamp, frame_id
-            depth_pub.publish(msg)
-            info_pub.publish(convert.camera_info_msg(frame, stamp))
-
-    def write_calibration(self, folder: Path) -> None:
-        """What a calibration procedure would give: head ``world_from_optical``, wrist cameras
-        ``flange_from_optical`` relative to the arm's link6."""
-        folder.mkdir(parents=True, exist_ok=True)
-        for cam in self.cam_pubs:
-            t = np.asarray(self.driver.render(cam).world_from_camera, dtype=float)
-            arm = next((a for a, idx in self.driver.arms.items() if idx.wrist_camera == cam), None)
-            if arm is None:
-                data = {"world_from_optical": t.tolist()}
-            else:
-                flange = self.driver.body_matrix(f"{self.driver.arms[arm].prefix}link6")
-                data = {"flange_from_optical": (np.linalg.inv(flange) @ t).tolist()}
-            (folder / f"{cam}.yaml").write_text(yaml.safe_dump(data))
+        for cam in self.cameras:
+            frame = self.driver.render(cam.camera)
+            cam.publish(frame, self.get_clock().now().to_msg())
 
     def _truth(self, _req: Any, resp: Any) -> Any:
         try:
