@@ -60,6 +60,37 @@ def decode_stats(out_dir: str) -> tuple[float, int, int, int]:
     return dec, tokens, drafted, kept
 
 
+BANDS = ((0, 2000), (2000, 3000), (3000, 6000), (6000, 1 << 30))  # prompt tokens [lo, hi)
+
+
+def band_name(lo: int, hi: int) -> str:
+    return f"{lo // 1000}k+" if hi >= 1 << 30 else f"{lo // 1000}-{hi // 1000}k"
+
+
+def decode_by_context(out_dirs: list[str]) -> dict[str, dict[str, float]]:
+    """Decode seconds, reply tokens and tokens/s of the requests whose prompt falls in each band of
+    ``BANDS`` (the context a reply is decoded at: issue 29's "decode at 3-6k context")."""
+    acc = {band_name(lo, hi): [0.0, 0, 0] for lo, hi in BANDS}
+    for d in out_dirs:
+        for r in requests(d):
+            info = r.get("policy_info") or {}
+            n = int(r.get("prompt_tokens") or 0)
+            name = next(band_name(lo, hi) for lo, hi in BANDS if lo <= n < hi)
+            acc[name][0] += float(info.get("decode_s", 0.0))
+            acc[name][1] += int(r.get("completion_tokens") or 0)
+            acc[name][2] += 1
+    return {
+        k: {
+            "requests": n,
+            "decode_s": round(s, 3),
+            "tokens": t,
+            "tokens_per_s": round(t / s, 2) if s > 0 else None,
+        }
+        for k, (s, t, n) in acc.items()
+        if n
+    }
+
+
 def engine_of(e: Any) -> str:
     return str((e.extra or {}).get("engine", "?"))
 
@@ -103,6 +134,7 @@ def compare(run_a: Path, run_b: Path) -> dict[str, Any]:
             "wall_s_median": statistics.median(e.wall_s for e in eps),
             "strict": sum(e.strict_success for e in eps),
             "completion_tokens": sum(e.completion_tokens for e in eps),
+            "decode_by_context": decode_by_context([e.out_dir for e in eps]),
         }
 
     sa, sb = side(a), side(b)
@@ -144,6 +176,23 @@ def main() -> int:
             f"{x['backend_s_total']:.0f} | {x['harness_s_total']:.0f} | {x['wall_s_median']:.1f} | "
             f"{x['strict']}/{len(res['seeds'])} |"
         )
+    print(
+        "\n| prompt tokens | "
+        + " | ".join(f"{x['engine']} decode tok/s (requests)" for x in (a, b))
+        + " | ratio |\n|---|---|---|---|"
+    )
+    for lo, hi in BANDS:
+        name = band_name(lo, hi)
+        ra, rb = a["decode_by_context"].get(name), b["decode_by_context"].get(name)
+        if not (ra or rb):
+            continue
+        cell = [f"{r['tokens_per_s']} ({r['requests']})" if r else "-" for r in (ra, rb)]
+        ratio = (
+            f"{rb['tokens_per_s'] / ra['tokens_per_s']:.2f}x"
+            if ra and rb and ra["tokens_per_s"] and rb["tokens_per_s"]
+            else "-"
+        )
+        print(f"| {name} | {cell[0]} | {cell[1]} | {ratio} |")
     print(
         f"\nModel time {a['engine']} / {b['engine']}: {res['model_time_ratio_a_over_b']:.2f}x over "
         f"{len(res['seeds'])} seeds. Identical replies on {len(res['same_replies'])} seeds; outcomes "
