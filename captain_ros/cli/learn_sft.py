@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--batch-size", type=int, default=1, help="sequences per micro-batch")
     p.add_argument("--grad-accum", type=int, default=4, help="micro-batches per optimizer step")
+    p.add_argument("--pack-tokens", type=int, default=0, help="pack sequences in rows of N tokens")
     p.add_argument(
         "--max-length",
         type=int,
@@ -103,6 +104,7 @@ def cmd_sft(ns: argparse.Namespace, callbacks: Sequence[Any] = ()) -> int:
             learning_rate=ns.lr,
             batch_size=ns.batch_size,
             grad_accum=ns.grad_accum,
+            pack_tokens=ns.pack_tokens,
             max_length=ns.max_length,
             bf16=ns.bf16,
             seed=ns.seed,

@@ -37,6 +37,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from captain_ros.learn.collate import PACKED_ATTENTION, pack_sequences
 from captain_ros.learn.rows import DatasetError, load_rows, split_rows
 from captain_ros.learn.sft_options import (  # noqa: F401 - METHODS, BF16_MODES re-exported
     BF16_MODES,
@@ -52,6 +53,8 @@ from captain_ros.learn.tokenize import TokenizedSequence, tokenize_rows
 def _fingerprint(opts: SftOptions, base: Path, seqs: list[TokenizedSequence]) -> str:
     h = hashlib.sha256()
     keep = {k: v for k, v in asdict(opts).items() if k not in RUN_LENGTH}
+    if not opts.pack_tokens:  # unpacked runs keep the fingerprint they had before the option
+        del keep["pack_tokens"]
     h.update(json.dumps(keep, sort_keys=True).encode())
     h.update((base / "config.json").read_bytes())
     for s in seqs:
@@ -68,14 +71,26 @@ def _checkpoints(folder: Path) -> list[Path]:
     return sorted(folder.glob("checkpoint-*"), key=_step) if folder.is_dir() else []
 
 
-def _dataset(seqs: list[TokenizedSequence]) -> Any:
+def _dataset(seqs: list[TokenizedSequence], pack_tokens: int = 0, seed: int = 0) -> Any:
+    """The sequences as a ``datasets.Dataset``; with ``pack_tokens``, one row per pack of whole
+    sequences (:func:`~captain_ros.learn.collate.pack_sequences`), ``lengths`` marking them."""
     from datasets import Dataset
 
+    if not pack_tokens:
+        return Dataset.from_dict(
+            {
+                "input_ids": [list(s.input_ids) for s in seqs],
+                "labels": [list(s.labels) for s in seqs],
+                "weights": [list(s.weights) for s in seqs],
+            }
+        )
+    packs = pack_sequences([len(s.input_ids) for s in seqs], pack_tokens, seed)
     return Dataset.from_dict(
         {
-            "input_ids": [list(s.input_ids) for s in seqs],
-            "labels": [list(s.labels) for s in seqs],
-            "weights": [list(s.weights) for s in seqs],
+            "input_ids": [[t for i in p for t in seqs[i].input_ids] for p in packs],
+            "labels": [[t for i in p for t in seqs[i].labels] for p in packs],
+            "weights": [[w for i in p for w in seqs[i].weights] for p in packs],
+            "lengths": [[len(seqs[i].input_ids) for i in p] for p in packs],
         }
     )
 
@@ -116,8 +131,17 @@ def prepare(opts: SftOptions, out: Path) -> dict[str, Any]:
         "rows": {"total": len(rows), "train": len(train_rows), "val": len(val_rows)},
         "train": train_stats.to_dict(),
         "val": val_stats.to_dict(),
+        # sum of squared sequence lengths: the attention FLOPs of an epoch (model-FLOPs reports)
+        "train_length_sq": sum(len(s.input_ids) ** 2 for s in train),
         "fingerprint": _fingerprint(opts, base, train + val),
     }
+    if opts.pack_tokens:
+        packs = len(pack_sequences([len(s.input_ids) for s in train], opts.pack_tokens, opts.seed))
+        meta["packing"] = {
+            "budget_tokens": opts.pack_tokens,
+            "rows": packs,
+            "fill": sum(len(s.input_ids) for s in train) / (packs * opts.pack_tokens),
+        }
     meta_path = out / "sft_config.json"
     if opts.resume and meta_path.exists():
         old = json.loads(meta_path.read_text()).get("fingerprint")
@@ -151,10 +175,13 @@ def build_trainer(
     from transformers import AutoModelForCausalLM, PrinterCallback
     from trl import SFTConfig
 
-    from captain_ros.learn.collate import PackedCollator
+    from captain_ros.learn.collate import PackedCollator, register_packed_attention
     from captain_ros.learn.trainer import RunLog, WeightedSFTTrainer
 
-    model = AutoModelForCausalLM.from_pretrained(str(prep["base"]), dtype=torch.float32)
+    # several sequences per row: each attends within itself, with no N x N mask (collate.py)
+    packed = opts.pack_tokens > 0 or opts.batch_size > 1
+    attn = {"attn_implementation": register_packed_attention()} if packed else {}
+    model = AutoModelForCausalLM.from_pretrained(str(prep["base"]), dtype=torch.float32, **attn)
     peft_config = None
     if opts.method == "lora":
         from peft import LoraConfig
@@ -167,7 +194,8 @@ def build_trainer(
             task_type="CAUSAL_LM",
         )
     has_val = bool(prep["val"])
-    longest = max(len(s.input_ids) for s in prep["train"] + prep["val"]) * opts.batch_size
+    longest = max(len(s.input_ids) for s in prep["train"] + prep["val"])
+    longest = max(longest, opts.pack_tokens) * opts.batch_size
     checkpointing = {"on": True, "off": False}.get(
         opts.gradient_checkpointing, longest > CHECKPOINT_ABOVE_TOKENS
     )
@@ -207,8 +235,8 @@ def build_trainer(
     trainer = WeightedSFTTrainer(
         model=model,
         args=args,
-        data_collator=PackedCollator(),
-        train_dataset=_dataset(prep["train"]),
+        data_collator=PackedCollator(lengths=packed),
+        train_dataset=_dataset(prep["train"], opts.pack_tokens, opts.seed),
         eval_dataset=_dataset(prep["val"]) if has_val else None,
         processing_class=prep["tokenizer"],
         peft_config=peft_config,
@@ -226,6 +254,8 @@ def save_student(trainer: Any, tokenizer: Any, out: Path, save_adapter: bool = T
             model.save_pretrained(str(out / "adapter"))
             tokenizer.save_pretrained(str(out / "adapter"))
         model = model.merge_and_unload()
+    if model.config._attn_implementation == PACKED_ATTENTION:  # a training-time choice only
+        model.config._attn_implementation = "sdpa"
     model.config.architectures = [type(model).__name__]
     model.config.use_cache = True
     model.save_pretrained(str(out))

@@ -22,7 +22,12 @@ class SftError(CaptainError, ValueError):
 
 @dataclass(frozen=True)
 class SftOptions:
-    """Everything a run depends on. Lengths in tokens; ``epochs`` may be fractional."""
+    """Everything a run depends on. Lengths in tokens; ``epochs`` may be fractional.
+
+    ``pack_tokens`` > 0 packs whole training sequences into rows of at most that many tokens
+    (``batch_size`` rows per micro-batch): a GPU's micro-batch; 0 (the default) keeps one
+    sequence per row.
+    """
 
     data: str
     base: str = "smollm2"
@@ -36,6 +41,7 @@ class SftOptions:
     learning_rate: float | None = None
     batch_size: int = 1
     grad_accum: int = 4
+    pack_tokens: int = 0
     max_length: int | None = None
     warmup: float = 0.03
     weight_decay: float = 0.0
@@ -73,6 +79,8 @@ class SftOptions:
         for name, v in positive.items():
             if v < 1:
                 raise SftError(f"{name} must be >= 1, got {v}")
+        if self.pack_tokens < 0:
+            raise SftError(f"pack_tokens must be >= 0 (0: no packing), got {self.pack_tokens}")
         if self.epochs <= 0 and self.max_steps <= 0:
             raise SftError("give epochs > 0 or max_steps > 0")
         if self.learning_rate is not None and not self.learning_rate > 0:
