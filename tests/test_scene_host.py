@@ -64,3 +64,31 @@ def test_a_fixed_backend_refuses_other_scenes_and_stays_open() -> None:
     host.close()
     assert inner.joint_state("arm").position_rad is not None  # not closed by the host
     inner.close()
+
+
+def test_a_latch_tripped_below_the_host_is_kept_across_scenes_and_reported() -> None:
+    """A safety guard's trip is the robot's e-stop: its reason is kept through a backend swap and
+    a close/open cycle, and the latch of each new backend is followed too."""
+    host = SceneHost(_make)
+    reported: list[bool] = []
+    host.on_latched = lambda: reported.append(host.require().estopped)
+    backend = host.open(_make("pick_place", 3), "pick_place", 3)
+    try:
+        backend.inner.latch.trip("workspace", "the tool left the workspace")
+        assert backend.latched_reason == "workspace: the tool left the workspace"
+        assert reported == [True]
+        ok, message, swapped = host.load("stack", 4)  # a new backend, latched as the old one
+        assert ok and swapped, message
+        assert backend.estopped and backend.latched_reason.startswith("workspace")
+        backend.reset_estop()
+        assert not backend.estopped
+        backend.inner.latch.trip("joint_limits", "J2 beyond its limit")  # the new backend's latch
+        assert backend.latched_reason == "joint_limits: J2 beyond its limit"
+        assert reported == [True, True]
+    finally:
+        host.close()
+    reopened = host.open(_make("stack", 4), "stack", 4)  # configure again after a cleanup
+    try:
+        assert reopened.estopped and reopened.latched_reason.startswith("joint_limits")
+    finally:
+        host.close()

@@ -1,13 +1,19 @@
 """The robot node's parameters and what they mean without ROS: the backend they configure
-(through the composition root's :class:`~captain_ros.evaluation.config.EpisodeConfig`), which
-backends the graph runs, and whether an emulated rig knows its ground truth."""
+(through the composition root's :class:`~captain_ros.evaluation.config.EpisodeConfig`) and how a
+scene's backend is built (:func:`scene_maker`), which backends the graph runs, whether an emulated
+rig knows its ground truth, which debug services are served and how (:func:`service_plan`), and
+which cameras are published (:func:`camera_names`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from captain_ros.backends.registry import GRAPH_ONLY, names
 from captain_ros.evaluation.config import BackendConfig, EpisodeConfig
+from captain_ros.evaluation.episode import make_robot_backend
+from captain_ros.ros.access import DEBUG_SERVICES, debug_services
 from captain_ros.ros.params import Param
 
 KNOWN_BACKENDS = (*names(launched=True), *GRAPH_ONLY)
@@ -78,10 +84,58 @@ def implemented_backends() -> tuple[str, ...]:
     return names(launched=True)
 
 
-def backend_config(values: dict[str, Any]) -> BackendConfig:
+def backend_config(values: Mapping[str, Any]) -> BackendConfig:
     """The backend of the node parameters (``backend`` and the rig's ``backend_config``, ``can``,
     ``emulate``), as every front end's episode has it."""
     return EpisodeConfig.from_ros_parameters(values).backend
+
+
+def scene_maker(values: Mapping[str, Any]) -> Callable[[str, int], Any]:
+    """``make(task, seed)``: the backend of that scene with the node parameters ``values``, built
+    by the composition root (raises on an unknown task or a bad seed)."""
+
+    def make(task: str, seed: int) -> Any:
+        config = backend_config({**values, "task": task, "seed": seed})
+        return make_robot_backend(config, task, seed)
+
+    return make
+
+
+def camera_names(values: Mapping[str, Any], cameras: tuple[str, ...]) -> tuple[str, ...]:
+    """The cameras whose images are published: the ``cameras`` parameter's, else all of the
+    backend's ``cameras``."""
+    named = [c.strip() for c in values["cameras"].split(",") if c.strip()]
+    return tuple(named or cameras)
+
+
+@dataclass(frozen=True)
+class ServicePlan:
+    """How the robot node serves its debug services (:data:`~captain_ros.ros.access.DEBUG_SERVICES`
+    and ``privileged_state``).
+
+    Attributes:
+        plain: Each service's name -> whether it is a plain ROS service.
+        signed: Served as signed commands of the secured graph instead (``/captain/secure/command``).
+    """
+
+    plain: dict[str, bool]
+    signed: tuple[str, ...]
+
+
+def service_plan(values: Mapping[str, Any], backend: Any, secured: bool) -> ServicePlan:
+    """The debug services of a robot node with parameters ``values`` hosting ``backend``: what
+    :func:`~captain_ros.ros.access.debug_services` serves, and on the ``secured`` graph the
+    world-changing ones only as signed commands (``privileged_state`` reads, it stays plain)."""
+    served = debug_services(
+        values["backend"] in HARDWARE_BACKENDS,
+        has_ground_truth(backend),
+        bool(values["debug_services"]),
+    )
+    signed = {n: on for n, on in served.items() if n in DEBUG_SERVICES} if secured else {}
+    return ServicePlan(
+        plain={**served, **dict.fromkeys(signed, False)},
+        signed=tuple(n for n, on in signed.items() if on),
+    )
 
 
 def has_ground_truth(backend: Any) -> bool:

@@ -6,6 +6,11 @@ the current task and seed restores the snapshot taken when it was first loaded (
 backend has none: the scene is the table's); another task or seed builds a new backend through
 the composition root and swaps it in under the lock, keeping an e-stop latch. A fixed (injected)
 backend refuses other scenes. Listeners (the perception node's cache reset) run after each load.
+
+A latch tripped below the node (a safety guard, the hardware's own stop) is the robot's e-stop,
+exactly like the operator's: the host follows the latch of every backend it hosts, keeps the trip's
+reason across scene loads and backend rebuilds, and calls :attr:`SceneHost.on_latched` (the robot
+node publishes ``/captain/estop/state``; the policy node then refuses new goals).
 """
 
 from __future__ import annotations
@@ -32,12 +37,27 @@ class SceneHost:
         self.initial: Any = None
         self.latched_reason: str | None = None  # the e-stop latch across backend rebuilds
         self.listeners: list[Callable[[], None]] = []
+        self.on_latched: Callable[[], None] | None = None  # a latch below the node tripped
 
     def open(self, inner: Any, task: str, seed: int) -> LockedBackend:
         """Host ``inner`` for ``task``/``seed`` (a latch from before a close is kept)."""
         self.backend = LockedBackend(inner, latched_reason=self.latched_reason)
+        self._follow_latch()
         self.set_scene(task, seed)
         return self.backend
+
+    def _follow_latch(self) -> None:
+        """Hear the trips of the hosted backend's own latch (the safety layer's)."""
+        latch = getattr(self.require().inner, "latch", None)
+        if latch is not None:
+            latch.listeners.append(self._latched)
+
+    def _latched(self, event: Any) -> None:
+        backend = self.backend
+        if backend is not None and backend.latched_reason is None:
+            backend.latched_reason = f"{event.source}: {event.reason}"
+        if self.on_latched is not None:
+            self.on_latched()
 
     def close(self) -> None:
         """Close the backend (an injected one stays open); its latch is remembered."""
@@ -65,7 +85,7 @@ class SceneHost:
 
     def load(self, task: str, seed: int) -> tuple[bool, str, bool]:
         """Reset the current scene or build another: ``(success, message, swapped)`` (swapped: a
-        new backend is inside, its latch must be watched)."""
+        new backend is inside, its latch followed)."""
         swapped = False
         if (task, seed) == self.scene and self.initial is not None:
             backend = self.require()
@@ -85,6 +105,7 @@ class SceneHost:
             backend = self.require()
             with backend.lock:
                 backend.swap(new)
+                self._follow_latch()
                 self.set_scene(task, seed)
             swapped, message = True, f"loaded {task} seed {seed}"
         for listener in self.listeners:

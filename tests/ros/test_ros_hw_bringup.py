@@ -17,7 +17,7 @@ from captain_ros.bags.rosbag2 import summarize_bag
 from captain_ros.core.share import share_path
 from captain_ros.learn.data import build_dataset
 from captain_ros.ros.env import ros_environment
-from captain_ros.ros.robot_node import backend_config
+from captain_ros.ros.robot_params import backend_config
 
 
 def backend_options(values: dict[str, object]) -> dict[str, object]:
