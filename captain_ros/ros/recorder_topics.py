@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosbags.interfaces import Qos
 
 from captain_ros.bags.rosbag2 import qos
 from captain_ros.core.errors import InvalidArgumentError
@@ -50,7 +51,7 @@ class ReaderQos:
     reliable: bool
     latched: bool
     """Some publisher is transient local: its last message belongs in every bag."""
-    offered: Any
+    offered: Qos
     """The rosbag2 QoS record stored in the bag (:func:`captain_ros.bags.rosbag2.qos`)."""
 
     def profile(self) -> QoSProfile:

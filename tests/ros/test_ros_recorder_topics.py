@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rosbags.rosbag2.metadata import QosDurability, QosReliability
+from rosbags.interfaces import QosDurability, QosReliability
 
 from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.ros.estop import LATCHED_QOS
