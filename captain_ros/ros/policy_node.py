@@ -1,10 +1,9 @@
 """Policy node: hosts the policy and the harness session; runs episodes as a ROS action.
 
 ``/captain/run_episode`` (``RunEpisode``): the goal names task, seed, policy and budgets; the node
-asks the robot node to load that scene, then runs the goal's
-:class:`~captain_ros.harness.episode.setup.EpisodeSetup` (the same assembly as ``captain run``) with a
-:class:`~captain_ros.ros.calls.RosRobotCaller`, so every robot call of the policy's code crosses
-the ROS graph. Every call's receipt is published on ``/captain/receipts`` the moment it returns and
+asks the robot node to load that scene, then runs the goal's episode (assembled as ``captain run``
+does, :mod:`~captain_ros.ros.goal_episode`) with a :class:`~captain_ros.ros.calls.RosRobotCaller`,
+so every robot call of the policy's code crosses the ROS graph. Every call's receipt is published on ``/captain/receipts`` the moment it returns and
 sent as action feedback with the progress; in simulation the hidden per-request records go to
 ``/captain/privileged`` (an emulated rig's ground truth judges the final state only); episode
 start/end go to ``/captain/episode_events`` (the recorder opens/closes the episode's bag on them).
@@ -12,7 +11,8 @@ Every count in the result is this episode's alone.
 
 Cancel is clean: no further policy request is made, robot calls still in the current cell are
 refused with ``budget_exhausted`` ("episode canceled"), the call in flight finishes (guarded), the
-session is closed and the goal ends as canceled with the partial counts.
+session is closed and the goal ends as canceled with the partial counts. The goal's bookkeeping
+is :mod:`~captain_ros.ros.goal_slot`, its refusals and answer :mod:`~captain_ros.ros.goal_answer`.
 """
 
 from __future__ import annotations

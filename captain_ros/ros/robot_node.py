@@ -6,8 +6,9 @@ the simulation-only services of :mod:`captain_ros.ros.sim_services`, and publish
 topics of :mod:`captain_ros.ros.state_publisher` (``/joint_states``, ``/tf``, ``/tf_static``,
 ``/camera/<c>/...``, ``/captain/wrench/<arm>``). Robot calls are served only for the episode
 named by the ``active_episode`` parameter (the policy node sets it per goal;
-:mod:`captain_ros.ros.access`); the gate closes by itself when the policy process dies
-(:mod:`captain_ros.ros.liveness`).
+:mod:`captain_ros.ros.episode_gate`); the gate closes by itself when the policy process dies
+(:mod:`captain_ros.ros.liveness`). The backend and its scene live in
+:mod:`captain_ros.ros.scene_host`; what the parameters mean, in :mod:`captain_ros.ros.robot_params`.
 
 Lifecycle: ``configure`` builds the backend and the interfaces, ``activate`` starts publishing,
 ``deactivate`` stops publishing (calls and the e-stop stay served), ``cleanup``/``shutdown``
