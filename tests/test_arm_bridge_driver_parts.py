@@ -1,6 +1,6 @@
 """The simulated arm driver's ROS-free parts (captain_ros.ros.arm_bridge): trajectory goal checks,
 the order goals take effect in, when a gripper command is done, and the cameras' calibration
-files (a real MuJoCo rig)."""
+files (a real MuJoCo rig). Nothing here imports rclpy, so this module is in the fast tier."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 
 from captain_ros.backends.cameras.frames import load_extrinsics
+from captain_ros.backends.ros_arm.simulated import SimulatedArmDriver
 from captain_ros.ros.arm_bridge.calibration import write_calibration
-from captain_ros.ros.arm_bridge.driver_params import controller_prefix, simulated_driver
 from captain_ros.ros.arm_bridge.goal_order import GoalOrder
 from captain_ros.ros.arm_bridge.gripper_watch import STALL_S, TIMEOUT_S, GripWatch
 from captain_ros.ros.arm_bridge.trajectory_goal import TrajectoryGoal
+from captain_ros.tasks import get_task
 
 JOINTS = ("joint1", "joint2", "joint3")
 LOWER, UPPER = np.array([-1.0, 0.0, -2.0]), np.array([1.0, 2.0, 0.0])
@@ -126,12 +127,8 @@ def test_a_gripper_command_is_done_when_reached_stalled_or_timed_out() -> None:
     assert p.timed_out and p.done
 
 
-def test_the_controller_names_of_the_single_and_the_dual_rig() -> None:
-    assert controller_prefix("arm") == "" and controller_prefix("left") == "left_"
-
-
 def test_calibration_files_are_the_cameras_poses(tmp_path: Path) -> None:
-    driver = simulated_driver({"task": "pick_place", "seed": 3, "image_size_px": 32})
+    driver = SimulatedArmDriver(get_task("pick_place").sample(3), image_size_px=32)
     try:
         files = write_calibration(driver, tmp_path / "calib")
         cameras = tuple(driver.sim.spec.cameras)

@@ -1,6 +1,6 @@
 """The simulated arm driver's message side (captain_ros.ros.arm_bridge): a real
-``JointTrajectory`` read as the driver checks it, and the RealSense-style depth image the bridge
-decodes back to millimetres."""
+``JointTrajectory`` read as the driver checks it, the RealSense-style depth image the bridge
+decodes back to millimetres, and the controllers' names."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from builtin_interfaces.msg import Time
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from captain_ros.ros.arm_bridge.camera_topics import DEPTH_SCALE_M, depth_msg
+from captain_ros.ros.arm_bridge.driver_params import controller_prefix
 from captain_ros.ros.arm_bridge.trajectory_goal import TrajectoryGoal
 from captain_ros.ros.arm_bridge.transport import decode_image, duration_msg
 
@@ -36,3 +37,7 @@ def test_depth_is_published_in_millimetres_and_decodes_back() -> None:
     # no depth (NaN) is 0, beyond the 16-bit range saturates (65.535 m), rounding to the unit
     assert decode_image(msg).tolist() == [[500, 1234, 0], [0, 65535, 1]]
     assert DEPTH_SCALE_M == 0.001
+
+
+def test_the_controller_names_of_the_single_and_the_dual_rig() -> None:
+    assert controller_prefix("arm") == "" and controller_prefix("left") == "left_"
