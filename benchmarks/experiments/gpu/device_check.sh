@@ -12,7 +12,7 @@
 # accelerate and huggingface_hub; the wheels bring the versions requirements/lock.txt pins for the
 # rest (transformers, trl, peft, datasets and what datasets needs beyond the image).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."  # the repository root
 WHEELS=(transformers==5.23.0 trl==1.16.0 peft==0.21.2 datasets==5.2.0 dill==0.4.1
         multiprocess==0.70.19)
 install() {
@@ -22,7 +22,7 @@ install() {
 case "${1:-}" in
   wheels)
     mkdir -p .whl
-    grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+    mkdir -p .git/info && { grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude; }
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
       --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
       --platform manylinux2014_x86_64 -d .whl "${WHEELS[@]}"

@@ -26,7 +26,7 @@
 # Here, `cat adapter_model.safetensors.part-* > adapter_model.safetensors` rebuilds the adapter;
 # merge it into the base (peft) for the student folder.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."  # the repository root
 GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
 stash() {
   mkdir -p /tmp/smol && cp .gpu/smol_0* .gpu/smol.sha256 /tmp/smol/ 2>/dev/null
@@ -47,7 +47,7 @@ case "${1:-}" in
     src=$(.venv/bin/python -c "from captain_ros.policy.transformers_chat import smollm2_folder as f
 d, n = f(); print(d / n)") || exit 1
     mkdir -p .gpu
-    grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
+    mkdir -p .git/info && { grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude; }
     split -n 3 -d "$src" .gpu/smol_ && sha256sum < "$src" | cut -d' ' -f1 > .gpu/smol.sha256
     ls -la .gpu ;;
   stash) stash ;;
