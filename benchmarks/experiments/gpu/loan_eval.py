@@ -38,14 +38,14 @@ def _launch(a: argparse.Namespace, arm: Path, chunk: tuple[str, int, int]) -> su
            "--seeds", f"{lo}-{hi}", "--policy", "transformers",
            "--model-folder", str(arm / "package"), "--engine", "llamacpp",
            "--max-new-tokens", str(a.max_new_tokens), "--temperature", "0",
-           "--profile", "student", "--no-bag", "--workers", str(hi - lo + 1), "--overwrite",
-           "--out", str(out), *a.eval_args]  # fmt: skip
+           "--profile", "student", "--no-bag", "--workers", str(min(hi - lo + 1, a.workers)),
+           "--overwrite", "--out", str(out), *a.eval_args]  # fmt: skip
     out.parent.mkdir(parents=True, exist_ok=True)
-    log = open(out.with_suffix(".log"), "w")  # noqa: SIM115 - closed with the process
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen(
-        cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-    )
+    with open(out.with_suffix(".log"), "w") as log:  # the child keeps its own copy
+        return subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
 
 
 def _stop(proc: subprocess.Popen) -> None:
