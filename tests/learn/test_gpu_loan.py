@@ -102,3 +102,16 @@ def test_the_loan_trains_exports_evaluates_to_a_deadline_and_packs(tmp_path, mon
         assert Path(e["out_dir"]).is_relative_to(here.resolve())
         assert (Path(e["out_dir"]) / "summary.json").is_file()
         assert (Path(e["out_dir"]) / "trajectory.jsonl").is_file()
+
+
+def test_links_turn_a_wheels_copies_of_a_library_into_links(tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for name in ("libx.so", "libx.so.0", "libx.so.0.5.1"):
+        (lib / name).write_bytes(b"\x7fELF same")
+    (lib / "liby.so").write_bytes(b"\x7fELF other")
+    assert _loan().main(["links", str(lib)]) == 0
+    assert (lib / "libx.so").readlink() == Path("libx.so.0.5.1")
+    assert (lib / "libx.so.0").readlink() == Path("libx.so.0.5.1")
+    assert not (lib / "libx.so.0.5.1").is_symlink() and not (lib / "liby.so").is_symlink()
+    assert (lib / "libx.so.0").read_bytes() == b"\x7fELF same"

@@ -22,6 +22,8 @@ The steps (``loan_six.sh`` runs them there; each can run alone, here too, on the
 - ``pack OUT``: what comes back, at most 8 files of at most 15 MiB: ``loan_six.tar`` (the figures,
   the student's metadata and ``package/``), the adapter in parts, the evaluation (per chunk:
   ``eval.json``; per episode: ``summary.json`` and ``trajectory.jsonl``) as ``eval.tar.gz`` parts;
+- ``links FOLDER`` (here): identical files become links (``loan_six.sh here`` packs llama.cpp's
+  libraries with it);
 - ``take DIR --arm ARM [--data DATA]`` (here): unpack into ``ARM`` (the layout of an
   ``exp_student.py`` arm, for its ``report`` stage and ``scripts/ship_student.py``), check the
   adapter's sha256, point the episodes' folders at ``ARM``, copy the dataset into ``ARM/data``.
@@ -181,6 +183,22 @@ def take(a: argparse.Namespace) -> int:
     return 0
 
 
+def links(a: argparse.Namespace) -> int:
+    """Identical files of ``a.folder`` (an installed wheel's ``.so``, ``.so.0``, ``.so.0.x.y``)
+    become links to the one with the longest name: the dynamic loader finds every name still."""
+    groups: dict[str, list[Path]] = {}
+    for f in sorted(Path(a.folder).iterdir()):
+        if f.is_file() and not f.is_symlink():
+            groups.setdefault(hashlib.sha256(f.read_bytes()).hexdigest(), []).append(f)
+    for files in groups.values():
+        keep = max(files, key=lambda f: len(f.name))
+        for f in files:
+            if f != keep:
+                f.unlink()
+                f.symlink_to(keep.name)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="step", required=True)
@@ -217,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("dir")
     k.add_argument("--arm", required=True)
     k.add_argument("--data", default=None, help="the dataset the loan trained on, into ARM/data")
+    n = sub.add_parser("links")
+    n.add_argument("folder")
     a = ap.parse_args(argv)
     if a.step == "train":
         a.sft_args = [x for x in a.sft_args if x != "--"]
@@ -225,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         a.tasks = [x for x in a.tasks.split(",") if x]
         a.eval_args = [x for x in a.eval_args if x != "--"]
         return evaluate(a)
-    return {"export": export, "pack": pack, "take": take}[a.step](a)
+    return {"export": export, "pack": pack, "take": take, "links": links}[a.step](a)
 
 
 if __name__ == "__main__":

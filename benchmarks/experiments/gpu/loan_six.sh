@@ -8,14 +8,17 @@
 #                             #   .whl/       transformers, trl, peft, datasets (device_check.sh)
 #                             #   .gpu/smol_0{0,1,2} + smol.sha256: the SmolLM2 GGUF in 3 parts
 #                             #   .gpu/data.tar.gz: DATA (the six-task dataset), compressed
-#                             #   .whl_eval/  mujoco, PyOpenGL, glfw, diskcache, gguf, the
-#                             #               llama-cpp-python wheel built here (portable AVX2,
-#                             #               cached), llama.cpp's converters, the EGL loaders
+#                             #   .whl_eval/  PyOpenGL, glfw, diskcache, gguf; llama_cpp.tar.gz:
+#                             #               llama-cpp-python built here (portable AVX2; the
+#                             #               wheel cached in .llama_wheel/), installed, its
+#                             #               duplicate libraries made links; llama.cpp's
+#                             #               converters; the EGL loaders
+#                             #   .whl_sim/   mujoco, mujoco-core
 #   loan_six.sh stash         # there, calls 1 and 2: keep the carried GGUF part(s) in /tmp/smol,
-#                             #   install the carried wheel folders into /tmp/site; with
-#                             #   .whl_eval, also the EGL loaders and a MuJoCo + llama.cpp check
-#   loan_six.sh run [LIMIT_S] # there, call 3: assemble the GGUF, train, export, evaluate until
-#                             #   LIMIT_S (default 570) minus the packing time, pack into $OUT
+#                             #   install the carried wheel folders into /tmp/site
+#   loan_six.sh run [LIMIT_S] # there, call 3: install .whl_sim, check MuJoCo (EGL) + llama.cpp,
+#                             #   assemble the GGUF, train, export, evaluate until LIMIT_S
+#                             #   (default 570) less the packing time, pack into $OUT
 #   loan_six.sh more [LIMIT_S]  # there, a later call on the same warm machine: evaluate on, pack
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -24,8 +27,8 @@ GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
 LOAN=${LOAN_DIR:-/tmp/loan}
 ARM=$LOAN/six
 LLAMA_CPP_PYTHON=0.3.36
-EVAL_WHEELS=(mujoco==4.0.0 mujoco-core==4.0.0 pyopengl==3.1.10 glfw==2.11.0 diskcache==5.6.3
-             gguf==0.19.0)
+EVAL_WHEELS=(pyopengl==3.1.10 glfw==2.11.0 diskcache==5.6.3 gguf==0.19.0)
+SIM_WHEELS=(mujoco==4.0.0 mujoco-core==4.0.0)
 # x86-64-v3 (AVX2/FMA/F16C), no -march=native: the wheel runs on the device's CPUs, whatever this
 # machine has; the rest as scripts/setup.sh builds it
 LLAMA_CMAKE="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
@@ -38,26 +41,41 @@ exclude() {
   grep -qx "$1" .git/info/exclude 2>/dev/null || echo "$1" >> .git/info/exclude
 }
 
+download() {  # DEST WHEEL...: binary wheels for the device's Python 3.12
+  dest=$1
+  shift
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$dest" "$@"
+}
+
 here() {
   data=${1:?usage: $0 here DATA (the dataset folder: train.jsonl, validation.jsonl, stats.json)}
   [ -f "$data/stats.json" ] || { echo "loan_six: $data holds no dataset (stats.json)"; exit 2; }
-  exclude /.whl/; exclude /.gpu/; exclude /.whl_eval/
+  exclude /.whl/; exclude /.gpu/; exclude /.whl_eval/; exclude /.whl_sim/; exclude /.llama_wheel/
   [ -n "$(ls .whl/*.whl 2>/dev/null)" ] || bash $GPU/device_check.sh wheels || exit 3
   [ -f .gpu/smol_02 ] || bash $GPU/device_sft.sh parts >/dev/null || exit 3
   mkdir -p .gpu && tar -C "$data" -czf .gpu/data.tar.gz . || exit 3
-  mkdir -p .whl_eval
-  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
-    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
-    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl_eval \
-    "${EVAL_WHEELS[@]}" || exit 3
-  if [ -z "$(ls .whl_eval/llama_cpp_python-$LLAMA_CPP_PYTHON-*.whl 2>/dev/null)" ]; then
+  mkdir -p .whl_eval .whl_sim .llama_wheel
+  download .whl_eval "${EVAL_WHEELS[@]}" && download .whl_sim "${SIM_WHEELS[@]}" || exit 3
+  wheel=$(ls .llama_wheel/llama_cpp_python-$LLAMA_CPP_PYTHON-*.whl 2>/dev/null | head -1)
+  if [ -z "$wheel" ]; then
     py312=${PY312:-$(ls -d /root/.pyenv/versions/3.12*/bin/python 2>/dev/null | tail -1)}
     py312=${py312:-python3.12}
     echo "loan_six: building llama-cpp-python $LLAMA_CPP_PYTHON with $py312 (minutes)"
     CMAKE_ARGS="$LLAMA_CMAKE" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$py312" -m pip wheel -q \
-      --no-deps --no-cache-dir --no-binary llama-cpp-python -w .whl_eval \
+      --no-deps --no-cache-dir --no-binary llama-cpp-python -w .llama_wheel \
       "llama-cpp-python==$LLAMA_CPP_PYTHON" || exit 3
+    wheel=$(ls .llama_wheel/llama_cpp_python-$LLAMA_CPP_PYTHON-*.whl | head -1)
   fi
+  # a wheel stores each library three times (.so, .so.0, .so.0.x.y): installed here, the copies
+  # become links, and the package travels as a tar of a few MB instead of ~20
+  site=$(mktemp -d)
+  python3 -m pip install -q --no-deps --no-compile --target "$site" "$wheel" || exit 3
+  python3 $GPU/loan_six.py links "$site/llama_cpp/lib" || exit 3
+  tar -C "$site" -czf .whl_eval/llama_cpp.tar.gz llama_cpp \
+    "llama_cpp_python-$LLAMA_CPP_PYTHON.dist-info" || exit 3
+  rm -rf "$site"
   conv=$(.venv/bin/python -c "from captain_ros.learn.export import converter_dir; print(converter_dir())") \
     || exit 3
   rm -rf .whl_eval/llama.cpp && cp -r "$conv" .whl_eval/llama.cpp
@@ -76,8 +94,8 @@ here() {
   echo "the working tree: $(mib "$tree") MiB; each call carries (tree included, limit 64 MiB):"
   echo "  call 1: $(mib $((tree + $(size .gpu/smol_00 .gpu/smol.sha256 .whl)))) MiB"
   echo "  call 2: $(mib $((tree + $(size .gpu/smol_01 .gpu/smol.sha256 .whl_eval)))) MiB"
-  echo "  call 3: $(mib $((tree + $(size .gpu/smol_02 .gpu/smol.sha256 .gpu/data.tar.gz)))) MiB"
-  du -sh .whl_eval/llama_cpp_python-*.whl
+  echo "  call 3: $(mib $((tree + $(size .gpu/smol_02 .gpu/smol.sha256 .gpu/data.tar.gz .whl_sim)))) MiB"
+  ls -la "$wheel" .whl_eval/llama_cpp.tar.gz
 }
 
 environment() {
@@ -93,32 +111,32 @@ stash() {
   if [ -d .gpu ] && [ -f .gpu/data.tar.gz ]; then
     mkdir -p $LOAN/data_in && tar -C $LOAN/data_in -xzf .gpu/data.tar.gz
   fi
-  fresh=0
-  for w in .whl .whl_eval; do
+  for w in .whl .whl_eval .whl_sim; do
     [ -n "$(ls $w/*.whl 2>/dev/null)" ] || continue
     stamp=/tmp/site/.loan$w-$(ls $w/*.whl | md5sum | cut -c1-8)  # a later call's leftover copy
     [ -f "$stamp" ] && continue
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target /tmp/site $w/*.whl || { echo "loan_six: installing $w failed"; exit 3; }
     touch "$stamp"
-    [ $w = .whl_eval ] && fresh=1
   done
-  if [ $fresh = 1 ]; then
+  if [ -f .whl_eval/llama_cpp.tar.gz ]; then
+    tar -C /tmp/site -xzf .whl_eval/llama_cpp.tar.gz || exit 3
     rm -rf /tmp/llama.cpp && cp -r .whl_eval/llama.cpp /tmp/llama.cpp
     if ! ldconfig -p | grep -q 'libEGL.so.1 '; then  # the image's own loader, if it has one
       for f in .whl_eval/gl/*.deb; do dpkg -x "$f" /; done
       ldconfig
     fi
-    environment
-    python3 - <<'EOF' || { echo "loan_six: the evaluation's check failed"; exit 3; }
-import mujoco, llama_cpp
-m = mujoco.MjModel.from_xml_string("<mujoco><worldbody><geom size='.1'/></worldbody></mujoco>")
-r = mujoco.Renderer(m, 64, 64)
-r.update_scene(mujoco.MjData(m))
-print("mujoco", mujoco.__version__, "renders", r.render().shape, "| llama_cpp", llama_cpp.__version__)
-EOF
   fi
   ls /tmp/smol $LOAN 2>/dev/null | tr '\n' ' '; echo
+}
+
+check() {  # MuJoCo renders through EGL and llama.cpp loads, else the evaluation cannot run
+  python3 -c "
+import llama_cpp, mujoco
+m = mujoco.MjModel.from_xml_string(\"<mujoco><worldbody><geom size='.1'/></worldbody></mujoco>\")
+r = mujoco.Renderer(m, 64, 64)
+r.update_scene(mujoco.MjData(m))
+print('mujoco', mujoco.__version__, 'renders', r.render().shape, '| llama_cpp', llama_cpp.__version__)"
 }
 
 assemble() {
@@ -133,7 +151,7 @@ evaluate_and_pack() {
   limit=$1
   : "${OUT:?OUT (the folder whose files come back) is not set}"
   left=$((limit - SECONDS - ${PACK_S:-40}))
-  if [ -f $ARM/package/student.json ] && [ "$left" -gt 60 ]; then
+  if [ -f $ARM/package/student.json ] && [ ! -f $ARM/no_eval ] && [ "$left" -gt 60 ]; then
     python3 $GPU/loan_six.py eval --arm $ARM --workers "${WORKERS:-16}" --deadline-s "$left" \
       ${EVAL_ARGS:-} 2>&1 | tee $ARM/eval.log
   fi
@@ -146,10 +164,12 @@ case "${1:-}" in
   stash) stash ;;
   run)
     limit=${2:-570}
-    stash >/dev/null || exit 3
+    stash || exit 3
     assemble
     environment
     mkdir -p $ARM
+    check > $ARM/check.log 2>&1 || { echo "loan_six: no evaluation, the check failed:"; touch $ARM/no_eval; }
+    tail -3 $ARM/check.log
     nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv 2>/dev/null | tee $ARM/gpu.csv
     python3 $GPU/loan_six.py train --data $LOAN/data_in --arm $ARM --device "${DEVICE:-cuda}" \
       ${TRAIN_ARGS:-} || { python3 $GPU/loan_six.py pack --arm $ARM "$OUT"; exit 5; }
