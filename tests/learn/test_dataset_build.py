@@ -131,6 +131,18 @@ def test_turn_weights_follow_the_rules() -> None:
     assert turn_weights(reqs) == [1.0, 1.0, 0.0, 0.0, 1.0, 0.0]
 
 
+def test_a_repeat_after_progress_is_not_a_loop() -> None:
+    """The expert re-verifies after acting (stack: the lower pair again once the tower stands):
+    kept. The same code right after itself, or with a failure since its last run, is a loop."""
+    stack = ["perceive", "place g", "verify g", "perceive", "place r", "verify r", "verify g",
+             "verify r", "finish"]  # fmt: skip
+    assert turn_weights([_req(t, c) for t, c in enumerate(stack, 1)]) == [1.0] * 9
+    assert turn_weights([_req(1, "a"), _req(2, "a")]) == [1.0, 0.0]  # again at once
+    assert turn_weights([_req(1, "a"), _req(2, "b", error=True), _req(3, "a")]) == [1.0, 1.0, 0.0]
+    assert turn_weights([_req(1, "a", error=True), _req(2, "b"), _req(3, "a")]) == [1.0, 1.0, 0.0]
+    assert turn_weights([_req(1, "a"), _req(2, "b"), _req(3, "a")]) == [1.0, 1.0, 1.0]
+
+
 def test_coordinate_mask(episode: Path, tmp_path: Path) -> None:
     from captain_ros.harness.record.trajectory import turn_from_record
 

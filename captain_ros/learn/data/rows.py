@@ -10,7 +10,11 @@ turns are unlabelled context (weight 0).
 
 Per-turn weights (CaPtain section 3.2): w_t = 0 for a turn with repeated execution failures (its
 cells and the previous request's only produced errors), for a recovery loop (the same code as an
-earlier request of the episode), and for every request after a gate-rejected ``finish()``;
+earlier request of the episode, right after it, or when it or a request since failed: the same
+thing tried again), and for every request after a gate-rejected ``finish()``. A repeat after
+progress is not a loop: the experts re-perceive and re-verify after acting (stack's tower checked
+pair by pair, open_drawer's and insertion's final perception), and masking those turns taught the
+first six-task student to skip them and finish unverified;
 w_t = 1 otherwise, except that a kept turn calling ``finish()`` gets ``finish_weight``: the finish
 is the one decision an episode makes once, against 7-20 other turns, and a student trained with
 weight 1 wrote ``place(...)`` where it should finish (11 of 13 failures of the first student). The coordinate mask replaces the pixel coordinates of earlier ``mark_point``
@@ -76,14 +80,19 @@ def _errored(rec: dict[str, Any]) -> bool:
 
 def turn_weights(requests: list[dict[str, Any]], finish_weight: float = 1.0) -> list[float]:
     """w_t of each request (see the module docstring)."""
-    weights, seen_code, rejected = [], set(), False
+    weights: list[float] = []
+    last_seen: dict[str, int] = {}  # code -> the last request that ran it
+    failed: list[bool] = []  # request k errored
+    rejected = False
     for k, rec in enumerate(requests):
         code = "\n".join(c.get("code", "") for c in rec.get("calls", []))
-        repeated_failure = _errored(rec) and k > 0 and _errored(requests[k - 1])
-        loop = bool(code.strip()) and code in seen_code
+        failed.append(_errored(rec))
+        repeated_failure = failed[k] and k > 0 and failed[k - 1]
+        j = last_seen.get(code) if code.strip() else None
+        loop = j is not None and (j == k - 1 or any(failed[j:k]))
         kept = 0.0 if (repeated_failure or loop or rejected) else 1.0
         weights.append(kept * finish_weight if kept and _FINISH.search(code) else kept)
-        seen_code.add(code)
+        last_seen[code] = k
         rejected = rejected or any(not g.get("accepted", True) for g in rec.get("gate", []))
     return weights
 
