@@ -33,6 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lora-alpha", type=int, default=32)
     p.add_argument("--lora-dropout", type=float, default=0.05)
     p.add_argument("--epochs", type=float, default=1.5)
+    p.add_argument(
+        "--init-adapter",
+        default=None,
+        help="start the LoRA from this adapter folder's weights (a fresh optimizer and schedule: "
+        "a continuation on new data), e.g. a checkpoint of an earlier run",
+    )
     p.add_argument("--max-steps", type=int, default=-1, help="optimizer steps (overrides --epochs)")
     p.add_argument(
         "--lr",
@@ -99,6 +105,7 @@ def cmd_sft(ns: argparse.Namespace, callbacks: Sequence[Any] = ()) -> int:
             lora_r=ns.lora_r,
             lora_alpha=ns.lora_alpha,
             lora_dropout=ns.lora_dropout,
+            init_adapter=ns.init_adapter,
             epochs=ns.epochs,
             max_steps=ns.max_steps,
             learning_rate=ns.lr,

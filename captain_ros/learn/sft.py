@@ -243,7 +243,36 @@ def build_trainer(
         callbacks=[run_log, *callbacks],
     )
     trainer.remove_callback(PrinterCallback)  # RunLog shows and records the same figures
+    if opts.init_adapter:
+        load_adapter_weights(trainer.model, Path(opts.init_adapter))
     return trainer, run_log
+
+
+def load_adapter_weights(model: Any, folder: Path) -> int:
+    """Set the LoRA weights of the peft ``model`` from the adapter ``folder`` (its
+    ``adapter_model.safetensors``, as peft and the trainer's checkpoints save it); the number of
+    tensors loaded. Raises :class:`SftError` when the folder is not an adapter of the same shape
+    (rank, target modules), so a continuation never starts from a silently partial load."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    path = folder / "adapter_model.safetensors"
+    if not path.is_file():
+        raise SftError(f"--init-adapter {folder}: no adapter_model.safetensors there")
+    state = load_file(str(path))
+    try:
+        result = set_peft_model_state_dict(model, state)
+    except RuntimeError as exc:  # a tensor of another shape (another rank)
+        raise SftError(f"--init-adapter {folder}: {str(exc).splitlines()[0]}") from None
+    lora_keys = [k for k in model.state_dict() if "lora_" in k]
+    missing = [k for k in result.missing_keys if "lora_" in k]
+    if result.unexpected_keys or missing or len(state) != len(lora_keys):
+        raise SftError(
+            f"--init-adapter {folder}: not an adapter of this model and LoRA config "
+            f"({len(state)} tensors for {len(lora_keys)} LoRA weights; "
+            f"{len(result.unexpected_keys)} unexpected, {len(missing)} missing)"
+        )
+    return len(state)
 
 
 def save_student(trainer: Any, tokenizer: Any, out: Path, save_adapter: bool = True) -> Path:

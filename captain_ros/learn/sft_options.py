@@ -36,6 +36,7 @@ class SftOptions:
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.05
+    init_adapter: str | None = None
     epochs: float = 1.5
     max_steps: int = -1
     learning_rate: float | None = None
@@ -87,6 +88,8 @@ class SftOptions:
             raise SftError(f"learning_rate must be > 0, got {self.learning_rate}")
         if self.max_length is not None and self.max_length < 16:
             raise SftError(f"max_length must be >= 16 tokens, got {self.max_length}")
+        if self.init_adapter is not None and self.method != "lora":
+            raise SftError("init_adapter needs method 'lora'")
         if not 0 <= self.lora_dropout < 1 or not 0 <= self.warmup < 1:
             raise SftError("lora_dropout and warmup must be in [0, 1)")
 

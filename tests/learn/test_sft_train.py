@@ -290,3 +290,24 @@ def test_a_resume_may_change_the_run_length(tmp_path, base):
     assert (tmp_path / "b" / "config.json").is_file() and "eval_loss" in cut
     assert cut["train_s"] > 0 and cut["tokens_per_s"] > 10  # the run's, not this process's
     assert max(r["step"] for r in _curve(tmp_path / "b")) == 4
+
+
+def test_init_adapter_starts_the_lora_from_an_earlier_run(tmp_path, base):
+    """--init-adapter: the continuation's LoRA starts exactly at the earlier adapter (its first
+    loss equals the earlier student's loss on the same row), and an adapter of another rank is
+    refused with one line."""
+    write_rows(tmp_path / "data", [make_row(episode_history(2))])
+    run_sft(_opts(tmp_path, base, max_steps=3))
+    first = tmp_path / "out" / "adapter"
+    earlier = AutoModelForCausalLM.from_pretrained(tmp_path / "out")
+    cont, prep = _trainer(tmp_path / "c", base, [make_row(episode_history(2))],
+                          init_adapter=str(first))  # fmt: skip
+    seq = prep["train"][0]
+    fresh, _ = _trainer(tmp_path / "f", base, [make_row(episode_history(2))])
+    assert torch.allclose(_nll(cont.model, seq), _nll(earlier, seq), atol=1e-5)
+    assert not torch.allclose(_nll(fresh.model, seq), _nll(earlier, seq), atol=1e-3)
+    with pytest.raises(SftError, match="init-adapter"):
+        _trainer(tmp_path / "r", base, [make_row(episode_history(2))], init_adapter=str(first),
+                 lora_r=4)  # fmt: skip
+    with pytest.raises(SftError, match="no adapter_model"):
+        _trainer(tmp_path / "n", base, [make_row(episode_history(2))], init_adapter=str(tmp_path))
