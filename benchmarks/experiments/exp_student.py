@@ -17,7 +17,8 @@ by the end of a session continues where it stopped (``--stages`` picks some):
    1500-1549 of each task, used once, for the figures);
 6. ``report``: strict and host success with Wilson intervals, false finishes, and failures counted
    by their first off-plan request (the first request whose code differs from the expert's, which
-   writes the same calls on every seed of a task on its path).
+   writes the same calls on every seed of a task on its path; string literals aside, since some
+   name the episode's object, e.g. two_arm_lift's box colour).
 
 An *arm* is one student: ``--arm NAME --tasks T1,T2`` (one task: a per-task adapter; several: a
 multi-task adapter). Run: ``.venv/bin/python benchmarks/experiments/exp_student.py --run runs/student
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -198,13 +200,19 @@ def expert_plan(root: Path, task: str) -> list[str]:
     return list(plans.most_common(1)[0][0]) if plans else []
 
 
+def _shape(code: str) -> str:
+    """``code`` with its string literals blanked (they may name the episode's object)."""
+    return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", code)
+
+
 def first_off_plan(episode_dir: Path, plan: list[str]) -> int | None:
-    """1-based index of the first request whose code differs from ``plan`` (None: on plan)."""
+    """1-based index of the first request whose code differs from ``plan``, string literals aside
+    (None: on plan)."""
     from captain_ros.harness.record.recorded import RecordedEpisode
 
     requests = RecordedEpisode.load(episode_dir).requests
     for i, r in enumerate(requests):
-        if i >= len(plan) or _code(r) != plan[i]:
+        if i >= len(plan) or _shape(_code(r)) != _shape(plan[i]):
             return i + 1
     return None if len(requests) == len(plan) else len(requests) + 1
 
