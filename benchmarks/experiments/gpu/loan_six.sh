@@ -102,6 +102,11 @@ here() {
 environment() {
   export PYTHONPATH="$SITE:$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
     TOKENIZERS_PARALLELISM=false MUJOCO_GL=egl CAPTAIN_LLAMA_CPP_CONVERT=/tmp/llama.cpp
+  # an episode's sandbox child starts with a clean environment (no PYTHONPATH): the interpreter's
+  # own site-packages must name the carried packages and this tree
+  pth=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/captain_loan.pth
+  printf '%s\n%s\n' "$SITE" "$PWD" > "$pth" \
+    || echo "loan_six: cannot write $pth; the episodes' sandboxes will not start"
   vendor=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
   [ -f "$vendor" ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$vendor
   return 0
