@@ -93,9 +93,13 @@ here() {
   mib() { echo "$(( ($1 + 1048575) / 1048576 ))"; }
   size() { du -cb "$@" | tail -1 | cut -f1; }
   echo "the working tree: $(mib "$tree") MiB; each call carries (tree included, limit 64 MiB):"
-  echo "  call 1: $(mib $((tree + $(size .gpu/smol_00 .gpu/smol.sha256 .whl)))) MiB"
-  echo "  call 2: $(mib $((tree + $(size .gpu/smol_01 .gpu/smol.sha256 .whl_eval)))) MiB"
-  echo "  call 3: $(mib $((tree + $(size .gpu/smol_02 .gpu/smol.sha256 .gpu/data.tar.gz .whl_sim)))) MiB"
+  call() {
+    m=$(mib $((tree + $(size "${@:2}"))))
+    echo "  call $1: $m MiB$([ "$m" -gt 64 ] && echo ' OVER THE LIMIT: carry less')"
+  }
+  call 1 .gpu/smol_00 .gpu/smol.sha256 .whl
+  call 2 .gpu/smol_01 .gpu/smol.sha256 .whl_eval
+  call 3 .gpu/smol_02 .gpu/smol.sha256 .gpu/data.tar.gz .whl_sim
   ls -la "$wheel" .whl_eval/llama_cpp.tar.gz
 }
 
