@@ -1,0 +1,133 @@
+"""Per-turn check of a student against recorded expert episodes, without a simulator.
+
+For every assistant turn of the rows of a ``captain learn dataset`` folder (by default its
+``validation.jsonl``: episodes held out of training), the student is given exactly the history the
+expert saw (the row's messages up to that turn) and answers greedily; the reply's code is compared
+with the expert's, exactly and with string literals aside (some name the episode's object). The
+turns of one row are asked in order, so the engine's kept prefix makes each request prefill only
+its new tokens.
+
+A turn the student misses on every held-out row is a decision it never learned, and it shows here
+in minutes instead of in 20 simulated episodes: the first six-task student missed stack's turn 14
+(the lower pair's re-verification) on every row, which a masking rule in the dataset had kept out
+of training (CHANGELOG, issue 30).
+
+Run: ``.venv/bin/python benchmarks/probe_student_turns.py --data ARM/data --model ARM/package
+[--split validation|train] [--tasks stack,insertion] [--rows 5] [--threads 2] [--json out.json]``
+(``--model``: a packaged student folder, a transformers folder or a GGUF; ``--engine`` as for
+``captain eval``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _code(message: dict[str, Any]) -> str:
+    """The code of an assistant message's tool calls (one string, calls joined by newlines)."""
+    codes = []
+    for call in message.get("tool_calls") or []:
+        args = call.get("function", {}).get("arguments", "")
+        try:
+            codes.append(str(json.loads(args).get("code", "")) if isinstance(args, str) else "")
+        except ValueError:
+            codes.append(args)
+    return "\n".join(codes)
+
+
+def _shape(code: str) -> str:
+    return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", code)
+
+
+def probe(rows: list[Any], engine: Any) -> dict[str, Any]:
+    """Ask ``engine`` every assistant turn of ``rows``; per task: turns asked, exact and shape
+    matches, and the misses by turn index."""
+    from captain_ros.policy.toolcalls import parse_reply
+
+    per_task: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"turns": 0, "exact": 0, "shape": 0, "misses_by_turn": Counter(), "rows": 0}
+    )
+    for row in rows:
+        stats = per_task[row.task]
+        stats["rows"] += 1
+        engine.reset()
+        turns = [i for i, m in enumerate(row.messages) if m["role"] == "assistant"]
+        for k, i in enumerate(turns, 1):
+            want = _code(row.messages[i])
+            out = engine.generate([dict(m) for m in row.messages[:i]], list(row.tools) or None)
+            got = "\n".join(parse_reply(out.text).code_cells)
+            stats["turns"] += 1
+            stats["exact"] += got == want
+            stats["shape"] += _shape(got) == _shape(want)
+            if _shape(got) != _shape(want):
+                stats["misses_by_turn"][k] += 1
+    return {
+        t: {**s, "misses_by_turn": dict(sorted(s["misses_by_turn"].items()))}
+        for t, s in per_task.items()
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", required=True, help="a `captain learn dataset` folder")
+    ap.add_argument("--model", required=True, help="packaged student, model folder or GGUF")
+    ap.add_argument("--split", choices=("validation", "train"), default="validation")
+    ap.add_argument("--tasks", default="", help="comma-separated (default: every task)")
+    ap.add_argument("--rows", type=int, default=0, help="rows per task (0: all)")
+    ap.add_argument("--engine", default="auto")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--max-new-tokens", type=int, default=160)
+    ap.add_argument("--json")
+    ns = ap.parse_args()
+
+    from captain_ros.core.errors import CaptainError
+    from captain_ros.learn.rows import load_rows
+    from captain_ros.policy.engines import make_engine
+    from captain_ros.policy.engines.base import EngineSettings
+
+    tasks = {t for t in ns.tasks.split(",") if t}
+    try:
+        rows, taken = [], Counter()
+        for row in load_rows(Path(ns.data) / f"{ns.split}.jsonl"):
+            if (not tasks or row.task in tasks) and (not ns.rows or taken[row.task] < ns.rows):
+                rows.append(row)
+                taken[row.task] += 1
+        settings = EngineSettings(
+            max_new_tokens=ns.max_new_tokens, temperature=0.0, threads=ns.threads
+        )
+        engine = make_engine(ns.engine, ns.model, settings)
+    except (CaptainError, OSError) as exc:
+        print(f"probe_student_turns: {exc}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    res = probe(rows, engine)
+    wall = time.perf_counter() - t0
+    print("| task | rows | turns | same code | same code, literals aside | misses by turn |")
+    print("|---|---|---|---|---|---|")
+    for t, s in res.items():
+        print(
+            f"| {t} | {s['rows']} | {s['turns']} | {s['exact']} | {s['shape']} | "
+            f"{', '.join(f'r{k}: {n}' for k, n in s['misses_by_turn'].items()) or '-'} |"
+        )
+    print(f"\n{sum(s['turns'] for s in res.values())} turns in {wall:.0f} s ({ns.split} rows)")
+    if ns.json:
+        Path(ns.json).write_text(
+            json.dumps(
+                {"split": ns.split, "model": ns.model, "wall_s": wall, "tasks": res}, indent=2
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
