@@ -22,6 +22,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from captain_ros.core.errors import CaptainError
@@ -106,27 +107,30 @@ def _with_graph(ns: argparse.Namespace) -> int:
         while not stop.is_set() and ctx.ok():
             executor.spin_once(timeout_sec=SPIN_WAIT_S)
 
+    # The verbs start the spinner once their clients exist: rclpy's ActionClient registers itself
+    # with the node before it is fully built, and a spinning executor could reach it half-made.
     spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
     try:
         if ns.verb == "estop-reset":
-            return _estop_reset(node, Signer(key))  # type: ignore[arg-type]
-        return _goal(node, ns, None if key is None else Signer(key))
+            return _estop_reset(node, Signer(key), spinner.start)  # type: ignore[arg-type]
+        return _goal(node, ns, None if key is None else Signer(key), spinner.start)
     finally:
         stop.set()
-        spinner.join(5.0)  # no executor thread may outlive the context
+        if spinner.is_alive():
+            spinner.join(5.0)  # no executor thread may outlive the context
         executor.shutdown(timeout_sec=2.0)
         node.destroy_node()
         ctx.try_shutdown()
 
 
-def _estop_reset(node: Any, signer: Signer) -> int:
+def _estop_reset(node: Any, signer: Signer, start_spinning: Callable[[], None]) -> int:
     from std_srvs.srv import Trigger
 
     from captain_ros.ros.calls import call_sync
     from captain_ros.ros.secure import SignedClient
 
     client = SignedClient(node, "estop_reset", Trigger, signer)
+    start_spinning()
     if not client.wait_for_service(timeout_sec=30.0):
         print(
             "captain ros estop-reset: no /captain/secure/command on this domain (is the graph "
@@ -142,7 +146,9 @@ def _estop_reset(node: Any, signer: Signer) -> int:
     return 0 if resp.success else 1
 
 
-def _goal(node: Any, ns: argparse.Namespace, signer: Signer | None) -> int:
+def _goal(
+    node: Any, ns: argparse.Namespace, signer: Signer | None, start_spinning: Callable[[], None]
+) -> int:
     from action_msgs.msg import GoalStatus
     from captain_ros_interfaces.action import RunEpisode
     from unique_identifier_msgs.msg import UUID
@@ -155,6 +161,7 @@ def _goal(node: Any, ns: argparse.Namespace, signer: Signer | None) -> int:
     client = ActionClient(
         node, RunEpisode, "/captain/run_episode", feedback_sub_qos_profile=FEEDBACK_QOS
     )
+    start_spinning()
     if not client.wait_for_server(timeout_sec=ns.server_wait_s):
         print(
             f"captain ros goal: no /captain/run_episode within {ns.server_wait_s:g} s on this "
