@@ -5,7 +5,9 @@ For every assistant turn of the rows of a ``captain learn dataset`` folder (by d
 expert saw (the row's messages up to that turn) and answers greedily; the reply's code is compared
 with the expert's, exactly and with string literals aside (some name the episode's object). The
 turns of one row are asked in order, so the engine's kept prefix makes each request prefill only
-its new tokens.
+its new tokens. Each request's prompt length and decode time (after its prefill) are kept, so
+the same rows give every engine's decode rate by context band on identical histories
+(``--engine transformers`` beside ``llamacpp``: issue 29's decode at 3-6k context).
 
 A turn the student misses on every held-out row is a decision it never learned, and it shows here
 in minutes instead of in 20 simulated episodes: the first six-task student missed stack's turn 14
@@ -49,11 +51,14 @@ def _shape(code: str) -> str:
     return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", code)
 
 
-def probe(rows: list[Any], engine: Any) -> dict[str, Any]:
+def probe(rows: list[Any], engine: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Ask ``engine`` every assistant turn of ``rows``; per task: turns asked, exact and shape
-    matches, and the misses by turn index."""
+    matches, and the misses by turn index; and decode seconds and tokens by prompt-length band."""
+    from compare_student_engines import BANDS, band_name
+
     from captain_ros.policy.toolcalls import parse_reply
 
+    bands: dict[str, list[float]] = {}
     per_task: dict[str, dict[str, Any]] = defaultdict(
         lambda: {"turns": 0, "exact": 0, "shape": 0, "misses_by_turn": Counter(), "rows": 0}
     )
@@ -65,16 +70,31 @@ def probe(rows: list[Any], engine: Any) -> dict[str, Any]:
         for k, i in enumerate(turns, 1):
             want = _code(row.messages[i])
             out = engine.generate([dict(m) for m in row.messages[:i]], list(row.tools) or None)
+            n = len(out.prompt_ids)
+            acc = bands.setdefault(next(band_name(a, b) for a, b in BANDS if a <= n < b), [0, 0, 0])
+            acc[0] += float(getattr(engine, "last_decode_s", 0.0))
+            acc[1] += len(out.completion_ids)
+            acc[2] += 1
             got = "\n".join(parse_reply(out.text).code_cells)
             stats["turns"] += 1
             stats["exact"] += got == want
             stats["shape"] += _shape(got) == _shape(want)
             if _shape(got) != _shape(want):
                 stats["misses_by_turn"][k] += 1
-    return {
+    decode = {
+        k: {
+            "requests": r,
+            "decode_s": round(d, 3),
+            "tokens": int(t),
+            "tokens_per_s": t / d if d else None,
+        }
+        for k, (d, t, r) in bands.items()
+    }
+    tasks = {
         t: {**s, "misses_by_turn": dict(sorted(s["misses_by_turn"].items()))}
         for t, s in per_task.items()
     }
+    return tasks, decode
 
 
 def main() -> int:
@@ -110,7 +130,7 @@ def main() -> int:
         print(f"probe_student_turns: {exc}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
-    res = probe(rows, engine)
+    res, decode = probe(rows, engine)
     wall = time.perf_counter() - t0
     print("| task | rows | turns | same code | same code, literals aside | misses by turn |")
     print("|---|---|---|---|---|---|")
@@ -119,7 +139,15 @@ def main() -> int:
             f"| {t} | {s['rows']} | {s['turns']} | {s['exact']} | {s['shape']} | "
             f"{', '.join(f'r{k}: {n}' for k, n in s['misses_by_turn'].items()) or '-'} |"
         )
-    print(f"\n{sum(s['turns'] for s in res.values())} turns in {wall:.0f} s ({ns.split} rows)")
+    print("\n| prompt tokens | requests | decode s | reply tokens | decode tokens/s |")
+    print("|---|---|---|---|---|")
+    for k, d in decode.items():
+        rate = f"{d['tokens_per_s']:.1f}" if d["tokens_per_s"] else "-"
+        print(f"| {k} | {d['requests']} | {d['decode_s']:.1f} | {d['tokens']} | {rate} |")
+    print(
+        f"\n{sum(s['turns'] for s in res.values())} turns in {wall:.0f} s ({ns.split} rows, "
+        f"engine {getattr(engine, 'name', ns.engine)})"
+    )
     if ns.json:
         Path(ns.json).write_text(
             json.dumps(
