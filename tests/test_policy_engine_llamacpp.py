@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 from engine_models import tiny_llama
 
-from captain_ros.policy.engines import EngineSettings, ModelFileError, make_engine
+from captain_ros.policy.engines import (
+    EngineSettings,
+    ModelFileError,
+    ModelSource,
+    make_engine,
+    model_source,
+)
 from captain_ros.policy.engines.llamacpp import LlamaCppChat
 
 pytestmark = pytest.mark.learn  # llama.cpp, and torch for the conversion
@@ -110,6 +116,15 @@ def test_missing_and_corrupt_model_files_give_one_line(tmp_path):
     empty.mkdir()
     with pytest.raises(ModelFileError, match="has no GGUF file: run `captain learn export"):
         make_engine("llamacpp", empty)
+    # exported only as its adapter: a transformers folder whose adapter GGUF is not its model
+    (empty / "export.json").write_text('{"adapter": {"gguf": "adapter.f16.gguf"}}')
+    (empty / "adapter.f16.gguf").write_bytes(b"GGUF" + bytes(60))
+    assert model_source(empty) == ModelSource(empty, None)
+    with pytest.raises(ModelFileError, match="has no GGUF file"):
+        make_engine("llamacpp", empty)
+    (empty / "export.json").write_text('["not", "a", "record"]')
+    with pytest.raises(ModelFileError, match="is not an export record"):
+        model_source(empty)
 
 
 def test_the_policy_records_its_engine_in_the_summary(model, tmp_path):

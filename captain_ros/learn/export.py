@@ -35,11 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.core.errors import CaptainError, InvalidArgumentError
+from captain_ros.policy.engines import ADAPTER_GGUF
 
 OUTTYPES = ("q8_0", "f16", "bf16", "f32")
 CONVERTER = "convert_hf_to_gguf.py"
 LORA_CONVERTER = "convert_lora_to_gguf.py"
-ADAPTER_GGUF = "adapter.f16.gguf"
 ADAPTER_LOGPROB_TOL = 0.25
 """Largest |log-prob difference| [nats] over the agreeing greedy tokens an adapter export accepts."""
 FALLBACK_PROMPT: tuple[dict[str, Any], ...] = (

@@ -261,7 +261,7 @@ def load_adapter_weights(model: Any, folder: Path) -> int:
         raise SftError(f"--init-adapter {folder}: no adapter_model.safetensors there")
     state = load_file(str(path))
     try:
-        result = set_peft_model_state_dict(model, state)
+        result: Any = set_peft_model_state_dict(model, state)
     except RuntimeError as exc:  # a tensor of another shape (another rank)
         raise SftError(f"--init-adapter {folder}: {str(exc).splitlines()[0]}") from None
     lora_keys = [k for k in model.state_dict() if "lora_" in k]

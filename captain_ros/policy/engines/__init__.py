@@ -26,6 +26,7 @@ from captain_ros.policy.engines.base import ChatEngine, EngineSettings, ModelFil
 
 ENGINES = ("auto", "llamacpp", "transformers")
 EXPORT_RECORD = "export.json"
+ADAPTER_GGUF = "adapter.f16.gguf"  # `captain learn export --adapter` writes it beside the student
 
 __all__ = [
     "ENGINES",
@@ -73,11 +74,15 @@ def model_source(model: str | Path) -> ModelSource:
     record = p / EXPORT_RECORD
     if record.is_file():
         try:
-            name = json.loads(record.read_text())["gguf"]
-        except (ValueError, KeyError, TypeError) as exc:
+            rec = json.loads(record.read_text())
+            name = rec.get("gguf") if "adapter" in rec else rec["gguf"]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ModelFileError(f"{record} is not an export record: {exc}") from exc
-        return ModelSource(p, p / str(name))
-    ggufs = sorted(p.glob("*.gguf"))
+        if name is not None:
+            return ModelSource(p, p / str(name))
+    # a student exported only as its adapter (`learn export --adapter`) is a transformers folder;
+    # the adapter's GGUF is not a model
+    ggufs = sorted(g for g in p.glob("*.gguf") if g.name != ADAPTER_GGUF)
     return ModelSource(p, ggufs[0] if ggufs else None)
 
 
