@@ -194,3 +194,24 @@ def save_tiny(folder: Path, kind: str = "qwen2", template: str = "smol", seed: i
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+def tiny_sft_options(tmp_path: Path, base: Path, **kw: Any) -> Any:
+    """``SftOptions`` of a one-step run on ``tmp_path/data`` from the tiny model ``base``: no bf16,
+    no warmup, no validation, one micro-batch a step, lr 1e-2 (``kw`` overrides any)."""
+    from captain_ros.learn.sft_options import SftOptions
+
+    defaults: dict[str, Any] = dict(
+        data=str(tmp_path / "data"),
+        base=str(base),
+        out=str(tmp_path / "out"),
+        progress=False,
+        bf16="off",
+        warmup=0.0,
+        val_fraction=0.0,
+        grad_accum=1,
+        save_steps=1000,
+        max_steps=1,
+        learning_rate=1e-2,
+    )
+    return SftOptions(**{**defaults, **kw})

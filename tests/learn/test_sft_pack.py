@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
-from sft_fixtures import episode_history, make_row, save_tiny, write_rows  # noqa: E402
+from sft_fixtures import episode_history, make_row, save_tiny, tiny_sft_options, write_rows  # noqa: E402
 
 from captain_ros.learn.collate import (  # noqa: E402
     PACKED_ATTENTION,
@@ -42,22 +42,7 @@ def base(tmp_path_factory):
 
 
 def _opts(tmp_path, base, **kw):
-    defaults = dict(
-        data=str(tmp_path / "data"),
-        base=str(base),
-        out=str(tmp_path / "out"),
-        progress=False,
-        bf16="off",
-        warmup=0.0,
-        val_fraction=0.0,
-        grad_accum=1,
-        save_steps=1000,
-        max_steps=1,
-        learning_rate=1e-2,
-        lora_dropout=0.0,
-    )
-    defaults.update(kw)
-    return SftOptions(**defaults)
+    return tiny_sft_options(tmp_path, base, **{"lora_dropout": 0.0, **kw})
 
 
 def _feature(seq):

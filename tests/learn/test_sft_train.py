@@ -11,12 +11,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
-from sft_fixtures import episode_history, make_row, save_tiny, write_rows  # noqa: E402
+from sft_fixtures import episode_history, make_row, save_tiny, tiny_sft_options, write_rows  # noqa: E402
 from transformers import AutoModelForCausalLM, TrainerCallback  # noqa: E402
 
 from captain_ros.learn.collate import PackedCollator  # noqa: E402
 from captain_ros.learn.models import bf16_supported  # noqa: E402
-from captain_ros.learn.sft import SftError, SftOptions, build_trainer, prepare, run_sft  # noqa: E402
+from captain_ros.learn.sft import SftError, build_trainer, prepare, run_sft  # noqa: E402
 from captain_ros.learn.tokenize import IGNORE  # noqa: E402
 
 pytestmark = pytest.mark.learn
@@ -28,22 +28,7 @@ def base(tmp_path_factory):
     return save_tiny(tmp_path_factory.mktemp("base"), "qwen2", "smol")
 
 
-def _opts(tmp_path, base, **kw):
-    defaults = dict(
-        data=str(tmp_path / "data"),
-        base=str(base),
-        out=str(tmp_path / "out"),
-        progress=False,
-        bf16="off",
-        warmup=0.0,
-        val_fraction=0.0,
-        grad_accum=1,
-        save_steps=1000,
-        max_steps=1,
-        learning_rate=1e-2,
-    )
-    defaults.update(kw)
-    return SftOptions(**defaults)
+_opts = tiny_sft_options
 
 
 def _trainer(tmp_path, base, rows, **kw):

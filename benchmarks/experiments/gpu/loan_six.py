@@ -51,6 +51,8 @@ import exp_student  # noqa: E402
 from loan_eval import evaluate  # noqa: E402
 from loan_mfu import train_figures  # noqa: E402
 
+from captain_ros.core.episode_folder import SUMMARY, TRAJECTORY  # noqa: E402
+
 RECIPE = ["--base", "smollm2", "--epochs", "2", "--lr", "5e-4", "--lora-r", "16",
           "--lora-alpha", "32", "--lora-dropout", "0.0", "--val-fraction", "0.05",
           "--seed", "0"]  # fmt: skip
@@ -138,7 +140,7 @@ def pack(a: argparse.Namespace) -> int:
             for chunk in sorted(folder.glob("*/*-*/eval.json")):
                 tar.add(chunk, arcname=str(chunk.relative_to(arm)))
                 for f in sorted(chunk.parent.glob("*/seed_*/*")):
-                    if f.name in ("summary.json", "trajectory.jsonl"):
+                    if f.name in (SUMMARY, TRAJECTORY):
                         tar.add(f, arcname=str(f.relative_to(arm)))
         _split(buf, out)
         buf.unlink()
