@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks" / "experiments")]
 
 
 def _code(message: dict[str, Any]) -> str:
@@ -47,14 +46,11 @@ def _code(message: dict[str, Any]) -> str:
     return "\n".join(codes)
 
 
-def _shape(code: str) -> str:
-    return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", code)
-
-
 def probe(rows: list[Any], engine: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Ask ``engine`` every assistant turn of ``rows``; per task: turns asked, exact and shape
     matches, and the misses by turn index; and decode seconds and tokens by prompt-length band."""
     from compare_student_engines import BANDS, band_name
+    from exp_student import code_shape
 
     from captain_ros.policy.toolcalls import parse_reply
 
@@ -78,8 +74,9 @@ def probe(rows: list[Any], engine: Any) -> tuple[dict[str, Any], dict[str, Any]]
             got = "\n".join(parse_reply(out.text).code_cells)
             stats["turns"] += 1
             stats["exact"] += got == want
-            stats["shape"] += _shape(got) == _shape(want)
-            if _shape(got) != _shape(want):
+            same_shape = code_shape(got) == code_shape(want)
+            stats["shape"] += same_shape
+            if not same_shape:
                 stats["misses_by_turn"][k] += 1
     decode = {
         k: {

@@ -200,7 +200,7 @@ def expert_plan(root: Path, task: str) -> list[str]:
     return list(plans.most_common(1)[0][0]) if plans else []
 
 
-def _shape(code: str) -> str:
+def code_shape(code: str) -> str:
     """``code`` with its string literals blanked (they may name the episode's object)."""
     return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", code)
 
@@ -212,7 +212,7 @@ def first_off_plan(episode_dir: Path, plan: list[str]) -> int | None:
 
     requests = RecordedEpisode.load(episode_dir).requests
     for i, r in enumerate(requests):
-        if i >= len(plan) or _shape(_code(r)) != _shape(plan[i]):
+        if i >= len(plan) or code_shape(_code(r)) != code_shape(plan[i]):
             return i + 1
     return None if len(requests) == len(plan) else len(requests) + 1
 
