@@ -75,6 +75,33 @@ def test_every_history_h_t_is_rebuilt_exactly_from_the_log(tmp_path):
     assert any("Context compacted" in str(m["content"]) for m in render(history, ctx))
 
 
+def test_the_record_keeps_the_gates_measured_words_apart_from_the_policys_claim(tmp_path):
+    import io
+
+    from captain_ros.cli.display import print_summary
+
+    s, _ = run(tmp_path, SOLVE_RED_ON_BLUE)
+    assert s.gate_reason == "the last measurement shows the object on the destination"
+    assert s.finish_summary == "red on blue"
+    assert EpisodeRecord.from_dict(json.loads(json.dumps(s.to_dict()))) == s
+    out = io.StringIO()
+    print_summary(s, out)
+    text = out.getvalue()
+    assert "gate             accepted: the last measurement shows the object" in text
+    assert "policy's words   'red on blue' (its claim, not checked)" in text
+    rejected, _ = run(tmp_path / "r", [{"code": "finish('all done')"}], Budgets(max_requests=1))
+    assert not rejected.finished and rejected.finish_summary == "all done"
+    assert rejected.gate_reason == "no measure_object_geometry record yet"
+    out = io.StringIO()
+    print_summary(rejected, out)
+    assert "gate             rejected 1x: no measure_object_geometry record yet" in out.getvalue()
+    none, _ = run(tmp_path / "n", SOLVE_RED_ON_BLUE[:1], Budgets(max_requests=1))
+    assert none.gate_reason == none.finish_summary == ""
+    out = io.StringIO()
+    print_summary(none, out)
+    assert "finish()         never called" in out.getvalue()
+
+
 def test_missed_finish(tmp_path):
     s, _ = run(tmp_path, SOLVE_RED_ON_BLUE[:3])
     assert s.outcome == "missed_finish" and s.host_success and not s.strict_success

@@ -66,6 +66,7 @@ def print_summary(s: EpisodeRecord, stream: TextIO) -> None:
         f"strict success   {s.strict_success}",
         f"requests         {s.requests}",
         f"physical actions {s.physical_actions}",
+        *_finish_lines(s),
         f"wall time        {s.wall_s:.1f} s = model {s.model_s:.1f} s + robot calls "
         f"{s.backend_s:.1f} s + harness {s.harness_s:.1f} s",
         f"episode folder   {s.out_dir} (summary.json, trajectory.jsonl, report.html"
@@ -80,6 +81,18 @@ def print_summary(s: EpisodeRecord, stream: TextIO) -> None:
     if s.error:
         lines.append(f"error            {s.error.strip().splitlines()[-1]}")
     print("\n".join(lines), file=stream, flush=True)
+
+
+def _finish_lines(s: EpisodeRecord) -> list[str]:
+    """The gate's verdict in its own measured words, then the policy's unchecked summary."""
+    if not s.gate_reason:
+        return [f"finish()         {'accepted' if s.finished else 'never called'}"]
+    verdict = "accepted" if s.finished else f"rejected {s.gate_rejections}x"
+    lines = [f"gate             {verdict}: {s.gate_reason} (from the episode's measurements)"]
+    if s.finish_summary.strip():
+        words = " ".join(s.finish_summary.split())
+        lines.append(f"policy's words   {words[:160]!r} (its claim, not checked)")
+    return lines
 
 
 def print_eval(report: dict[str, Any], stream: TextIO) -> None:

@@ -223,6 +223,7 @@ def _goal(
         policy.changed.clear()
     res = future.result()
     r = res.result
+    summary = _summary(r.summary_json)
     status = {
         GoalStatus.STATUS_SUCCEEDED: "SUCCEEDED",
         GoalStatus.STATUS_ABORTED: "ABORTED",
@@ -238,18 +239,26 @@ def _goal(
                 "strict_success": r.strict_success,
                 "calls": r.calls,
                 "failures": r.failures,
+                # the gate's verdict in words built from the episode's measurements, apart from
+                # the policy's own (unchecked) finish summary
+                "gate": summary.get("gate_reason", ""),
+                "policy_summary": summary.get("finish_summary", ""),
                 "bag_path": r.bag_path,
                 "bag_status": r.bag_status,
-                **(
-                    {"error": json.loads(r.summary_json or "{}").get("error")}
-                    if status != "SUCCEEDED"
-                    else {}
-                ),
+                **({"error": summary.get("error")} if status != "SUCCEEDED" else {}),
             }
         ),
         flush=True,
     )
     return 0 if status == "SUCCEEDED" else 1
+
+
+def _summary(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _wait(future: Any, timeout_s: float) -> Any:

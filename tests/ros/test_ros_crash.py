@@ -213,6 +213,7 @@ def _next_goal_succeeds(op: Operator, ep: str) -> float:
     assert goal.wait(300) == 0, (goal.lines, goal.stderr)
     result = goal.result()
     assert result["status"] == "SUCCEEDED" and result["bag_status"] == "complete", result
+    assert result["gate"] == result["policy_summary"] == "", result  # 3 requests: no finish()
     return time.time() - t0
 
 

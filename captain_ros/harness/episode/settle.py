@@ -51,6 +51,7 @@ def settle(
             outcome, task_name, o.recorder.final_rung(), len(p.task.milestone_names)
         )
     calls, sess = o.calls, o.sess
+    last = o.gate.decisions[-1] if o.gate.decisions else None
     record = EpisodeRecord(
         task=task_name,
         seed=int(p.seed),
@@ -61,6 +62,8 @@ def settle(
         strict_success=host_ok and o.gate.accepted,
         finished=o.gate.accepted,
         gate_rejections=o.gate.rejections,
+        gate_reason=last.reason if last is not None else "",
+        finish_summary=last.summary if last is not None else "",
         end_reason=reason,
         budget_exhausted=exhausted,
         requests=o.tracker.requests,

@@ -58,6 +58,11 @@ class EpisodeRecord:
         strict_success: Host success and an accepted ``finish()``.
         finished: ``finish()`` was accepted by the completion gate.
         gate_rejections: ``finish()`` calls the gate rejected.
+        gate_reason: The gate's words on the last ``finish()`` call, built from the measurements
+            the episode recorded (e.g. "the cube rests on the plate (0.4 cm from its centre)"):
+            what an operator can trust ("" when ``finish()`` was never called).
+        finish_summary: The policy's own words in that call, unchecked (a student may copy a
+            summary from its data whatever it measured; the gate's reason is the measurement).
         end_reason: ``finish`` | ``no_tool_call`` | ``budget:<name>`` | ``missed_finish_stop`` |
             ``policy_error`` | ``stop:<reason>`` (an observer ended it, e.g. a cancel).
         budget_exhausted: The budget that ran out (``requests``, ``wall_time``,
@@ -88,6 +93,8 @@ class EpisodeRecord:
     strict_success: bool = False
     finished: bool = False
     gate_rejections: int = 0
+    gate_reason: str = ""
+    finish_summary: str = ""
     end_reason: str = ""
     budget_exhausted: str | None = None
     requests: int = 0
