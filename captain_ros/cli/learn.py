@@ -7,6 +7,7 @@
   RL with per-request credit.
 - ``captain learn re0 --student DIR|SPEC --teacher scripted|openai --task T --out DIR``: one RE-0
   generation (verified repairs, RE-OPD distillation).
+- ``captain learn rl-student SFT RL_VERSION --out DIR``: an RL version as a student folder.
 - ``captain learn export STUDENT``: the student as a checked GGUF file (``--engine llamacpp``).
 """
 
@@ -21,6 +22,10 @@ COMMANDS = {
     "critic": ("captain_ros.cli.learn_critic", "train the privileged simulator critic"),
     "rl": ("captain_ros.cli.learn_rl", "multi-turn RL with per-request credit from the critic"),
     "re0": ("captain_ros.research.re0.cli", "RE-0: verified repairs and RE-OPD distillation"),
+    "rl-student": (
+        "captain_ros.cli.learn_rl_student",
+        "an RL version stacked onto its SFT student, as a student folder",
+    ),
     "export": ("captain_ros.cli.learn_export", "a student as a GGUF file for --engine llamacpp"),
 }
 
