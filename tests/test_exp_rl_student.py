@@ -1,0 +1,90 @@
+"""Issue 35's orchestrator (benchmarks/experiments/exp_rl_student.py): its commands and its report.
+
+The heavy stages run the project's own tested commands (``learn critic``, ``learn export``,
+``learn rl``, ``learn rl-student``, ``exp_student.py``); here the stage wiring is checked with
+``--dry-run``, and the report's paired statistics on evaluation folders written as
+``captain eval`` writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from captain_ros.harness.record.episode_record import EpisodeRecord
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "experiments" / "exp_rl_student.py"
+sys.path.insert(0, str(SCRIPT.parent))
+
+
+def _eval_folder(folder: Path, task: str, wins: list[bool], first_seed: int = 1500) -> None:
+    folder.mkdir(parents=True)
+    eps = [
+        EpisodeRecord(
+            task,
+            first_seed + i,
+            outcome="success_with_finish" if ok else "other_failure",
+            host_success=ok,
+            strict_success=ok,
+            finished=ok,
+        ).to_dict()
+        for i, ok in enumerate(wins)
+    ]
+    (folder / "eval.json").write_text(json.dumps({"episodes": eps}))
+
+
+def _arm(root: Path) -> Path:
+    arm = root / "six"
+    (arm / "student" / "adapter").mkdir(parents=True)
+    (arm / "data").mkdir()
+    return arm
+
+
+def test_dry_run_names_every_stage_in_order(tmp_path: Path) -> None:
+    _arm(tmp_path)
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--run", str(tmp_path), "--arm", "six",
+         "--tasks", "stack,insertion", "--starts", "8", "--group", "2", "--eval-rounds", "5,2",
+         "--dry-run", "--stages", "critic,gguf,rl,eval", "--", "--max-requests", "20"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    cmds = [line[2:] for line in out.splitlines() if line.startswith("$ ")]
+    assert "learn critic --episodes" in cmds[0] and cmds[0].endswith(f"{tmp_path}/six_rl/critic0")
+    assert "learn export" in cmds[1] and cmds[1].endswith(f"{tmp_path}/six/student")
+    rl = [c for c in cmds if " learn rl " in c]
+    assert [c.split("--rounds ")[1].split()[0] for c in rl] == ["2", "5"]  # sorted
+    for c in rl:
+        assert "--accumulation-rounds 1 --engine llamacpp" in c and "--tasks stack,insertion" in c
+        assert c.endswith("--max-requests 20") and f"--policy-folder {tmp_path}/six/student" in c
+    stacked = [c for c in cmds if "learn rl-student" in c]
+    assert stacked[0].endswith(f"six_rl/r2/adapter --out {tmp_path}/six_rl_r2/student")
+    evals = [c for c in cmds if "exp_student.py" in c]
+    assert "--arm six_rl_r5" in evals[1] and "--stages export,eval,report" in evals[1]
+    assert "--split heldout" in evals[1]
+
+
+def test_the_report_pairs_each_round_with_round_zero_by_seed(tmp_path, capsys) -> None:
+    import exp_rl_student as exp
+
+    arm = _arm(tmp_path)
+    base = [True] * 10 + [False] * 10
+    better = [True] * 10 + [True] * 9 + [False]  # 9 failures of round 0 now solved, none lost
+    _eval_folder(arm / "eval_heldout" / "stack" / "1500-1519", "stack", base)
+    _eval_folder(tmp_path / "six_rl_r2" / "eval_heldout" / "stack" / "1500-1519", "stack", better)
+    ns = exp.argparse.Namespace(
+        tasks=["stack", "insertion"], eval_rounds=[2], split="heldout", arm="six"
+    )
+    (tmp_path / "six_rl").mkdir()
+    res = exp.report(ns, tmp_path, arm, tmp_path / "six_rl")
+    stack = res["rounds"][2]["tasks"]["stack"]
+    assert stack["paired"] == 20 and stack["round0"]["successes"] == 10
+    assert stack["later"]["successes"] == 19 and stack["mcnemar"]["only_b"] == 9
+    assert abs(stack["mcnemar_p"] - 2 / 2**9) < 1e-12  # exact: 9 discordant pairs, all one way
+    assert "insertion" not in res["rounds"][2]["tasks"]  # no evaluation, no claim
+    assert res["rounds"][2]["critic_before"] == {"episodes": 0}  # eval.json alone: no states
+    table = capsys.readouterr().out
+    assert "| stack | 10/20 [30%, 70%] | 19/20 [76%, 99%] (p = 0.00391) |" in table
+    assert "| insertion | - | - |" in table
+    assert json.loads((tmp_path / "six_rl" / "report.json").read_text())["split"] == "heldout"
