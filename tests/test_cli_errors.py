@@ -104,6 +104,15 @@ CASES = [
     (["run", "--backend", "ros_arm", "--can", "can0"], "--can does not apply to --backend ros_arm"),
     (["eval", "--workers", "0", "--check", "--seeds", "1-2"], "workers must be an integer >= 1"),
     (["bag", "info", "{truncated}"], "the bag cannot be read"),
+    # the shipped student on a task it was never trained on
+    (
+        ["run", "--policy", "student", "--backend", "robosuite", "--task", "lift"],
+        "not on robosuite_lift",
+    ),
+    (
+        ["eval", "--policy", "student", "--backend", "robosuite", "--task", "lift", "--check"],
+        "not on robosuite_lift",
+    ),
 ]
 
 

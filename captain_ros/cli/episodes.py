@@ -163,9 +163,12 @@ def _tasks(text: str, backend: str | None = None) -> list[str]:
 def cmd_eval(ns: argparse.Namespace) -> int:
     from captain_ros.evaluation.config import EpisodeConfig, RecordingConfig
     from captain_ros.evaluation.runner import evaluate, make_jobs, parse_seeds
+    from captain_ros.policy.students import check_student_task
 
     tasks = _tasks(ns.task, ns.backend)
     check_policy_spec(ns.policy)
+    for t in tasks:
+        check_student_task(ns.policy, t)
     config = EpisodeConfig.from_cli(ns, task=tasks[0], seed=0)  # each job: its task and seed
     # eval folders stay light: `captain report DIR` renders a report later
     config = config.replace(

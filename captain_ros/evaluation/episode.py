@@ -48,8 +48,12 @@ def check_episode_args(config: EpisodeConfig) -> None:
     before anything is started (the model itself is loaded later; the task and seed were checked
     when ``config`` was made); ``captain run | eval`` and ``captain up`` call it first."""
     from captain_ros.policy.factory import check_spec
+    from captain_ros.policy.students import check_student_task
+    from captain_ros.tasks import get_task
 
     check_spec(config.policy.spec)
+    task = get_task(config.task, config.backend.name).name  # robosuite's `lift`: robosuite_lift
+    check_student_task(config.policy.spec, task)
 
 
 def make_robot_backend(

@@ -164,6 +164,30 @@ def is_student_spec(spec: str) -> bool:
     return spec == "student" or spec.startswith("student:")
 
 
+def check_student_task(spec: str, task: str) -> None:
+    """Refuse ``student[:NAME]`` on a task the shipped student was never trained on: an operator
+    asking for the teacher-free student gets a clear answer, not a robot acting out another task's
+    habits (a research run on other tasks names the folder: ``--policy transformers
+    --model-folder DIR``). Any other spec, or a student that lists no tasks, passes."""
+    if not is_student_spec(spec):
+        return
+    student = get_student(spec.partition(":")[2] or DEFAULT)
+    if student.tasks and task not in student.tasks:
+        others = [n for n in names() if task in _tasks_of(n)]
+        hint = f"; shipped students for {task}: {', '.join(others)}" if others else ""
+        raise InvalidArgumentError(
+            f"the shipped student {student.name!r} was trained on {', '.join(student.tasks)}, "
+            f"not on {task}{hint}"
+        )
+
+
+def _tasks_of(name: str) -> tuple[str, ...]:
+    try:
+        return get_student(name).tasks
+    except (InvalidArgumentError, ModelFileError):
+        return ()
+
+
 def expand_policy(config: PolicyConfig) -> PolicyConfig:
     """``student[:NAME]`` as the transformers policy on that student's folder (llamacpp unless
     another engine is asked for, which is refused); any other spec unchanged."""

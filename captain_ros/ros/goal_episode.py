@@ -69,11 +69,12 @@ class GoalEpisodes:
         exists before the recorder opens its bag, which may write into it), and its goal
         observer; raises on a bad goal."""
         from captain_ros.policy.factory import make_policy
-        from captain_ros.policy.students import expand_policy
+        from captain_ros.policy.students import check_student_task, expand_policy
         from captain_ros.tasks import get_task
 
         config = goal_config(goal_handle.request, self.params, backend, episode_id)
         task = get_task(config.task, backend)  # a backend's own task names (robosuite's lift)
+        check_student_task(config.policy.spec, task.name)
         expanded = expand_policy(config.policy)  # a shipped student: its folder
         policy = make_policy(expanded)
         watcher = GoalObserver(
