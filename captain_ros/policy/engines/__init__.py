@@ -35,9 +35,11 @@ __all__ = [
     "EngineSettings",
     "ModelFileError",
     "ModelSource",
+    "exported_adapter_source",
     "make_engine",
     "model_source",
     "resolve_engine",
+    "runs_on_llamacpp",
 ]
 
 
@@ -86,6 +88,53 @@ def model_source(model: str | Path) -> ModelSource:
     return ModelSource(p, ggufs[0] if ggufs else None)
 
 
+def exported_adapter_source(folder: str | Path) -> ModelSource | None:
+    """``folder`` as it ships, when it is a student exported as its adapter (``captain learn export
+    --adapter``: ``export.json``'s ``adapter`` record, for the packaged SmolLM2): the packaged base
+    GGUF (hash checked) plus ``adapter.f16.gguf``, and ``FOLDER/drafts.txt`` for prompt lookup when
+    there is one. None for any other folder. llama.cpp runs such a folder exactly as it runs the
+    packaged student made from it (``student.json`` + the same adapter)."""
+    p = Path(folder)
+    try:
+        rec = json.loads((p / EXPORT_RECORD).read_text()).get("adapter")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(rec, dict) or rec.get("base") != "smollm2" or not rec.get("gguf"):
+        return None
+    from captain_ros.policy import students
+
+    student = students.ShippedStudent(
+        p.name,
+        p,
+        "smollm2",
+        str(rec.get("base_sha256", "")),
+        p / str(rec["gguf"]),
+        str(rec.get("profile", "default")),
+        (),
+    )
+    if not student.adapter.is_file():
+        return None
+    drafts = p / students.DRAFTS
+    return ModelSource(
+        None, students.base_gguf(student), student.adapter, drafts if drafts.is_file() else None
+    )
+
+
+def runs_on_llamacpp(model: str | Path) -> bool:
+    """Whether ``model`` can run on the llamacpp engine here: llama-cpp-python is installed and
+    the model has a GGUF file (its own, a shipped student's base plus adapter, or an exported
+    adapter: :func:`exported_adapter_source`)."""
+    if not _llama_cpp_installed():
+        return False
+    try:
+        source = model_source(model)
+        return source.gguf is not None or (
+            source.folder is not None and exported_adapter_source(source.folder) is not None
+        )
+    except ModelFileError:  # a missing folder, or an adapter trained on another base file
+        return False
+
+
 def _llama_cpp_installed() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
@@ -122,6 +171,8 @@ def make_engine(
             f"--draft-tokens {draft_tokens} needs the llamacpp engine (got {name})"
         )
     if name == "llamacpp":
+        if source.gguf is None and source.folder is not None:
+            source = exported_adapter_source(source.folder) or source  # as the student ships
         if source.gguf is None:
             raise ModelFileError(f"{model} has no GGUF file: run `captain learn export {model}`")
         if device == "cuda":

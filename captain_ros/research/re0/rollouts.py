@@ -31,6 +31,7 @@ from typing import Any
 
 from captain_ros.core.errors import CaptainError, InvalidArgumentError
 from captain_ros.evaluation.config import BackendConfig
+from captain_ros.evaluation.observers import RuntimeObserver
 from captain_ros.evaluation.runner import EpisodeJob, run_local, worker_environment
 from captain_ros.harness.episode import EpisodeOptions, run_episode
 from captain_ros.harness.episode.budgets import Budgets
@@ -168,6 +169,7 @@ def run_rollout(spec: EventSpec, arm: str, xi: int, out_dir: str | Path) -> Epis
     else:
         student.reset(rec.task, rec.seed)
     getattr(student, "reseed", lambda s: None)(draw_seed(spec.event_id, xi, "policy"))
+    getattr(teacher, "reseed", lambda s: None)(draw_seed(spec.event_id, xi, "teacher"))
     policy: Policy = student
     if arm == "teacher":
         contract = RepairContract(
@@ -190,7 +192,7 @@ def run_rollout(spec: EventSpec, arm: str, xi: int, out_dir: str | Path) -> Epis
         out_dir,
         options=EpisodeOptions(policy_name=policy.name, backend_name=spec.backend),
         privileged=source,
-        observers=[source],
+        observers=[source, RuntimeObserver(student)],  # the seat's engine, in the summary
         resume=res,
     )
     turns = [asdict(x) for x in getattr(policy, "turns", [])]
@@ -274,7 +276,7 @@ def student_job(job: dict[str, Any]) -> dict[str, Any]:
                 policy_name=policy.name, backend_name=job["backend"], profile=profile
             ),
             privileged=source,
-            observers=[source],
+            observers=[source, RuntimeObserver(student)],  # the seat's engine, in the summary
             session_config=SessionConfig(rng_seed=int(job["seed"])),
         )
         turns = [asdict(x) for x in getattr(policy, "turns", [])]

@@ -98,10 +98,26 @@ class SelfTeacher(Policy):
         return reply
 
 
+def seat_engine(folder: str, engine: str | None = None, device: str | None = None) -> str:
+    """The engine a model seat runs on: ``engine`` when one is named (not ``auto``), else
+    ``llamacpp`` wherever the folder runs on llama.cpp (its own GGUF, a packaged student's
+    ``student.json``, or an SFT folder whose adapter was exported for the packaged SmolLM2: then
+    exactly what ships, the packaged Q4_1 base plus ``adapter.f16.gguf``) and the device is not a
+    GPU; ``transformers`` otherwise (a freshly distilled child that was not exported)."""
+    if engine not in (None, "", "auto"):
+        return str(engine)
+    from captain_ros.policy.engines import runs_on_llamacpp
+
+    return "llamacpp" if device != "cuda" and runs_on_llamacpp(folder) else "transformers"
+
+
 class ModelSeat(Policy):
     """A model folder in the seat. Its reply depends only on the messages and its sampling seed
     (``stateless``: no rehydration at a decision point); :meth:`reseed` gives a counterfactual
-    continuation the shared draw's sampling seed; :meth:`reset` seeds sampling by the episode."""
+    continuation the shared draw's sampling seed (either engine samples request k of a
+    continuation with ``seed + k``); :meth:`reset` seeds sampling by the episode. The engine is
+    :func:`seat_engine`'s: llama.cpp for every folder that ships (the fast engine of every
+    collection, paired rollout, mu and held-out episode)."""
 
     stateless = True
 
@@ -114,6 +130,8 @@ class ModelSeat(Policy):
             for k, v in dict(options or {}).items()
             if k in ("max_new_tokens", "temperature", "device", "engine", "threads")
         }
+        opts["engine"] = seat_engine(folder, opts.get("engine"), opts.get("device"))
+        self.engine = opts["engine"]
         self.inner = make_policy(PolicyConfig("transformers", model_folder=folder, **opts))
         self.chat = getattr(self.inner, "chat", None)
         self.name = f"{MODEL_PREFIX}{folder}"
@@ -126,6 +144,9 @@ class ModelSeat(Policy):
         if self.chat is not None:
             self.chat.seed = int(sampling_seed)
             self.chat.requests = 0
+
+    def describe(self) -> dict[str, Any]:
+        return dict(self.inner.describe())
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyReply:
         return self.inner.act(messages, tools)
@@ -147,6 +168,7 @@ class TakeoverTeacher(Policy):
         if self.faults is not None:
             self.name = f"{HARMFUL_PREFIX}:{self.faults.to_text()}"
         self.seed = 0
+        self.sampling_seed: int | None = None
         self.injector: Any = None
         self.task = ""
         self.expert: Any = None
@@ -156,6 +178,15 @@ class TakeoverTeacher(Policy):
     def reset(self, task_name: str, seed: int) -> None:
         self.task, self.seed = task_name, int(seed)
         self.expert, self.contract = None, None
+
+    def reseed(self, sampling_seed: int) -> None:
+        """A paired draw's own teacher seed: a *sometimes*-harmful takeover (a fault rate strictly
+        between 0 and 1) draws its mistakes per draw, so its segment is harmful in some draws and
+        clean in others. A clean takeover has nothing to draw, and a fault at rate 1 strikes in
+        every draw anyway (its draws stay the episode's, as the testbed's figures were measured)."""
+        rates = self.faults.rates.values() if self.faults is not None else ()
+        if any(0.0 < float(r) < 1.0 for r in rates):
+            self.sampling_seed = int(sampling_seed)
 
     def begin_segment(self, contract: RepairContract) -> None:
         self.expert, self.contract = None, contract
@@ -173,6 +204,8 @@ class TakeoverTeacher(Policy):
             self.injector = (
                 None if self.faults is None else FaultInjector(self.faults, self.task, self.seed)
             )
+            if self.injector is not None and self.sampling_seed is not None:
+                self.injector.reseed(self.sampling_seed)
             self.expert = ScriptedExpert.takeover(
                 self.task,
                 instruction_from(messages),
