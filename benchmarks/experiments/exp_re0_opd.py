@@ -33,13 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from captain_ros.cli.main import main as captain
-from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.evaluation.runner import parse_seeds
 from captain_ros.research.re0 import read_ledger
-from captain_ros.research.re0.contracts import RepairContract
-from captain_ros.research.re0.corpus import trajectory_rows, turn_sources
+from captain_ros.research.re0.control import unverified_rows as control_rows
 from captain_ros.research.re0.generation import heldout_eval
-from captain_ros.research.re0.hybrid import Admission
 from captain_ros.research.re0.loop import STUDENT_JOB, LoopConfig, seat_jobs
 from captain_ros.research.re0.resume import run_jobs
 from captain_ros.research.re0.seats import seat_options
@@ -166,65 +163,13 @@ def stage_re0(ns: argparse.Namespace, run_dir: Path, parent: Path) -> dict[str, 
 def unverified_rows(
     ns: argparse.Namespace, run_dir: Path, parent: Path, n_rows: int
 ) -> list[dict[str, Any]]:
-    """Success-filtered rows of mu with every audited contract admitted, topped up with expert
-    successes on further training seeds; weight 1 on every turn; exactly ``n_rows`` (or fewer,
-    reported, when even the top-up runs short)."""
+    """The control corpus (:func:`captain_ros.research.re0.control.unverified_rows`): mu with
+    every audited contract admitted ungated, success-filtered, topped up with expert successes
+    on further training seeds; weight 1 on every turn; exactly ``n_rows`` (or fewer, reported)."""
     entries = list(read_ledger(run_dir / "re0" / "ledger.jsonl"))
-    refine = [e for e in entries if ":refine:" in e["event_id"]]
-    admissions: dict[int, Admission] = {}
-    for e in sorted(refine, key=lambda x: x["contract"]["kappa"]):  # the widest audited scope wins
-        c = e["contract"]
-        rec_folder = run_dir / "re0" / "refine_collect" / f"seed_{e['seed']:04d}"
-        requests = EpisodeFiles(rec_folder).read_trajectory_split().requests
-        sha = requests[int(c["boundary_t"]) - 1]["context_sha256"]
-        contract = RepairContract(
-            int(c["boundary_t"]),
-            tuple(c["allowed_symbols"]),
-            int(c["max_segment_requests"]),
-            float(c["kappa"]),
-        )
-        admissions[int(e["seed"])] = Admission(
-            e["event_id"], ns.task, int(e["seed"]), contract.boundary_t, sha, contract
-        )
-    cfg = loop_cfg(ns, parent, run_dir / "unverified", sorted(admissions))
-    rows: list[dict[str, Any]] = []
-    if admissions:
-        for r in run_jobs(
-            seat_jobs(cfg, cfg.student, "mu_ungated", cfg.seeds, list(admissions.values())),
-            ns.workers,
-            STUDENT_JOB,
-            ns.resume,
-        ):
-            if r.strict_success and len(rows) < n_rows:
-                n = len(EpisodeFiles(Path(r.out_dir)).read_trajectory_split().requests)
-                rows += trajectory_rows(
-                    r.out_dir,
-                    turn_sources(r.extra.get("turns") or [], n),
-                    {a.event_id: _all_ok(a.event_id) for a in admissions.values()},
-                    "unverified",
-                )
-    top_up = parse_seeds(ns.topup_seeds)
-    k = 0
-    while len(rows) < n_rows and k < len(top_up):
-        seeds = top_up[k : k + max(1, ns.workers)]
-        k += len(seeds)
-        # the expert seat in the parent's prompt profile (seat_jobs takes it from cfg.student)
-        tcfg = LoopConfig(**{**cfg.__dict__, "seeds": tuple(seeds)})
-        for r in run_jobs(
-            seat_jobs(tcfg, "scripted", "expert_topup", seeds), ns.workers, STUDENT_JOB, ns.resume
-        ):
-            if r.strict_success and len(rows) < n_rows:
-                n = len(EpisodeFiles(Path(r.out_dir)).read_trajectory_split().requests)
-                rows += trajectory_rows(r.out_dir, turn_sources([], n), {}, "unverified")
-    for row in rows:
-        row["weights"] = [1.0 if t > 0 else 0.0 for t in row["requests"]]  # unverified: no [LCB]+
-    return rows[:n_rows]
-
-
-def _all_ok(event_id: str) -> Any:
-    from captain_ros.research.re0.opd import AdmittedEvent
-
-    return AdmittedEvent(event_id, lcb=1.0, admitted=True)
+    cfg = loop_cfg(ns, parent, run_dir / "unverified", [])
+    rows, _ = control_rows(cfg, run_dir / "re0", entries, n_rows, parse_seeds(ns.topup_seeds))
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:

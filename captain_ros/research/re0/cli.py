@@ -6,12 +6,16 @@ over the generation), write the admission ledger, run the verified hybrid mu, wr
 corpus, distill it into the next student through ``captain learn sft`` and re-evaluate that
 student against its parent on held-out seeds (:mod:`captain_ros.research.re0.generation`).
 
-Students: a model folder (what ``captain learn sft`` writes; corpora cold + refine), or the
+Students: a model folder (what ``captain learn sft`` writes, run on llama.cpp when its adapter was
+exported for the packaged SmolLM2; or a packaged ``student.json`` folder, which runs but has no
+weights to distill; corpora cold + refine), or the
 testbed's ``scripted-faulty[:NAME=RATE,...,seed=N,offset_m=M]`` (the expert's seeded fault
 injection; refine only; nothing to distill). Teachers: ``scripted`` = the clean expert's mid-episode
 takeover; for the testbed also ``harmful`` (the takeover making ``HARMFUL_FAULTS``' mistakes, or
-``takeover-faulty:FAULTS``) and ``self`` (the student itself, the null control). ``--teacher
-openai`` is refused with the reason. Errors: one line on stderr, exit 2 (``--debug`` for a traceback).
+``takeover-faulty:FAULTS``) and ``self`` (the student itself, the null control). ``--candidate
+TEACHER`` (repeatable) audits further teachers beside it at every failure, for any student: a
+sometimes-harmful one makes some audits end rejected, and the ledger names each audit's teacher.
+``--teacher openai`` is refused with the reason. Errors: one line on stderr, exit 2 (``--debug`` for a traceback).
 """
 
 from __future__ import annotations
@@ -36,6 +40,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="scripted",
         help="scripted (the expert's takeover); testbed: harmful, takeover-faulty:FAULTS, self",
     )
+    p.add_argument(
+        "--candidate",
+        action="append",
+        default=[],
+        metavar="TEACHER",
+        help="another candidate teacher audited beside --teacher at every failure (repeatable): "
+        "harmful, takeover-faulty:FAULTS (a sometimes-harmful takeover), self, scripted",
+    )
     p.add_argument("--task", required=True)
     p.add_argument(
         "--out", required=True, help="generation folder (ledger.jsonl, corpus/, student/, re0.json)"
@@ -45,6 +57,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--heldout",
         default="",
         help="held-out seeds 1000-1999 for the re-evaluation (e.g. 1000-1049)",
+    )
+    p.add_argument(
+        "--generation",
+        type=int,
+        default=0,
+        help="k of this generation (event ids g<k>:...; a refine generation from the previous "
+        "one's child is k + 1)",
     )
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--method", default="betting", choices=("betting", "hoeffding"))
@@ -147,12 +166,20 @@ def config(ns: argparse.Namespace) -> tuple[Any, Any]:
     student = ns.student
     model = Path(student).is_dir()
     teacher = {"scripted": "takeover", "harmful": HARMFUL_PREFIX}.get(ns.teacher, ns.teacher)
+    candidates = tuple(
+        {"scripted": "takeover", "harmful": HARMFUL_PREFIX}.get(c, c) for c in ns.candidate
+    )
+    for c in candidates:
+        check_teacher(c)  # a sometimes-harmful candidate is allowed for every seat
     if model:
-        if not (Path(student) / "config.json").is_file():
-            raise InvalidArgumentError(f"--student {student}: not a model folder (no config.json)")
+        if not any((Path(student) / f).is_file() for f in ("config.json", "student.json")):
+            raise InvalidArgumentError(
+                f"--student {student}: not a model folder (no config.json or student.json)"
+            )
         if ns.teacher != "scripted":
             raise InvalidArgumentError(
-                f"--teacher {ns.teacher!r}: a model student's teacher is 'scripted'"
+                f"--teacher {ns.teacher!r}: a model student's teacher is 'scripted' (a harmful "
+                "teacher goes beside it: --candidate harmful)"
             )
         seat = MODEL_PREFIX + str(Path(student).resolve())
     elif student == FAULTY_PREFIX or student.startswith(FAULTY_PREFIX + ":"):
@@ -208,13 +235,21 @@ def config(ns: argparse.Namespace) -> tuple[Any, Any]:
         )
     except ValueError as exc:
         raise InvalidArgumentError(str(exc)) from exc
-    if ns.lam < 0 or ns.retention < 0 or (ns.max_events is not None and ns.max_events < 0):
-        raise InvalidArgumentError("--lambda, --retention and --max-events must be >= 0")
+    if (
+        ns.lam < 0
+        or ns.retention < 0
+        or ns.generation < 0
+        or (ns.max_events is not None and ns.max_events < 0)
+    ):
+        raise InvalidArgumentError(
+            "--lambda, --retention, --generation and --max-events must be >= 0"
+        )
     cfg = LoopConfig(
         task=ns.task,
         seeds=seeds,
         student=seat,
         teacher=teacher,
+        candidates=candidates,
         out=ns.out,
         workers=ns.workers,
         method=ns.method,
@@ -222,6 +257,7 @@ def config(ns: argparse.Namespace) -> tuple[Any, Any]:
         noise=None if ns.deterministic or ns.backend == "fake" else {},
         segment_lengths=lengths,
         schedule=schedule,
+        generation=ns.generation,
         backend=ns.backend,
         seat_options=options,
         max_events=ns.max_events,
@@ -241,7 +277,8 @@ def summary(report: dict[str, Any]) -> list[str]:
         )
         for e in p.get("events", []):
             audited = ", ".join(
-                f"kappa {a['kappa']:.2f}: {a['verdict']} (Delta-hat {a['delta_hat']:+.2f}, "
+                f"{a.get('teacher', '')} kappa {a['kappa']:.2f}: {a['verdict']} "
+                f"(Delta-hat {a['delta_hat']:+.2f}, "
                 f"{a['rollouts']} rollouts)"
                 for a in e.get("audited", [])
             )
@@ -266,6 +303,12 @@ def summary(report: dict[str, Any]) -> list[str]:
     lines.append(
         f"distill: {'student in ' + d['folder'] if d.get('ran') else 'not run: ' + d.get('reason', '')}"
     )
+    if report.get("child", {}).get("stacked_rank"):
+        ch = report["child"]
+        lines.append(
+            f"child: {ch['folder']} (one adapter of rank {ch['stacked_rank']} on the base; "
+            f"{'exported, ' if ch.get('exported') else ''}runs on {ch.get('engine')})"
+        )
     h = report.get("heldout", {})
     if h.get("ran"):
         lines.append(

@@ -49,6 +49,8 @@ class Admission:
     boundary_t: int
     context_sha256: str
     contract: RepairContract
+    teacher: str = ""
+    """The candidate teacher that writes the segment (empty: the generation's first teacher)."""
 
     def __post_init__(self) -> None:
         if self.contract.boundary_t != self.boundary_t:
@@ -62,6 +64,7 @@ class Admission:
             "boundary_t": self.boundary_t,
             "context_sha256": self.context_sha256,
             "contract": self.contract.to_dict(),
+            **({"teacher": self.teacher} if self.teacher else {}),
         }
 
     @classmethod
@@ -80,6 +83,7 @@ class Admission:
             int(d["boundary_t"]),
             str(d["context_sha256"]),
             contract,
+            str(d.get("teacher") or ""),
         )
 
     @property

@@ -24,56 +24,36 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from functools import partial
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from captain_ros.evaluation.runner import EpisodeJob
 from captain_ros.evaluation.stats import mcnemar, wilson_interval
 from captain_ros.research.re0.allocation import AlphaAllocator
-from captain_ros.research.re0.contracts import RepairContract, scope_cost, select_smallest_verified
+from captain_ros.research.re0.audit import API, _verify_event, audit_event, contract_ladder
 from captain_ros.research.re0.decision_points import RecordedEpisode
 from captain_ros.research.re0.hybrid import Admission
-from captain_ros.research.re0.ledger import LedgerWriter, ledger_entry
-from captain_ros.research.re0.locate import Located, locate
+from captain_ros.research.re0.ledger import LedgerWriter
+from captain_ros.research.re0.locate import locate
 from captain_ros.research.re0.opd import gate_state, refine_or_abstain
 from captain_ros.research.re0.resume import reused, run_jobs
-from captain_ros.research.re0.rollouts import EventSpec, PairedRunner, RolloutError
-from captain_ros.research.re0.seats import seat_profile, teacher_symbols
-from captain_ros.research.re0.verify import (
-    Verification,
-    VerifierConfig,
-    invalid_verification,
-    verify,
-)
+from captain_ros.research.re0.seats import seat_profile
+from captain_ros.research.re0.verify import VerifierConfig
+
+__all__ = [
+    "API",
+    "STUDENT_JOB",
+    "LoopConfig",
+    "PassResult",
+    "_verify_event",
+    "contract_ladder",
+    "run_pass",
+    "seat_jobs",
+    "verifier_config",
+]
 
 STUDENT_JOB = "captain_ros.research.re0.rollouts:student_job"
-API = (
-    "observe",
-    "segment",
-    "point",
-    "mark_point",
-    "select_detection",
-    "track_target",
-    "measure_object_geometry",
-    "measure_image_points",
-    "inspect_contact_geometry",
-    "inspect_release_geometry",
-    "compare_object_observations",
-    "get_robot_state",
-    "gripper_state",
-    "robot_geometry",
-    "transform_pose",
-    "move_to",
-    "hold",
-    "recover",
-    "release",
-    "check_motion",
-    "preview_motion",
-    "read_motion_trajectory",
-    "finish",
-)
 
 
 @dataclass(frozen=True)
@@ -84,6 +64,9 @@ class LoopConfig:
         task / seeds: The task and its training seeds (0-999).
         student / teacher: Seat and teacher specs (:func:`~captain_ros.research.re0.seats.make_seats`).
         out: The generation folder.
+        candidates: Further candidate teachers audited beside ``teacher`` at every located
+            failure, e.g. a sometimes-harmful ``takeover-faulty:FAULTS``
+            (:mod:`~captain_ros.research.re0.audit`; each admission names its teacher).
         workers: Worker processes for episodes and rollouts.
         method / channel: Verifier bound (``betting`` / ``hoeffding``) and return channel.
         noise: The stochastic mode's NoiseSpec dict for verification (None: deterministic).
@@ -106,6 +89,7 @@ class LoopConfig:
     student: str
     teacher: str = "takeover"
     out: str = "runs/re0"
+    candidates: tuple[str, ...] = ()
     workers: int = 2
     method: str = "betting"
     channel: str = "success"
@@ -133,22 +117,6 @@ class PassResult:
     hybrid: list[Any] = field(default_factory=list)
 
 
-def contract_ladder(
-    loc: Located, lengths: Sequence[int], teacher: Sequence[str] = ()
-) -> list[RepairContract]:
-    """Contracts of increasing scope at ``loc``'s boundary: the boundary request's own symbols
-    with the ones the teacher's segments need (``teacher``:
-    :func:`~captain_ros.research.re0.seats.teacher_symbols`) and ``finish`` for the shortest
-    segment, the whole API for the longer ones."""
-    assert loc.boundary_t is not None
-    own = tuple(dict.fromkeys((*loc.capabilities, *teacher, "finish")))
-    out = []
-    for i, n in enumerate(sorted(set(lengths))):
-        symbols = own if i == 0 else API
-        out.append(RepairContract(loc.boundary_t, symbols, n, scope_cost(n, len(symbols))))
-    return out
-
-
 def seat_jobs(
     cfg: LoopConfig,
     seat: str,
@@ -167,7 +135,7 @@ def seat_jobs(
             cfg.backend,
             str(Path(cfg.out) / folder / f"seed_{s:04d}"),
             {
-                "teacher": cfg.teacher,
+                "teacher": _job_teacher(cfg, [a for a in admissions if a.seed == s]),
                 "seat_options": dict(cfg.seat_options),
                 "budgets": cfg.budgets,
                 "admissions": [a.to_dict() for a in admissions if a.seed == s],
@@ -178,33 +146,13 @@ def seat_jobs(
     ]
 
 
-def _verify_event(
-    cfg: LoopConfig,
-    seat: str,
-    event_id: str,
-    source: str,
-    contract: RepairContract,
-    alpha: float,
-    vcfg: VerifierConfig,
-) -> tuple[Verification, PairedRunner]:
-    spec = EventSpec(
-        event_id,
-        source,
-        contract.to_dict(),
-        seat,
-        cfg.teacher,
-        str(Path(cfg.out) / "rollouts"),
-        cfg.backend,
-        cfg.noise,
-        cfg.channel,
-        dict(cfg.seat_options),
-    )
-    runner = PairedRunner(spec, workers=cfg.workers, runner=partial(run_jobs, resume=cfg.resume))
-    try:
-        return verify(runner, alpha, vcfg), runner
-    except RolloutError as exc:  # the rollouts it took are spent all the same
-        v = invalid_verification(str(exc), alpha, vcfg)
-        return replace(v, rollouts_spent=len(runner.records)), runner
+def _job_teacher(cfg: LoopConfig, admissions: Sequence[Admission]) -> str:
+    """The teacher of one episode's admitted segments (one per episode: the hybrid policy runs
+    one teacher; an admission without one is the generation's first teacher's)."""
+    named = {a.teacher or cfg.teacher for a in admissions}
+    if len(named) > 1:
+        raise ValueError(f"one episode's admissions name several teachers: {sorted(named)}")
+    return named.pop() if named else cfg.teacher
 
 
 def verifier_config(cfg: LoopConfig) -> VerifierConfig:
@@ -267,66 +215,12 @@ def run_pass(
         ):
             item["reason"] = f"not audited: --max-events {cfg.max_events} reached"
             continue
-        history_id = f"{cfg.task}:{rec.seed}:{name}:t{loc.boundary_t}"
-        runners: dict[float, PairedRunner] = {}
-
-        def eid(c: RepairContract, rec: RecordedEpisode = rec) -> str:
-            return f"g{cfg.generation}:{name}:{cfg.task}:{rec.seed}:t{c.boundary_t}:L{c.max_segment_requests}"
-
-        def verify_contract(
-            contract: RepairContract,
-            alpha: float,
-            rec: RecordedEpisode = rec,
-            runners: dict[float, PairedRunner] = runners,
-        ) -> Verification:
-            v, runners[contract.kappa] = _verify_event(
-                cfg, seat, eid(contract), str(rec.folder), contract, alpha, vcfg
-            )
-            return v
-
-        item["audited"] = []
-        sel = select_smallest_verified(
-            contract_ladder(loc, cfg.segment_lengths, teacher_symbols(cfg.teacher)),
-            verify_contract,
-            alloc,
-            history_id,
-        )
-        for contract, v in sel.audited:
-            e = ledger_entry(
-                event_id=eid(contract),
-                generation=cfg.generation,
-                history_id=history_id,
-                task=cfg.task,
-                seed=rec.seed,
-                evidence=[x.to_dict() for x in loc.evidence],
-                contract=contract,
-                candidates=[
-                    {
-                        "id": f"{cfg.teacher}@t{contract.boundary_t}",
-                        "code_sha256": ",".join(runners[contract.kappa].candidate_codes()),
-                    }
-                ],
-                verification=v,
-                return_bound=vcfg.return_bound,
-            )
-            ledger.append(e)
-            res.entries.append(e)
-            if v.admitted:
-                sha = str(rec.requests[contract.boundary_t - 1].get("context_sha256", ""))
-                res.admissions.append(
-                    Admission(eid(contract), cfg.task, rec.seed, contract.boundary_t, sha, contract)
-                )
-            item["audited"].append(
-                {
-                    "kappa": contract.kappa,
-                    "verdict": v.verdict,
-                    "delta_hat": v.delta_hat,
-                    "lcb": v.lcb,
-                    "rollouts": v.rollouts_spent,
-                    "valid_reason": v.valid_reason,
-                }
-            )
-        report["reused"]["rollouts"] += sum(reused(x.records) for x in runners.values())
+        audit = audit_event(cfg, seat, name, rec, loc, alloc, ledger, vcfg)
+        res.entries += audit.entries
+        if audit.admission is not None:
+            res.admissions.append(audit.admission)
+        item["audited"] = audit.audited
+        report["reused"]["rollouts"] += audit.reused_rollouts
     report["events"] = events_report
     gate = gate_state(res.entries)
     report["gate"] = gate.reason
