@@ -22,7 +22,7 @@ from typing import Any
 
 from captain_ros.learn.errors import LearnError
 
-__all__ = ["rl_student"]
+__all__ = ["rl_student", "stack_student"]
 
 SFT_CONFIG = "sft_config.json"
 _COPIED = (
@@ -131,3 +131,12 @@ def _fix_base(config_path: Path, base: Path) -> None:
     cfg = json.loads(config_path.read_text())
     cfg["base_model_name_or_path"] = str(base)
     config_path.write_text(json.dumps(cfg, indent=2) + "\n")
+
+
+def stack_student(parent: str | Path, adapter: str | Path, out: str | Path) -> Path:
+    """Any LoRA adapter trained on the merged student ``parent`` stacked onto it, exactly as
+    :func:`rl_student` stacks an RL version: an RE-OPD child distilled with the merged parent as
+    its base (``captain learn re0``, :mod:`captain_ros.research.re0.child`) is the same situation
+    (base + parent adapter + child adapter). The record's ``rl`` entry then names the child's
+    adapter and the stacked rank."""
+    return rl_student(parent, adapter, out)

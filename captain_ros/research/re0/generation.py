@@ -11,9 +11,12 @@
 3. **corpus** ``corpus/corpus.jsonl``: SFT rows with RE-OPD weights (:mod:`.corpus`): cold keeps
    the verified-completed trajectories, refine the trajectories mu ran through an admitted repair;
 4. **distill** through Learning I's SFT (:func:`captain_ros.learn.sft.run_sft`) with the student
-   folder as the base, into ``student/``: only for a learned student (a scripted student has no
-   weights: the report says so) and only with supervised rows (else: why not);
-5. **re-evaluate** the distilled student against its parent on held-out seeds (1000-1999),
+   folder as the base, into ``student/``: only for a learned student with weights (a scripted
+   student or a packaged one has none: the report says so) and only with supervised rows (else:
+   why not); a parent with a LoRA adapter gets its child stacked onto it as base + one adapter
+   in ``child/`` and, where the parent ships as an adapter GGUF, exported for llama.cpp
+   (:mod:`.child`): the next generation's ``--student``;
+5. **re-evaluate** the child against its parent on held-out seeds (1000-1999),
    deterministic, paired exact McNemar and Wilson intervals.
 
 ``re0.json`` holds the report of every step, including the ones that did not run and why.
@@ -32,12 +35,13 @@ from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.evaluation.stats import mcnemar, wilson_interval
 from captain_ros.learn.data.sources import read_folder
 from captain_ros.research.re0.allocation import AlphaAllocator
+from captain_ros.research.re0.child import CHILD, ship_child, stackable
 from captain_ros.research.re0.corpus import CORPORA, keep_row, trajectory_rows, turn_sources
 from captain_ros.research.re0.ledger import LedgerWriter
 from captain_ros.research.re0.loop import STUDENT_JOB, LoopConfig, PassResult, run_pass, seat_jobs
 from captain_ros.research.re0.opd import DEFAULT_LAMBDA, AdmittedEvent
 from captain_ros.research.re0.resume import reused, run_jobs
-from captain_ros.research.re0.seats import MODEL_PREFIX
+from captain_ros.research.re0.seats import MODEL_PREFIX, seat_engine
 
 TEACHER_SEAT = "scripted"
 """The seat of the cold pass: the teacher itself (its repairs are its own takeovers)."""
@@ -146,6 +150,13 @@ def distill(
             "reason": "no supervised rows (empty corpus: the gates closed or no "
             "verified-completed trajectory)",
         }
+    base = Path(cfg.student[len(MODEL_PREFIX) :])
+    if not (base / "config.json").is_file():
+        return {
+            "ran": False,
+            "reason": f"the student {base} holds no transformers weights (a packaged student: "
+            "base GGUF + adapter); give its `captain learn sft` folder as --student to distill",
+        }
     from captain_ros.learn.sft import SftOptions, run_sft
 
     out = Path(cfg.out) / "student"
@@ -197,7 +208,14 @@ def run_loop(cfg: LoopConfig, dcfg: DistillConfig) -> dict[str, Any]:
         "corpora": list(dcfg.corpora),
         "lambda": dcfg.lam,
         "retention": dcfg.retention,
+        "candidates": list(cfg.candidates),
     }
+    if is_model(cfg.student):
+        report["seat_engine"] = seat_engine(
+            cfg.student[len(MODEL_PREFIX) :],
+            cfg.seat_options.get("engine"),
+            cfg.seat_options.get("device"),
+        )
     alloc = AlphaAllocator(0.05, planned=None)
     path = out / "ledger.jsonl"
     if path.exists() and path.stat().st_size and not cfg.resume:
@@ -237,13 +255,25 @@ def run_loop(cfg: LoopConfig, dcfg: DistillConfig) -> dict[str, Any]:
         "path": str(data / "corpus.jsonl"),
     }
     report["distill"] = distill(cfg, dcfg, data, len(rows), supervised)
-    if not report["distill"]["ran"]:
+    child = ""
+    if report["distill"]["ran"]:
+        child = report["distill"]["folder"]
+        parent = cfg.student[len(MODEL_PREFIX) :]
+        if stackable(parent):  # base + one adapter, exported where the parent ships
+            report["child"] = ship_child(parent, child, out / CHILD, data)
+            child = report["child"]["folder"]
+        else:
+            report["child"] = {"folder": child, "stacked_rank": None, "exported": False}
+        report["child"]["engine"] = seat_engine(child, cfg.seat_options.get("engine"))
+    if not child:
         report["heldout"] = {"ran": False, "reason": "no distilled student"}
     elif not dcfg.heldout:
         report["heldout"] = {"ran": False, "reason": "no held-out seeds given"}
     else:
-        child = MODEL_PREFIX + report["distill"]["folder"]
-        report["heldout"] = {"ran": True, **heldout_eval(cfg, cfg.student, child, dcfg.heldout)}
+        report["heldout"] = {
+            "ran": True,
+            **heldout_eval(cfg, cfg.student, MODEL_PREFIX + child, dcfg.heldout),
+        }
     return write_report(out, report)
 
 
