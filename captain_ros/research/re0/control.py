@@ -89,6 +89,12 @@ def unverified_rows(
     the control's folder: ``mu_ungated*/`` and ``expert_topup/`` go there); ``generation``: the
     verified generation's folder (its ``refine_collect`` episodes); ``entries``: its ledger."""
     pairs = ungated_admissions(generation, cfg.task, entries)
+    if pairs:  # mu under the generation's own budgets (TASK.md renders them: the admitted
+        # histories' hashes hold only then)
+        first = generation / "refine_collect" / f"seed_{pairs[0][0].seed:04d}"
+        start = EpisodeFiles(first).read_trajectory_split().start or {}
+        if start.get("budgets"):
+            cfg = replace(cfg, budgets=dict(start["budgets"]))
     events = {a.event_id: AdmittedEvent(a.event_id, lcb=1.0, admitted=True) for a, _ in pairs}
     verdict_of = {a.event_id: v for a, v in pairs}
     rows: list[dict[str, Any]] = []
