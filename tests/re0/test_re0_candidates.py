@@ -103,3 +103,23 @@ def test_the_harmful_candidate_is_kept_out_and_the_control_takes_it_in(tmp_path)
     assert made["rows_holding_a_repair_by_verdict"] == {"admitted": 1}  # it failed: filtered out
     assert made["rows"] == len(rows) == 2 and made["expert_topup_rows"] == 1
     assert all(set(r["weights"]) <= {0.0, 1.0} for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--student", TESTBED_STUDENT, "--candidate", "oracle"], "unknown teacher"),
+        (["--student", TESTBED_STUDENT, "--candidate", "takeover-faulty:place_offset=2"], "[0, 1]"),
+        (["--student", "{tiny}", "--teacher", "harmful"], "--candidate harmful"),
+        (["--student", "{tiny}/nothing"], "expected a model folder"),
+    ],
+)
+def test_the_command_refuses_bad_candidates_with_one_line(tmp_path, capsys, args, why):
+    from captain_ros.research.re0.cli import main as re0_main
+
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "config.json").write_text("{}")
+    args = [a.replace("{tiny}", str(tmp_path / "tiny")) for a in args]
+    rc = re0_main(["--task", "pick_place", "--out", str(tmp_path / "g"), *args])
+    err = capsys.readouterr().err
+    assert rc == 2 and why in err and err.count("\n") == 1 and "Traceback" not in err

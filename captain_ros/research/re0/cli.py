@@ -33,7 +33,10 @@ from captain_ros.harness.episode.profiles import PROFILES
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--student", required=True, help="model folder or scripted-faulty[:NAME=RATE,...]"
+        "--student",
+        required=True,
+        help="model folder (a `captain learn sft` folder; an exported adapter runs on llama.cpp) "
+        "or scripted-faulty[:NAME=RATE,...]",
     )
     p.add_argument(
         "--teacher",
