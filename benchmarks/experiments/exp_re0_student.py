@@ -75,6 +75,8 @@ def re0_cmd(a: argparse.Namespace, student: Path, task: str, out: Path, k: int) 
            "--grad-accum", str(s["grad_accum"]), "--bf16", s["bf16"]]  # fmt: skip
     for c in a.candidate:
         cmd += ["--candidate", c]
+    if a.max_events is not None:
+        cmd += ["--max-events", str(a.max_events)]
     if a.lr is not None:
         cmd += ["--lr", str(a.lr)]
     if (out / "ledger.jsonl").exists():
@@ -266,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--backend", default="mujoco", choices=("mujoco", "fake"))
     ap.add_argument("--max-draws", type=int, default=48)
+    ap.add_argument("--max-events", type=int, default=8,
+                    help="failures audited per pass (each costs up to 2 x max-draws rollouts per "
+                    "contract and candidate)")  # fmt: skip
     ap.add_argument("--max-new-tokens", type=int, default=160, help="as exp_student evaluates")
     ap.add_argument("--temperature", type=float, default=0.0,
                     help="the student's sampling temperature in RE-0's episodes (exp_student "

@@ -32,7 +32,8 @@ def test_the_dry_run_prints_every_stage(tmp_path, capsys):
     assert len(re0) == 4  # gen1 and gen2 of both tasks
     g1 = next(x for x in re0 if "/stack/g1" in x)
     assert f"--student {arm / 'student'} " in g1 and "--candidate harmful" in g1
-    assert "--generation 0" in g1 and "--seeds 0-39" in g1 and g1.endswith("--max-events 10")
+    assert "--generation 0" in g1 and "--seeds 0-39" in g1 and "--max-events 8 " in g1
+    assert g1.endswith("--max-events 10")  # extra `learn re0` options come last: they win
     assert "--max-new-tokens 160 --temperature 0.0" in g1 and "--resume" not in g1
     g2 = next(x for x in re0 if "/insertion/g2" in x)
     assert f"--student {tmp_path / 'six_re0' / 'insertion' / 'g1' / 'child'} " in g2
