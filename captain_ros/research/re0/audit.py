@@ -25,6 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from captain_ros.api.registry import CAPABILITIES
 from captain_ros.research.re0.allocation import AlphaAllocator
 from captain_ros.research.re0.contracts import RepairContract, scope_cost, select_smallest_verified
 from captain_ros.research.re0.decision_points import RecordedEpisode
@@ -41,31 +42,8 @@ from captain_ros.research.re0.verify import (
     verify,
 )
 
-API = (
-    "observe",
-    "segment",
-    "point",
-    "mark_point",
-    "select_detection",
-    "track_target",
-    "measure_object_geometry",
-    "measure_image_points",
-    "inspect_contact_geometry",
-    "inspect_release_geometry",
-    "compare_object_observations",
-    "get_robot_state",
-    "gripper_state",
-    "robot_geometry",
-    "transform_pose",
-    "move_to",
-    "hold",
-    "recover",
-    "release",
-    "check_motion",
-    "preview_motion",
-    "read_motion_trajectory",
-    "finish",
-)
+API = tuple(c.name for c in CAPABILITIES)
+"""The whole API (the registry's 22 capabilities and ``finish``): the symbols of longer contracts."""
 
 
 @dataclass
