@@ -215,3 +215,21 @@ def tiny_sft_options(tmp_path: Path, base: Path, **kw: Any) -> Any:
         learning_rate=1e-2,
     )
     return SftOptions(**{**defaults, **kw})
+
+
+def random_lora(folder: Path, r: int, seed: int) -> Any:
+    """A peft LoRA (all linear layers, alpha 2r) on the model in ``folder`` whose B matrices are
+    drawn at random (std 0.02), so that it changes the model's outputs."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+    torch.manual_seed(seed)  # peft draws the A matrices
+    model = get_peft_model(
+        model, LoraConfig(r=r, lora_alpha=2 * r, target_modules="all-linear", task_type="CAUSAL_LM")
+    )
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.02)
+    return model

@@ -16,40 +16,25 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sft_fixtures import save_tiny  # noqa: E402
+from sft_fixtures import random_lora, save_tiny  # noqa: E402
 
 pytestmark = pytest.mark.learn
 
 
-def _lora(model, r: int, seed: int):
-    import torch
-    from peft import LoraConfig, get_peft_model
-
-    torch.manual_seed(seed)
-    model = get_peft_model(
-        model, LoraConfig(r=r, lora_alpha=2 * r, target_modules="all-linear", task_type="CAUSAL_LM")
-    )
-    for name, p in model.named_parameters():
-        if "lora_B" in name:
-            torch.nn.init.normal_(p, std=0.02)
-    return model
-
-
 def _sft_and_rl(base: Path, root: Path, base_spec: str) -> tuple[Path, Path]:
     """An SFT student folder (adapter/, merged model, sft_config.json) and an RL version on it."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     sft, rl = root / "sft", root / "run" / "policy" / "v0003"
     tok = AutoTokenizer.from_pretrained(str(base))
-    model = _lora(AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32), 4, 0)
+    model = random_lora(base, 4, 0)
     model.save_pretrained(str(sft / "adapter"))
     model.merge_and_unload().save_pretrained(str(sft))
     tok.save_pretrained(str(sft))
     (sft / "sft_config.json").write_text(
         json.dumps({"options": {"base": base_spec}, "base_folder": str(base), "profile": "student"})
     )
-    policy = _lora(AutoModelForCausalLM.from_pretrained(str(sft), dtype=torch.float32), 2, 1)
+    policy = random_lora(sft, 2, 1)
     policy.save_pretrained(str(rl))
     (rl / "version.json").write_text(json.dumps({"version": 3}))
     return sft, rl
@@ -94,7 +79,7 @@ def test_the_stacked_adapter_is_the_sft_student_plus_the_rl_adapter(
     assert (out / "tokenizer.json").is_file() and (out / "adapter" / "tokenizer.json").is_file()
 
     other = tmp_path / "other_run" / "policy" / "v0001"  # trained on the base, not on the student
-    _lora(load(base), 2, 2).save_pretrained(str(other))
+    random_lora(base, 2, 2).save_pretrained(str(other))
     with pytest.raises(LearnError, match="trained on .*base, not on the SFT student"):
         rl_student(sft, other, tmp_path / "bad")
     with pytest.raises(LearnError, match="a folder of its own"):

@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learn"))
-from sft_fixtures import save_tiny  # noqa: E402
+from sft_fixtures import random_lora, save_tiny  # noqa: E402
 
 from captain_ros.research.re0.child import ship_child, stackable  # noqa: E402
 
@@ -29,24 +29,9 @@ pytestmark = pytest.mark.learn
 IDS = list(range(3, 40))
 
 
-def _lora(folder: Path, r: int, seed: int):
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
-    torch.manual_seed(seed)
-    model = get_peft_model(
-        model, LoraConfig(r=r, lora_alpha=2 * r, target_modules="all-linear", task_type="CAUSAL_LM")
-    )
-    for name, p in model.named_parameters():
-        if "lora_B" in name:
-            torch.nn.init.normal_(p, std=0.02)
-    return model
-
-
 def _distilled(parent: Path, out: Path, seed: int) -> Path:
     """What ``distill`` leaves: a LoRA on the merged parent in ``out/adapter`` and its record."""
-    _lora(parent, 2, seed).save_pretrained(str(out / "adapter"))
+    random_lora(parent, 2, seed).save_pretrained(str(out / "adapter"))
     (out / "re0_distill.json").write_text(json.dumps({"corpus_sha256": f"corpus-{seed}"}))
     return out
 
@@ -66,7 +51,7 @@ def test_two_generations_stack_into_one_adapter_on_the_base(tmp_path: Path) -> N
     torch.set_num_threads(1)
     base = save_tiny(tmp_path / "base")
     parent = tmp_path / "sft"
-    model = _lora(base, 4, 0)
+    model = random_lora(base, 4, 0)
     model.save_pretrained(str(parent / "adapter"))
     model.merge_and_unload().save_pretrained(str(parent))
     (parent / "sft_config.json").write_text(
