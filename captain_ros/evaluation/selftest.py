@@ -15,7 +15,6 @@ from captain_ros.harness.record.episode_record import EpisodeRecord
 
 def echo_job(job: dict[str, Any]) -> dict[str, Any]:
     """Return a successful placeholder summary naming the host and process it ran in."""
-    ran_on = "ray" if "RAY_RAYLET_PID" in os.environ or _in_ray_worker() else "process"
     return EpisodeRecord(
         job["task"],
         int(job["seed"]),
@@ -26,14 +25,20 @@ def echo_job(job: dict[str, Any]) -> dict[str, Any]:
         True,
         True,
         out_dir=job.get("out_dir", ""),
-        extra={"ran_on": ran_on, "host": socket.gethostname(), "pid": os.getpid()},
+        extra={"ran_on": ran_on(), "host": socket.gethostname(), "pid": os.getpid()},
     ).to_dict()
+
+
+def ran_on() -> str:
+    """``"ray"`` in a Ray worker process, else ``"process"`` (the driver or a spawned worker)."""
+    return "ray" if "RAY_RAYLET_PID" in os.environ or _in_ray_worker() else "process"
 
 
 def _in_ray_worker() -> bool:
     try:
         import ray
 
-        return bool(ray.is_initialized() and ray.get_runtime_context().get_worker_id())
+        # a Ray task has a task id; the driver (which also has a worker id) has none
+        return bool(ray.is_initialized() and ray.get_runtime_context().get_task_id())
     except Exception:  # noqa: BLE001 - ray absent or not a worker
         return False

@@ -242,3 +242,34 @@ def test_bad_input_is_one_line_and_exit_2(assets, tmp_path, capsys, change, mess
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("captain learn rl: error:") and message in err[0]
     assert not (tmp_path / "run" / "log.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_rollouts_run_as_ray_tasks_on_a_local_cluster_of_two_workers(assets, tmp_path, capsys):
+    """``--ray local --workers 2``: every rollout of both rounds runs in a Ray worker process (not
+    the driver), the weights still sync (round 2 samples version 1), and the log is complete."""
+    import os
+
+    ray = pytest.importorskip("ray")
+    from captain_ros.learn.rl.batch import read_rollout
+
+    out = tmp_path / "run"
+    try:
+        code = main(_args(assets, out, 2, "--workers", "2", "--ray", "local"))
+        text = capsys.readouterr().out
+        assert code == 0, text
+        assert ray.is_initialized() and ray.cluster_resources().get("CPU") == 2
+    finally:
+        ray.shutdown()
+    rows = _log(out)
+    assert [r["round"] for r in rows] == [1, 2]
+    assert all(r["episodes"] == 4 and r["errors"] == 0 for r in rows)
+    workers = set()
+    for k in (1, 2):
+        eps = _episodes(out, k)
+        assert len(eps) == 4 and {read_rollout(e).version for e in eps} == {k - 1}
+        for e in eps:
+            worker = json.loads((e / "rollout.json").read_text())["worker"]
+            assert worker["ran_on"] == "ray" and worker["pid"] != os.getpid()  # not the driver
+            workers.add(worker["pid"])
+    assert 1 <= len(workers) <= 2  # Ray reuses its two worker processes across the rounds

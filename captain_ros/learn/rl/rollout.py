@@ -18,13 +18,15 @@ processes or Ray tasks (``job_path = "captain_ros.learn.rl.rollout:run_rollout_j
   when :class:`~captain_ros.learn.credit.EarlyStop` says so (settled as budget exhausted).
 - ``rollout.json`` in the episode folder: the version, each request's prompt token ids (stored
   as the length shared with the previous prompt plus the new tail), reply ids and reply
-  log-probabilities, and the critic values the early stop saw.
+  log-probabilities, the critic values the early stop saw, and the worker that ran it (host,
+  process id, and whether it was a Ray worker).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,7 @@ from typing import Any
 
 from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.evaluation.runner import worker_environment
+from captain_ros.evaluation.selftest import ran_on
 from captain_ros.harness.episode.observers import EpisodeObserver, Stop
 from captain_ros.learn.credit.early_stop import EarlyStop
 from captain_ros.policy.base import Policy, PolicyReply
@@ -195,6 +198,8 @@ def write_rollout(
         "requests": policy.requests,
         "values_after": stop.values_after if stop else [],
         "early_stopped_after": stop.stopped_after if stop else None,
+        # where it ran (provenance: the driver, a spawned worker or a Ray worker, and on which host)
+        "worker": {"host": socket.gethostname(), "pid": os.getpid(), "ran_on": ran_on()},
     }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, separators=(",", ":")) + "\n")
