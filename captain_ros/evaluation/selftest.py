@@ -25,8 +25,13 @@ def echo_job(job: dict[str, Any]) -> dict[str, Any]:
         True,
         True,
         out_dir=job.get("out_dir", ""),
-        extra={"ran_on": ran_on(), "host": socket.gethostname(), "pid": os.getpid()},
+        extra=worker_identity(),
     ).to_dict()
+
+
+def worker_identity() -> dict[str, Any]:
+    """Where this job runs: ``ran_on`` (:func:`ran_on`), ``host`` and ``pid``."""
+    return {"ran_on": ran_on(), "host": socket.gethostname(), "pid": os.getpid()}
 
 
 def ran_on() -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Any
 
 from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.evaluation.runner import worker_environment
-from captain_ros.evaluation.selftest import ran_on
+from captain_ros.evaluation.selftest import worker_identity
 from captain_ros.harness.episode.observers import EpisodeObserver, Stop
 from captain_ros.learn.credit.early_stop import EarlyStop
 from captain_ros.policy.base import Policy, PolicyReply
@@ -199,7 +198,7 @@ def write_rollout(
         "values_after": stop.values_after if stop else [],
         "early_stopped_after": stop.stopped_after if stop else None,
         # where it ran (provenance: the driver, a spawned worker or a Ray worker, and on which host)
-        "worker": {"host": socket.gethostname(), "pid": os.getpid(), "ran_on": ran_on()},
+        "worker": worker_identity(),
     }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, separators=(",", ":")) + "\n")
