@@ -1,11 +1,14 @@
 """SFT trainer throughput against the raw training step of the same model and sequence length.
 
 Physical limit: a hand-written loop doing what one training step cannot avoid, on the same peft
-model (LoRA r=16 on all linear layers, or full fine-tuning), the same sequence length and the same
-bf16 autocast setting: ``loss = model(input_ids, labels=input_ids).loss; loss.backward();
-AdamW.step(); zero_grad()``. The trainer: ``WeightedSFTTrainer`` (``captain learn sft``'s
-trainer: padding-free collator, per-turn weights, trl's fused LM head, gradient clipping, cosine
-schedule, logging) on sequences of that length, a quarter of whose tokens are supervised. Both
+model (LoRA r=16 on all linear layers, or full fine-tuning), the same sequence length, the same
+supervised positions and the same bf16 autocast setting: the backbone over every token and the
+LM head over the supervised positions only (``logits_to_keep``), ``cross_entropy``, ``backward``,
+``AdamW.step()``, ``zero_grad()``. The trainer: ``WeightedSFTTrainer`` (``captain learn sft``'s
+trainer: padding-free collator, per-turn weights, its LM head (trl's fused head on CUDA, the kept
+supervised logits elsewhere), gradient clipping, cosine schedule, logging) on sequences of that
+length, a quarter of whose tokens are supervised. (Until 2026-12-06 the raw step scored every
+position with full logits, which the trainer then also did on CPUs; results/sft.md keeps both.) Both
 are timed in the same process and interleaved: after every trainer step a raw step runs on the same
 model (the machine is shared, so adjacent steps see the same load); the first pair is warm-up.
 Reported: tokens/s of the best step of each and their ratio, and the median of the paired ratios.
@@ -93,15 +96,19 @@ def _sync(device: str) -> None:
 
 
 class RawStep:
-    """The raw step: forward (HF loss over all positions, full logits), backward, AdamW step."""
+    """The raw step: forward (logits at the supervised positions only), cross-entropy, backward,
+    AdamW step."""
 
-    def __init__(self, model: Any, seq_len: int, bf16: bool, vocab: int, device: str) -> None:
+    def __init__(
+        self, model: Any, seq: TokenizedSequence, bf16: bool, vocab: int, device: str
+    ) -> None:
         self.model, self.bf16, self.device = model, bf16, device
         self.opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=0.0)
-        gen = torch.Generator().manual_seed(1)
-        self.ids = torch.randint(0, vocab, (1, seq_len), generator=gen).to(
-            next(model.parameters()).device
-        )
+        where = next(model.parameters()).device
+        self.ids = torch.tensor([list(seq.input_ids)], device=where)
+        labels = torch.tensor(list(seq.labels[1:]), device=where)
+        self.keep = (labels != IGNORE).nonzero().squeeze(-1)
+        self.targets = labels[self.keep]
 
     def __call__(self) -> float:
         was_training = self.model.training
@@ -109,7 +116,8 @@ class RawStep:
         _sync(self.device)
         t = time.perf_counter()
         with torch.autocast(self.device.split(":")[0], dtype=torch.bfloat16, enabled=self.bf16):
-            loss = self.model(input_ids=self.ids, labels=self.ids).loss
+            logits = self.model(input_ids=self.ids, logits_to_keep=self.keep).logits[0]
+        loss = torch.nn.functional.cross_entropy(logits.float(), self.targets)
         loss.backward()
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
@@ -175,7 +183,7 @@ def main() -> int:
 
     trainer, _ = build_trainer(opts, prep, tmp / "out", args.device, bf16)
     model = trainer.model  # the same peft model (and fused head) the trainer trains
-    paired = Paired(RawStep(model, args.seq_len, bf16, vocab, args.device), args.device)
+    paired = Paired(RawStep(model, seqs[0], bf16, vocab, args.device), args.device)
     trainer.add_callback(paired)
     trainer.train()
     train_s, raw = paired.trainer_s[1:], paired.raw_s[1:]  # the first pair is warm-up

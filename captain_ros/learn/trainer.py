@@ -4,15 +4,22 @@ Why a subclass: trl 1.16 supervises assistant tokens only through ``{% generatio
 the chat template (SmolLM2's template has none) and has no per-turn weights. The data therefore
 arrive tokenized (:mod:`captain_ros.learn.tokenize` labels the assistant spans and gives each
 token its turn's w_t; dataset preparation is skipped), and :meth:`WeightedSFTTrainer.compute_loss`
-implements the paper's objective (eq. 2) on trl's fused LM head, which returns per-token
-log-probabilities without materialising the vocabulary-sized logits:
+implements the paper's objective (eq. 2) on the LM head of the supervised positions only:
 
     loss = -sum_tokens w_t * log pi(token | prefix) / N
 
 with N the number of supervised tokens (label != -100 and w_t > 0) in the whole
 gradient-accumulation step (:meth:`get_batch_samples` counts them), so a turn with w_t = 0
 contributes exactly nothing, whether or not its tokens carry labels, and accumulation over
-micro-batches equals one large batch. Data-parallel (``torchrun``/``accelerate``, gloo on CPUs,
+micro-batches equals one large batch.
+
+Which LM head: on CUDA, trl's fused head (its Triton kernel scores only the labelled positions in
+vocabulary tiles, without the full logits). Elsewhere trl's torch fallback scores *every* position
+(it keeps tile shapes fixed for compiled devices) and folds each 32k-wide tile through several fp32
+temporaries: 4.6 s a 2,200-token sequence on the AMD EPYC CPU, a quarter of the step. There the
+forward keeps the logits of the supervised positions only (transformers' ``logits_to_keep`` with
+their indices), 0.5 s for the same sequence (results/sft.md); they are a quarter or less of an
+episode's tokens, so the kept logits are small. Data-parallel (``torchrun``/``accelerate``, gloo on CPUs,
 NCCL on GPUs): N is summed over the processes and each process's loss is multiplied by their
 number, which DDP's gradient averaging divides out again, so P processes with batch b equal one
 process accumulating P micro-batches of b (what transformers does for its own loss). The rest (optimizer, schedule, gradient
@@ -66,19 +73,39 @@ class WeightedSFTTrainer(SFTTrainer):
     ) -> Any:
         weights = inputs.pop("weights")
         inputs["use_cache"] = False
-        outputs = model(**inputs, fused_lm_head=True)
         mask = supervised(inputs["labels"], weights)
-        w = weights[:, 1:].to(outputs.log_probs.dtype)
+        if self.args.device.type == "cuda":
+            outputs = model(**inputs, fused_lm_head=True)
+            log_probs, is_top1, w = outputs.log_probs, outputs.is_top1, weights[:, 1:]
+        else:
+            outputs, log_probs, is_top1, keep = kept_head(model, inputs, mask)
+            mask, w = mask[:, keep], weights[:, 1:][:, keep]
         n = mask.sum() if num_items_in_batch is None else num_items_in_batch
-        loss = -(outputs.log_probs * w).sum() / torch.as_tensor(n).clamp(min=1)
+        loss = -(log_probs * w.to(log_probs.dtype) * mask).sum() / torch.as_tensor(n).clamp(min=1)
         if num_items_in_batch is not None and self.args.world_size > 1:
             loss = loss * self.accelerator.num_processes  # DDP averages the gradients
         mode = "train" if model.training else "eval"
         valid = int(mask.sum())
-        if valid and outputs.is_top1 is not None:
-            top1 = float((outputs.is_top1 * mask).sum())
+        if valid and is_top1 is not None:
+            top1 = float((is_top1 * mask).sum())
             self._metrics[mode]["mean_token_accuracy"].append(top1 / valid)
         return (loss, outputs) if return_outputs else loss
+
+
+def kept_head(model: Any, inputs: dict[str, Any], mask: Any) -> tuple[Any, Any, Any, Any]:
+    """The model's forward with logits only at the positions (of the shifted labels) that some row
+    supervises: ``(outputs, log_probs, is_top1, keep)``, the last three ``[batch, len(keep)]``."""
+    keep = mask.any(0).nonzero().squeeze(-1)
+    targets = inputs["labels"][:, 1:][:, keep]
+    forward = {k: v for k, v in inputs.items() if k != "labels"}  # no full-sequence HF loss
+    outputs = model(**forward, logits_to_keep=keep)
+    logits = outputs.logits.float()
+    log_probs = -torch.nn.functional.cross_entropy(
+        logits.transpose(1, 2), targets.clamp(min=0), reduction="none"
+    )
+    is_top1 = logits.argmax(-1) == targets
+    outputs.logits = None  # evaluation asks for the loss only; the kept logits are not kept
+    return outputs, log_probs, is_top1, keep
 
 
 class RunLog(TrainerCallback):
