@@ -175,13 +175,20 @@ def build_trainer(
     from transformers import AutoModelForCausalLM, PrinterCallback
     from trl import SFTConfig
 
-    from captain_ros.learn.collate import PackedCollator, register_packed_attention
+    from captain_ros.learn.collate import (
+        PackedCollator,
+        register_autocast_attention,
+        register_packed_attention,
+    )
     from captain_ros.learn.trainer import RunLog, WeightedSFTTrainer
 
-    # several sequences per row: each attends within itself, with no N x N mask (collate.py)
+    # several sequences per row: each attends within itself, with no N x N mask; either way
+    # attention runs in the autocast dtype, on CPUs too (collate.py)
     packed = opts.pack_tokens > 0 or opts.batch_size > 1
-    attn = {"attn_implementation": register_packed_attention()} if packed else {}
-    model = AutoModelForCausalLM.from_pretrained(str(prep["base"]), dtype=torch.float32, **attn)
+    attn = register_packed_attention() if packed else register_autocast_attention()
+    model = AutoModelForCausalLM.from_pretrained(
+        str(prep["base"]), dtype=torch.float32, attn_implementation=attn
+    )
     peft_config = None
     if opts.method == "lora":
         from peft import LoraConfig

@@ -18,6 +18,7 @@ pytest.importorskip("peft")
 from sft_fixtures import episode_history, make_row, save_tiny, tiny_sft_options, write_rows  # noqa: E402
 
 from captain_ros.learn.collate import (  # noqa: E402
+    AUTOCAST_ATTENTION,
     PACKED_ATTENTION,
     PackedCollator,
     pack_sequences,
@@ -104,6 +105,43 @@ def test_per_sequence_attention_gives_the_block_mask_loss_and_the_lone_sequence_
     assert loss_packed == pytest.approx(loss_mask, rel=1e-5)
     assert torch.allclose(packed_b, alone, atol=1e-5)
     assert (leaky_b - alone).abs().max() > 1e-3  # the check can fail
+
+
+def test_attention_runs_in_the_autocast_dtype_packed_or_not(tmp_path, base, monkeypatch):
+    """CPU autocast leaves sdpa in fp32; the trainer's attention casts its inputs to bf16, as
+    CUDA's autocast does, and the loss stays within bf16 rounding of the fp32 one."""
+    import torch.nn.functional as F
+
+    rows = [make_row(episode_history(2), seed=1), make_row(episode_history(3), seed=2)]
+    write_rows(tmp_path / "data", rows)
+    opts = _opts(tmp_path, base)
+    prep = prepare(opts, tmp_path / "out")
+    a, b = prep["train"]
+    seen = []
+    real = F.scaled_dot_product_attention
+
+    def spy(q, k, v, *args, **kw):
+        seen.append((q.dtype, k.dtype, v.dtype))
+        return real(q, k, v, *args, **kw)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    for options, lengths, name in (
+        (opts, False, AUTOCAST_ATTENTION),
+        (replace(opts, batch_size=2), True, PACKED_ATTENTION),
+    ):
+        trainer, _ = build_trainer(options, prep, tmp_path / "out", "cpu", False)
+        assert trainer.model.config._attn_implementation == name
+        trainer.model.eval()
+        batch = PackedCollator(lengths=lengths)([_feature(a), _feature(b)])
+        losses = {}
+        for bf16 in (False, True):
+            seen.clear()
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                losses[bf16] = float(trainer.compute_loss(trainer.model, dict(batch)))
+            want = torch.bfloat16 if bf16 else torch.float32
+            assert seen and all(d == (want, want, want) for d in seen), (name, bf16, seen[:2])
+        assert losses[True] == pytest.approx(losses[False], rel=0.05)
+        assert losses[True] != losses[False]  # bf16 did run
 
 
 def _curve(out):
