@@ -99,9 +99,7 @@ class RawStep:
     """The raw step: forward (logits at the supervised positions only), cross-entropy, backward,
     AdamW step."""
 
-    def __init__(
-        self, model: Any, seq: TokenizedSequence, bf16: bool, vocab: int, device: str
-    ) -> None:
+    def __init__(self, model: Any, seq: TokenizedSequence, bf16: bool, device: str) -> None:
         self.model, self.bf16, self.device = model, bf16, device
         self.opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=0.0)
         where = next(model.parameters()).device
@@ -183,7 +181,7 @@ def main() -> int:
 
     trainer, _ = build_trainer(opts, prep, tmp / "out", args.device, bf16)
     model = trainer.model  # the same peft model (and fused head) the trainer trains
-    paired = Paired(RawStep(model, seqs[0], bf16, vocab, args.device), args.device)
+    paired = Paired(RawStep(model, seqs[0], bf16, args.device), args.device)
     trainer.add_callback(paired)
     trainer.train()
     train_s, raw = paired.trainer_s[1:], paired.raw_s[1:]  # the first pair is warm-up

@@ -149,10 +149,10 @@ def packed_sdpa(
     import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    if not seq_lengths or len(seq_lengths) == 1 or attention_mask is not None:
+        return autocast_sdpa(module, query, key, value, attention_mask, **kwargs)
     query, key, value = in_autocast_dtype(query, key, value)
     total = query.shape[2]
-    if not seq_lengths or len(seq_lengths) == 1 or attention_mask is not None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     if sum(seq_lengths) != total:
         raise ValueError(f"seq_lengths sum to {sum(seq_lengths)}, the row holds {total} tokens")
     outs = []

@@ -94,7 +94,12 @@ class WeightedSFTTrainer(SFTTrainer):
 
 def kept_head(model: Any, inputs: dict[str, Any], mask: Any) -> tuple[Any, Any, Any, Any]:
     """The model's forward with logits only at the positions (of the shifted labels) that some row
-    supervises: ``(outputs, log_probs, is_top1, keep)``, the last three ``[batch, len(keep)]``."""
+    supervises: ``(outputs, log_probs, is_top1, keep)``, the last three ``[batch, len(keep)]``.
+
+    The SFT counterpart of :func:`captain_ros.learn.rl.logprobs.token_logprobs` (one unpacked
+    sequence, no gradient needed for an empty selection): this one takes the collator's batch
+    (position ids of packed rows), gives top-1 hits for the accuracy metric, and keeps an
+    all-unsupervised micro-batch connected to the graph (a differentiable zero for DDP)."""
     keep = mask.any(0).nonzero().squeeze(-1)
     targets = inputs["labels"][:, 1:][:, keep]
     forward = {k: v for k, v in inputs.items() if k != "labels"}  # no full-sequence HF loss
