@@ -65,11 +65,35 @@ def start_graph(tmp: Path, domain: int, *launch_args: str) -> tuple[RosCli, Any]
     return cli, proc
 
 
+def emulated_rig_file(tmp: Path, name: str) -> Path:
+    """The packaged PiPER rig file ``name`` with the whole-episode tests' feedback limits (the
+    age that is stale, the wait for an arm's first frame).
+
+    The emulator's controller runs in the robot process, under its GIL, beside the SDK's reader,
+    the motion loop and the executor; on the shared 2-core CI machine a busy moment starves it
+    for 100-400 ms (measured: `e-stop latched by guard:link: arm: joint feedback is stale (382
+    ms old, limit 100 ms)`), which a real controller streaming over CAN never is. The shipped
+    100 ms is measured by benchmarks/launch_feedback_age.py and tested with injected dropped
+    feedback (tests/hardware/test_piper_faults_reach_policy.py); the regression these tests
+    guard against (issue 36: the reader frozen after a scene change, ages growing 1 s per
+    second) exceeds 3 s within the first seconds of an episode. A fresh emulator built for a
+    goal's scene, starved the same way, took over the shipped 1 s to send its first frame."""
+    from arm_bridge_helpers import EPISODE_FEEDBACK_AGE_S, EPISODE_GOAL_TIMEOUT_S
+
+    data = yaml.safe_load(share_path("config", name).read_text())
+    data["piper"]["safety"]["max_feedback_age_s"] = EPISODE_FEEDBACK_AGE_S
+    data["piper"]["feedback_timeout_s"] = EPISODE_GOAL_TIMEOUT_S
+    path = tmp / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 @pytest.fixture(scope="module")
 def piper_graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RosCli, Any, Path]]:
     require_ros2_cli()
     tmp = tmp_path_factory.mktemp("piper_launch")
     cli, proc = start_graph(tmp, 80 + os.getpid() % 10, "backend:=piper", "emulate:=true",
+                            f"backend_config:={emulated_rig_file(tmp, 'piper.yaml')}",
                             "task:=pick_place")  # fmt: skip
     try:
         yield cli, proc, tmp
@@ -90,13 +114,14 @@ def test_emulated_piper_pick_place_reaches_strict_success(
     assert int(fields["physical_actions"]) >= 6
     # the emulator runs in real time: under load a grasp may need a second try, but no call may
     # fail on the link (the issue: every move refused as stale, reported as internal_error)
-    assert no_link_failures(tmp / "ep"), fields
+    assert not (bad := link_failures(tmp / "ep")), (bad, fields)
     log = cli.log_of(proc)
     assert "stale" not in log and "Traceback" not in log and "internal error" not in log
 
 
-def no_link_failures(episode: Path) -> bool:
-    """No robot call of the episode failed as a hardware fault, an e-stop or an internal error."""
+def link_failures(episode: Path) -> list[dict[str, Any]]:
+    """The robot calls of the episode that failed as a hardware fault, an e-stop or an internal
+    error (none expected), each as its recorded result."""
     import json
 
     bad = ("hardware", "estop", "internal_error")
@@ -108,7 +133,7 @@ def no_link_failures(episode: Path) -> bool:
         for robot_call in cell.get("robot_calls", []) or []
     ]
     assert calls, f"no robot calls in {episode}"
-    return not [c for c in calls if c.get("failure_category") in bad]
+    return [c for c in calls if c.get("failure_category") in bad]
 
 
 class _GraphProbe:
@@ -193,7 +218,7 @@ def test_estop_through_the_graph_latches_within_a_tick_and_holds_across_goals(
         again = cli.run(*SEND_GOAL, goal(task="pick_place", seed=5, max_requests=2,
                                          output_dir=str(tmp / "ep_after_reset")))  # fmt: skip
         assert "Goal finished with status: SUCCEEDED" in again.stdout, again.stdout[-2000:]
-        assert no_link_failures(tmp / "ep_after_reset")
+        assert not (bad := link_failures(tmp / "ep_after_reset")), bad
     finally:
         probe.close()
 
@@ -201,14 +226,16 @@ def test_estop_through_the_graph_latches_within_a_tick_and_holds_across_goals(
 def test_emulated_dual_piper_two_arm_lift_reaches_strict_success(tmp_path: Path) -> None:
     require_ros2_cli()
     cli, proc = start_graph(tmp_path, 90 + os.getpid() % 10, "backend:=piper", "emulate:=true",
-                            "backend_config:=config/piper_dual.yaml", "task:=two_arm_lift")  # fmt: skip
+                            f"backend_config:={emulated_rig_file(tmp_path, 'piper_dual.yaml')}",
+                            "task:=two_arm_lift")  # fmt: skip
     try:
         res = cli.run(*SEND_GOAL, goal(task="two_arm_lift", seed=3, output_dir=str(tmp_path / "ep")),
                       timeout_s=600.0)  # fmt: skip
         assert "Goal finished with status: SUCCEEDED" in res.stdout, res.stdout[-3000:]
         fields = result_fields(res.stdout)
         assert fields["outcome_label"] == "success_with_finish", fields
-        assert fields["strict_success"] == "true" and no_link_failures(tmp_path / "ep")
+        assert fields["strict_success"] == "true", fields
+        assert not (bad := link_failures(tmp_path / "ep")), bad
         assert '"backend": "piper"' in fields["summary_json"]
         log = cli.log_of(proc)
         assert "arms ('left', 'right')" in log and "stale" not in log and "Traceback" not in log
