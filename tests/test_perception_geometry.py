@@ -79,6 +79,22 @@ def test_cylinder_auto_detection_and_circle_fit():
     assert c == pytest.approx([1, 1]) and rr == pytest.approx(2)
 
 
+def test_a_nearly_straight_hull_gets_no_runaway_circle():
+    # a flat face seen edge-on: points along a 0.24 m line, bowed by 0.5 mm; the least-squares
+    # circle through such a hull has a radius of metres (a 147 m cabinet was measured so)
+    rng = np.random.default_rng(3)
+    s = rng.uniform(-0.12, 0.12, 2000)
+    pts = np.column_stack(
+        [0.45 + 0.0005 * (1 - (s / 0.12) ** 2), 0.08 + s, rng.uniform(0.0, 0.1, 2000)]
+    )
+    assert fit_circle(pts[:, :2])[1] > 5.0  # the runaway fit the bound catches
+    g = fit_geometry(pts, 0.0, shape="cylinder")
+    assert g.shape == "cylinder" and g.radius_m == pytest.approx(0.12, abs=5e-3)
+    assert g.center_m[:2] == pytest.approx([0.45, 0.08], abs=5e-3)
+    auto = fit_geometry(pts, 0.0)
+    assert auto.shape == "box" and max(auto.extents_m[:2]) == pytest.approx(0.24, abs=5e-3)
+
+
 def test_fit_rejects_too_few_points_and_bad_shape():
     with pytest.raises(InvalidArgumentError):
         fit_geometry(np.zeros((3, 3)))

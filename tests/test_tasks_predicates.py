@@ -206,6 +206,21 @@ def test_open_drawer_predicate_features_and_gate() -> None:
     assert t.gate_check([h0, h1])[0]
     assert not t.gate_check([h0])[0]
     assert not t.gate_check([h0, rec("yellow handle", [0.31, 0.0, 0.06], [0.02, 0.1, 0.02])])[0]
+    # against the cabinet: out by 12 cm passes; 74 m away (a runaway fit) is no opening
+    from captain_ros.tasks.open_drawer import DEPTH_M, STANDOFF_M
+
+    closed = DEPTH_M / 2 + STANDOFF_M
+
+    def against(dist: float) -> dict:
+        return {**h0, "destination": {"id": "cabinet", "center_m": [0.5, 0, 0.05],
+                                      "top_z_m": 0.1, "distance_xy_m": dist}}  # fmt: skip
+
+    assert t.gate_check([against(closed + 0.12)]) == (
+        True,
+        "the handle is 12.0 cm out of the cabinet",
+    )
+    ok, why = t.gate_check([h0, against(closed + 74.04)])
+    assert not ok and "between your first and latest" in why
 
 
 def test_two_arm_lift_needs_both_arms_and_height() -> None:

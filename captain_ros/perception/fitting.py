@@ -164,6 +164,14 @@ def fit_geometry(
     )
     if is_cyl:
         c, r = fit_circle(hull_vertices(xy))
+        if r > float(max(size)) or float(np.linalg.norm(c - centre)) > float(max(size)):
+            # a hull of nearly collinear points (a flat face seen edge-on): the least-squares
+            # circle runs off to a radius of metres (a 147 m "cabinet" was measured so); a seen
+            # arc of 60 deg or more has a chord of at least the radius, so this bound keeps every
+            # real cylinder. ``auto`` falls back to the box; a requested cylinder spans the points
+            is_cyl = shape == "cylinder"
+            c, r = centre, float(max(size)) / 2
+    if is_cyl:
         r += pad / 2
         centre, size, yaw = c, np.array([2 * r, 2 * r]), 0.0
     else:

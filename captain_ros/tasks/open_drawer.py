@@ -195,7 +195,9 @@ class OpenDrawer(Task):
             and "cabinet" in gate.destination_text(rec)
         ):
             dist = float(rec["destination"].get("distance_xy_m", 0.0))
-            if dist - closed >= need:
+            # no further than the slide allows: a cabinet measured metres away (a degenerate fit)
+            # is no evidence of an opening; the handle's own movement, (b), still can be
+            if need <= dist - closed <= TRAVEL_M + self.tolerances["gate_slack_m"]:
                 return True, f"the handle is {(dist - closed) * 100:.1f} cm out of the cabinet"
         # (b) the handle measured before and after: it moved by the opening
         first, last = gate.first(measurements, HANDLE), gate.latest(measurements, HANDLE)
