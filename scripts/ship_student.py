@@ -60,7 +60,12 @@ def _pct(p: dict[str, Any]) -> str:
 
 
 def card(
-    name: str, arm: Path, rec: dict[str, Any], sft: dict[str, Any], report: dict[str, Any] | None
+    name: str,
+    arm: Path,
+    rec: dict[str, Any],
+    sft: dict[str, Any],
+    report: dict[str, Any] | None,
+    tasks: list[str],
 ) -> str:
     stats = json.loads((arm / "data" / "stats.json").read_text())
     opts = sft["options"]
@@ -95,7 +100,7 @@ def card(
         "",
         "## Training",
         "",
-        f"- {metrics['steps']} optimizer steps, {opts['epochs']} epochs, lr {opts.get('learning_rate')}, "
+        f"- {metrics['steps']} optimizer steps, {_epochs(metrics, opts)}, lr {opts.get('learning_rate')}, "
         f"batch {opts['batch_size']} x accumulation {opts['grad_accum']}, bf16 {metrics['bf16']}, "
         f"device {metrics['device']}; train loss {metrics['train_loss']:.4f}, validation loss "
         f"{metrics.get('eval_loss', float('nan')):.4f}; {metrics['train_s'] / 60:.0f} min at "
@@ -107,16 +112,14 @@ def card(
         lines.append("Not evaluated yet.")
     else:
         lines.append(
-            f"`benchmarks/experiments/exp_student.py --split heldout` (seeds "
-            f"{min(min(t['seeds']) for t in report['tasks'].values())}-"
-            f"{max(max(t['seeds']) for t in report['tasks'].values())} of each task, "
-            "never used while developing; greedy decoding, llama.cpp):"
+            "`benchmarks/experiments/exp_student.py --split heldout` (held-out seeds, never used "
+            "while developing; greedy decoding, llama.cpp):"
         )
         lines.append("")
         lines.append(
-            "| task | strict | host | false finishes | failures by first off-plan request |"
+            "| task | seeds | strict | host | false finishes | failures by first off-plan request |"
         )
-        lines.append("|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|")
         for task, t in report["tasks"].items():
             off = (
                 ", ".join(
@@ -126,12 +129,29 @@ def card(
                 or "-"
             )
             lines.append(
-                f"| {task} | {_pct(t['strict_success'])} | {_pct(t['host_success'])} | "
+                f"| {task} | {min(t['seeds'])}-{max(t['seeds'])} | {_pct(t['strict_success'])} | "
+                f"{_pct(t['host_success'])} | "
                 f"{t['false_finish']['successes']} | {off} |"
             )
-        if "task_average_strict" in report:
+        missing = [t for t in tasks if t not in report["tasks"]]
+        if missing:
+            lines.append(
+                f"\nNot yet evaluated on held-out seeds: {', '.join(missing)} (the student was "
+                "shipped while its evaluation ran; the next ship rewrites this card)."
+            )
+        elif "task_average_strict" in report:
             lines.append(f"\nTask-averaged strict success: {report['task_average_strict']:.1%}.")
     return "\n".join(lines) + "\n"
+
+
+def _epochs(metrics: dict[str, Any], opts: dict[str, Any]) -> str:
+    """The epochs trained: the schedule's, or where a checkpoint taken before its end stood."""
+    if not metrics.get("checkpoint"):
+        return f"{opts['epochs']} epochs"
+    return (
+        f"epoch {metrics['epoch']:.2f} ({metrics['checkpoint']} of a {metrics['schedule_steps']}-"
+        f"step, {opts['epochs']}-epoch cosine schedule; the learning rate had not decayed to 0)"
+    )
 
 
 def _seed_ranges(arm: Path) -> list[str]:
@@ -159,7 +179,9 @@ def _seed_ranges(arm: Path) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--arm", required=True, help="RUN/ARM folder of benchmarks/experiments/exp_student.py")
+    ap.add_argument(
+        "--arm", required=True, help="RUN/ARM folder of benchmarks/experiments/exp_student.py"
+    )
     ap.add_argument("--name", default="default", help="the shipped student's name")
     a = ap.parse_args()
     arm = Path(a.arm)
@@ -185,7 +207,7 @@ def main() -> int:
         shutil.copy(arm / "package" / record["drafts"], dest / record["drafts"])
     heldout = {t: r["strict_success"] for t, r in (report or {}).get("tasks", {}).items()}
     (dest / "student.json").write_text(json.dumps({**record, "heldout": heldout}, indent=2) + "\n")
-    (dest / "CARD.md").write_text(card(a.name, arm, rec, sft, report))
+    (dest / "CARD.md").write_text(card(a.name, arm, rec, sft, report, record.get("tasks", [])))
     print(f"shipped {dest} ({(dest / rec['gguf']).stat().st_size / 1e6:.1f} MB adapter)")
     return 0
 
