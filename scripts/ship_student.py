@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -100,7 +101,7 @@ def card(
         "",
         "## Training",
         "",
-        f"- {metrics['steps']} optimizer steps, {_epochs(metrics, opts)}, lr {opts.get('learning_rate')}, "
+        f"- {metrics['steps']} optimizer steps, {_epochs(metrics, sft)}, lr {opts.get('learning_rate')}, "
         f"batch {opts['batch_size']} x accumulation {opts['grad_accum']}, bf16 {metrics['bf16']}, "
         f"device {metrics['device']}; train loss {metrics['train_loss']:.4f}, validation loss "
         f"{metrics.get('eval_loss', float('nan')):.4f}; {metrics['train_s'] / 60:.0f} min at "
@@ -144,13 +145,20 @@ def card(
     return "\n".join(lines) + "\n"
 
 
-def _epochs(metrics: dict[str, Any], opts: dict[str, Any]) -> str:
-    """The epochs trained: the schedule's, or where a checkpoint taken before its end stood."""
-    if not metrics.get("checkpoint"):
+def _epochs(metrics: dict[str, Any], sft: dict[str, Any]) -> str:
+    """The epochs trained, from the steps and the rows (``learn sft``'s records): the schedule's,
+    or where a student cut before the end of its schedule stood (``learn sft --resume
+    --max-steps N`` on a checkpoint)."""
+    opts = sft["options"]
+    per_step = opts["batch_size"] * opts["grad_accum"]
+    rows = sft["rows"]["train"]
+    scheduled = math.ceil(opts["epochs"] * rows / per_step)
+    done = metrics["steps"] * per_step / rows
+    if metrics["steps"] >= scheduled:
         return f"{opts['epochs']} epochs"
     return (
-        f"epoch {metrics['epoch']:.2f} ({metrics['checkpoint']} of a {metrics['schedule_steps']}-"
-        f"step, {opts['epochs']}-epoch cosine schedule; the learning rate had not decayed to 0)"
+        f"epoch {done:.2f} (step {metrics['steps']} of a {scheduled}-step, {opts['epochs']}-epoch "
+        "cosine schedule; the learning rate had not decayed to 0)"
     )
 
 
