@@ -22,6 +22,7 @@ from captain_ros.ros.env import ros_environment
 
 VENV = Path(sys.prefix)
 ROS2 = VENV / "bin" / "ros2"
+PROBE_TIMEOUT_S = 30.0  # one `ros2 <verb> list` answers in 1-5 s on a loaded 2-core machine
 
 
 def require_ros2_cli() -> None:
@@ -87,19 +88,58 @@ class RosCli:
         name: str,
         timeout_s: float = 120.0,
         proc: subprocess.Popen[str] | None = None,
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> None:
-        """Until ``ros2 <verb> list`` shows ``name`` (fails early if ``proc`` died)."""
+        """Until ``ros2 <verb> list`` shows ``name`` (fails early if ``proc`` died).
+
+        A probe that hangs past ``probe_timeout_s`` is a wedged ros2 daemon (ros2cli #610: every
+        ``list`` on the domain blocks on its XML-RPC call; CI saw one block for 60 s): the
+        domain's daemon is killed, the next probe spawns a fresh one, and the wait goes on to
+        its own deadline."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        hung = 0
+        while (left := deadline - time.monotonic()) > 0:
             if proc is not None and proc.poll() is not None:
                 raise AssertionError(
                     f"the launched process exited ({proc.returncode}) before "
                     f"{name} appeared:\n{self.log_of(proc)[-3000:]}"
                 )
-            out = self.run(verb, "list", timeout_s=60.0).stdout.split()
+            try:
+                out = self.run(verb, "list", timeout_s=min(probe_timeout_s, left)).stdout.split()
+            except subprocess.TimeoutExpired:
+                hung += 1
+                self.kill_daemon()
+                continue
             if name in out:
                 return
-        raise AssertionError(f"{name} did not appear in `ros2 {verb} list` within {timeout_s} s")
+        raise AssertionError(
+            f"{name} did not appear in `ros2 {verb} list` within {timeout_s} s"
+            + (
+                f" ({hung} probes hung past {probe_timeout_s} s; the daemon was restarted)"
+                if hung
+                else ""
+            )
+        )
+
+    def daemon_pids(self) -> list[int]:
+        """The ros2 daemons serving this domain (the CLI's verbs spawn one per domain)."""
+        domain = self.env.get("ROS_DOMAIN_ID", "0")
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            except OSError:
+                continue  # exited meanwhile
+            if any("ros2cli.daemon" in a for a in argv) and _arg(argv, "--ros-domain-id") == domain:
+                pids.append(int(entry.name))
+        return pids
+
+    def kill_daemon(self) -> None:
+        for pid in self.daemon_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def log_of(self, proc: subprocess.Popen[str]) -> str:
         return next((p.read_text() for q, p in self.launched if q is proc), "")
@@ -114,8 +154,17 @@ class RosCli:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(10)
         # the CLI's verbs start a ros2 daemon on this domain that outlives the test
-        with contextlib.suppress(subprocess.TimeoutExpired):
+        with contextlib.suppress(subprocess.TimeoutExpired):  # wedged: see wait_for
             self.run("daemon", "stop", timeout_s=30.0)
+        deadline = time.monotonic() + 10.0
+        while self.daemon_pids() and time.monotonic() < deadline:
+            time.sleep(0.2)  # `daemon stop` returns before the daemon has exited
+        self.kill_daemon()
+
+
+def _arg(argv: Sequence[str], flag: str) -> str | None:
+    """The value after ``flag`` in ``argv``, if any."""
+    return next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == flag), None)
 
 
 def goal(**fields: object) -> str:

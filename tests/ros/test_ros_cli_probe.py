@@ -1,0 +1,50 @@
+"""The tests' graph probe (RosCli.wait_for) against a wedged ros2 daemon.
+
+CI saw `ros2 action list` block for 60 s while a launch came up (stop 42): every CLI verb on a
+domain goes through that domain's ros2 daemon, and one that accepts connections but never
+answers blocks them all (ros2cli #610). A stopped (SIGSTOP) daemon is exactly that: the kernel
+still accepts its XML-RPC connections.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from ros_cli import RosCli, cli_env, require_ros2_cli
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+
+def test_wait_for_outlives_a_wedged_daemon(tmp_path: Path) -> None:
+    require_ros2_cli()
+    cli = RosCli(cli_env(35 + os.getpid() % 5), tmp_path)
+    try:
+        cli.run("daemon", "start", timeout_s=60.0)
+        wedged = cli.daemon_pids()
+        assert len(wedged) == 1, wedged
+        os.kill(wedged[0], signal.SIGSTOP)
+        t0 = time.monotonic()
+        cli.wait_for("topic", "/rosout", timeout_s=120.0, probe_timeout_s=10.0)
+        assert time.monotonic() - t0 >= 10.0  # the first probe hung on the stopped daemon
+        assert wedged[0] not in cli.daemon_pids()  # killed; a fresh one answered
+        assert cli.daemon_pids()
+    finally:
+        cli.stop_all()
+    assert not cli.daemon_pids()
+
+
+def test_wait_for_names_the_hung_probes_when_it_gives_up(tmp_path: Path) -> None:
+    require_ros2_cli()
+    cli = RosCli(cli_env(35 + os.getpid() % 5), tmp_path)
+    try:
+        cli.run("daemon", "start", timeout_s=60.0)
+        os.kill(cli.daemon_pids()[0], signal.SIGSTOP)
+        with pytest.raises(AssertionError, match=r"/no_such_action did not appear .*probes hung"):
+            cli.wait_for("action", "/no_such_action", timeout_s=20.0, probe_timeout_s=5.0)
+    finally:
+        cli.stop_all()
+    assert not cli.daemon_pids()
