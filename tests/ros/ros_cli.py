@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -144,18 +145,25 @@ class RosCli:
     def log_of(self, proc: subprocess.Popen[str]) -> str:
         return next((p.read_text() for q, p in self.launched if q is proc), "")
 
-    def stop_all(self) -> None:
-        for proc, _log in self.launched:
+    def stop_all(self, daemon_stop_s: float = 30.0) -> None:
+        """SIGINT each launched process (SIGKILL after 30 s), then the domain's ros2 daemon. A
+        step that overruns is a pytest warning naming it, so a slow teardown on CI says why."""
+        for proc, log in self.launched:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGINT)
                 try:
                     proc.wait(30)
                 except subprocess.TimeoutExpired:
+                    warnings.warn(f"the process logging to {log} ignored SIGINT for 30 s: killed",
+                                  stacklevel=2)  # fmt: skip
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(10)
         # the CLI's verbs start a ros2 daemon on this domain that outlives the test
-        with contextlib.suppress(subprocess.TimeoutExpired):  # wedged: see wait_for
-            self.run("daemon", "stop", timeout_s=30.0)
+        try:
+            self.run("daemon", "stop", timeout_s=daemon_stop_s)
+        except subprocess.TimeoutExpired:  # wedged: see wait_for
+            warnings.warn(f"`ros2 daemon stop` hung for {daemon_stop_s} s on domain {self.env.get('ROS_DOMAIN_ID')}: "
+                          "the daemon is killed", stacklevel=2)  # fmt: skip
         deadline = time.monotonic() + 10.0
         while self.daemon_pids() and time.monotonic() < deadline:
             time.sleep(0.2)  # `daemon stop` returns before the daemon has exited

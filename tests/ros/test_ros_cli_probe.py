@@ -48,3 +48,17 @@ def test_wait_for_names_the_hung_probes_when_it_gives_up(tmp_path: Path) -> None
     finally:
         cli.stop_all()
     assert not cli.daemon_pids()
+
+
+def test_stop_all_kills_a_wedged_daemon_and_says_so(tmp_path: Path) -> None:
+    """A wedged daemon that outlived its test would block the next test on the domain."""
+    require_ros2_cli()
+    cli = RosCli(cli_env(35 + os.getpid() % 5), tmp_path)
+    try:
+        cli.run("daemon", "start", timeout_s=60.0)
+        os.kill(cli.daemon_pids()[0], signal.SIGSTOP)
+        with pytest.warns(UserWarning, match=r"`ros2 daemon stop` hung for 5.0 s on domain 3\d"):
+            cli.stop_all(daemon_stop_s=5.0)
+        assert not cli.daemon_pids()
+    finally:
+        cli.kill_daemon()
