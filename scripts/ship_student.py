@@ -185,6 +185,20 @@ def _seed_ranges(arm: Path) -> list[str]:
     return out
 
 
+def decoding(arm: Path) -> dict[str, float | int]:
+    """How the held-out episodes decoded (their ``policy_runtime``), which ``--policy student``
+    then does by default; runs from before episodes recorded it decoded as
+    ``students.EVAL_DECODING``."""
+    from captain_ros.policy.students import EVAL_DECODING
+
+    for summary in sorted(arm.glob("eval_heldout/*/*/seed_*/summary.json")):
+        runtime = json.loads(summary.read_text()).get("extra", {}).get("policy_runtime", {})
+        if "decoding" in runtime:
+            got = runtime["decoding"]
+            return {"temperature": got["temperature"], "max_new_tokens": got["max_new_tokens"]}
+    return dict(EVAL_DECODING)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -214,7 +228,8 @@ def main() -> int:
     if record.get("drafts"):  # the package stage's draft corpus (prompt lookup)
         shutil.copy(arm / "package" / record["drafts"], dest / record["drafts"])
     heldout = {t: r["strict_success"] for t, r in (report or {}).get("tasks", {}).items()}
-    (dest / "student.json").write_text(json.dumps({**record, "heldout": heldout}, indent=2) + "\n")
+    record = {**record, "decoding": decoding(arm), "heldout": heldout}
+    (dest / "student.json").write_text(json.dumps(record, indent=2) + "\n")
     (dest / "CARD.md").write_text(card(a.name, arm, rec, sft, report, record.get("tasks", [])))
     print(f"shipped {dest} ({(dest / rec['gguf']).stat().st_size / 1e6:.1f} MB adapter)")
     return 0

@@ -10,9 +10,12 @@ A shipped student is a folder under ``captain_ros/data/students/NAME/`` holding:
   its adapter only;
 - ``CARD.md``: the model card (training data and seeds, steps, base and hash, held-out results).
 
-``--policy student`` is ``--policy transformers`` on that folder with the ``llamacpp`` engine and
-the student's own profile; everything else (``--engine``, ``--threads``, ``--grammar``,
-``--max-new-tokens``) is the transformers policy's.
+``--policy student`` is ``--policy transformers`` on that folder with the ``llamacpp`` engine, the
+student's own profile and the decoding its held-out figures were measured with (``decoding`` in
+``student.json``; greedy and 160 new tokens per reply where the record predates the field, as
+``exp_student.py`` evaluated every shipped student). ``--temperature`` and ``--max-new-tokens``
+override it; everything else (``--engine``, ``--threads``, ``--grammar``) is the transformers
+policy's.
 """
 
 from __future__ import annotations
@@ -46,6 +49,13 @@ class ShippedStudent:
     profile: str
     tasks: tuple[str, ...]
     drafts: Path | None = None
+    temperature: float = 0.0
+    max_new_tokens: int = 160
+
+
+#: How ``exp_student.py --stages eval`` decodes (greedy, 160 new tokens): a record without
+#: ``decoding`` was measured so.
+EVAL_DECODING: dict[str, float | int] = {"temperature": 0.0, "max_new_tokens": 160}
 
 
 def names() -> list[str]:
@@ -71,6 +81,7 @@ def read_student(folder: str | Path) -> ShippedStudent:
             str(rec["profile"]),
             tuple(str(t) for t in rec.get("tasks", ())),
             root / str(rec["drafts"]) if rec.get("drafts") else None,
+            *_decoding(rec.get("decoding", EVAL_DECODING)),
         )
     except OSError as exc:
         raise ModelFileError(f"{root / RECORD} cannot be read: {exc.strerror or exc}") from exc
@@ -81,6 +92,22 @@ def read_student(folder: str | Path) -> ShippedStudent:
     if student.drafts is not None and not student.drafts.is_file():
         raise ModelFileError(f"student {student.name}: draft corpus {student.drafts} is missing")
     return student
+
+
+def _decoding(rec: Any) -> tuple[float, int]:
+    """``student.json``'s ``decoding``: (temperature >= 0, max_new_tokens >= 1)."""
+    if not isinstance(rec, dict):
+        raise ValueError(f"decoding must be an object, got {rec!r}")
+    temperature, max_new = rec.get("temperature"), rec.get("max_new_tokens")
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or not temperature >= 0
+    ):
+        raise ValueError(f"decoding.temperature must be a number >= 0, got {temperature!r}")
+    if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
+        raise ValueError(f"decoding.max_new_tokens must be an integer >= 1, got {max_new!r}")
+    return float(temperature), max_new
 
 
 DRAFTS = "drafts.txt"
@@ -190,7 +217,8 @@ def _tasks_of(name: str) -> tuple[str, ...]:
 
 def expand_policy(config: PolicyConfig) -> PolicyConfig:
     """``student[:NAME]`` as the transformers policy on that student's folder (llamacpp unless
-    another engine is asked for, which is refused); any other spec unchanged."""
+    another engine is asked for, which is refused), decoding as its figures were measured unless
+    ``temperature`` / ``max_new_tokens`` are given; any other spec unchanged."""
     if not is_student_spec(config.spec):
         return config
     student = get_student(config.spec.partition(":")[2] or DEFAULT)
@@ -200,4 +228,11 @@ def expand_policy(config: PolicyConfig) -> PolicyConfig:
             f"the shipped student runs on the llamacpp engine, not "
             f"{engine!r} (its adapter is a llama.cpp GGUF)"
         )
-    return replace(config, spec="transformers", model_folder=str(student.folder), engine=engine)
+    return replace(
+        config,
+        spec="transformers",
+        model_folder=str(student.folder),
+        engine=engine,
+        temperature=student.temperature if config.temperature is None else config.temperature,
+        max_new_tokens=config.max_new_tokens or student.max_new_tokens,
+    )

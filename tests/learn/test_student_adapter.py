@@ -123,7 +123,16 @@ def test_a_shipped_student_runs_as_policy_student(
     with pytest.raises(InvalidArgumentError, match="shipped: tiny"):
         check_spec("student:nope")
     cfg = students.expand_policy(PolicyConfig("student:tiny", engine="auto"))
-    assert cfg == PolicyConfig("transformers", engine="llamacpp", model_folder=str(shipped))
+    # no `decoding` in the record: decoded as exp_student.py measured every shipped student
+    assert cfg == PolicyConfig(
+        "transformers",
+        engine="llamacpp",
+        model_folder=str(shipped),
+        temperature=0.0,
+        max_new_tokens=160,
+    )
+    asked = students.expand_policy(PolicyConfig("student:tiny", temperature=1.0, max_new_tokens=9))
+    assert (asked.temperature, asked.max_new_tokens) == (1.0, 9)
     with pytest.raises(InvalidArgumentError, match="llamacpp"):
         students.expand_policy(PolicyConfig("student:tiny", engine="transformers"))
     src = model_source(shipped)
@@ -133,9 +142,11 @@ def test_a_shipped_student_runs_as_policy_student(
     from captain_ros.harness.episode.profiles import resolve_profile
 
     assert resolve_profile(None, shipped) == "student"
-    policy = make_policy(PolicyConfig("student:tiny", max_new_tokens=8, temperature=0.0, threads=1))
+    policy = make_policy(PolicyConfig("student:tiny", max_new_tokens=8, threads=1))
     try:
         assert policy.describe()["adapter"].endswith(ADAPTER_GGUF)
+        # the episode records how it decoded: greedy, as the student's figures were measured
+        assert policy.describe()["decoding"] == {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 8}
         drafter = policy.engine.drafter  # the corpus is searched from the first request
         drafter.start([])
         code = policy.engine.tokenize('{"code": "note(**perceive(S))"}')

@@ -75,6 +75,14 @@ class EngineSettings:
         if self.threads is not None and self.threads < 1:
             raise InvalidArgumentError(f"threads must be >= 1, got {self.threads}")
 
+    def decoding(self) -> dict[str, float | int]:
+        """How replies are decoded, as an episode records it (``describe()``)."""
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_new_tokens": self.max_new_tokens,
+        }
+
 
 class ChatEngine(abc.ABC):
     """One loaded model answering the chat requests of a policy, one request at a time."""

@@ -238,6 +238,7 @@ class LlamaCppChat(ChatEngine):
             **({"adapter": str(self.lora)} if self.lora else {}),
             "threads": self.threads,
             "n_ctx": self.n_ctx,
+            "decoding": self.settings.decoding(),
             "grammar": self.grammar_name,
             "lookup_max_draft": self.drafter.settings.max_draft,
             "load_s": round(self.load_s, 3),

@@ -78,6 +78,7 @@ class TransformersEngine(ChatEngine):
             "model": str(model),
             "threads": self.threads,
             "device": self.chat.device,
+            "decoding": self.settings.decoding(),
             "grammar": "none",
             "load_s": round(self.load_s, 3),
         }
