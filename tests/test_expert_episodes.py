@@ -114,3 +114,25 @@ def test_a_cabinet_seen_edge_on_is_measured_where_it_stands(tmp_path):
     assert any("cabinet" in json.dumps(v) for v in values)
     for v in values:
         assert max(v["extents_m"][:2]) < 0.5 and max(abs(x) for x in v["center_m"][:2]) < 1.0, v
+
+
+def test_a_partial_wrist_view_does_not_move_the_hole(tmp_path):
+    # insertion dev seed 912: while the peg was held, the head camera's block detection was refused
+    # and the wrist camera saw only part of the block (10.0 x 5.4 cm against 10 x 10), whose centre
+    # lay 2 cm from the hole's; `remeasure_block` took it, the peg was set down 3.2 cm off the hole,
+    # and a student (greedy and sampled alike) finished on it after two rejections. The fixed block's
+    # earlier record now stands against a footprint over 1 cm smaller, and the peg goes in.
+    import json
+
+    hs, _ = _episode("insertion", 912, tmp_path)
+    assert hs.outcome == "success_with_finish" and hs.strict_success
+    notes = [
+        json.loads(c["output"].split("\n")[0][len("NOTE ") :])
+        for line in (tmp_path / "insertion_912" / "trajectory.jsonl").read_text().splitlines()
+        for c in json.loads(line).get("calls") or []
+        if c["output"].startswith("NOTE ")
+    ]
+    checked = [n["block"] for n in notes if "block_ok" in n]  # check_block
+    remeasured = [n["block"] for n in notes if set(n) == {"block"}]  # remeasure_block
+    assert checked and remeasured
+    assert remeasured[0] == checked[0]  # the partial view (0.2894, 0.1644) was not taken

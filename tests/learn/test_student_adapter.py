@@ -146,7 +146,11 @@ def test_a_shipped_student_runs_as_policy_student(
     try:
         assert policy.describe()["adapter"].endswith(ADAPTER_GGUF)
         # the episode records how it decoded: greedy, as the student's figures were measured
-        assert policy.describe()["decoding"] == {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 8}
+        assert policy.describe()["decoding"] == {
+            "temperature": 0.0,
+            "top_p": 1.0,
+            "max_new_tokens": 8,
+        }
         drafter = policy.engine.drafter  # the corpus is searched from the first request
         drafter.start([])
         code = policy.engine.tokenize('{"code": "note(**perceive(S))"}')

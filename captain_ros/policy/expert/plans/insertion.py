@@ -68,12 +68,17 @@ def check_block(S: State, prompt: str) -> dict[str, Any]:
 
 @in_session
 def remeasure_block(S: State, prompt: str) -> dict[str, Any]:
-    """Measure the block again; it is fixed, so my earlier record stands if the arm hides it now."""
+    """Measure the block again; it is fixed, so my earlier record stands if the arm hides it now,
+    or hides part of it: a footprint over 1 cm smaller than before is a partial view, whose
+    centre is off the hole's."""
     G0, D0 = dict(S.G), dict(S.D)
     H = val(S.robot.observe(), "handle")
     S.D["block"] = find(S, prompt, H, fallback=True, prefer="widest")
     S.G["block"] = measure(S, S.D["block"])
-    if not S.G["block"] or min(S.G["block"]["extents_m"][:2]) < 0.05:
+    new, old = S.G["block"], G0.get("block")
+    seen = sorted(new["extents_m"][:2]) if new else [0.0, 0.0]
+    known = sorted(old["extents_m"][:2]) if old else [0.0, 0.0]
+    if seen[0] < 0.05 or any(a < b - 0.01 for a, b in zip(seen, known, strict=True)):
         S.G["block"], S.D["block"] = G0["block"], D0["block"]
     return {"block": [round(v, 4) for v in S.G["block"]["center_m"]]}
 
