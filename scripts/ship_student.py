@@ -189,9 +189,10 @@ def decoding(arm: Path) -> dict[str, float | int]:
     """How the held-out episodes decoded (their ``policy_runtime``), which ``--policy student``
     then does by default; runs from before episodes recorded it decoded as
     ``students.EVAL_DECODING``."""
+    from captain_ros.core.episode_folder import SUMMARY
     from captain_ros.policy.students import EVAL_DECODING
 
-    for summary in sorted(arm.glob("eval_heldout/*/*/seed_*/summary.json")):
+    for summary in sorted(arm.glob(f"eval_heldout/*/*/seed_*/{SUMMARY}")):
         runtime = json.loads(summary.read_text()).get("extra", {}).get("policy_runtime", {})
         if "decoding" in runtime:
             got = runtime["decoding"]

@@ -79,6 +79,7 @@ class RosCli:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
+            preexec_fn=_take_sigint,
         )
         self.launched.append((proc, log))
         return proc
@@ -168,6 +169,14 @@ class RosCli:
         while self.daemon_pids() and time.monotonic() < deadline:
             time.sleep(0.2)  # `daemon stop` returns before the daemon has exited
         self.kill_daemon()
+
+
+def _take_sigint() -> None:
+    """In the child: SIGINT back to its default. A shell without job control starts background
+    commands with SIGINT ignored (POSIX), which every child inherits and Python then keeps, so
+    under a backgrounded `make test` `ros2 launch` ignored stop_all's SIGINT and was killed after
+    30 s (10 module teardowns of one run, each 30.7 s)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _arg(argv: Sequence[str], flag: str) -> str | None:
