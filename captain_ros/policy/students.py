@@ -3,8 +3,9 @@
 A shipped student is a folder under ``captain_ros/data/students/NAME/`` holding:
 
 - ``student.json``: what it is (the base model and the SHA-256 of the base's GGUF file, the prompt
-  profile it was trained with, the adapter's file name, its tasks), written by
-  ``benchmarks/ship_student.py`` from a ``captain learn sft`` run;
+  profile it was trained with, the adapter's file name, its tasks, the decoding of its held-out
+  episodes), written by
+  ``scripts/ship_student.py`` from a ``captain learn sft`` run;
 - the LoRA adapter as a GGUF file (``captain learn export --adapter``): a few MB that llama.cpp
   applies to the packaged SmolLM2 at load, so the package stores the base once and each student as
   its adapter only;
