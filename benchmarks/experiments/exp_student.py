@@ -39,6 +39,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from captain_ros.policy.students import EVAL_DECODING  # how a shipped student then decodes
+
 CAPTAIN = [sys.executable, "-m", "captain_ros.cli.main"]
 STAGES = ("collect", "dataset", "sft", "export", "eval", "report")
 TASKS = ("pick_place", "stack", "restack", "open_drawer", "two_arm_lift", "insertion")
@@ -145,7 +147,7 @@ def evaluate(a: argparse.Namespace, arm: Path) -> None:
     lo, end = SPLITS[a.split]
     policy = ["--policy", "transformers", "--model-folder", str(arm / "package"),
               "--engine", "llamacpp", "--max-new-tokens", str(a.max_new_tokens),
-              "--temperature", "0"]  # fmt: skip
+              "--temperature", str(EVAL_DECODING["temperature"])]  # fmt: skip
     for task in a.tasks:
         eval_chunks(task, lo, end, arm / f"eval_{a.split}" / task, a.workers, policy, a.backend)
 
@@ -298,7 +300,7 @@ def main() -> int:
     ap.add_argument("--epochs", type=float, default=2.0)
     ap.add_argument("--split", choices=tuple(SPLITS), default="dev")
     ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--max-new-tokens", type=int, default=160)
+    ap.add_argument("--max-new-tokens", type=int, default=int(EVAL_DECODING["max_new_tokens"]))
     ap.add_argument("--stages", default=",".join(STAGES))
     ap.add_argument("sft_args", nargs=argparse.REMAINDER, help="-- then extra `learn sft` options")
     a = ap.parse_args()
