@@ -124,13 +124,14 @@ def _episodes(folder: Path) -> list[Any]:
 
 def calibration(critic_dir: Path, folders: list[Path]) -> dict[str, Any]:
     """The critic's figures on every request state of the episodes under ``folders``."""
-    from captain_ros.learn.critic import Critic
-    from captain_ros.learn.critic.train import evaluate as critic_eval
-    from captain_ros.learn.episodes import load_run_dirs
+    from captain_ros.learn.episodes import load_run_dirs  # torch-free
 
     loaded = load_run_dirs([str(f) for f in folders if f.is_dir()])
     if not loaded.episodes:
         return {"episodes": 0}
+    from captain_ros.learn.critic import Critic  # torch: only when there are states to score
+    from captain_ros.learn.critic.train import evaluate as critic_eval
+
     return {
         **critic_eval(Critic.load(critic_dir), loaded.episodes),
         "episodes": len(loaded.episodes),
