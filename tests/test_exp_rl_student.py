@@ -62,7 +62,7 @@ def test_dry_run_names_every_stage_in_order(tmp_path: Path) -> None:
     assert stacked[0].endswith(f"six_rl/r2/adapter --out {tmp_path}/six_rl_r2/student")
     evals = [c for c in cmds if "exp_student.py" in c]
     assert "--arm six_rl_r5" in evals[1] and "--stages export,eval,report" in evals[1]
-    assert "--split heldout" in evals[1]
+    assert "--split heldout" in evals[1] and "--temperature 0.0 " in evals[1]  # greedy, as shipped
 
 
 def test_the_report_pairs_each_round_with_round_zero_by_seed(tmp_path, capsys) -> None:
@@ -74,7 +74,11 @@ def test_the_report_pairs_each_round_with_round_zero_by_seed(tmp_path, capsys) -
     _eval_folder(arm / "eval_heldout" / "stack" / "1500-1519", "stack", base)
     _eval_folder(tmp_path / "six_rl_r2" / "eval_heldout" / "stack" / "1500-1519", "stack", better)
     ns = exp.argparse.Namespace(
-        tasks=["stack", "insertion"], eval_rounds=[2], split="heldout", arm="six"
+        tasks=["stack", "insertion"],
+        eval_rounds=[2],
+        split="heldout",
+        arm="six",
+        eval_temperature=0.0,
     )
     (tmp_path / "six_rl").mkdir()
     res = exp.report(ns, tmp_path, arm, tmp_path / "six_rl")
@@ -88,3 +92,29 @@ def test_the_report_pairs_each_round_with_round_zero_by_seed(tmp_path, capsys) -
     assert "| stack | 10/20 [30%, 70%] | 19/20 [76%, 99%] (p = 0.00391) |" in table
     assert "| insertion | - | - |" in table
     assert json.loads((tmp_path / "six_rl" / "report.json").read_text())["split"] == "heldout"
+
+
+def test_a_sampled_evaluation_is_reported_from_its_own_folders(tmp_path, capsys) -> None:
+    import exp_rl_student as exp
+
+    arm = _arm(tmp_path)
+    greedy = arm / "eval_heldout" / "stack" / "1500-1503"
+    _eval_folder(greedy, "stack", [True] * 4)
+    _eval_folder(
+        tmp_path / "six_rl_r2" / "eval_heldout" / "stack" / "1500-1503", "stack", [True] * 4
+    )
+    _eval_folder(
+        arm / "eval_heldout_t1" / "stack" / "1500-1503", "stack", [False, False, True, True]
+    )
+    _eval_folder(
+        tmp_path / "six_rl_r2" / "eval_heldout_t1" / "stack" / "1500-1503", "stack", [True] * 4
+    )
+    (tmp_path / "six_rl").mkdir()
+    ns = exp.argparse.Namespace(
+        tasks=["stack"], eval_rounds=[2], split="heldout", arm="six", eval_temperature=1.0
+    )
+    stack = exp.report(ns, tmp_path, arm, tmp_path / "six_rl")["rounds"][2]["tasks"]["stack"]
+    assert stack["round0"]["successes"] == 2 and stack["later"]["successes"] == 4
+    assert stack["mcnemar"]["only_b"] == 2  # the T = 1 episodes, never the greedy ones
+    assert exp.eval_dir(arm, "dev", 0.0).name == "eval_dev"
+    assert exp.eval_dir(arm, "dev", 0.7).name == "eval_dev_t0.7"

@@ -41,7 +41,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from exp_student import CAPTAIN, SPLITS, expert_episodes, run  # noqa: E402
+from exp_student import CAPTAIN, SPLITS, eval_dir, expert_episodes, run  # noqa: E402
+
+from captain_ros.policy.students import EVAL_DECODING  # noqa: E402
 
 STAGES = ("critic", "gguf", "rl", "eval", "report")
 
@@ -111,7 +113,8 @@ def evaluate(a: argparse.Namespace, root: Path, arm: Path, rl: Path) -> None:
             (dest / "data").symlink_to((arm / "data").resolve())
         cmd = [sys.executable, str(HERE / "exp_student.py"), "--run", str(root),
                "--arm", dest.name, "--tasks", ",".join(a.tasks), "--split", a.split,
-               "--workers", str(a.workers), "--stages", "export,eval,report"]  # fmt: skip
+               "--workers", str(a.workers), "--temperature", str(a.eval_temperature),
+               "--stages", "export,eval,report"]  # fmt: skip
         _do(a, cmd, dest / f"exp_student_{a.split}.log")
 
 
@@ -154,18 +157,21 @@ def compare_rounds(
 
 
 def report(a: argparse.Namespace, root: Path, arm: Path, rl: Path) -> dict[str, Any]:
-    split = f"eval_{a.split}"
-    base = {t: _episodes(arm / split / t) for t in a.tasks}
-    res: dict[str, Any] = {"sft_arm": str(arm), "split": a.split, "rounds": {}}
+    def folder(arm_dir: Path) -> Path:
+        return eval_dir(arm_dir, a.split, a.eval_temperature)
+
+    base = {t: _episodes(folder(arm) / t) for t in a.tasks}
+    res: dict[str, Any] = {"sft_arm": str(arm), "split": a.split,
+                           "eval_temperature": a.eval_temperature, "rounds": {}}  # fmt: skip
     lines = ["| task | SFT (round 0) | " + " | ".join(f"round {r} (p vs 0)" for r in a.eval_rounds)
              + " |", "|---|---|" + "---|" * len(a.eval_rounds)]  # fmt: skip
     cells: dict[str, list[str]] = {t: [_rate(_strict(base[t]))] for t in a.tasks}
     for r in a.eval_rounds:
-        later = {t: _episodes(round_arm(a, root, r) / split / t) for t in a.tasks}
+        later = {t: _episodes(folder(round_arm(a, root, r)) / t) for t in a.tasks}
         later = {t: eps for t, eps in later.items() if eps}
         cmp = compare_rounds(base, later)
-        held = [arm / split / t for t in a.tasks] + [
-            round_arm(a, root, r) / split / t for t in later
+        held = [folder(arm) / t for t in a.tasks] + [
+            folder(round_arm(a, root, r)) / t for t in later
         ]
         res["rounds"][r] = {
             "tasks": cmp,
@@ -207,7 +213,14 @@ def main() -> int:
     ap.add_argument("--starts", type=int, default=32, help="start states per round")
     ap.add_argument("--group", type=int, default=4, help="rollouts per start state (G)")
     ap.add_argument("--eval-rounds", default="2,5", help="rounds after which to evaluate")
-    ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--temperature", type=float, default=1.0, help="the rollouts' temperature")
+    ap.add_argument(
+        "--eval-temperature",
+        type=float,
+        default=float(EVAL_DECODING["temperature"]),
+        help="the evaluations' (default: the shipped student's, greedy; a sampled one is kept "
+        "in ARM/eval_SPLIT_tT)",
+    )
     ap.add_argument("--lr", type=float, default=1e-5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)

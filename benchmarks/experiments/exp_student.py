@@ -143,13 +143,22 @@ def dataset(a: argparse.Namespace, root: Path, arm: Path) -> None:
     )
 
 
+def eval_dir(arm: Path, split: str, temperature: float) -> Path:
+    """``ARM/eval_SPLIT`` for the shipped decoding (greedy); a sampled evaluation keeps its own
+    folder, ``ARM/eval_SPLIT_tT`` (e.g. ``eval_dev_t1``), so the two never mix in one report."""
+    if float(temperature) == float(EVAL_DECODING["temperature"]):
+        return arm / f"eval_{split}"
+    return arm / f"eval_{split}_t{float(temperature):g}"
+
+
 def evaluate(a: argparse.Namespace, arm: Path) -> None:
     lo, end = SPLITS[a.split]
     policy = ["--policy", "transformers", "--model-folder", str(arm / "package"),
               "--engine", "llamacpp", "--max-new-tokens", str(a.max_new_tokens),
-              "--temperature", str(EVAL_DECODING["temperature"])]  # fmt: skip
+              "--temperature", str(a.temperature)]  # fmt: skip
     for task in a.tasks:
-        eval_chunks(task, lo, end, arm / f"eval_{a.split}" / task, a.workers, policy, a.backend)
+        folder = eval_dir(arm, a.split, a.temperature) / task
+        eval_chunks(task, lo, end, folder, a.workers, policy, a.backend)
 
 
 def package(arm: Path) -> None:
@@ -222,7 +231,12 @@ def first_off_plan(episode_dir: Path, plan: list[str]) -> int | None:
 def report(a: argparse.Namespace, root: Path, arm: Path) -> dict[str, Any]:
     from captain_ros.evaluation.summary import aggregate, load_episodes
 
-    res: dict[str, Any] = {"arm": a.arm, "split": a.split, "tasks": {}}
+    res: dict[str, Any] = {
+        "arm": a.arm,
+        "split": a.split,
+        "temperature": a.temperature,
+        "tasks": {},
+    }
     lines = [
         "| task | strict (95% Wilson) | host | false finishes | failures by first off-plan "
         "request | model s / episode (median) | wall s / episode (median) |",
@@ -232,7 +246,7 @@ def report(a: argparse.Namespace, root: Path, arm: Path) -> dict[str, Any]:
     for task in a.tasks:
         eps = [
             e
-            for f in sorted((arm / f"eval_{a.split}" / task).glob("*-*/"))
+            for f in sorted((eval_dir(arm, a.split, a.temperature) / task).glob("*-*/"))
             if (f / "eval.json").exists()
             for e in load_episodes(f)
         ]
@@ -266,7 +280,8 @@ def report(a: argparse.Namespace, root: Path, arm: Path) -> dict[str, Any]:
     sft = arm / "student" / "metrics.json"
     if sft.exists():
         res["sft"] = json.loads(sft.read_text())
-    (arm / f"report_{a.split}.json").write_text(json.dumps(res, indent=2, default=str))
+    name = eval_dir(arm, a.split, a.temperature).name.replace("eval_", "report_", 1)
+    (arm / f"{name}.json").write_text(json.dumps(res, indent=2, default=str))
     print("\n".join(lines))
     return res
 
@@ -301,6 +316,13 @@ def main() -> int:
     ap.add_argument("--split", choices=tuple(SPLITS), default="dev")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--max-new-tokens", type=int, default=int(EVAL_DECODING["max_new_tokens"]))
+    ap.add_argument(
+        "--temperature",
+        type=float,
+        default=float(EVAL_DECODING["temperature"]),
+        help="evaluation decoding (default: the shipped student's, greedy); a sampled one "
+        "writes ARM/eval_SPLIT_tT",
+    )
     ap.add_argument("--stages", default=",".join(STAGES))
     ap.add_argument("sft_args", nargs=argparse.REMAINDER, help="-- then extra `learn sft` options")
     a = ap.parse_args()
