@@ -100,6 +100,31 @@ def test_seeded_sampling_is_deterministic(model):
     assert all(lp <= 0.0 for lp in a.logprobs) and len(a.logprobs) == len(a.completion_ids)
 
 
+def test_each_sampled_episode_draws_its_own_numbers_and_replays_alone(model):
+    """A policy re-seeds its engine per episode (task, seed): two episodes' first requests no
+    longer share their random draws, and an episode samples the same whatever ran before it in
+    the process (before the fix, request k of every episode sampled with seed + k, or went on
+    counting from the previous episode)."""
+    from captain_ros.policy.chat_policies import TransformersPolicy
+    from captain_ros.policy.engines.base import episode_seed
+
+    _, gguf = model
+    pol = TransformersPolicy(
+        str(gguf), engine="llamacpp", threads=1, temperature=1.0, seed=7, max_new_tokens=24
+    )
+    pol.reset("pick_place", 900)
+    first = [pol.act(chat(1), []).completion_ids for _ in range(2)]
+    assert pol.describe()["sampling_seed"] == episode_seed(7, "pick_place", 900)
+    pol.reset("pick_place", 901)
+    other = pol.act(chat(1), []).completion_ids
+    assert pol.describe()["sampling_seed"] == episode_seed(7, "pick_place", 901)
+    pol.reset("pick_place", 900)  # the same episode again, after another one
+    again = [pol.act(chat(1), []).completion_ids for _ in range(2)]
+    assert again == first and other != first[0]
+    seeds = {episode_seed(b, t, s) for b in (0, 1) for t in ("stack", "restack") for s in range(50)}
+    assert len(seeds) == 200 and all(0 <= v < 2**31 for v in seeds)
+
+
 def test_missing_and_corrupt_model_files_give_one_line(tmp_path):
     with pytest.raises(ModelFileError, match=r"^model file not found: .*nope\.gguf$"):
         LlamaCppChat(tmp_path / "nope.gguf")

@@ -88,12 +88,25 @@ class TransformersPolicy(Policy):
         # What samples (``seed`` / ``requests`` / ``render``; RE-0 seats reseed it): the
         # transformers engine's TransformersChat, or the llama.cpp engine itself.
         self.chat: Any = getattr(self.engine, "chat", self.engine)
+        self.base_seed: int | None = getattr(self.chat, "seed", None)
 
     def describe(self) -> dict[str, Any]:
-        return self.engine.describe()
+        out = dict(self.engine.describe())
+        if self.base_seed is not None:  # request k of this episode sampled with it + k
+            out["sampling_seed"] = int(self.chat.seed)
+        return out
 
     def reset(self, task_name: str, seed: int) -> None:
+        """A new episode: the engine forgets its prefix, and sampling restarts from the episode's
+        own seed (:func:`~captain_ros.policy.engines.base.episode_seed`): without it every episode
+        of a process drew the same random numbers request by request (or went on from whatever
+        ran before it), so sampled episodes were neither independent nor reproducible alone."""
+        from captain_ros.policy.engines.base import episode_seed
+
         self.engine.reset()
+        if self.base_seed is not None:
+            self.chat.seed = episode_seed(self.base_seed, task_name, seed)
+            self.chat.requests = 0
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyReply:
         gen = self.engine.generate(messages, tools or None)

@@ -17,6 +17,7 @@ the training and reference path).
 from __future__ import annotations
 
 import abc
+import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +27,14 @@ from captain_ros.core.errors import CaptainError
 from captain_ros.policy.openai_client import PYTHON_TOOL
 from captain_ros.policy.transformers_chat import Generation
 
-__all__ = ["ChatEngine", "EngineSettings", "Generation", "ModelFileError", "default_threads"]
+__all__ = [
+    "ChatEngine",
+    "EngineSettings",
+    "Generation",
+    "ModelFileError",
+    "default_threads",
+    "episode_seed",
+]
 
 
 class ModelFileError(CaptainError):
@@ -51,7 +59,8 @@ class EngineSettings:
         max_new_tokens: Reply length limit [tokens].
         temperature: 0 = greedy; otherwise the sampling temperature.
         top_p: Nucleus mass kept when sampling (1 = all).
-        seed: Seed of request 0; request ``k`` of the engine samples with ``seed + k``.
+        seed: Seed of request 0; request ``k`` of the engine samples with ``seed + k``. A
+            policy re-seeds its engine per episode with :func:`episode_seed` of this seed.
         threads: CPU threads (None: :func:`default_threads`).
         reuse_prefix: Keep the prompt's prefix across requests.
     """
@@ -82,6 +91,15 @@ class EngineSettings:
             "top_p": self.top_p,
             "max_new_tokens": self.max_new_tokens,
         }
+
+
+def episode_seed(base: int, task: str, seed: int) -> int:
+    """The sampling seed of one episode: ``base`` (the settings' seed) mixed with the task and
+    the episode's seed. Sampled episodes then draw independent random numbers, and each one is
+    reproduced alone, whatever ran before it in the process (request ``k`` samples with this
+    ``+ k``). A 31-bit value, the same on every platform (SHA-256, not Python's ``hash``)."""
+    digest = hashlib.sha256(f"{int(base)}:{task}:{int(seed)}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") >> 1
 
 
 class ChatEngine(abc.ABC):
