@@ -41,9 +41,14 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from exp_student import CAPTAIN, SPLITS, eval_dir, expert_episodes, run  # noqa: E402
-
-from captain_ros.policy.students import EVAL_DECODING  # noqa: E402
+from exp_student import (  # noqa: E402
+    CAPTAIN,
+    SPLITS,
+    add_eval_temperature,
+    eval_dir,
+    expert_episodes,
+    run,
+)
 
 STAGES = ("critic", "gguf", "rl", "eval", "report")
 
@@ -214,13 +219,7 @@ def main() -> int:
     ap.add_argument("--group", type=int, default=4, help="rollouts per start state (G)")
     ap.add_argument("--eval-rounds", default="2,5", help="rounds after which to evaluate")
     ap.add_argument("--temperature", type=float, default=1.0, help="the rollouts' temperature")
-    ap.add_argument(
-        "--eval-temperature",
-        type=float,
-        default=float(EVAL_DECODING["temperature"]),
-        help="the evaluations' (default: the shipped student's, greedy; a sampled one is kept "
-        "in ARM/eval_SPLIT_tT)",
-    )
+    add_eval_temperature(ap, "--eval-temperature")
     ap.add_argument("--lr", type=float, default=1e-5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)

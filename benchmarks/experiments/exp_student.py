@@ -153,6 +153,17 @@ def dataset(a: argparse.Namespace, root: Path, arm: Path) -> None:
     )
 
 
+def add_eval_temperature(ap: argparse.ArgumentParser, flag: str) -> None:
+    """The evaluation's temperature option (default: the shipped student's decoding, greedy)."""
+    ap.add_argument(
+        flag,
+        type=float,
+        default=float(EVAL_DECODING["temperature"]),
+        help="evaluation temperature (default: the shipped student's, greedy); a sampled "
+        "evaluation is kept in ARM/eval_SPLIT_tT",
+    )
+
+
 def eval_dir(arm: Path, split: str, temperature: float) -> Path:
     """``ARM/eval_SPLIT`` for the shipped decoding (greedy); a sampled evaluation keeps its own
     folder, ``ARM/eval_SPLIT_tT`` (e.g. ``eval_dev_t1``), so the two never mix in one report."""
@@ -326,13 +337,7 @@ def main() -> int:
     ap.add_argument("--split", choices=tuple(SPLITS), default="dev")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--max-new-tokens", type=int, default=int(EVAL_DECODING["max_new_tokens"]))
-    ap.add_argument(
-        "--temperature",
-        type=float,
-        default=float(EVAL_DECODING["temperature"]),
-        help="evaluation decoding (default: the shipped student's, greedy); a sampled one "
-        "writes ARM/eval_SPLIT_tT",
-    )
+    add_eval_temperature(ap, "--temperature")
     ap.add_argument("--stages", default=",".join(STAGES))
     ap.add_argument("sft_args", nargs=argparse.REMAINDER, help="-- then extra `learn sft` options")
     a = ap.parse_args()
