@@ -225,16 +225,26 @@ GIVE_UP_CHECK_S = 0.1
 def call_sync(
     client: Any, request: Any, timeout_s: float, give_up: Callable[[], bool] | None = None
 ) -> Any:
-    """Send ``request`` and wait up to ``timeout_s`` [s] on an event; None without a reply.
+    """Send ``request`` and wait up to ``timeout_s`` [s] in all on an event; None without a
+    reply.
 
-    ``give_up()`` (asked every :data:`GIVE_UP_CHECK_S`) ends the wait early, e.g. once the serving
-    process is known to be dead."""
+    The server is waited for first: a request sent before the client has matched its server is
+    dropped, not queued (Fast DDS, volatile), so a first call right after start-up would wait out
+    its whole timeout (the CoEvolve node's ``load_scene`` on a loaded CI machine). Matched, that
+    wait returns at once. ``give_up()`` (asked every :data:`GIVE_UP_CHECK_S`) ends either wait
+    early, e.g. once the serving process is known to be dead."""
+    end = time.monotonic() + timeout_s
+    while not client.service_is_ready():
+        if time.monotonic() >= end or (give_up is not None and give_up()):
+            return None
+        time.sleep(min(GIVE_UP_CHECK_S, max(0.0, end - time.monotonic())))
     done = threading.Event()
     future = client.call_async(request)
     future.add_done_callback(lambda _f: done.set())
-    end = time.monotonic() + timeout_s
     while not done.wait(
-        min(GIVE_UP_CHECK_S, max(0.0, end - time.monotonic())) if give_up is not None else timeout_s
+        min(GIVE_UP_CHECK_S, max(0.0, end - time.monotonic()))
+        if give_up is not None
+        else max(0.0, end - time.monotonic())
     ):
         if give_up is None or time.monotonic() >= end or give_up():
             client.remove_pending_request(future)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,17 +112,12 @@ class RosHumanoidBridge(HumanoidBridge):
         self._latched = bool(msg.data)
 
     def _srv(self, client: Any, req: Any) -> Any:
-        # A request sent before this client has matched the server is dropped, not queued (Fast
-        # DDS, volatile): the coordinator's first call right after start-up (load_scene) waited
-        # out its whole timeout on a loaded CI machine. Wait for the server first; matched, this
-        # returns at once.
-        end = time.monotonic() + self.timeout_s
-        if not client.wait_for_service(timeout_sec=self.timeout_s):
+        resp = call_sync(client, req, self.timeout_s)  # waits for the server first
+        if resp is None and not client.service_is_ready():
             raise RosBridgeError(
                 f"{client.srv_name} is not served (no humanoid controller on this domain after "
                 f"{self.timeout_s:.0f} s)"
             )
-        resp = call_sync(client, req, max(1.0, end - time.monotonic()))
         if resp is None:
             raise RosBridgeError(f"{client.srv_name} did not answer within {self.timeout_s:.0f} s")
         return resp
