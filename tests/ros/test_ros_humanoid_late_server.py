@@ -2,9 +2,9 @@
 
 A service request sent before the client has matched its server is dropped, not queued (Fast DDS,
 volatile), so the CoEvolve node's first call after start-up (``load_scene``) once waited out its
-whole 30 s timeout on a loaded CI machine and aborted the goal as ``invalid_goal``. The client now
-waits for the server before sending (`call_sync` does, for every client); with no server at all it says
-so.
+whole 30 s timeout on a loaded CI machine and aborted the goal as ``invalid_goal``. ``call_sync``
+(every client's) now waits for the server before sending; with no server at all the humanoid
+client says so.
 """
 
 from __future__ import annotations
