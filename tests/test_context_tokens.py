@@ -64,6 +64,7 @@ def test_records_without_a_tokenizer_field_render_as_they_were_counted():
     assert (
         ContextConfig(**get_profile("student").context.to_dict()) == get_profile("student").context
     )
+    assert ContextConfig(**old).framing == "estimate"  # counted as it was run
 
 
 @pytest.mark.learn
@@ -126,6 +127,68 @@ def test_the_hard_limit_drops_recent_turns_before_the_window_overflows(tmp_path)
         len([m for m in render(history, replace(cfg, tokenizer="approx")) if m["role"] == "tool"])
         == 6
     )
+
+
+def _short_turns(n: int) -> tuple:
+    """``n`` short turns as an off-plan student writes them: one helper call and one NOTE line
+    each, so the template's markup is a large share of every turn."""
+    from captain_ros.harness.record.history import ToolCall, ToolOutput, Turn
+
+    return tuple(
+        Turn(
+            i,
+            f"The peg is not in the hole yet; re-measure the block and try insert again ({i}).",
+            (ToolCall(f"call_{i}", f"note(**insert(S, 'peg', 'box', dz={i * 0.001:.3f}))"),),
+            (ToolOutput(f"call_{i}", f'NOTE {{"inserted": false, "depth": {i * 0.0007:.4f}}}'),),
+            "Malformed tool call: unterminated string" if i % 9 == 0 else "",
+        )
+        for i in range(1, n + 1)
+    )
+
+
+@pytest.mark.learn
+def test_student_prompts_are_counted_exactly_as_the_template_writes_them():
+    """The session-27 defect: 55 short turns reached 8,223 SmolLM2 tokens while the per-message
+    estimate counted 6,975, so compaction never started and llama.cpp refused the prompt."""
+    from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, context_tokens
+    from captain_ros.harness.record.history import ImageRef
+    from captain_ros.policy.chat_render import render_chat
+
+    tok = _smollm2_tokenizer()
+    cfg = get_profile("student").context
+    assert cfg.framing == "chatml-tools"
+    images = (ImageRef("obs_1", "head", "images/a.png"), ImageRef("obs_1", "wrist", "images/b.png"))
+    history = History(
+        "You control a robot.",
+        "# TASK: insertion\nPut the peg in the box.",
+        images,
+        _short_turns(80),
+    )
+    longest, compacted = 0, False
+    for t in range(1, len(history.turns) + 2):
+        msgs = render(history.upto(t), cfg)
+        compacted |= any("[Context compacted" in str(m.get("content")) for m in msgs)
+        exact = len(
+            tok(render_chat(tok, msgs, [PYTHON_TOOL_SCHEMA]), add_special_tokens=False)["input_ids"]
+        )
+        assert context_tokens(msgs, cfg) == exact, t
+        longest = max(longest, exact)
+    assert compacted and longest <= cfg.hard_limit_tokens
+    # the old estimate undercounts these turns: the same history outgrows the window
+    old = replace(cfg, framing="estimate")
+    over = []
+    for t in range(40, len(history.turns) + 2):
+        msgs = render(history.upto(t), old)
+        text = render_chat(tok, msgs, [PYTHON_TOOL_SCHEMA])
+        exact = len(tok(text, add_special_tokens=False)["input_ids"])
+        if exact > old.hard_limit_tokens:
+            over.append((t, exact, context_tokens(msgs, old)))
+    assert over and all(counted <= old.compact_at_tokens for _, _, counted in over), over[:3]
+
+
+def test_an_unknown_framing_is_refused_by_name():
+    with pytest.raises(UnknownNameError, match="context framing 'llama9'"):
+        ContextConfig(framing="llama9")
 
 
 def _expert_episode(task_name: str, seed: int, profile: str, out: Path) -> RecordedEpisode:

@@ -356,3 +356,40 @@ def test_broken_policy_reply_and_broken_caller_do_not_crash(tmp_path):
     )
     out = read_records(tmp_path / "ep2" / "trajectory.jsonl")[1]["calls"][0]["output"]
     assert out.startswith("internal_error") and s2.requests == 2
+
+
+def test_a_history_that_cannot_fit_the_window_ends_the_episode_on_a_budget(tmp_path):
+    """Compaction keeps the last turn; when even it does not fit below the reply reserve, the
+    episode ends before the request (``budget:context_tokens``) instead of sending the model a
+    prompt longer than its window (which a local engine refuses: ``policy_error``)."""
+    from captain_ros.harness.sandbox.contract import SessionConfig
+
+    asked: list[int] = []
+
+    class Counting(ReplayPolicy):
+        def act(self, messages, tools):  # noqa: ANN001, ANN201 - Policy.act
+            asked.append(len(messages))
+            return super().act(messages, tools)
+
+    flood = [{"reasoning": "Print a lot.", "code": "print('0.1234 ' * 12000)"}]  # 21k tokens
+    ctx = ContextConfig(
+        max_tool_output_tokens=30000,
+        context_limit_tokens=16000,
+        compact_at_tokens=12000,
+        reply_reserve_tokens=1000,
+    )
+    backend, robot = make_stack()
+    s = run_episode(
+        RedOnBlueTask(),
+        0,
+        robot,
+        Counting(flood + SOLVE_RED_ON_BLUE),
+        Budgets(),
+        tmp_path / "ep",
+        context_config=ctx,
+        session_config=SessionConfig(max_output_chars=100_000),
+    )
+    assert s.end_reason == "budget:context_tokens" and s.budget_exhausted == "context_tokens"
+    assert s.outcome == "budget_exhausted" and s.requests == 1 and len(asked) == 1
+    history = load_history(tmp_path / "ep" / "trajectory.jsonl")
+    assert render(history, ctx) and len(history.turns) == 1

@@ -18,7 +18,9 @@ sees. Three rules, applied in this order:
 
 Token counts use the counter named by ``ContextConfig.tokenizer``
 (:mod:`captain_ros.harness.episode.tokens`: ``approx`` = ``ceil(chars / 4)``, or a model's own tokenizer
-such as ``smollm2``) unless a ``count_tokens`` callable is passed, and ``image_tokens`` per image.
+such as ``smollm2``) unless a ``count_tokens`` callable is passed, applied to each message as
+``ContextConfig.framing`` frames it (:mod:`captain_ros.harness.episode.framing`: the old per-message
+estimate, or the exact text of the model's chat template).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from captain_ros.harness.episode.framing import check_framing, prompt_tokens
 from captain_ros.harness.episode.tokens import approx_tokens, token_counter
 from captain_ros.harness.record.history import History, ImageRef, Turn
 
@@ -75,13 +78,16 @@ class ContextConfig:
         context_limit_tokens: The model's context window [tokens].
         compact_at_tokens: Compaction starts above this many tokens [tokens].
         keep_recent_turns: Turns that are never compacted away.
-        image_tokens: Tokens charged per image [tokens].
+        image_tokens: Tokens charged per image under the ``estimate`` framing [tokens].
         tokenizer: Name of the token counter (:data:`captain_ros.harness.episode.tokens.COUNTERS`);
             records from before this field counted ``approx``.
         reply_reserve_tokens: Positions kept free for the reply and the chat template's own
             tokens: no rendered history exceeds ``context_limit_tokens`` minus this [tokens].
         receipts: Tool outputs show the robot's ``[receipt]`` lines; without them one line
             counts the receipts left out (they stay in the trajectory and the bag).
+        framing: How a message is counted (:data:`captain_ros.harness.episode.framing.FRAMINGS`):
+            ``estimate`` (records from before this field) or ``chatml-tools`` (the prompt as
+            SmolLM2's template with the tool prelude writes it, exactly).
     """
 
     max_tool_output_tokens: int = 2048
@@ -93,6 +99,10 @@ class ContextConfig:
     tokenizer: str = "approx"
     reply_reserve_tokens: int = 0
     receipts: bool = True
+    framing: str = "estimate"
+
+    def __post_init__(self) -> None:
+        check_framing(self.framing)
 
     @property
     def hard_limit_tokens(self) -> int:
@@ -220,18 +230,7 @@ def _render_turn(
 
 
 def _tokens(msgs: list[dict[str, Any]], cfg: ContextConfig, count: Callable[[str], int]) -> int:
-    total = 0
-    for m in msgs:
-        content = m.get("content")
-        if isinstance(content, str):
-            total += count(content) + 4
-        else:
-            for p in content or []:
-                total += cfg.image_tokens if p.get("type") == "image" else count(p.get("text", ""))
-            total += 4
-        for tc in m.get("tool_calls", []):
-            total += count(tc["function"]["arguments"]) + 8
-    return total
+    return prompt_tokens(msgs, cfg.framing, cfg.image_tokens, count)
 
 
 def _compaction_notice(removed: tuple[Turn, ...]) -> str:

@@ -1,7 +1,8 @@
 """The episode loop: request -> policy -> python tool calls -> executed in order -> next observation.
 
 An episode ends on a reply without a tool call, when ``finish()`` is accepted (``end_on_finish``),
-when a budget (requests, wall time, physical actions) is spent, when an observer stops it at a
+when a budget (requests, wall time, physical actions) is spent, when even a compacted history
+does not fit the model's window (``budget:context_tokens``), when an observer stops it at a
 request boundary (a cancel, the critic's early stop), or, with privileged state, when every goal
 has held for ``missed_finish_after`` consecutive requests without ``finish()`` (settled as a
 missed finish, CaPtain section 3.3). Outcome labels follow the paper (``success_with_finish``,
@@ -30,7 +31,7 @@ from captain_ros.api.service import RobotCaller
 from captain_ros.core.episode_folder import EpisodeFiles
 from captain_ros.harness.episode.budgets import Budgets
 from captain_ros.harness.episode.cells import CellsOutcome, run_cells
-from captain_ros.harness.episode.context import ContextConfig, render
+from captain_ros.harness.episode.context import ContextConfig, context_tokens, render
 from captain_ros.harness.episode.observers import EpisodeObserver, EpisodeStart, Observers
 from captain_ros.harness.episode.parts import EpisodeOptions, EpisodeParts, Totals
 from captain_ros.harness.episode.profiles import get_profile
@@ -150,6 +151,9 @@ class Episode:
             self.recorder.commit()
         t_request = self.parts.clock()
         messages = render(self.history, self.ctx)  # counted by ctx.tokenizer, as recorded
+        if context_tokens(messages, self.ctx) > self.ctx.hard_limit_tokens:
+            self.end_reason = "budget:context_tokens"  # even the last turn alone does not fit
+            return False
         reply, dt_model = self._ask(t, messages)
         backend_before = self.calls.backend_s
         parsed = parse(reply)

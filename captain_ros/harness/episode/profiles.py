@@ -28,9 +28,9 @@ from captain_ros.harness.episode.context import ContextConfig
 from captain_ros.harness.episode.taskmd import SYSTEM_PROMPT
 
 REPLY_RESERVE_TOKENS = 1024
-"""Positions a small profile keeps free below the model's window: the reply (the students run
-with 160-300 new tokens) and what the chat template adds around the rendered messages (the tool
-note and the role markers; measured in tests/test_context_tokens.py)."""
+"""Positions a small profile keeps free below the model's window for the reply (the students run
+with 160-300 new tokens). What the chat template adds around the messages (role markers, tool-call
+markup, the tool note) is counted in the prompt itself (``framing="chatml-tools"``)."""
 
 COMPACT_SYSTEM = (
     "You control a robot by writing Python for the `python` tool (persistent session; `robot`, np, "
@@ -79,8 +79,10 @@ SMALL_CONTEXT = ContextConfig(
     keep_recent_turns=3,
     tokenizer="smollm2",
     reply_reserve_tokens=REPLY_RESERVE_TOKENS,
+    framing="chatml-tools",
 )
-"""History limits for a small student (SmolLM2-135M has 8,192 positions), in its own tokens. A tool
+"""History limits for a small student (SmolLM2-135M has 8,192 positions), in its own tokens, each
+message counted as SmolLM2's chat template with the tool prelude writes it. A tool
 output keeps 720 of them, what its former 400-token estimate allowed (1,600 characters at the
 0.45 SmolLM2 tokens per character of the expert's outputs): the expert's longest outputs (1.8-2.1k
 characters) are cut as before, the rest not."""

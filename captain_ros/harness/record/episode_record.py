@@ -66,7 +66,7 @@ class EpisodeRecord:
         end_reason: ``finish`` | ``no_tool_call`` | ``budget:<name>`` | ``missed_finish_stop`` |
             ``policy_error`` | ``stop:<reason>`` (an observer ended it, e.g. a cancel).
         budget_exhausted: The budget that ran out (``requests``, ``wall_time``,
-            ``physical_actions``, ``early_stop``), if any.
+            ``physical_actions``, ``context_tokens``, ``early_stop``), if any.
         requests / physical_actions / failed_actions / robot_calls: Counts of this episode only.
         wall_s: Wall time of the episode [s]; ``model_s`` waiting for the policy, ``backend_s``
             inside robot calls (motion, perception), ``harness_s`` the rest (session, rendering,
