@@ -81,8 +81,9 @@ class ContextConfig:
         image_tokens: Tokens charged per image under the ``estimate`` framing [tokens].
         tokenizer: Name of the token counter (:data:`captain_ros.harness.episode.tokens.COUNTERS`);
             records from before this field counted ``approx``.
-        reply_reserve_tokens: Positions kept free for the reply and the chat template's own
-            tokens: no rendered history exceeds ``context_limit_tokens`` minus this [tokens].
+        reply_reserve_tokens: Positions kept free for the reply (and, under the ``estimate``
+            framing, the chat template's own tokens): no rendered history exceeds
+            ``context_limit_tokens`` minus this [tokens].
         receipts: Tool outputs show the robot's ``[receipt]`` lines; without them one line
             counts the receipts left out (they stay in the trajectory and the bag).
         framing: How a message is counted (:data:`captain_ros.harness.episode.framing.FRAMINGS`):
