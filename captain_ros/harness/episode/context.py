@@ -230,10 +230,6 @@ def _render_turn(
     return msgs
 
 
-def _tokens(msgs: list[dict[str, Any]], cfg: ContextConfig, count: Callable[[str], int]) -> int:
-    return prompt_tokens(msgs, cfg.framing, cfg.image_tokens, count)
-
-
 def _compaction_notice(removed: tuple[Turn, ...]) -> str:
     lines = [
         f"[Context compacted: requests {removed[0].index}-{removed[-1].index} were removed to fit "
@@ -280,7 +276,7 @@ def render(
             msgs.append({"role": "user", "content": _compaction_notice(turns[:n_removed])})
         for t in kept:
             msgs += _render_turn(t, cfg, count_tokens, keep, image_root)
-        tokens = _tokens(msgs, cfg, count_tokens)
+        tokens = prompt_tokens(msgs, cfg.framing, cfg.image_tokens, count_tokens)
         left = len(turns) - n_removed
         if (
             tokens <= cfg.compact_at_tokens
@@ -298,4 +294,4 @@ def context_tokens(
 ) -> int:
     """Token count of rendered messages under the same counting rules."""
     cfg = config or ContextConfig()
-    return _tokens(messages, cfg, count_tokens or cfg.counter())
+    return prompt_tokens(messages, cfg.framing, cfg.image_tokens, count_tokens or cfg.counter())
