@@ -134,6 +134,26 @@ def test_stale_feedback_refuses_and_latches_mid_motion(piper) -> None:  # type: 
     assert piper.estopped
 
 
+def test_enable_waits_out_one_late_frame_but_refuses_dead_feedback(piper) -> None:  # type: ignore[no-untyped-def]
+    emu = piper.emulator
+    piper.disable("arm")
+    assert _wait(lambda: not piper.link_status("arm").enabled)
+    emu.drop_feedback("arm", 0.3)  # a hiccup: stale now, fresh again within the enable wait
+    time.sleep(0.15)
+    assert piper.link_status("arm").feedback_age_s > 0.1
+    piper.enable()
+    assert piper.link_status("arm").enabled
+    piper.disable("arm")
+    assert _wait(lambda: not piper.link_status("arm").enabled)
+    emu.drop_feedback("arm", 3.0)  # feedback that stays stale is refused, after the wait
+    time.sleep(0.15)
+    t0 = time.monotonic()
+    with pytest.raises(HardwareError, match=r"feedback is stale .*refusing to enable"):
+        piper.enable()
+    assert 0.9 < time.monotonic() - t0 < 2.0
+    assert not piper.link_status("arm").enabled
+
+
 def test_disabled_motor_refuses(piper) -> None:  # type: ignore[no-untyped-def]
     piper.emulator.disable_motor("arm", 3)
     assert _wait(lambda: not piper.link_status("arm").enabled)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,6 +49,7 @@ from captain_ros.core.types import (
 
 log = logging.getLogger(__name__)
 MOVING_RAD = 1e-4
+ENABLE_FEEDBACK_WAIT_S = 1.0  # how long enabling waits for stale feedback to turn fresh [s]
 """A tick whose targets differ from the reference by more than this [rad] is motion under way."""
 
 
@@ -140,19 +142,38 @@ class SafeBackend(Backend):
                     self._trip("guard:link", problem)
                 raise HardwareError(problem + "; nothing was commanded")
 
+    def _fresh_link_status(self, arm: str) -> LinkStatus:
+        """The link status once the feedback is fresh, or after :data:`ENABLE_FEEDBACK_WAIT_S`.
+
+        One late frame (a scheduling hiccup on a busy host, the bus just opened) is not a dead
+        link: enabling waits a moment for the next one. Feedback that stays stale is refused.
+        """
+        assert self.link is not None
+        deadline = time.monotonic() + ENABLE_FEEDBACK_WAIT_S
+        st = self.link.link_status(arm)
+        while (
+            st.connected
+            and st.feedback_age_s > self.config.max_feedback_age_s
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.01)
+            st = self.link.link_status(arm)
+        return st
+
     def enable(self, arms: Sequence[str] | None = None) -> None:
         """Enable the motors, after checking the link, the twin and the joint measurements."""
         if self.link is None:
             return
         for arm in arms or self.spec.arm_names:
-            st = self.link.link_status(arm)
+            st = self._fresh_link_status(arm)
             if not st.connected:
                 raise HardwareError(
                     f"{arm}: no link to the controller{_why(st)}; check the bus and power"
                 )
             if st.feedback_age_s > self.config.max_feedback_age_s:
                 raise HardwareError(
-                    f"{arm}: feedback is stale ({st.feedback_age_s:.2f} s); refusing to enable"
+                    f"{arm}: feedback is stale ({st.feedback_age_s:.2f} s, still after "
+                    f"{ENABLE_FEEDBACK_WAIT_S:.1f} s of waiting); refusing to enable"
                 )
             if st.twin_error_m > self.config.twin_tolerance_m:
                 raise SafetyLimitError(
