@@ -49,8 +49,9 @@ from captain_ros.core.types import (
 
 log = logging.getLogger(__name__)
 MOVING_RAD = 1e-4
-ENABLE_FEEDBACK_WAIT_S = 1.0  # how long enabling waits for stale feedback to turn fresh [s]
 """A tick whose targets differ from the reference by more than this [rad] is motion under way."""
+ENABLE_FEEDBACK_WAIT_S = 1.0
+"""How long :meth:`SafeBackend.enable` waits for stale feedback to turn fresh [s]."""
 
 
 def _why(st: LinkStatus) -> str:
@@ -142,22 +143,21 @@ class SafeBackend(Backend):
                     self._trip("guard:link", problem)
                 raise HardwareError(problem + "; nothing was commanded")
 
-    def _fresh_link_status(self, arm: str) -> LinkStatus:
+    def _fresh_link_status(self, link: HardwareLink, arm: str) -> LinkStatus:
         """The link status once the feedback is fresh, or after :data:`ENABLE_FEEDBACK_WAIT_S`.
 
         One late frame (a scheduling hiccup on a busy host, the bus just opened) is not a dead
         link: enabling waits a moment for the next one. Feedback that stays stale is refused.
         """
-        assert self.link is not None
         deadline = time.monotonic() + ENABLE_FEEDBACK_WAIT_S
-        st = self.link.link_status(arm)
+        st = link.link_status(arm)
         while (
             st.connected
             and st.feedback_age_s > self.config.max_feedback_age_s
             and time.monotonic() < deadline
         ):
             time.sleep(0.01)
-            st = self.link.link_status(arm)
+            st = link.link_status(arm)
         return st
 
     def enable(self, arms: Sequence[str] | None = None) -> None:
@@ -165,7 +165,7 @@ class SafeBackend(Backend):
         if self.link is None:
             return
         for arm in arms or self.spec.arm_names:
-            st = self._fresh_link_status(arm)
+            st = self._fresh_link_status(self.link, arm)
             if not st.connected:
                 raise HardwareError(
                     f"{arm}: no link to the controller{_why(st)}; check the bus and power"
