@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,6 +33,12 @@ from captain_ros.backends.safety.config import SIM_DEFAULTS, SafetyConfig
 from captain_ros.backends.safety.guards import limit_step, outside_box
 from captain_ros.backends.safety.latch import EStopLatch
 from captain_ros.backends.safety.link import HardwareLink, LinkStatus
+from captain_ros.backends.safety.link_checks import (
+    command_problem,
+    enable_refusal,
+    faults_text,
+    fresh_link_status,
+)
 from captain_ros.backends.safety.watchdog import CommandWatchdog
 from captain_ros.core.errors import EStopError, HardwareError, SafetyLimitError
 from captain_ros.core.geometry import Pose, as_vector
@@ -50,13 +55,6 @@ from captain_ros.core.types import (
 log = logging.getLogger(__name__)
 MOVING_RAD = 1e-4
 """A tick whose targets differ from the reference by more than this [rad] is motion under way."""
-ENABLE_FEEDBACK_WAIT_S = 1.0
-"""How long :meth:`SafeBackend.enable` waits for stale feedback to turn fresh [s]."""
-
-
-def _why(st: LinkStatus) -> str:
-    """The link's own fault descriptions, as `` (a; b)`` (empty when it reports none)."""
-    return f" ({'; '.join(st.faults)})" if st.faults else ""
 
 
 class SafeBackend(Backend):
@@ -123,70 +121,23 @@ class SafeBackend(Backend):
             st = self.link.link_status(arm)
             if st.hardware_estop:
                 self._trip("hardware", f"{arm}: controller reports {st.hardware_estop}")
-            problem = ""
-            if not st.connected:
-                problem = f"{arm}: no link to the controller (bus down or unplugged){_why(st)}"
-            elif st.feedback_age_s > self.config.max_feedback_age_s:
-                problem = (
-                    f"{arm}: joint feedback is stale ({st.feedback_age_s * 1e3:.0f} ms old, "
-                    f"limit {self.config.max_feedback_age_s * 1e3:.0f} ms)"
-                )
-            elif not st.enabled:
-                off = ", ".join(f"J{j}" for j in st.disabled_motors)
-                which = f" (motor {off} disabled)" if off else ""
-                problem = (
-                    f"{arm}: motors are not enabled{which}{_why(st)}; check the arm, then "
-                    "reset the e-stop to re-enable its motors"
-                )
+            problem = command_problem(arm, st, self.config)
             if problem:
                 if self._moving:
                     self._trip("guard:link", problem)
                 raise HardwareError(problem + "; nothing was commanded")
 
-    def _fresh_link_status(self, link: HardwareLink, arm: str) -> LinkStatus:
-        """The link status once the feedback is fresh, or after :data:`ENABLE_FEEDBACK_WAIT_S`.
-
-        One late frame (a scheduling hiccup on a busy host, the bus just opened) is not a dead
-        link: enabling waits a moment for the next one. Feedback that stays stale is refused.
-        """
-        deadline = time.monotonic() + ENABLE_FEEDBACK_WAIT_S
-        st = link.link_status(arm)
-        while (
-            st.connected
-            and st.feedback_age_s > self.config.max_feedback_age_s
-            and time.monotonic() < deadline
-        ):
-            time.sleep(0.01)
-            st = link.link_status(arm)
-        return st
-
     def enable(self, arms: Sequence[str] | None = None) -> None:
-        """Enable the motors, after checking the link, the twin and the joint measurements."""
+        """Enable the motors, after checking the link, the twin and the joint measurements
+        (waiting up to :data:`~captain_ros.backends.safety.link_checks.ENABLE_FEEDBACK_WAIT_S`
+        for stale feedback to turn fresh)."""
         if self.link is None:
             return
         for arm in arms or self.spec.arm_names:
-            st = self._fresh_link_status(self.link, arm)
-            if not st.connected:
-                raise HardwareError(
-                    f"{arm}: no link to the controller{_why(st)}; check the bus and power"
-                )
-            if st.feedback_age_s > self.config.max_feedback_age_s:
-                raise HardwareError(
-                    f"{arm}: feedback is stale ({st.feedback_age_s:.2f} s, still after "
-                    f"{ENABLE_FEEDBACK_WAIT_S:.1f} s of waiting); refusing to enable"
-                )
-            if st.twin_error_m > self.config.twin_tolerance_m:
-                raise SafetyLimitError(
-                    f"{arm}: the kinematic twin disagrees with the arm's own pose by "
-                    f"{st.twin_error_m * 1e3:.1f} mm (limit {self.config.twin_tolerance_m * 1e3:.1f} "
-                    "mm): wrong model, mount or calibration; refusing to enable"
-                )
-            if st.joint_disagreement_rad > self.config.twin_tolerance_rad:
-                raise SafetyLimitError(
-                    f"{arm}: joint feedback and motor encoders disagree by "
-                    f"{st.joint_disagreement_rad:.3f} rad (limit {self.config.twin_tolerance_rad} "
-                    "rad); refusing to enable"
-                )
+            st = fresh_link_status(self.link, arm, self.config.max_feedback_age_s)
+            refusal = enable_refusal(arm, st, self.config)
+            if refusal is not None:
+                raise refusal
             self.link.enable(arm)
 
     # --- commanding -----------------------------------------------------------------------------
@@ -300,7 +251,9 @@ class SafeBackend(Backend):
                 effort = np.abs(np.asarray(self.inner.joint_state(arm).effort_nm, dtype=float))
                 if effort.size and float(effort.max()) > cfg.max_effort_nm:
                     j = int(effort.argmax())
-                    faults = _why(self.link.link_status(arm)) if self.link is not None else ""
+                    faults = (
+                        faults_text(self.link.link_status(arm)) if self.link is not None else ""
+                    )
                     self._trip(
                         "guard:current",
                         f"{arm}: joint {j + 1} effort {effort[j]:.2f} N m "
