@@ -281,3 +281,67 @@ def test_finish_turn_weight_reaches_the_dataset_rows(tmp_path):
     assert others and all(weights[4.0][t] == weights[1.0][t] == 1.0 for t in others)
     with pytest.raises(DatasetError, match="finish-weight"):
         build_dataset([tmp_path / "ep"], tmp_path / "bad", finish_weight=float("nan"))
+
+
+def _requests(*codes: str) -> list[dict]:
+    return [{"calls": [{"code": c}]} for c in codes]
+
+
+def test_branch_turns_are_where_the_same_two_calls_go_on_differently():
+    from captain_ros.learn.data.branches import branch_turns
+
+    start, lift = "note(**start(S))", "note(**close_lift(S, 'blue_cube'))"
+    descend = "note(**descend(S, 'blue_cube'))"
+    restack = _requests(start, "perceive(S, {'a': 'a'})", descend, lift, "note(**free_spot(S))")
+    stack = _requests(
+        start, "perceive(S, {'b': 'b'}, dest=('b', 'c'))", descend, lift, "perceive(S, keep=True)"
+    )
+    # object names are not shapes: the same plan on other cubes branches nowhere
+    assert branch_turns([restack, _requests(*(c.replace("blue", "red") for c in [
+        start, "perceive(S, {'a': 'a'})", descend, lift, "note(**free_spot(S))"
+    ]))]) == [frozenset(), frozenset()]  # fmt: skip
+    # after (descend, close_lift) restack puts the cube aside, stack re-measures its destination;
+    # the whole histories differ from request 2 on, and request 2 itself is a branch
+    assert branch_turns([restack, stack]) == [frozenset({1, 4}), frozenset({1, 4})]
+    assert branch_turns([restack]) == [frozenset()]
+
+
+@pytest.mark.slow
+@pytest.mark.learn
+def test_branch_turn_weight_reaches_the_dataset_rows(tmp_path):
+    from captain_ros.learn.data import build_dataset
+    from captain_ros.learn.data.sources import DatasetError
+
+    eps = {t: _expert_episode(t, 4, "student", tmp_path / t) for t in ("restack", "stack")}
+    codes = {
+        t: [" ".join(c["code"] for c in r["calls"]) for r in e.requests] for t, e in eps.items()
+    }
+    assert "free_spot(" in codes["restack"][4] and "keep=True" in codes["stack"][4]
+
+    def weights(**kw: float) -> tuple[dict, dict]:
+        out = tmp_path / f"ds{sorted(kw.items())}"
+        report = build_dataset(
+            [tmp_path / "restack", tmp_path / "stack"], out, validation_fraction=0.0, **kw
+        )
+        rows = [json.loads(x) for x in (out / "train.jsonl").read_text().splitlines()]
+        return report.to_dict(), {
+            (r["task"], t): w
+            for r in rows
+            for t, w in zip(r["requests"], r["weights"], strict=True)
+            if t
+        }
+
+    plain_report, plain = weights()
+    report, weighted = weights(branch_weight=3.0, finish_weight=2.0)
+    assert report["branch_weight"] == 3.0 and report["branch_turns"] == plain_report["branch_turns"]
+    assert set(report["branch_turns"]) == {"restack", "stack"}
+    # the first cube's destination (request 5) is a branch turn of both tasks; request 1 of none
+    for task in ("restack", "stack"):
+        assert plain[(task, 5)] == 1.0 and weighted[(task, 5)] == 3.0
+        assert weighted[(task, 1)] == 1.0
+        last = eps[task].n_requests  # finish(): the larger of the two weights where both apply
+        assert weighted[(task, last)] in (2.0, 3.0) and plain[(task, last)] == 1.0
+    changed = {k for k in plain if plain[k] != weighted[k]}
+    assert sum(report["branch_turns"].values()) + 2 >= len(changed) > 2
+    with pytest.raises(DatasetError, match="branch-weight"):
+        build_dataset([tmp_path / "restack"], tmp_path / "bad", branch_weight=0.0)

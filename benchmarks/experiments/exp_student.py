@@ -6,7 +6,7 @@ by the end of a session continues where it stopped (``--stages`` picks some):
 1. ``collect``: the scripted expert on train seeds (``--train-seeds``, default 0-119) of each task,
    one ``captain eval --policy scripted --profile student`` folder per 20-seed chunk;
 2. ``dataset``: ``captain learn dataset`` over the arm's tasks (strict successes only, the first
-   ``--per-task`` episodes of each task, ``--finish-weight``, ``--val-fraction`` for validation);
+   ``--per-task`` episodes of each task, ``--finish-weight``, ``--branch-weight``, ``--val-fraction`` for validation);
 3. ``sft``: ``captain learn sft --epochs E`` (``--resume`` when checkpoints exist);
 4. ``export``: ``captain learn export --adapter`` (the LoRA adapter as a llama.cpp GGUF, checked
    against transformers) and ``ARM/package/``, the student as it ships (``student.json`` and the
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shlex
 import shutil
 import subprocess
@@ -39,6 +38,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from captain_ros.learn.data.branches import code_shape
+from captain_ros.learn.data.branches import request_code as _code
 from captain_ros.policy.students import EVAL_DECODING  # how a shipped student then decodes
 
 CAPTAIN = [sys.executable, "-m", "captain_ros.cli.main"]
@@ -146,6 +147,8 @@ def dataset(a: argparse.Namespace, root: Path, arm: Path) -> None:
             "strict",
             "--finish-weight",
             str(a.finish_weight),
+            "--branch-weight",
+            str(a.branch_weight),
             "--validation-fraction",
             str(a.val_fraction),
         ],
@@ -218,10 +221,6 @@ def package(arm: Path) -> None:
     )
 
 
-def _code(request: dict[str, Any]) -> str:
-    return "\n".join(str(c.get("code", "")) for c in request.get("calls", []))
-
-
 def expert_plan(root: Path, task: str) -> list[str]:
     """The code the expert writes, request by request, on most seeds of ``task``."""
     from captain_ros.harness.record.recorded import RecordedEpisode
@@ -230,11 +229,6 @@ def expert_plan(root: Path, task: str) -> list[str]:
     for ep in expert_episodes(root, task)[:20]:
         plans[tuple(_code(r) for r in RecordedEpisode.load(ep).requests)] += 1
     return list(plans.most_common(1)[0][0]) if plans else []
-
-
-def code_shape(code: str) -> str:
-    """``code`` with its string literals blanked (they may name the episode's object)."""
-    return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", code)
 
 
 def first_off_plan(episode_dir: Path, plan: list[str]) -> int | None:
@@ -333,6 +327,7 @@ def main() -> int:
         help="share of the episodes kept for the validation loss",
     )
     ap.add_argument("--finish-weight", type=float, default=1.0)
+    ap.add_argument("--branch-weight", type=float, default=1.0, help="`learn dataset` option")
     ap.add_argument("--epochs", type=float, default=2.0)
     ap.add_argument("--split", choices=tuple(SPLITS), default="dev")
     ap.add_argument("--workers", type=int, default=1)

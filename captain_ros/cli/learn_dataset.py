@@ -45,6 +45,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="w_t of a turn that calls finish(), the decision an episode makes once "
         "(default 1: like every other kept turn)",
     )
+    p.add_argument(
+        "--branch-weight",
+        dest="branch_weight",
+        type=float,
+        default=1.0,
+        help="w_t of a branch turn: where the inputs' episodes go on differently after the same "
+        "steps, another decision made once (default 1)",
+    )
     p.add_argument("--validation-fraction", dest="validation_fraction", type=float, default=0.1)
     p.add_argument("--json", action="store_true", help="print stats.json")
     p.add_argument("--debug", action="store_true")
@@ -61,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ns.validation_fraction,
             log=lambda m: print(f"captain learn dataset: {m}", file=sys.stderr),
             finish_weight=ns.finish_weight,
+            branch_weight=ns.branch_weight,
         )
     except (CaptainError, OSError, ValueError) as exc:
         if ns.debug:

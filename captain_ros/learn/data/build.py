@@ -22,6 +22,7 @@ from typing import Any
 
 from captain_ros.harness.episode.context import approx_tokens
 from captain_ros.harness.episode.profiles import PROFILES, get_profile
+from captain_ros.learn.data.branches import branch_turns
 from captain_ros.learn.data.rows import episode_rows, row_key
 from captain_ros.learn.data.sources import DatasetError, EpisodeData, expand, read_source
 from captain_ros.policy.transformers_chat import flatten_content
@@ -58,6 +59,8 @@ class DatasetReport:
     median_physical_actions: dict[str, float] = field(default_factory=dict)
     profile: str = ""
     finish_weight: float = 1.0
+    branch_weight: float = 1.0
+    branch_turns: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -100,12 +103,14 @@ def build_dataset(
     count_tokens: Callable[[str], int] | None = None,
     log: Callable[[str], None] = lambda _m: None,
     finish_weight: float = 1.0,
+    branch_weight: float = 1.0,
 ) -> DatasetReport:
     """Build the dataset folder ``out`` from episode folders, evaluation runs and bags.
 
     Token figures count with ``count_tokens``, else with the counter of the rows' prompt profile
     (SmolLM2's tokenizer for the small profiles); ``finish_weight`` is w_t of a turn calling
-    ``finish()`` (see :mod:`captain_ros.learn.data.rows`)."""
+    ``finish()``, ``branch_weight`` that of a branch turn, judged over the kept episodes of all
+    inputs (see :mod:`captain_ros.learn.data.rows` and :mod:`captain_ros.learn.data.branches`)."""
     if outcomes not in OUTCOME_FILTERS:
         raise DatasetError(
             f"--outcomes must be one of {', '.join(OUTCOME_FILTERS)}, got {outcomes!r}"
@@ -114,6 +119,8 @@ def build_dataset(
         raise DatasetError(f"--mask-coords must be in [0, 1], got {mask_coords}")
     if not (math.isfinite(finish_weight) and 0.0 < finish_weight <= 100.0):
         raise DatasetError(f"--finish-weight must be in (0, 100], got {finish_weight}")
+    if not (math.isfinite(branch_weight) and 0.0 < branch_weight <= 100.0):
+        raise DatasetError(f"--branch-weight must be in (0, 100], got {branch_weight}")
     report = DatasetReport()
     paths: list[Path] = []
     for item in inputs:
@@ -121,21 +128,38 @@ def build_dataset(
     by_split: dict[str, list[dict[str, Any]]] = {"train": [], "validation": []}
     seen: set[str] = set()
     actions: dict[str, list[int]] = defaultdict(list)
+    sources: list[tuple[Path, list[EpisodeData]]] = []
     for path in paths:
         try:
             episodes = read_source(path)
+        except (DatasetError, OSError, ValueError, KeyError) as exc:
+            report.skipped.append({"source": str(path), "error": str(exc)})
+            log(f"skipped {path}: {exc}")
+            continue
+        report.filtered_out += sum(not _keep(ep, outcomes) for ep in episodes)
+        sources.append((path, [ep for ep in episodes if _keep(ep, outcomes)]))
+    kept = [ep for _, eps in sources for ep in eps]
+    branches = dict(zip(map(id, kept), branch_turns([ep.requests for ep in kept]), strict=True))
+    for path, episodes in sources:
+        try:
             built = [
-                (ep, episode_rows(ep, mask_coords, seed, finish_weight))
+                (
+                    ep,
+                    episode_rows(
+                        ep, mask_coords, seed, finish_weight, branch_weight, branches[id(ep)]
+                    ),
+                )
                 for ep in episodes
-                if _keep(ep, outcomes)
             ]
-            report.filtered_out += sum(not _keep(ep, outcomes) for ep in episodes)
         except (DatasetError, OSError, ValueError, KeyError) as exc:
             report.skipped.append({"source": str(path), "error": str(exc)})
             log(f"skipped {path}: {exc}")
             continue
         for ep, rows in built:
             report.episodes += 1
+            report.branch_turns[ep.task] = report.branch_turns.get(ep.task, 0) + len(
+                branches[id(ep)]
+            )
             report.outcomes[str(ep.summary.get("outcome", ""))] = (
                 report.outcomes.get(str(ep.summary.get("outcome", "")), 0) + 1
             )
@@ -167,6 +191,7 @@ def build_dataset(
             f"--outcomes {outcomes}){first}"
         )
     report.finish_weight = finish_weight
+    report.branch_weight = branch_weight
     counter = count_tokens or (
         get_profile(report.profile).context.counter()
         if report.profile in PROFILES

@@ -17,7 +17,10 @@ pair by pair, open_drawer's and insertion's final perception), and masking those
 first six-task student to skip them and finish unverified;
 w_t = 1 otherwise, except that a kept turn calling ``finish()`` gets ``finish_weight``: the finish
 is the one decision an episode makes once, against 7-20 other turns, and a student trained with
-weight 1 wrote ``place(...)`` where it should finish (11 of 13 failures of the first student). The coordinate mask replaces the pixel coordinates of earlier ``mark_point``
+weight 1 wrote ``place(...)`` where it should finish (11 of 13 failures of the first student);
+a kept *branch turn* (:mod:`captain_ros.learn.data.branches`: where the dataset's episodes go on
+differently after the same steps, another decision made once) gets ``branch_weight``; a turn that
+is both gets the larger. The coordinate mask replaces the pixel coordinates of earlier ``mark_point``
 calls in the history with ``<masked>`` (drawn once per call with probability ``mask_coords``),
 so a student must read the current image instead of copying them.
 """
@@ -78,8 +81,14 @@ def _errored(rec: dict[str, Any]) -> bool:
     )
 
 
-def turn_weights(requests: list[dict[str, Any]], finish_weight: float = 1.0) -> list[float]:
-    """w_t of each request (see the module docstring)."""
+def turn_weights(
+    requests: list[dict[str, Any]],
+    finish_weight: float = 1.0,
+    branch_weight: float = 1.0,
+    branches: frozenset[int] = frozenset(),
+) -> list[float]:
+    """w_t of each request (see the module docstring); ``branches``: the 0-based indices of the
+    episode's branch turns (:mod:`captain_ros.learn.data.branches`)."""
     weights: list[float] = []
     last_seen: dict[str, int] = {}  # code -> the last request that ran it
     failed: list[bool] = []  # request k errored
@@ -91,7 +100,11 @@ def turn_weights(requests: list[dict[str, Any]], finish_weight: float = 1.0) -> 
         j = last_seen.get(code) if code.strip() else None
         loop = j is not None and (j == k - 1 or any(failed[j:k]))
         kept = 0.0 if (repeated_failure or loop or rejected) else 1.0
-        weights.append(kept * finish_weight if kept and _FINISH.search(code) else kept)
+        factor = max(
+            finish_weight if _FINISH.search(code) else 1.0,
+            branch_weight if k in branches else 1.0,
+        )
+        weights.append(kept * factor)
         last_seen[code] = k
         rejected = rejected or any(not g.get("accepted", True) for g in rec.get("gate", []))
     return weights
@@ -103,7 +116,12 @@ def _context(start: dict[str, Any]) -> ContextConfig:
 
 
 def episode_rows(
-    ep: EpisodeData, mask_coords: float = 0.0, seed: int = 0, finish_weight: float = 1.0
+    ep: EpisodeData,
+    mask_coords: float = 0.0,
+    seed: int = 0,
+    finish_weight: float = 1.0,
+    branch_weight: float = 1.0,
+    branches: frozenset[int] = frozenset(),
 ) -> list[dict[str, Any]]:
     """The rows of ``ep`` (schema in docs/learn_dataset.md); :class:`DatasetError` when a
     re-rendered context does not match the recorded hash."""
@@ -117,7 +135,7 @@ def episode_rows(
         [int(hashlib.sha256(ep.task.encode()).hexdigest()[:8], 16), ep.seed, seed]
     )
     masked = {k for k, t in enumerate(turns) if has_coordinates(t) and rng.random() < mask_coords}
-    weights = turn_weights(ep.requests, finish_weight)
+    weights = turn_weights(ep.requests, finish_weight, branch_weight, branches)
     episode_id = f"{ep.task}:{ep.seed}:{hashlib.sha256(ep.source.encode()).hexdigest()[:8]}"
     rows: list[dict[str, Any]] = []
     current: list[dict[str, Any]] | None = None
