@@ -72,6 +72,16 @@ def test_token_logprobs_match_the_full_logits():
         lp = token_logprobs(model, ids, pos)
         full = torch.log_softmax(model(input_ids=ids[None]).logits[0].float(), -1)
     assert torch.allclose(lp, full[pos - 1, ids[pos]], atol=1e-5)
+    # only the tokens up to the last position are read: what follows changes nothing
+    seen = []
+    embed = model.get_input_embeddings()
+    hook = embed.register_forward_hook(lambda _m, args, _out: seen.append(args[0].shape[-1]))
+    with torch.no_grad():
+        early = token_logprobs(model, ids, pos[:2])
+        longer = token_logprobs(model, torch.cat([ids, torch.tensor([7, 8, 9])]), pos[:2])
+    hook.remove()
+    assert seen == [int(pos[1]) + 1] * 2  # read up to position 4 of 6 and of 9 tokens
+    assert torch.allclose(early, lp[:2], atol=1e-5) and torch.allclose(longer, early, atol=1e-6)
 
 
 def test_reference_is_the_model_without_its_adapter():

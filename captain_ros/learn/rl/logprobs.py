@@ -19,7 +19,10 @@ import torch
 def token_logprobs(
     model: Any, input_ids: torch.Tensor, positions: torch.Tensor, temperature: float = 1.0
 ) -> torch.Tensor:
-    """(n,) log-probs of ``input_ids[positions]``; gradients flow unless called under no_grad."""
+    """(n,) log-probs of ``input_ids[positions]``; gradients flow unless called under no_grad.
+
+    The model reads the tokens up to the last position only: a causal model's logits there do not
+    depend on what follows, so a segment whose later requests were not drawn costs less."""
     if input_ids.dim() != 1 or positions.dim() != 1:
         raise ValueError("input_ids and positions must be 1-D")
     if positions.numel() == 0:
@@ -28,7 +31,7 @@ def token_logprobs(
         raise ValueError("positions must lie in 1 .. L-1 (position 0 has no context)")
     if not temperature > 0:
         raise ValueError("temperature must be > 0")
-    ids = input_ids.unsqueeze(0)
+    ids = input_ids[: int(positions.max()) + 1].unsqueeze(0)
     keep = positions - 1
     try:
         logits = model(input_ids=ids, logits_to_keep=keep, use_cache=False).logits[0]
