@@ -8,6 +8,8 @@
 - ``captain learn re0 --student DIR|SPEC --teacher scripted|openai --task T --out DIR``: one RE-0
   generation (verified repairs, RE-OPD distillation).
 - ``captain learn rl-student SFT RL_VERSION --out DIR``: an RL version as a student folder.
+- ``captain learn student-folder student[:NAME] --out DIR``: a shipped student as a trainable
+  student folder (its adapter GGUF back as a peft adapter).
 - ``captain learn export STUDENT``: the student as a checked GGUF file (``--engine llamacpp``).
 """
 
@@ -25,6 +27,10 @@ COMMANDS = {
     "rl-student": (
         "captain_ros.cli.learn_rl_student",
         "an RL version stacked onto its SFT student, as a student folder",
+    ),
+    "student-folder": (
+        "captain_ros.cli.learn_student_folder",
+        "a shipped student as a trainable student folder",
     ),
     "export": ("captain_ros.cli.learn_export", "a student as a GGUF file for --engine llamacpp"),
 }
