@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from captain_ros.core.errors import UnknownNameError
-from captain_ros.harness.episode.context import ContextConfig, render
+from captain_ros.core.errors import InvalidArgumentError, UnknownNameError
+from captain_ros.harness.episode.context import ContextConfig, context_tokens, render
 from captain_ros.harness.episode.profiles import PROFILES, get_profile
 from captain_ros.harness.episode.tokens import approx_tokens, token_counter
 from captain_ros.harness.record.history import History
@@ -184,6 +184,41 @@ def test_student_prompts_are_counted_exactly_as_the_template_writes_them():
         if exact > old.hard_limit_tokens:
             over.append((t, exact, context_tokens(msgs, old)))
     assert over and all(counted <= old.compact_at_tokens for _, _, counted in over), over[:3]
+
+
+def test_compaction_in_blocks_keeps_the_prompt_growing_by_appending():
+    """Removing just enough turns at each request rewrites the prompt after the task every time
+    (an engine's kept prefix then ends there); removing whole blocks keeps the same turns gone for
+    several requests, so most requests only append."""
+    cfg = get_profile("student").context
+    assert cfg.compact_block_turns == 8
+    history = History("You control a robot.", "# TASK: insertion", (), _short_turns(120))
+
+    def rewrites(config: ContextConfig) -> tuple[int, int]:
+        previous: list = []
+        rewritten = compacted = 0
+        for t in range(1, len(history.turns) + 2):
+            msgs = render(history.upto(t), config)
+            assert context_tokens(msgs, config) <= config.hard_limit_tokens
+            if any("[Context compacted" in str(m.get("content")) for m in msgs):
+                compacted += 1
+                rewritten += msgs[: len(previous)] != previous
+            previous = msgs
+        return rewritten, compacted
+
+    one, compacted = rewrites(replace(cfg, compact_block_turns=1))
+    blocks, compacted_b = rewrites(cfg)
+    assert compacted > 20 and compacted_b >= compacted
+    assert one >= compacted - 2  # nearly every compacted request rewrites the prompt
+    # a rewrite per block of 8 turns (these short turns go ~1.4 a request: the compaction
+    # notice lists what each removed turn ran): measured 11 rewrites against 60
+    assert 0 < 5 * blocks <= one
+    # never into the most recent turns, and 1 is the old rule
+    assert replace(cfg, compact_block_turns=1000).keep_recent_turns == 3
+    msgs = render(history.upto(60), replace(cfg, compact_block_turns=1000))
+    assert sum(m["role"] == "assistant" for m in msgs) >= 3
+    with pytest.raises(InvalidArgumentError, match="compact_block_turns"):
+        ContextConfig(compact_block_turns=0)
 
 
 def test_an_unknown_framing_is_refused_by_name():

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from captain_ros.core.errors import InvalidArgumentError
 from captain_ros.harness.episode.framing import check_framing, prompt_tokens
 from captain_ros.harness.episode.tokens import approx_tokens, token_counter
 from captain_ros.harness.record.history import History, ImageRef, Turn
@@ -89,6 +90,11 @@ class ContextConfig:
         framing: How a message is counted (:data:`captain_ros.harness.episode.framing.FRAMINGS`):
             ``estimate`` (records from before this field) or ``chatml-tools`` (the prompt as
             SmolLM2's template with the tool prelude writes it, exactly).
+        compact_block_turns: Compaction removes the oldest turns in whole blocks of this many
+            (never into the ``keep_recent_turns``), so the same turns are gone for several
+            requests and the prompt grows by appending: an engine that keeps the common prefix
+            (llama.cpp) prefills only the new turns. 1 (records from before this field): each
+            request removes just enough, which rewrites the prompt after the task every time.
     """
 
     max_tool_output_tokens: int = 2048
@@ -101,9 +107,14 @@ class ContextConfig:
     reply_reserve_tokens: int = 0
     receipts: bool = True
     framing: str = "estimate"
+    compact_block_turns: int = 1
 
     def __post_init__(self) -> None:
         check_framing(self.framing)
+        if self.compact_block_turns < 1:
+            raise InvalidArgumentError(
+                f"compact_block_turns must be >= 1, got {self.compact_block_turns}"
+            )
 
     @property
     def hard_limit_tokens(self) -> int:
@@ -257,34 +268,55 @@ def render(
     turns = history.turns
     n_removed = 0
     while True:
-        kept = turns[n_removed:]
-        refs = list(history.initial_images) + [r for t in kept for o in t.outputs for r in o.images]
-        keep = {r.path for r in refs[-cfg.max_images :]} if cfg.max_images > 0 else set()
-        task_parts: list[dict[str, Any]] = [{"type": "text", "text": history.task_md}]
-        if history.initial_images:
-            seen = ", ".join(f"{r.camera} ({r.handle})" for r in history.initial_images)
-            task_parts.append({"type": "text", "text": f"Initial images: {seen}."})
-        task_parts += [
-            _image_part(r, image_root) if r.path in keep else _omitted(r)
-            for r in history.initial_images
-        ]
-        msgs: list[dict[str, Any]] = [
-            {"role": "system", "content": history.system},
-            {"role": "user", "content": task_parts},
-        ]
-        if n_removed:
-            msgs.append({"role": "user", "content": _compaction_notice(turns[:n_removed])})
-        for t in kept:
-            msgs += _render_turn(t, cfg, count_tokens, keep, image_root)
-        tokens = prompt_tokens(msgs, cfg.framing, cfg.image_tokens, count_tokens)
+        msgs, tokens = _messages(history, cfg, count_tokens, image_root, n_removed)
         left = len(turns) - n_removed
         if (
             tokens <= cfg.compact_at_tokens
             or left <= min(1, cfg.keep_recent_turns)
             or (left <= cfg.keep_recent_turns and tokens <= cfg.hard_limit_tokens)
         ):
-            return msgs
+            break
         n_removed += 1
+    block = cfg.compact_block_turns
+    if n_removed and block > 1:  # whole blocks: the same turns go for several requests
+        rounded = min(
+            -(-n_removed // block) * block, max(n_removed, len(turns) - cfg.keep_recent_turns)
+        )
+        if rounded > n_removed:
+            msgs, _ = _messages(history, cfg, count_tokens, image_root, rounded)
+    return msgs
+
+
+def _messages(
+    history: History,
+    cfg: ContextConfig,
+    count_tokens: Callable[[str], int],
+    image_root: str | None,
+    n_removed: int,
+) -> tuple[list[dict[str, Any]], int]:
+    """The messages of ``history`` with its ``n_removed`` oldest turns compacted away, and their
+    token count."""
+    turns = history.turns
+    kept = turns[n_removed:]
+    refs = list(history.initial_images) + [r for t in kept for o in t.outputs for r in o.images]
+    keep = {r.path for r in refs[-cfg.max_images :]} if cfg.max_images > 0 else set()
+    task_parts: list[dict[str, Any]] = [{"type": "text", "text": history.task_md}]
+    if history.initial_images:
+        seen = ", ".join(f"{r.camera} ({r.handle})" for r in history.initial_images)
+        task_parts.append({"type": "text", "text": f"Initial images: {seen}."})
+    task_parts += [
+        _image_part(r, image_root) if r.path in keep else _omitted(r)
+        for r in history.initial_images
+    ]
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": history.system},
+        {"role": "user", "content": task_parts},
+    ]
+    if n_removed:
+        msgs.append({"role": "user", "content": _compaction_notice(turns[:n_removed])})
+    for t in kept:
+        msgs += _render_turn(t, cfg, count_tokens, keep, image_root)
+    return msgs, prompt_tokens(msgs, cfg.framing, cfg.image_tokens, count_tokens)
 
 
 def context_tokens(

@@ -80,12 +80,15 @@ SMALL_CONTEXT = ContextConfig(
     tokenizer="smollm2",
     reply_reserve_tokens=REPLY_RESERVE_TOKENS,
     framing="chatml-tools",
+    compact_block_turns=8,
 )
 """History limits for a small student (SmolLM2-135M has 8,192 positions), in its own tokens, each
 message counted as SmolLM2's chat template with the tool prelude writes it. A tool
 output keeps 720 of them, what its former 400-token estimate allowed (1,600 characters at the
 0.45 SmolLM2 tokens per character of the expert's outputs): the expert's longest outputs (1.8-2.1k
-characters) are cut as before, the rest not."""
+characters) are cut as before, the rest not. Compaction removes turns 8 at a time, so past the
+threshold llama.cpp prefills one request in nine from the task on instead of nearly every one
+(benchmarks/results/student.md: a 54-request restack episode, 74.6k prefill tokens -> 19.0k)."""
 
 STUDENT_CONTEXT = replace(SMALL_CONTEXT, receipts=False)
 """The ``student`` profile's history: :data:`SMALL_CONTEXT` without the receipt lines. The expert
