@@ -24,18 +24,11 @@ from pathlib import Path
 from typing import Any
 
 
-def _common(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
 def episode_prefill(folder: Path, block: int, tokenizer: Any) -> dict[str, Any]:
     from captain_ros.harness.episode.context import PYTHON_TOOL_SCHEMA, ContextConfig, render
     from captain_ros.harness.record.recorded import RecordedEpisode
     from captain_ros.policy.chat_render import render_chat
+    from captain_ros.policy.prefix_cache import common_prefix_len
 
     rec = RecordedEpisode.load(folder)
     fields = set(ContextConfig.__dataclass_fields__)
@@ -51,7 +44,7 @@ def episode_prefill(folder: Path, block: int, tokenizer: Any) -> dict[str, Any]:
         text = render_chat(tokenizer, render(history.upto(t), cfg), tools)
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         prompts.append(len(ids))
-        prefills.append(len(ids) - _common(previous, ids))
+        prefills.append(len(ids) - common_prefix_len(previous, ids))
         info = rec.requests[t - 1].get("policy_info") or {}
         recorded.append(info.get("prefilled_tokens"))
         previous = ids
