@@ -96,11 +96,18 @@ def card(
         f"({', '.join(f'{t}: {n} tokens' for t, n in stats['tokens']['per_task'].items())}), "
         f"train seeds only (0-999; {stats['rows']['train']} train / "
         f"{stats['rows']['validation']} validation episodes), profile `{stats['profile']}`, "
-        f"finish weight {stats.get('finish_weight', 1.0)}.",
+        f"finish weight {stats.get('finish_weight', 1.0)}"
+        + (
+            f", branch weight {stats['branch_weight']}"
+            if stats.get("branch_weight", 1.0) != 1.0
+            else ""
+        )
+        + ".",
         f"- Seeds: {'; '.join(_seed_ranges(arm))}.",
         "",
         "## Training",
         "",
+        *_lineage(opts),
         f"- {metrics['steps']} optimizer steps, {_epochs(metrics, sft)}, lr {opts.get('learning_rate')}, "
         f"batch {opts['batch_size']} x accumulation {opts['grad_accum']}, bf16 {metrics['bf16']}, "
         f"device {metrics['device']}; train loss {metrics['train_loss']:.4f}, validation loss "
@@ -143,6 +150,23 @@ def card(
         elif "task_average_strict" in report:
             lines.append(f"\nTask-averaged strict success: {report['task_average_strict']:.1%}.")
     return "\n".join(lines) + "\n"
+
+
+def _lineage(opts: dict[str, Any]) -> list[str]:
+    """The card's line on where the LoRA weights started (``learn sft --init-adapter``), naming
+    the shipped student a ``learn student-folder`` import came from; none for a fresh adapter."""
+    init = opts.get("init_adapter")
+    if not init:
+        return []
+    record = Path(init).parent / "sft_config.json"
+    src = json.loads(record.read_text()).get("imported_from", {}) if record.is_file() else {}
+    what = (
+        f"the shipped student `{src['student']}` (adapter GGUF sha256 `{src['sha256'][:12]}...`, "
+        "imported by `captain learn student-folder`)"
+        if src.get("student")
+        else f"`{init}`"
+    )
+    return [f"- Started from the LoRA weights of {what}; the steps below continue them."]
 
 
 def _epochs(metrics: dict[str, Any], sft: dict[str, Any]) -> str:

@@ -89,3 +89,24 @@ def test_ship_student_records_how_the_held_out_episodes_decoded(tmp_path: Path) 
     }
     (episode / "summary.json").write_text(json.dumps({"extra": {"policy_runtime": runtime}}))
     assert ship.decoding(tmp_path) == {"temperature": 0.5, "max_new_tokens": 96}
+
+
+def test_a_continued_students_card_names_where_its_weights_started(tmp_path: Path) -> None:
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "ship_student.py"
+    spec = importlib.util.spec_from_file_location("ship_student", script)
+    assert spec is not None and spec.loader is not None
+    ship = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ship)
+
+    assert ship._lineage({"init_adapter": None}) == []  # noqa: SLF001 - the card's pieces
+    init = tmp_path / "shipped" / "adapter"
+    init.mkdir(parents=True)
+    assert ship._lineage({"init_adapter": str(init)}) == [  # noqa: SLF001
+        f"- Started from the LoRA weights of `{init}`; the steps below continue them."
+    ]
+    imported = {"imported_from": {"student": "default", "sha256": "290f90f13892b46031"}}
+    (init.parent / "sft_config.json").write_text(json.dumps(imported))
+    (line,) = ship._lineage({"init_adapter": str(init)})  # noqa: SLF001
+    assert "shipped student `default`" in line and "290f90f13892..." in line
