@@ -12,7 +12,9 @@ sees. Three rules, applied in this order:
 3. When the rendered history exceeds ``compact_at_tokens``, whole turns are removed oldest first
    (the task context and the ``keep_recent_turns`` most recent turns stay verbatim, unless even
    they exceed the hard limit ``context_limit_tokens - reply_reserve_tokens``: then older of them
-   go too, down to the last turn); a notice after the task lists the commands the removed turns ran
+   go too, down to the last turn); with ``compact_block_turns`` above 1 the count removed is
+   rounded up to whole blocks (never into the most recent turns), so the prompt keeps its prefix
+   for several requests; a notice after the task lists the commands the removed turns ran
    and warns that the scene may have changed. Variables live in the Python session, so they
    survive compaction.
 
