@@ -3,7 +3,7 @@ differs from the plan, string literals aside, and what it wrote there.
 
 The plan is the code sequence most of the run's own strict successes follow (or, with
 ``--expert DIR``, the expert's successes under DIR), the rule of ``exp_student.py``'s report
-(``first_off_plan``). Torch-free; reads ``summary.json`` and ``trajectory.jsonl`` only.
+(``first_off_plan``). Torch-free; reads each episode's summary and trajectory only.
 
 Run: ``.venv/bin/python benchmarks/first_off_plan.py EVAL_DIR [--expert DIR] [--json out.json]``
 (EVAL_DIR: a ``captain eval --out`` folder; every task under it is read).
@@ -18,15 +18,16 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from captain_ros.core.episode_folder import SUMMARY, TRAJECTORY
 from captain_ros.learn.data.branches import code_shape, request_code
 
 
 def _episodes(root: Path) -> list[tuple[dict[str, Any], list[str]]]:
     out = []
-    for summary in sorted(root.glob("**/seed_*/summary.json")):
+    for summary in sorted(root.glob(f"**/seed_*/{SUMMARY}")):
         s = json.loads(summary.read_text())
         codes = []
-        for line in (summary.parent / "trajectory.jsonl").read_text().splitlines():
+        for line in (summary.parent / TRAJECTORY).read_text().splitlines():
             rec = json.loads(line)
             if rec.get("type") == "request":
                 codes.append(request_code(rec) if rec.get("calls") else "<no tool call>")
