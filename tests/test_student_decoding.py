@@ -71,7 +71,7 @@ def test_the_packaged_students_decode_greedily() -> None:
         assert (student.temperature, student.max_new_tokens) == (0.0, 160), name
 
 
-def test_ship_student_records_how_the_held_out_episodes_decoded(tmp_path: Path) -> None:
+def _ship_student():  # noqa: ANN202 - scripts/ship_student.py as a module
     import importlib.util
 
     script = Path(__file__).resolve().parents[1] / "scripts" / "ship_student.py"
@@ -79,6 +79,11 @@ def test_ship_student_records_how_the_held_out_episodes_decoded(tmp_path: Path) 
     assert spec is not None and spec.loader is not None
     ship = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ship)
+    return ship
+
+
+def test_ship_student_records_how_the_held_out_episodes_decoded(tmp_path: Path) -> None:
+    ship = _ship_student()
 
     assert ship.decoding(tmp_path) == students.EVAL_DECODING  # a run from before the record
     episode = tmp_path / "eval_heldout" / "stack" / "1500-1519" / "seed_01500"
@@ -92,13 +97,7 @@ def test_ship_student_records_how_the_held_out_episodes_decoded(tmp_path: Path) 
 
 
 def test_a_continued_students_card_names_where_its_weights_started(tmp_path: Path) -> None:
-    import importlib.util
-
-    script = Path(__file__).resolve().parents[1] / "scripts" / "ship_student.py"
-    spec = importlib.util.spec_from_file_location("ship_student", script)
-    assert spec is not None and spec.loader is not None
-    ship = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ship)
+    ship = _ship_student()
 
     assert ship._lineage({"init_adapter": None}) == []  # noqa: SLF001 - the card's pieces
     init = tmp_path / "shipped" / "adapter"

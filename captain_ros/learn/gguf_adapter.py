@@ -17,7 +17,6 @@ folder's adapter again gives the shipped GGUF's tensors bit for bit (tested).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -121,6 +120,7 @@ def student_folder_from_gguf(
 
     from captain_ros.learn.models import resolve_base
     from captain_ros.policy.chat_render import effective_template
+    from captain_ros.policy.students import file_sha256
 
     gguf, out = Path(adapter_gguf), Path(out)
     alpha, rank, modules = read_lora_gguf(gguf)
@@ -169,7 +169,7 @@ def student_folder_from_gguf(
         "profile": profile,
         "imported_from": {
             "gguf": str(gguf),
-            "sha256": hashlib.sha256(gguf.read_bytes()).hexdigest(),
+            "sha256": file_sha256(gguf),
             **(source or {}),
         },
     }
