@@ -7,7 +7,8 @@ by the end of a session continues where it stopped (``--stages`` picks some):
    one ``captain eval --policy scripted --profile student`` folder per 20-seed chunk;
 2. ``dataset``: ``captain learn dataset`` over the arm's tasks (strict successes only, the first
    ``--per-task`` episodes of each task, ``--finish-weight``, ``--branch-weight``, ``--val-fraction`` for validation);
-3. ``sft``: ``captain learn sft --epochs E`` (``--resume`` when checkpoints exist);
+3. ``sft``: ``captain learn sft --epochs E --threads CORES`` (``--resume`` when checkpoints exist;
+   every core, whatever ``OMP_NUM_THREADS`` the evaluation stages run with);
 4. ``export``: ``captain learn export --adapter`` (the LoRA adapter as a llama.cpp GGUF, checked
    against transformers) and ``ARM/package/``, the student as it ships (``student.json`` and the
    adapter: what ``scripts/ship_student.py`` copies into ``captain_ros/data/students/``);
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -365,6 +367,8 @@ def main() -> int:
                     "--epochs",
                     str(a.epochs),
                     "--no-progress",
+                    "--threads",
+                    str(os.cpu_count() or 1),
                     *resume,
                     *a.sft_args,
                 ],

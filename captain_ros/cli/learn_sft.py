@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
         "than 4096 tokens)",
     )
     p.add_argument("--device", default=None, help="cpu | cuda (default: cuda when available)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads (default: $OMP_NUM_THREADS, else every core)",
+    )
     p.add_argument("--no-adapter", action="store_true", help="do not also save the LoRA adapter")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -121,6 +127,7 @@ def cmd_sft(ns: argparse.Namespace, callbacks: Sequence[Any] = ()) -> int:
             resume=ns.resume,
             gradient_checkpointing=ns.gradient_checkpointing,
             device=ns.device,
+            threads=ns.threads,
             save_adapter=not ns.no_adapter,
             progress=not ns.no_progress,
         )

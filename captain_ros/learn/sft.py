@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -46,6 +47,7 @@ from captain_ros.learn.sft_options import (  # noqa: F401 - METHODS, BF16_MODES 
     RUN_LENGTH,
     SftError,
     SftOptions,
+    thread_note,
 )
 from captain_ros.learn.tokenize import TokenizedSequence, tokenize_rows
 
@@ -340,6 +342,7 @@ def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     import torch
 
     from captain_ros.learn.models import bf16_supported
+    from captain_ros.policy.engines.base import default_threads
 
     out = Path(opts.out)
     existing = _checkpoints(out / "checkpoints")
@@ -351,6 +354,11 @@ def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     t_start = time.perf_counter()
     prep = prepare(opts, out)
     device = opts.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    threads = opts.threads or default_threads()
+    torch.set_num_threads(threads)
+    note = thread_note(threads, device, int(os.environ.get("WORLD_SIZE", "1")), os.cpu_count() or 1)
+    if note and main_process():
+        print(note, file=sys.stderr, flush=True)
     bf16 = {"on": True, "off": False}.get(opts.bf16)
     bf16 = bf16_supported(device) if bf16 is None else bf16
     trainer, run_log = build_trainer(opts, prep, out, device, bf16, callbacks)
@@ -372,6 +380,7 @@ def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
         "wall_s": 0.0,
         "bf16": bf16,
         "device": device,
+        "threads": threads,
         "tokens_seen": trainer.state.num_input_tokens_seen,
         "tokens_per_s": tokens_per_s,
         "resumed_from": str(start) if start else None,

@@ -26,7 +26,8 @@ class SftOptions:
 
     ``pack_tokens`` > 0 packs whole training sequences into rows of at most that many tokens
     (``batch_size`` rows per micro-batch): a GPU's micro-batch; 0 (the default) keeps one
-    sequence per row.
+    sequence per row. ``threads``: torch's CPU threads (None: ``$OMP_NUM_THREADS``, else every
+    core, as the engines count them); a CPU run on fewer threads than cores trains that much slower.
     """
 
     data: str
@@ -56,6 +57,7 @@ class SftOptions:
     resume: bool = False
     gradient_checkpointing: str = "auto"
     device: str | None = None
+    threads: int | None = None
     save_adapter: bool = True
     progress: bool = True
 
@@ -86,6 +88,8 @@ class SftOptions:
             raise SftError("give epochs > 0 or max_steps > 0")
         if self.learning_rate is not None and not self.learning_rate > 0:
             raise SftError(f"learning_rate must be > 0, got {self.learning_rate}")
+        if self.threads is not None and self.threads < 1:
+            raise SftError(f"threads must be >= 1, got {self.threads}")
         if self.max_length is not None and self.max_length < 16:
             raise SftError(f"max_length must be >= 16 tokens, got {self.max_length}")
         if self.init_adapter is not None and self.method != "lora":
@@ -108,7 +112,20 @@ RUN_LENGTH = (
     "eval_steps",
     "save_steps",
     "save_total_limit",
+    "threads",
 )
 """Options a resume may change: where and how long it runs, how often it evaluates and saves (a
 shorter or longer horizon re-scales the cosine schedule from the restored step), not what it
-trains on or how."""
+trains on or how; nor the CPU threads it computes with."""
+
+
+def thread_note(threads: int, device: str, world_size: int, cores: int) -> str | None:
+    """A one-line note when a single-process CPU run computes on fewer threads than the machine
+    has cores (e.g. ``OMP_NUM_THREADS=1`` inherited from an evaluation's environment), else None.
+    Under ``torchrun`` each process takes its share of the cores, so no note."""
+    if device != "cpu" or world_size > 1 or threads >= cores:
+        return None
+    return (
+        f"captain learn sft: note: training on {threads} of {cores} CPU cores "
+        f"(--threads, else $OMP_NUM_THREADS); --threads {cores} uses them all"
+    )

@@ -155,3 +155,44 @@ def test_a_training_run_prints_one_summary_line(tmp_path, base, capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and out[-1].startswith("trained 2 steps in ")
     assert json.loads((tmp_path / "out" / "metrics.json").read_text())["steps"] == 2
+
+
+def test_threads_are_every_core_unless_named_and_a_starved_run_says_so(
+    tmp_path, base, capsys, monkeypatch
+):
+    """An ``OMP_NUM_THREADS=1`` inherited from an evaluation's environment once halved a CPU
+    continuation (issue 30): the run computes on the threads it reports, and says when that is
+    fewer than the cores; ``--threads`` overrides the environment."""
+    import torch
+
+    from captain_ros.learn.sft_options import thread_note
+
+    write_rows(tmp_path / "data", [make_row(episode_history(2))])
+    before = torch.get_num_threads()
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    common = ["--data", str(tmp_path / "data"), "--base", str(base), "--max-steps", "1"]
+    try:
+        code, err = _sft(capsys, *common, "--out", str(tmp_path / "a"), "--val-fraction", "0")
+        metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
+        assert code == 0 and metrics["threads"] == 1
+        assert [line for line in err if line.startswith("captain learn sft")] == [
+            "captain learn sft: note: training on 1 of 4 CPU cores (--threads, else "
+            "$OMP_NUM_THREADS); --threads 4 uses them all"
+        ]
+        code, err = _sft(
+            capsys, *common, "--out", str(tmp_path / "b"), "--val-fraction", "0", "--threads", "2"
+        )
+        metrics = json.loads((tmp_path / "b" / "metrics.json").read_text())
+        assert code == 0 and metrics["threads"] == 2 and torch.get_num_threads() == 2
+        assert [line for line in err if line.startswith("captain learn sft")] == [
+            "captain learn sft: note: training on 2 of 4 CPU cores (--threads, else "
+            "$OMP_NUM_THREADS); --threads 4 uses them all"
+        ]
+        code, err = _sft(capsys, *common, "--out", str(tmp_path / "c"), "--threads", "0")
+        assert code == 2 and err == ["captain learn sft: error: threads must be >= 1, got 0"]
+    finally:
+        torch.set_num_threads(before)
+    assert thread_note(4, "cpu", 1, 4) is None  # every core
+    assert thread_note(1, "cpu", 2, 4) is None  # torchrun: each process its share
+    assert thread_note(1, "cuda", 1, 4) is None
