@@ -27,8 +27,11 @@ reuses every finished episode and rollout), running the project's own commands:
 
 ``RE`` is ``RUN/ARM_re0``. Run (the lead's command; hours of CPU per task)::
 
-    OMP_NUM_THREADS=1 nice python benchmarks/experiments/exp_re0_student.py --run runs/s17 \\
+    nice python benchmarks/experiments/exp_re0_student.py --run runs/s17 \\
         --arm six2 --tasks stack,insertion --seeds 0-39 --workers 2
+
+(Episode workers take one thread each by themselves; the distillation's ``learn sft`` then
+computes on every core, unless ``OMP_NUM_THREADS`` in the environment says fewer.)
 
 ``--dry-run`` prints the commands without running them. Tiny proof (a tiny random SFT student,
 the fake rig): tests/re0/test_exp_re0_student.py.

@@ -24,8 +24,11 @@ from its checkpoint) and runs the project's own commands, so what is measured is
 
 Run (from a clone; one heavy job at a time)::
 
-    OMP_NUM_THREADS=1 python benchmarks/experiments/exp_rl_student.py --run runs/s17 --arm six2 \\
+    python benchmarks/experiments/exp_rl_student.py --run runs/s17 --arm six2 \\
         --tasks stack,two_arm_lift,insertion --starts 32 --group 4 --eval-rounds 2,5 --workers 2
+
+The rollout workers take one thread each; the update computes on every core (``--threads``, passed
+to ``captain learn rl``; an ``OMP_NUM_THREADS=1`` in the environment would otherwise halve it).
 
 ``--dry-run`` prints the commands of the stages without running them.
 """
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -87,6 +91,7 @@ def rl_rounds(a: argparse.Namespace, arm: Path, rl: Path) -> None:
                "--accumulation-rounds", "1", "--engine", "llamacpp",
                "--workers", str(a.workers), "--temperature", str(a.temperature),
                "--seed", str(a.seed), "--lr", str(a.lr), "--no-progress",
+               "--threads", str(os.cpu_count() or 1),
                "--out", str(rl / "run"), *a.rl_args]  # fmt: skip
         if (rl / "run" / "run.json").is_file() or (rl / "run" / "checkpoint").is_dir():
             cmd.append("--resume")

@@ -47,7 +47,6 @@ from captain_ros.learn.sft_options import (  # noqa: F401 - METHODS, BF16_MODES 
     RUN_LENGTH,
     SftError,
     SftOptions,
-    thread_note,
 )
 from captain_ros.learn.tokenize import TokenizedSequence, tokenize_rows
 
@@ -342,7 +341,7 @@ def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     import torch
 
     from captain_ros.learn.models import bf16_supported
-    from captain_ros.policy.engines.base import default_threads
+    from captain_ros.learn.threads import cpu_threads, thread_note
 
     out = Path(opts.out)
     existing = _checkpoints(out / "checkpoints")
@@ -354,14 +353,15 @@ def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     t_start = time.perf_counter()
     prep = prepare(opts, out)
     device = opts.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    threads = opts.threads or default_threads()
+    threads = cpu_threads(opts.threads)
     torch.set_num_threads(threads)
-    note = thread_note(threads, device, int(os.environ.get("WORLD_SIZE", "1")), os.cpu_count() or 1)
-    if note and main_process():
-        print(note, file=sys.stderr, flush=True)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
     bf16 = {"on": True, "off": False}.get(opts.bf16)
     bf16 = bf16_supported(device) if bf16 is None else bf16
     trainer, run_log = build_trainer(opts, prep, out, device, bf16, callbacks)
+    note = thread_note("captain learn sft", threads, device, world, os.cpu_count() or 1)
+    if note and main_process():
+        print(note, file=sys.stderr, flush=True)
     start = _resume_point(existing, opts.max_steps)
     t_train = time.perf_counter()
     if start is not None and _step(start) == opts.max_steps:  # the run is cut at a checkpoint:

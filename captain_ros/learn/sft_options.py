@@ -117,15 +117,3 @@ RUN_LENGTH = (
 """Options a resume may change: where and how long it runs, how often it evaluates and saves (a
 shorter or longer horizon re-scales the cosine schedule from the restored step), not what it
 trains on or how; nor the CPU threads it computes with."""
-
-
-def thread_note(threads: int, device: str, world_size: int, cores: int) -> str | None:
-    """A one-line note when a single-process CPU run computes on fewer threads than the machine
-    has cores (e.g. ``OMP_NUM_THREADS=1`` inherited from an evaluation's environment), else None.
-    Under ``torchrun`` each process takes its share of the cores, so no note."""
-    if device != "cpu" or world_size > 1 or threads >= cores:
-        return None
-    return (
-        f"captain learn sft: note: training on {threads} of {cores} CPU cores "
-        f"(--threads, else $OMP_NUM_THREADS); --threads {cores} uses them all"
-    )

@@ -122,6 +122,7 @@ def test_two_rounds_in_worker_processes_sync_weights_and_log(assets, tmp_path, c
     assert [r["round"] for r in rows] == [1, 2]
     assert all(set(r) >= LOG_KEYS for r in rows)
     assert all(r["episodes"] == 4 and r["errors"] == 0 and r["skipped"] == 0 for r in rows)
+    assert all(r["update_threads"] == 1 for r in rows)  # --threads 1, recorded per round
     assert [r["policy_version_rollouts"] for r in rows] == [0, 1]  # K = 1: a step per round
     assert [r["policy_version"] for r in rows] == [1, 2]
     assert all(r["heldout"]["episodes"] == 2 for r in rows)

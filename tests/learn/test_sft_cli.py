@@ -165,7 +165,7 @@ def test_threads_are_every_core_unless_named_and_a_starved_run_says_so(
     fewer than the cores; ``--threads`` overrides the environment."""
     import torch
 
-    from captain_ros.learn.sft_options import thread_note
+    from captain_ros.learn.threads import thread_note
 
     write_rows(tmp_path / "data", [make_row(episode_history(2))])
     before = torch.get_num_threads()
@@ -193,6 +193,6 @@ def test_threads_are_every_core_unless_named_and_a_starved_run_says_so(
         assert code == 2 and err == ["captain learn sft: error: threads must be >= 1, got 0"]
     finally:
         torch.set_num_threads(before)
-    assert thread_note(4, "cpu", 1, 4) is None  # every core
-    assert thread_note(1, "cpu", 2, 4) is None  # torchrun: each process its share
-    assert thread_note(1, "cuda", 1, 4) is None
+    assert thread_note("p", 4, "cpu", 1, 4) is None  # every core
+    assert thread_note("p", 1, "cpu", 2, 4) is None  # torchrun: each process its share
+    assert thread_note("p", 1, "cuda", 1, 4) is None

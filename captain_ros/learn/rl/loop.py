@@ -22,7 +22,9 @@ two that the updater enforces.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +48,7 @@ from captain_ros.learn.rl.progress import Ticker, round_line
 from captain_ros.learn.rl.resume import check_first_round_resume, prune_round, read_log
 from captain_ros.learn.rl.sync import publish_adapter, publish_critic, version_dir
 from captain_ros.learn.rl.workers import JobSpec, RolloutPool, heldout_jobs, round_jobs
+from captain_ros.learn.threads import cpu_threads, thread_note
 
 LOG_FILE = "log.jsonl"
 Say = Callable[[str], None]
@@ -119,9 +122,9 @@ class RLRun:
             conflicts = o.resume_conflicts(ckpt.options)
             if conflicts:
                 raise InvalidArgumentError(f"cannot resume with changed options: {conflicts[0]}")
-        if o.threads:
-            torch.set_num_threads(o.threads)
         self.device = o.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.threads = cpu_threads(o.threads)
+        torch.set_num_threads(self.threads)
         self.base = _student_folder(o.policy_folder)
         if o.engine == "llamacpp":  # refused here, before any rollout, when there is no GGUF
             from captain_ros.learn.rl.llama_student import base_gguf
@@ -134,6 +137,9 @@ class RLRun:
                 f"the critic in {o.critic} was not trained on task "
                 f"{missing[0]!r} (it knows {', '.join(self.cot.critic.spec.tasks)})"
             )
+        note = thread_note("captain learn rl", self.threads, self.device, 1, os.cpu_count() or 1)
+        if note and not o.prefetch:  # with prefetch, rollout workers share the cores on purpose
+            print(note, file=sys.stderr, flush=True)
         self.model = _trainer_model(self.base, o, self.device)
         cfg = UpdateConfig(
             lr=o.lr,
@@ -236,6 +242,7 @@ class RLRun:
                     pending = self._submit(pool, k + 1, (self.upd.version, self.cot.critic.version))
                 row = self._train(k, jobs, records, versions)
                 row["wall_rollouts_s"] = t_roll
+                row["update_threads"] = self.threads
                 row["rollouts_reused"] = reused
                 row.update(self._heldout(pool, k))
                 t_ck = time.perf_counter()
