@@ -90,7 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="gradient sketch size for the noise scale (0: off)",
     )
     p.add_argument("--device", default=None, help="trainer device (default: cuda when available)")
-    p.add_argument("--threads", type=int, default=0, help="trainer torch threads (0: default)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="update/critic torch threads (0: torch's, i.e. $OMP_NUM_THREADS, else every core)",
+    )
     p.add_argument("--bags", action="store_true", help="record an MCAP bag per rollout")
     p.add_argument(
         "--served-url",

@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=int,
         default=None,
-        help="torch CPU threads (default: $OMP_NUM_THREADS, else every core)",
+        help="torch CPU threads (default: torch's, i.e. $OMP_NUM_THREADS, else every core)",
     )
     p.add_argument("--no-adapter", action="store_true", help="do not also save the LoRA adapter")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

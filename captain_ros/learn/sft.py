@@ -341,7 +341,7 @@ def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     import torch
 
     from captain_ros.learn.models import bf16_supported
-    from captain_ros.learn.threads import cpu_threads, thread_note
+    from captain_ros.learn.threads import thread_note
 
     out = Path(opts.out)
     existing = _checkpoints(out / "checkpoints")
@@ -353,13 +353,19 @@ def run_sft(opts: SftOptions, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     t_start = time.perf_counter()
     prep = prepare(opts, out)
     device = opts.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    threads = cpu_threads(opts.threads)
-    torch.set_num_threads(threads)
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
+    threads = torch.get_num_threads()  # else torch's own: $OMP_NUM_THREADS, else the cores
     world = int(os.environ.get("WORLD_SIZE", "1"))
     bf16 = {"on": True, "off": False}.get(opts.bf16)
     bf16 = bf16_supported(device) if bf16 is None else bf16
     trainer, run_log = build_trainer(opts, prep, out, device, bf16, callbacks)
-    note = thread_note("captain learn sft", threads, device, world, os.cpu_count() or 1)
+    cores = os.cpu_count() or 1
+    note = (
+        None
+        if opts.threads
+        else thread_note("captain learn sft", threads, device, world, cores, os.environ)
+    )
     if note and main_process():
         print(note, file=sys.stderr, flush=True)
     start = _resume_point(existing, opts.max_steps)

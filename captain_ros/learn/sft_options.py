@@ -26,8 +26,8 @@ class SftOptions:
 
     ``pack_tokens`` > 0 packs whole training sequences into rows of at most that many tokens
     (``batch_size`` rows per micro-batch): a GPU's micro-batch; 0 (the default) keeps one
-    sequence per row. ``threads``: torch's CPU threads (None: ``$OMP_NUM_THREADS``, else every
-    core, as the engines count them); a CPU run on fewer threads than cores trains that much slower.
+    sequence per row. ``threads``: torch's CPU threads (None: torch's own default,
+    ``$OMP_NUM_THREADS``, else the physical cores); fewer threads than cores train that much slower.
     """
 
     data: str

@@ -48,7 +48,7 @@ from captain_ros.learn.rl.progress import Ticker, round_line
 from captain_ros.learn.rl.resume import check_first_round_resume, prune_round, read_log
 from captain_ros.learn.rl.sync import publish_adapter, publish_critic, version_dir
 from captain_ros.learn.rl.workers import JobSpec, RolloutPool, heldout_jobs, round_jobs
-from captain_ros.learn.threads import cpu_threads, thread_note
+from captain_ros.learn.threads import thread_note
 
 LOG_FILE = "log.jsonl"
 Say = Callable[[str], None]
@@ -123,8 +123,9 @@ class RLRun:
             if conflicts:
                 raise InvalidArgumentError(f"cannot resume with changed options: {conflicts[0]}")
         self.device = o.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.threads = cpu_threads(o.threads)
-        torch.set_num_threads(self.threads)
+        if o.threads:
+            torch.set_num_threads(o.threads)
+        self.threads = torch.get_num_threads()  # else torch's own: $OMP_NUM_THREADS, else cores
         self.base = _student_folder(o.policy_folder)
         if o.engine == "llamacpp":  # refused here, before any rollout, when there is no GGUF
             from captain_ros.learn.rl.llama_student import base_gguf
@@ -137,8 +138,9 @@ class RLRun:
                 f"the critic in {o.critic} was not trained on task "
                 f"{missing[0]!r} (it knows {', '.join(self.cot.critic.spec.tasks)})"
             )
-        note = thread_note("captain learn rl", self.threads, self.device, 1, os.cpu_count() or 1)
-        if note and not o.prefetch:  # with prefetch, rollout workers share the cores on purpose
+        cores = os.cpu_count() or 1
+        note = thread_note("captain learn rl", self.threads, self.device, 1, cores, os.environ)
+        if note and not o.threads and not o.prefetch:  # prefetch: workers share the cores
             print(note, file=sys.stderr, flush=True)
         self.model = _trainer_model(self.base, o, self.device)
         cfg = UpdateConfig(
