@@ -1,6 +1,6 @@
 """A student folder from a LoRA adapter trained elsewhere (``device_sft.sh pack``): the base with
 the adapter merged, the tokenizer with the chat template ``captain learn sft`` trains with, as
-``captain_ros.learn.sft.save_student`` writes it; the adapter and the run's metadata stay beside.
+``captain_ros.learn.sft_state.save_student`` writes it; the adapter and the run's metadata stay beside.
 
 Run: ``.venv/bin/python benchmarks/experiments/gpu/student_from_adapter.py --student S [--base smollm2]`` with
 ``S/adapter/`` (adapter_config.json, adapter_model.safetensors) and ``S/sft_config.json`` in place.
