@@ -8,7 +8,8 @@ by the end of a session continues where it stopped (``--stages`` picks some):
 2. ``dataset``: ``captain learn dataset`` over the arm's tasks (strict successes only, the first
    ``--per-task`` episodes of each task, ``--finish-weight``, ``--branch-weight``, ``--val-fraction`` for validation);
 3. ``sft``: ``captain learn sft --epochs E --threads CORES`` (``--resume`` when checkpoints exist;
-   every core, whatever ``OMP_NUM_THREADS`` the evaluation stages run with);
+   every core, whatever ``OMP_NUM_THREADS`` the evaluation stages run with; ``--sft-procs P``: P
+   data-parallel processes under ``torchrun``);
 4. ``export``: ``captain learn export --adapter`` (the LoRA adapter as a llama.cpp GGUF, checked
    against transformers) and ``ARM/package/``, the student as it ships (``student.json`` and the
    adapter: what ``scripts/ship_student.py`` copies into ``captain_ros/data/students/``);
@@ -177,6 +178,23 @@ def eval_dir(arm: Path, split: str, temperature: float) -> Path:
     return arm / f"eval_{split}_t{float(temperature):g}"
 
 
+def sft_command(a: argparse.Namespace, arm: Path, cores: int | None = None) -> list[str]:
+    """``captain learn sft`` for the arm: every core, ``--resume`` when checkpoints exist; with
+    ``--sft-procs P`` > 1 under ``torchrun`` (gloo), P processes of cores / P threads each (a step
+    then holds P x ``--grad-accum`` sequences: pass ``--grad-accum`` divided by P to keep the
+    single-process step; measured 1.12x on the 2-core EPYC, benchmarks/results/sft.md)."""
+    cores = cores or os.cpu_count() or 1
+    procs = max(1, int(a.sft_procs))
+    resume = ["--resume"] if any((arm / "student" / "checkpoints").glob("checkpoint-*")) else []
+    args = ["learn", "sft", "--data", str(arm / "data"), "--out", str(arm / "student"),
+            "--epochs", str(a.epochs), "--no-progress", "--threads", str(max(1, cores // procs)),
+            *resume, *a.sft_args]  # fmt: skip
+    if procs == 1:
+        return [*CAPTAIN, *args]
+    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    return [*launch, "--nproc_per_node", str(procs), "-m", CAPTAIN[-1], *args]
+
+
 def evaluate(a: argparse.Namespace, arm: Path) -> None:
     lo, end = split_seeds(a.backend, a.split)
     policy = ["--policy", "transformers", "--model-folder", str(arm / "package"),
@@ -331,6 +349,13 @@ def main() -> int:
     ap.add_argument("--finish-weight", type=float, default=1.0)
     ap.add_argument("--branch-weight", type=float, default=1.0, help="`learn dataset` option")
     ap.add_argument("--epochs", type=float, default=2.0)
+    ap.add_argument(
+        "--sft-procs",
+        type=int,
+        default=1,
+        help="data-parallel `learn sft` processes under torchrun (gloo on CPUs); with P > 1 pass "
+        "`--grad-accum` divided by P after `--`",
+    )
     ap.add_argument("--split", choices=tuple(SPLITS), default="dev")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--max-new-tokens", type=int, default=int(EVAL_DECODING["max_new_tokens"]))
@@ -352,28 +377,7 @@ def main() -> int:
         elif stage == "dataset" and not (arm / "data" / "stats.json").exists():
             dataset(a, root, arm)
         elif stage == "sft" and not (arm / "student" / "metrics.json").exists():
-            resume = (
-                ["--resume"] if any((arm / "student" / "checkpoints").glob("checkpoint-*")) else []
-            )
-            run(
-                [
-                    *CAPTAIN,
-                    "learn",
-                    "sft",
-                    "--data",
-                    str(arm / "data"),
-                    "--out",
-                    str(arm / "student"),
-                    "--epochs",
-                    str(a.epochs),
-                    "--no-progress",
-                    "--threads",
-                    str(os.cpu_count() or 1),
-                    *resume,
-                    *a.sft_args,
-                ],
-                arm / f"sft_{int(time.time())}.log",
-            )
+            run(sft_command(a, arm), arm / f"sft_{int(time.time())}.log")
         elif stage == "export" and not (arm / "package" / "student.json").exists():
             package(arm)
         elif stage == "eval":

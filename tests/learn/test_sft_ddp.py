@@ -9,6 +9,8 @@ so the step's pair of sequences does not depend on the samplers' shuffling.
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -28,6 +30,16 @@ pytestmark = [pytest.mark.learn, pytest.mark.slow]
 
 STEPS = 4
 CURVE = ("step", "loss", "grad_norm", "learning_rate")
+
+
+def _exp_student():
+    """``benchmarks/experiments/exp_student.py`` as a module (its ``sft_command``)."""
+    here = Path(__file__).resolve().parents[2] / "benchmarks" / "experiments"
+    spec = importlib.util.spec_from_file_location("exp_student_ddp", here / "exp_student.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(here))
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _curve(out: Path) -> list[dict[str, float]]:
@@ -57,55 +69,31 @@ def test_two_gloo_processes_train_like_one_accumulating_process(tmp_path):
     one = run_sft(SftOptions(out=str(tmp_path / "one"), grad_accum=2, **common))
     assert one["processes"] == 1 and one["steps"] == STEPS
 
-    captain = Path(sys.executable).with_name("captain")
+    # the data-parallel command exactly as the six-task experiment builds it (`--sft-procs 2`)
+    exp_student = _exp_student()
+    arm = tmp_path / "arm"
+    arm.mkdir()
+    (arm / "data").symlink_to(tmp_path / "data")
+    ns = argparse.Namespace(sft_procs=2, epochs=float(STEPS), sft_args=[
+        "--base", str(base), "--grad-accum", "1", "--lr", "5e-3", "--lora-dropout", "0",
+        "--bf16", "off", "--val-fraction", "0", "--save-steps", "1000",
+        "--gradient-checkpointing", "off", "--device", "cpu",
+    ])  # fmt: skip
+    cmd = exp_student.sft_command(ns, arm, cores=2)
+    assert cmd[:2] == [sys.executable, "-m"] and "--nproc_per_node" in cmd
     env = {
         **os.environ,
         "OMP_NUM_THREADS": "1",
         "GLOO_SOCKET_IFNAME": "lo",
         "CUDA_VISIBLE_DEVICES": "",
     }
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node=2",
-        str(captain),
-        "learn",
-        "sft",
-        "--data",
-        str(tmp_path / "data"),
-        "--base",
-        str(base),
-        "--out",
-        str(tmp_path / "two"),
-        "--grad-accum",
-        "1",
-        "--epochs",
-        str(STEPS),
-        "--lr",
-        "5e-3",
-        "--lora-dropout",
-        "0",
-        "--bf16",
-        "off",
-        "--val-fraction",
-        "0",
-        "--save-steps",
-        "1000",
-        "--gradient-checkpointing",
-        "off",
-        "--device",
-        "cpu",
-        "--no-progress",
-    ]
     # warm-up: both runs keep the default (the CLI has no flag for it)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    two = json.loads((tmp_path / "two" / "metrics.json").read_text())
-    assert two["processes"] == 2 and two["steps"] == STEPS
+    two = json.loads((arm / "student" / "metrics.json").read_text())
+    assert two["processes"] == 2 and two["steps"] == STEPS and two["threads"] == 1
 
-    a, b = _curve(tmp_path / "one"), _curve(tmp_path / "two")
+    a, b = _curve(tmp_path / "one"), _curve(arm / "student")
     assert [r["step"] for r in a] == [r["step"] for r in b] == list(range(1, STEPS + 1))
     assert a[-1]["loss"] < a[0]["loss"]  # it learns, so the comparison is not of constants
     for ra, rb in zip(a, b, strict=True):
@@ -114,5 +102,5 @@ def test_two_gloo_processes_train_like_one_accumulating_process(tmp_path):
     from transformers import AutoModelForCausalLM
 
     wa = AutoModelForCausalLM.from_pretrained(tmp_path / "one").state_dict()
-    wb = AutoModelForCausalLM.from_pretrained(tmp_path / "two").state_dict()
+    wb = AutoModelForCausalLM.from_pretrained(arm / "student").state_dict()
     assert max(float((wa[k] - wb[k]).abs().max()) for k in wa) < 1e-4
