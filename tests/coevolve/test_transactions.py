@@ -184,3 +184,42 @@ def test_trapezoid_profile_covers_the_distance():
     assert Trapezoid(0.0, 0.3, 0.5).duration_s == 0.0 and math.isfinite(
         Trapezoid(1, 1, 1).duration_s
     )
+
+
+class _StalledCoordinator(MujocoHumanoidPair):
+    """The pair as a coordinator sees it when it misses planner ticks (a loaded machine, over
+    ROS the controller free-runs meanwhile): the tick after ``at_s`` into the transaction returns
+    ``late_s`` later than asked."""
+
+    def __init__(self, at_s: float, late_s: float) -> None:
+        super().__init__(LAYOUT, seed=11)
+        self.at_s, self.late_s, self.t0, self.fired = at_s, late_s, None, False
+
+    def reset_monitor(self) -> None:
+        super().reset_monitor()
+        self.t0 = self.time_s()
+
+    def advance(self, duration_s):
+        if not self.fired and self.t0 is not None and self.time_s() - self.t0 >= self.at_s:
+            self.fired = True
+            duration_s += self.late_s
+        return super().advance(duration_s)
+
+
+@pytest.mark.parametrize("at_s", [5.85, 6.85])
+def test_a_stalled_coordinator_still_sends_every_event_and_lets_it_settle(at_s):
+    """A tick that jumps past an event and the program's end (the lift at 6 s, the end at 7 s)
+    still sends it, and the transaction runs the time the program leaves after it. Before, such a
+    stall rejected the initialization ("payload lifted 0.000 m"): the likely cause of a CI run over
+    ROS whose first transaction was rejected (its log kept no evidence)."""
+    bridge = _StalledCoordinator(at_s, 2.0)
+    motor = MotorInterface(bridge)
+    plan = Plan.for_layout(LAYOUT)
+    pre = observe(bridge.privileged_state(), LAYOUT)
+    zi = z("initialization", "initialize")
+    trace = motor.execute(zi, {"robot_a": {}, "robot_b": {}})
+    post = observe(bridge.privileged_state(), LAYOUT)
+    ev = Verifier(LAYOUT).verify(pre, zi, {}, post, trace, plan.active(), ())
+    assert bridge.fired and ev.accepted, ev.summary
+    assert trace.duration_s >= at_s + 2.0 + 0.6
+    assert post.payload["supported"] and "start_support" not in post.payload["touches"]

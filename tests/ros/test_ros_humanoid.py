@@ -145,9 +145,11 @@ def test_run_with_small_budget_receipts_feedback_and_bag(graph):
     assert rdone.wait(240), [p.output()[-2000:] for p in procs]
     r = rfut.result().result
     summary = json.loads(r.summary_json)
-    assert r.outcome_label == "B" and r.physical_actions == 4, r.summary_json[:2000]
     fb = [rc for f in feedback for rc in f.receipts]
     tx = [rc for rc in fb if rc.capability == "coevolve.transaction"]
+    # on failure: the run's summary and every receipt's message (the verifier's evidence)
+    why = (r.summary_json[:1500], [f"{rc.capability}: {rc.message}"[:400] for rc in fb])
+    assert r.outcome_label == "B" and r.physical_actions == 4, why
     # gate 1 within 4 transactions (the scripted roles need 3 when the controller keeps time; the
     # fourth is margin for a loaded machine); a coordinator too slow for the watchdog says so. At
     # real-time factor 2 the coordinator refreshes a command every 0.2 s of controller time

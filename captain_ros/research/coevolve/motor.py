@@ -8,7 +8,11 @@ period. The programs are open loop after their start (as skill wrappers over mot
 controllers are): each robot's profile is computed from its measured pose when the transaction
 starts, so tracking errors, command clipping and unsynchronised timing show up in the outcome
 rather than being corrected silently. Joint dispatch is a logical transaction, not a hard
-real-time synchronisation barrier.
+real-time synchronisation barrier. Profiles follow the controllers' clock, so a tick that arrives
+late (a stalled coordinator while the controller free-runs over ROS) skips part of a profile rather
+than stretching it; but it never skips the program's final commands or a discrete event (an arm
+posture, a pelvis-height step): those are sent late, and the transaction then runs the time the
+program leaves after them, plus the settling time.
 
 Execution stops early when the bridge stops (e-stop, a fall) or the payload drops (simulation:
 from the privileged monitor); the robots are then halted. The trace keeps what the verifier and the
@@ -80,6 +84,7 @@ class _RobotProgram:
     velocity: Any = None  # callable t -> BaseVelocity (body frame)
     height: Any = None  # callable t -> height offset target [m]
     arms: list[tuple[float, np.ndarray, float]] = field(default_factory=list)  # (t, q, ramp_s)
+    heights: list[tuple[float, float]] = field(default_factory=list)  # (t, offset_m) steps
     feedback: bool = False  # velocity(t, states): closed loop on the measured partner pose
 
 
@@ -134,8 +139,8 @@ def _program(
     if name == "initialization":
         return _RobotProgram(
             SUPPORT_RAMP_S + 1.0,
-            height=lambda t: 0.0 if t >= SUPPORT_RAMP_S else None,
             arms=[(0.0, posture("support"), SUPPORT_RAMP_S)],
+            heights=[(SUPPORT_RAMP_S, 0.0)],
         )
     if name == "coordinated_linear_transport":
         d = np.asarray(args["direction_xy"], float)
@@ -247,15 +252,22 @@ class MotorInterface:
         window: dict[str, Any] = {}
         sent_height: dict[str, float | None] = {r: None for r in ROBOTS}
         arms_done: dict[str, int] = {r: 0 for r in ROBOTS}
+        steps_done: dict[str, int] = {r: 0 for r in ROBOTS}
         with contextlib.suppress(CaptainError):
             b.reset_monitor()
         t0 = b.time_s()
         stopped, reason = False, ""
         t = 0.0
-        while t < total + SETTLE_S - 1e-6:
+        end = total + SETTLE_S
+        final = False
+        while t < end - 1e-6 or not final:
             # profiles are indexed by the controllers' clock, so a late planner tick (e.g. over ROS)
-            # does not stretch them
+            # does not stretch them; but no tick skips the program's end or a discrete event: the
+            # final commands are always sent and settle, and an event sent late still gets the
+            # time its program leaves after it
             moving = t < total - 1e-9
+            if not moving and not final:
+                final, end = True, max(end, t + SETTLE_S)
             now = (
                 {r: b.state(r) for r in ROBOTS} if any(p.feedback for p in progs.values()) else None
             )
@@ -268,12 +280,17 @@ class MotorInterface:
                 if moving and applied != v:
                     _note_clip(clipped[r], v, applied)
                 h = p.height(t) if p.height else None
+                while steps_done[r] < len(p.heights) and p.heights[steps_done[r]][0] <= t + 1e-9:
+                    te, h = p.heights[steps_done[r]]
+                    steps_done[r] += 1
+                    end = max(end, t - te + total + SETTLE_S)
                 if h is not None and h != sent_height[r]:
                     sent_height[r] = b.command_height(r, h)
                 while arms_done[r] < len(p.arms) and p.arms[arms_done[r]][0] <= t + 1e-9:
-                    _, q, ramp = p.arms[arms_done[r]]
+                    te, q, ramp = p.arms[arms_done[r]]
                     b.command_arms(r, q, ramp)
                     arms_done[r] += 1
+                    end = max(end, t - te + total + SETTLE_S)
             rep = b.advance(PLANNER_DT_S)
             watchdog.update(rep.watchdog_expired)
             s = _sample(b)
