@@ -67,6 +67,7 @@ def card(
     sft: dict[str, Any],
     report: dict[str, Any] | None,
     tasks: list[str],
+    training: list[dict[str, Any]] | None = None,
 ) -> str:
     stats = json.loads((arm / "data" / "stats.json").read_text())
     opts = sft["options"]
@@ -108,6 +109,7 @@ def card(
         "## Training",
         "",
         *_lineage(opts),
+        *history_lines(training),
         f"- {metrics['steps']} optimizer steps, {_epochs(metrics, sft)}, lr {opts.get('learning_rate')}, "
         f"batch {opts['batch_size']} x accumulation {opts['grad_accum']}, bf16 {metrics['bf16']}, "
         f"device {metrics['device']}; train loss {metrics['train_loss']:.4f}, validation loss "
@@ -158,8 +160,7 @@ def _lineage(opts: dict[str, Any]) -> list[str]:
     init = opts.get("init_adapter")
     if not init:
         return []
-    record = Path(init).parent / "sft_config.json"
-    src = json.loads(record.read_text()).get("imported_from", {}) if record.is_file() else {}
+    src = _imported_from(opts)
     what = (
         f"the shipped student `{src['student']}` (adapter GGUF sha256 `{src['sha256'][:12]}...`, "
         "imported by `captain learn student-folder`)"
@@ -167,6 +168,86 @@ def _lineage(opts: dict[str, Any]) -> list[str]:
         else f"`{init}`"
     )
     return [f"- Started from the LoRA weights of {what}; the steps below continue them."]
+
+
+def _imported_from(opts: dict[str, Any]) -> dict[str, Any]:
+    init = opts.get("init_adapter")
+    record = Path(init).parent / "sft_config.json" if init else None
+    if record is None or not record.is_file():
+        return {}
+    return dict(json.loads(record.read_text()).get("imported_from", {}))
+
+
+def training_stage(metrics: dict[str, Any], sft: dict[str, Any]) -> dict[str, Any]:
+    """One ``learn sft`` run as ``student.json``'s ``training`` keeps it (numbers, not prose)."""
+    opts = sft["options"]
+    per_step = opts["batch_size"] * opts["grad_accum"]
+    rows = sft["rows"]["train"]
+    return {
+        "steps": metrics["steps"],
+        "epochs": round(metrics["steps"] * per_step / rows, 4),
+        "scheduled_steps": math.ceil(opts["epochs"] * rows / per_step),
+        "schedule_epochs": opts["epochs"],
+        "learning_rate": opts.get("learning_rate"),
+        "batch_size": opts["batch_size"],
+        "grad_accum": opts["grad_accum"],
+        "train_rows": rows,
+        "train_loss": metrics["train_loss"],
+        "eval_loss": metrics.get("eval_loss"),
+        "train_s": metrics["train_s"],
+        "tokens_per_s": metrics["tokens_per_s"],
+    }
+
+
+def earlier_training(
+    opts: dict[str, Any], students: Path = STUDENTS
+) -> list[dict[str, Any]] | None:
+    """The ``training`` stages of the shipped student a continued run started from: the import's
+    record (``learn student-folder`` copies it), else the package's student of that name while it
+    still holds the imported adapter; ``[]`` for a fresh adapter, ``None`` when not known."""
+    if not opts.get("init_adapter"):
+        return []
+    src = _imported_from(opts)
+    if "training" in src:
+        return list(src["training"])
+    folder = students / str(src.get("student", ""))
+    if src.get("student") and (folder / "student.json").is_file():
+        from captain_ros.policy.students import file_sha256, read_student
+
+        shipped = read_student(folder)
+        record = json.loads((folder / "student.json").read_text())
+        if file_sha256(shipped.adapter) == src.get("sha256") and "training" in record:
+            return list(record["training"])
+    return None
+
+
+def _stage_line(k: int, st: dict[str, Any]) -> str:
+    where = (
+        f"{st['schedule_epochs']} epochs"
+        if st["steps"] >= st["scheduled_steps"]
+        else f"epoch {st['epochs']:.2f} (step {st['steps']} of a {st['scheduled_steps']}-step, "
+        f"{st['schedule_epochs']}-epoch cosine schedule)"
+    )
+    return (
+        f"- Stage {k}: {st['steps']} optimizer steps, {where}, lr {st['learning_rate']}, batch "
+        f"{st['batch_size']} x accumulation {st['grad_accum']} over {st['train_rows']} rows; train "
+        f"loss {st['train_loss']:.4f}, validation loss {st.get('eval_loss') or float('nan'):.4f}; "
+        f"{st['train_s'] / 60:.0f} min at {st['tokens_per_s']:.0f} tokens/s."
+    )
+
+
+def history_lines(stages: list[dict[str, Any]] | None) -> list[str]:
+    """The card's lines on the stages before this run and the whole (none for a fresh adapter)."""
+    if stages is None:
+        return ["- The earlier stages' steps were not recorded with the imported student."]
+    if len(stages) < 2:
+        return []
+    lines = [_stage_line(k + 1, st) for k, st in enumerate(stages[:-1])]
+    lines.append(f"- Stage {len(stages)} (this run): below.")
+    steps = sum(st["steps"] for st in stages)
+    epochs = sum(st["epochs"] for st in stages)
+    lines.append(f"- In all: {steps} optimizer steps, {epochs:.2f} epochs.")
+    return lines
 
 
 def _epochs(metrics: dict[str, Any], sft: dict[str, Any]) -> str:
@@ -244,6 +325,9 @@ def main() -> int:
         raise SystemExit(
             f"{student / rec['gguf']} is not the adapter the held-out evaluation ran ({evaluated})"
         )
+    metrics = json.loads((student / "metrics.json").read_text())
+    before = earlier_training(sft["options"])  # read before the package's folder is replaced
+    stages = None if before is None else [*before, training_stage(metrics, sft)]
     dest = STUDENTS / a.name
     if dest.exists():
         shutil.rmtree(dest)
@@ -254,8 +338,12 @@ def main() -> int:
         shutil.copy(arm / "package" / record["drafts"], dest / record["drafts"])
     heldout = {t: r["strict_success"] for t, r in (report or {}).get("tasks", {}).items()}
     record = {**record, "decoding": decoding(arm), "heldout": heldout}
+    if stages is not None:
+        record["training"] = stages
     (dest / "student.json").write_text(json.dumps(record, indent=2) + "\n")
-    (dest / "CARD.md").write_text(card(a.name, arm, rec, sft, report, record.get("tasks", [])))
+    (dest / "CARD.md").write_text(
+        card(a.name, arm, rec, sft, report, record.get("tasks", []), stages)
+    )
     print(f"shipped {dest} ({(dest / rec['gguf']).stat().st_size / 1e6:.1f} MB adapter)")
     return 0
 

@@ -41,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             shipped = get_student(ns.student.partition(":")[2] or DEFAULT)
             gguf, base, profile = shipped.adapter, shipped.base, shipped.profile
             source = {"student": shipped.name, "base_sha256": shipped.base_sha256}
+            record = json.loads((shipped.folder / "student.json").read_text())
+            if "training" in record:  # its training stages, for the card of a continuation
+                source["training"] = record["training"]
         else:
             gguf, base, profile, source = Path(ns.student), "smollm2", "student", {}
             if not gguf.is_file():

@@ -63,6 +63,8 @@ def test_the_shipped_student_round_trips_bit_for_bit_and_scores_as_llama_cpp(
     meta = json.loads((out / "sft_config.json").read_text())
     assert meta["options"]["lora_r"] == 16 and meta["options"]["lora_alpha"] == 32
     assert meta["imported_from"]["student"] == "default" and meta["profile"] == "student"
+    record = json.loads((shipped.folder / "student.json").read_text())
+    assert meta["imported_from"]["training"] == record["training"]  # for a continuation's card
     # the folder's peft adapter, converted again by llama.cpp, is the shipped GGUF exactly
     again = convert_adapter(out / "adapter", resolve_base("smollm2"), tmp_path / "again.gguf")
     a, b = _tensors(shipped.adapter), _tensors(again)
