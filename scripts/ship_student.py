@@ -112,9 +112,8 @@ def card(
         *history_lines(training),
         f"- {metrics['steps']} optimizer steps, {_epochs(metrics, sft)}, lr {opts.get('learning_rate')}, "
         f"batch {opts['batch_size']} x accumulation {opts['grad_accum']}, bf16 {metrics['bf16']}, "
-        f"device {metrics['device']}; train loss {metrics['train_loss']:.4f}, validation loss "
-        f"{metrics.get('eval_loss', float('nan')):.4f}; {metrics['train_s'] / 60:.0f} min at "
-        f"{metrics['tokens_per_s']:.0f} tokens/s.",
+        f"device {metrics['device']}; validation loss "
+        f"{metrics.get('eval_loss', float('nan')):.4f}; {_timing(metrics, arm / 'student')}.",
         "",
     ]
     lines += ["## Held-out results", ""]
@@ -178,8 +177,47 @@ def _imported_from(opts: dict[str, Any]) -> dict[str, Any]:
     return dict(json.loads(record.read_text()).get("imported_from", {}))
 
 
-def training_stage(metrics: dict[str, Any], sft: dict[str, Any]) -> dict[str, Any]:
+def logged_run(log: Path) -> tuple[float, float | None]:
+    """(training time [s], mean step loss) over every process of a run, from its
+    ``train_log.jsonl``: each process logs its own ``elapsed_s`` from its start, so a resumed run's
+    log restarts the count at the resume (the steps after the checkpoint resumed from are dropped
+    from the log, not counted twice); ``metrics.json`` has the last process's figures only."""
+    total = prev = 0.0
+    losses: list[float] = []
+    for line in log.read_text().splitlines() if log.is_file() else []:
+        rec = json.loads(line) if line.strip() else {}
+        if "loss" in rec:
+            losses.append(float(rec["loss"]))
+        if rec.get("elapsed_s") is None:
+            continue
+        if rec["elapsed_s"] < prev:
+            total += prev
+        prev = float(rec["elapsed_s"])
+    return total + prev, (sum(losses) / len(losses) if losses else None)
+
+
+def _run_figures(metrics: dict[str, Any], student: Path | None) -> tuple[float, float, float]:
+    """(seconds, tokens/s, train loss) of the whole run, resumed processes included."""
+    figures = (float(metrics["train_s"]), float(metrics["tokens_per_s"]), metrics["train_loss"])
+    if not metrics.get("resumed_from") or student is None:
+        return figures
+    train_s, loss = logged_run(student / "train_log.jsonl")
+    if train_s <= figures[0] or not metrics.get("tokens_seen") or loss is None:
+        return figures
+    return train_s, float(metrics["tokens_seen"]) / train_s, loss
+
+
+def _timing(metrics: dict[str, Any], student: Path) -> str:
+    train_s, rate, loss = _run_figures(metrics, student)
+    resumed = " over resumed runs" if metrics.get("resumed_from") else ""
+    return f"train loss {loss:.4f}; {train_s / 60:.0f} min{resumed} at {rate:.0f} tokens/s"
+
+
+def training_stage(
+    metrics: dict[str, Any], sft: dict[str, Any], student: Path | None = None
+) -> dict[str, Any]:
     """One ``learn sft`` run as ``student.json``'s ``training`` keeps it (numbers, not prose)."""
+    train_s, rate, loss = _run_figures(metrics, student)
     opts = sft["options"]
     per_step = opts["batch_size"] * opts["grad_accum"]
     rows = sft["rows"]["train"]
@@ -192,10 +230,10 @@ def training_stage(metrics: dict[str, Any], sft: dict[str, Any]) -> dict[str, An
         "batch_size": opts["batch_size"],
         "grad_accum": opts["grad_accum"],
         "train_rows": rows,
-        "train_loss": metrics["train_loss"],
+        "train_loss": loss,
         "eval_loss": metrics.get("eval_loss"),
-        "train_s": metrics["train_s"],
-        "tokens_per_s": metrics["tokens_per_s"],
+        "train_s": round(train_s, 1),
+        "tokens_per_s": round(rate, 1),
     }
 
 
@@ -327,7 +365,7 @@ def main() -> int:
         )
     metrics = json.loads((student / "metrics.json").read_text())
     before = earlier_training(sft["options"])  # read before the package's folder is replaced
-    stages = None if before is None else [*before, training_stage(metrics, sft)]
+    stages = None if before is None else [*before, training_stage(metrics, sft, student)]
     dest = STUDENTS / a.name
     if dest.exists():
         shutil.rmtree(dest)

@@ -89,3 +89,23 @@ def test_the_card_gives_every_stage_and_the_total(ship: Any) -> None:
     assert lines[0].startswith("- Stage 1: 300 optimizer steps, epoch 0.99 (step 300 of a 608-step")
     assert lines[1] == "- Stage 2 (this run): below."
     assert lines[2] == "- In all: 604 optimizer steps, 1.99 epochs."
+
+
+def test_a_resumed_run_is_timed_over_all_its_processes(ship: Any, tmp_path: Path) -> None:
+    """``metrics.json`` of a resumed run has its last process's time and mean loss; the stage
+    takes both from the whole log (each process counts ``elapsed_s`` from its own start)."""
+    log = tmp_path / "train_log.jsonl"
+    rows = [(1, 0.4, 10.0), (2, 0.2, 20.0), (3, 0.1, 5.0), (4, 0.1, 10.0)]  # resumed after 2
+    log.write_text("".join(json.dumps({"step": s, "loss": x, "elapsed_s": e}) + "\n"
+                           for s, x, e in rows))  # fmt: skip
+    with log.open("a") as f:
+        f.write(json.dumps({"step": 4, "eval_loss": 0.05, "elapsed_s": 11.0}) + "\n")
+    assert ship.logged_run(log) == (31.0, pytest.approx(0.2))
+    metrics, sft = _run(4, 1.0, 1e-4)
+    metrics |= {"resumed_from": "checkpoint-2", "train_s": 11.0, "train_loss": 0.1,
+                "tokens_seen": 3100}  # fmt: skip
+    stage = ship.training_stage(metrics, sft, tmp_path)
+    assert (stage["train_s"], stage["tokens_per_s"]) == (31.0, 100.0)
+    assert stage["train_loss"] == pytest.approx(0.2)
+    fresh = ship.training_stage(*_run(4, 1.0, 1e-4), tmp_path)  # not resumed: metrics as they are
+    assert (fresh["train_s"], fresh["train_loss"]) == (600.0, 0.2)
