@@ -72,6 +72,7 @@ def card(
     stats = json.loads((arm / "data" / "stats.json").read_text())
     opts = sft["options"]
     metrics = json.loads((arm / "student" / "metrics.json").read_text())
+    before, this, whole = history_lines(training)
     lines = [
         f"# Student `{name}`",
         "",
@@ -109,11 +110,11 @@ def card(
         "## Training",
         "",
         *_lineage(opts),
-        *history_lines(training),
-        f"- {metrics['steps']} optimizer steps, {_epochs(metrics, sft)}, lr {opts.get('learning_rate')}, "
+        *before,
+        f"- {this}{metrics['steps']} optimizer steps, {_epochs(metrics, sft)}, lr {opts.get('learning_rate')}, "
         f"batch {opts['batch_size']} x accumulation {opts['grad_accum']}, bf16 {metrics['bf16']}, "
-        f"device {metrics['device']}; validation loss "
-        f"{metrics.get('eval_loss', float('nan')):.4f}; {_timing(metrics, arm / 'student')}.",
+        f"device {metrics['device']}; {_timing(metrics, arm / 'student')}.",
+        *whole,
         "",
     ]
     lines += ["## Held-out results", ""]
@@ -166,7 +167,7 @@ def _lineage(opts: dict[str, Any]) -> list[str]:
         if src.get("student")
         else f"`{init}`"
     )
-    return [f"- Started from the LoRA weights of {what}; the steps below continue them."]
+    return [f"- Started from the LoRA weights of {what}; this run's steps continue them."]
 
 
 def _imported_from(opts: dict[str, Any]) -> dict[str, Any]:
@@ -210,7 +211,10 @@ def _run_figures(metrics: dict[str, Any], student: Path | None) -> tuple[float, 
 def _timing(metrics: dict[str, Any], student: Path) -> str:
     train_s, rate, loss = _run_figures(metrics, student)
     resumed = " over resumed runs" if metrics.get("resumed_from") else ""
-    return f"train loss {loss:.4f}; {train_s / 60:.0f} min{resumed} at {rate:.0f} tokens/s"
+    return (
+        f"train loss {loss:.4f}, validation loss {metrics.get('eval_loss', float('nan')):.4f}; "
+        f"{train_s / 60:.0f} min{resumed} at {rate:.0f} tokens/s"
+    )
 
 
 def training_stage(
@@ -274,18 +278,18 @@ def _stage_line(k: int, st: dict[str, Any]) -> str:
     )
 
 
-def history_lines(stages: list[dict[str, Any]] | None) -> list[str]:
-    """The card's lines on the stages before this run and the whole (none for a fresh adapter)."""
+def history_lines(stages: list[dict[str, Any]] | None) -> tuple[list[str], str, list[str]]:
+    """The card's lines on the stages before this run, the prefix of this run's line, and the
+    line on the whole (nothing for a single stage)."""
     if stages is None:
-        return ["- The earlier stages' steps were not recorded with the imported student."]
+        return ["- The earlier stages' steps were not recorded with the imported student."], "", []
     if len(stages) < 2:
-        return []
-    lines = [_stage_line(k + 1, st) for k, st in enumerate(stages[:-1])]
-    lines.append(f"- Stage {len(stages)} (this run): below.")
+        return [], "", []
+    before = [_stage_line(k + 1, st) for k, st in enumerate(stages[:-1])]
     steps = sum(st["steps"] for st in stages)
     epochs = sum(st["epochs"] for st in stages)
-    lines.append(f"- In all: {steps} optimizer steps, {epochs:.2f} epochs.")
-    return lines
+    whole = [f"- In all: {steps} optimizer steps, {epochs:.2f} epochs."]
+    return before, f"Stage {len(stages)} (this run): ", whole
 
 
 def _epochs(metrics: dict[str, Any], sft: dict[str, Any]) -> str:

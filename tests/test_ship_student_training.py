@@ -76,7 +76,7 @@ def test_earlier_stages_come_from_the_import_or_the_package_still_holding_it(
     # not when the package has moved on: the earlier stages are then unknown, and said so
     opts = _import(tmp_path / "c", {"student": "default", "sha256": "another adapter"})
     assert ship.earlier_training(opts, tmp_path / "pkg") is None
-    assert ship.history_lines(None) == [
+    assert ship.history_lines(None)[0] == [
         "- The earlier stages' steps were not recorded with the imported student."
     ]
 
@@ -84,11 +84,13 @@ def test_earlier_stages_come_from_the_import_or_the_package_still_holding_it(
 def test_the_card_gives_every_stage_and_the_total(ship: Any) -> None:
     first = ship.training_stage(*_run(300, 2.0, 5e-4))
     second = ship.training_stage(*_run(304, 1.0, 2.67e-4))
-    assert ship.history_lines([second]) == []  # a single stage: the run's own line says it all
-    lines = ship.history_lines([first, second])
-    assert lines[0].startswith("- Stage 1: 300 optimizer steps, epoch 0.99 (step 300 of a 608-step")
-    assert lines[1] == "- Stage 2 (this run): below."
-    assert lines[2] == "- In all: 604 optimizer steps, 1.99 epochs."
+    assert ship.history_lines([second]) == ([], "", [])  # one stage: the run's line says it all
+    before, this, whole = ship.history_lines([first, second])
+    assert len(before) == 1 and before[0].startswith(
+        "- Stage 1: 300 optimizer steps, epoch 0.99 (step 300 of a 608-step"
+    )
+    assert this == "Stage 2 (this run): "
+    assert whole == ["- In all: 604 optimizer steps, 1.99 epochs."]
 
 
 def test_a_resumed_run_is_timed_over_all_its_processes(ship: Any, tmp_path: Path) -> None:

@@ -103,7 +103,7 @@ def test_a_continued_students_card_names_where_its_weights_started(tmp_path: Pat
     init = tmp_path / "shipped" / "adapter"
     init.mkdir(parents=True)
     assert ship._lineage({"init_adapter": str(init)}) == [  # noqa: SLF001
-        f"- Started from the LoRA weights of `{init}`; the steps below continue them."
+        f"- Started from the LoRA weights of `{init}`; this run's steps continue them."
     ]
     imported = {"imported_from": {"student": "default", "sha256": "290f90f13892b46031"}}
     (init.parent / "sft_config.json").write_text(json.dumps(imported))
