@@ -73,6 +73,7 @@ def card(
     opts = sft["options"]
     metrics = json.loads((arm / "student" / "metrics.json").read_text())
     before, this, whole = history_lines(training)
+    stage = training_stage(metrics, sft, arm / "student")
     lines = [
         f"# Student `{name}`",
         "",
@@ -111,9 +112,9 @@ def card(
         "",
         *_lineage(opts),
         *before,
-        f"- {this}{metrics['steps']} optimizer steps, {_epochs(metrics, sft)}, lr {opts.get('learning_rate')}, "
+        f"- {this}{metrics['steps']} optimizer steps, {_where(stage)}, lr {stage['learning_rate']}, "
         f"batch {opts['batch_size']} x accumulation {opts['grad_accum']}, bf16 {metrics['bf16']}, "
-        f"device {metrics['device']}; {_timing(metrics, arm / 'student')}.",
+        f"device {metrics['device']}; {_figures(stage, bool(metrics.get('resumed_from')))}.",
         *whole,
         "",
     ]
@@ -208,15 +209,6 @@ def _run_figures(metrics: dict[str, Any], student: Path | None) -> tuple[float, 
     return train_s, float(metrics["tokens_seen"]) / train_s, loss
 
 
-def _timing(metrics: dict[str, Any], student: Path) -> str:
-    train_s, rate, loss = _run_figures(metrics, student)
-    resumed = " over resumed runs" if metrics.get("resumed_from") else ""
-    return (
-        f"train loss {loss:.4f}, validation loss {metrics.get('eval_loss', float('nan')):.4f}; "
-        f"{train_s / 60:.0f} min{resumed} at {rate:.0f} tokens/s"
-    )
-
-
 def training_stage(
     metrics: dict[str, Any], sft: dict[str, Any], student: Path | None = None
 ) -> dict[str, Any]:
@@ -254,27 +246,39 @@ def earlier_training(
         return list(src["training"])
     folder = students / str(src.get("student", ""))
     if src.get("student") and (folder / "student.json").is_file():
-        from captain_ros.policy.students import file_sha256, read_student
+        from captain_ros.policy.students import file_sha256
 
-        shipped = read_student(folder)
         record = json.loads((folder / "student.json").read_text())
-        if file_sha256(shipped.adapter) == src.get("sha256") and "training" in record:
+        adapter = folder / str(record.get("adapter", ""))
+        if "training" in record and adapter.is_file() and file_sha256(adapter) == src.get("sha256"):
             return list(record["training"])
     return None
 
 
-def _stage_line(k: int, st: dict[str, Any]) -> str:
-    where = (
-        f"{st['schedule_epochs']} epochs"
-        if st["steps"] >= st["scheduled_steps"]
-        else f"epoch {st['epochs']:.2f} (step {st['steps']} of a {st['scheduled_steps']}-step, "
-        f"{st['schedule_epochs']}-epoch cosine schedule)"
-    )
+def _where(st: dict[str, Any]) -> str:
+    """The epochs a stage trained: its schedule's, or where a run cut before the end of its
+    schedule stood (``learn sft --resume --max-steps N`` on a checkpoint)."""
+    if st["steps"] >= st["scheduled_steps"]:
+        return f"{st['schedule_epochs']} epochs"
     return (
-        f"- Stage {k}: {st['steps']} optimizer steps, {where}, lr {st['learning_rate']}, batch "
-        f"{st['batch_size']} x accumulation {st['grad_accum']} over {st['train_rows']} rows; train "
-        f"loss {st['train_loss']:.4f}, validation loss {st.get('eval_loss') or float('nan'):.4f}; "
-        f"{st['train_s'] / 60:.0f} min at {st['tokens_per_s']:.0f} tokens/s."
+        f"epoch {st['epochs']:.2f} (step {st['steps']} of a {st['scheduled_steps']}-step, "
+        f"{st['schedule_epochs']}-epoch cosine schedule; the learning rate had not decayed to 0)"
+    )
+
+
+def _figures(st: dict[str, Any], resumed: bool = False) -> str:
+    return (
+        f"train loss {st['train_loss']:.4f}, validation loss "
+        f"{st.get('eval_loss') or float('nan'):.4f}; {st['train_s'] / 60:.0f} min"
+        f"{' over resumed runs' if resumed else ''} at {st['tokens_per_s']:.0f} tokens/s"
+    )
+
+
+def _stage_line(k: int, st: dict[str, Any]) -> str:
+    return (
+        f"- Stage {k}: {st['steps']} optimizer steps, {_where(st)}, lr {st['learning_rate']}, batch "
+        f"{st['batch_size']} x accumulation {st['grad_accum']} over {st['train_rows']} rows; "
+        f"{_figures(st)}."
     )
 
 
@@ -290,23 +294,6 @@ def history_lines(stages: list[dict[str, Any]] | None) -> tuple[list[str], str, 
     epochs = sum(st["epochs"] for st in stages)
     whole = [f"- In all: {steps} optimizer steps, {epochs:.2f} epochs."]
     return before, f"Stage {len(stages)} (this run): ", whole
-
-
-def _epochs(metrics: dict[str, Any], sft: dict[str, Any]) -> str:
-    """The epochs trained, from the steps and the rows (``learn sft``'s records): the schedule's,
-    or where a student cut before the end of its schedule stood (``learn sft --resume
-    --max-steps N`` on a checkpoint)."""
-    opts = sft["options"]
-    per_step = opts["batch_size"] * opts["grad_accum"]
-    rows = sft["rows"]["train"]
-    scheduled = math.ceil(opts["epochs"] * rows / per_step)
-    done = metrics["steps"] * per_step / rows
-    if metrics["steps"] >= scheduled:
-        return f"{opts['epochs']} epochs"
-    return (
-        f"epoch {done:.2f} (step {metrics['steps']} of a {scheduled}-step, {opts['epochs']}-epoch "
-        "cosine schedule; the learning rate had not decayed to 0)"
-    )
 
 
 def _seed_ranges(arm: Path) -> list[str]:
