@@ -52,7 +52,9 @@ def test_dry_run_names_every_stage_in_order(tmp_path: Path) -> None:
     ).stdout  # fmt: skip
     cmds = [line[2:] for line in out.splitlines() if line.startswith("$ ")]
     assert "learn critic --episodes" in cmds[0] and cmds[0].endswith(f"{tmp_path}/six_rl/critic0")
-    assert "learn export" in cmds[1] and cmds[1].endswith(f"{tmp_path}/six/student")
+    # checked on the arm's own prompts, not the default chat prompt
+    assert "learn export" in cmds[1]
+    assert cmds[1].endswith(f"{tmp_path}/six/student --data {tmp_path}/six/data")
     rl = [c for c in cmds if " learn rl " in c]
     assert [c.split("--rounds ")[1].split()[0] for c in rl] == ["2", "5"]  # sorted
     for c in rl:
@@ -63,6 +65,37 @@ def test_dry_run_names_every_stage_in_order(tmp_path: Path) -> None:
     evals = [c for c in cmds if "exp_student.py" in c]
     assert "--arm six_rl_r5" in evals[1] and "--stages export,eval,report" in evals[1]
     assert "--split heldout" in evals[1] and "--temperature 0.0 " in evals[1]  # greedy, as shipped
+
+
+def test_the_critic_reads_the_students_dev_episodes_and_a_failed_export_is_redone(
+    tmp_path: Path,
+) -> None:
+    arm = _arm(tmp_path)
+    for folder in ("eval_dev", "eval_dev_t1"):  # greedy, and at the rollouts' temperature
+        (arm / folder / "stack").mkdir(parents=True)
+    (arm / "eval_dev_t0.5" / "stack").mkdir(parents=True)  # another temperature: not this run's
+    # the export's record after a failed check (it is written before the error, for inspection)
+    (arm / "student" / "export.json").write_text(
+        json.dumps({"gguf": "student.q8_0.gguf", "greedy_tokens_agree": False})
+    )
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--run", str(tmp_path), "--arm", "six", "--tasks", "stack",
+         "--dry-run", "--stages", "critic,gguf"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    cmds = [line[2:] for line in out.splitlines() if line.startswith("$ ")]
+    assert f"{arm}/eval_dev/stack " in cmds[0] and f"{arm}/eval_dev_t1/stack " in cmds[0]
+    assert "eval_dev_t0.5" not in cmds[0]
+    assert len(cmds) == 2 and "learn export" in cmds[1]  # the failed export is not taken as done
+    (arm / "student" / "export.json").write_text(
+        json.dumps({"gguf": "student.q8_0.gguf", "greedy_tokens_agree": True})
+    )
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--run", str(tmp_path), "--arm", "six", "--tasks", "stack",
+         "--dry-run", "--stages", "gguf"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "$ " not in out  # a checked export is done
 
 
 def test_the_report_pairs_each_round_with_round_zero_by_seed(tmp_path, capsys) -> None:

@@ -47,6 +47,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from exp_student import (  # noqa: E402
     CAPTAIN,
+    EVAL_DECODING,
     SPLITS,
     add_eval_temperature,
     eval_dir,
@@ -68,16 +69,23 @@ def critic(a: argparse.Namespace, root: Path, arm: Path, rl: Path) -> None:
     if (rl / "critic0" / "critic.json").is_file():
         return
     dirs = [str(p) for t in a.tasks for p in expert_episodes(root, t)]
-    dirs += [str(arm / "eval_dev" / t) for t in a.tasks if (arm / "eval_dev" / t).is_dir()]
+    # the student's own dev episodes, greedy and at the rollouts' temperature (its failures are
+    # there: the states the critic must learn to score low)
+    dev = sorted({eval_dir(arm, "dev", EVAL_DECODING["temperature"]), eval_dir(arm, "dev", a.temperature)})
+    dirs += [str(d / t) for d in dev for t in a.tasks if (d / t).is_dir()]
     cmd = [*CAPTAIN, "learn", "critic", "--episodes", *dirs, "--out", str(rl / "critic0")]
     _do(a, cmd, rl / "critic0.log")
 
 
 def gguf(a: argparse.Namespace, arm: Path, rl: Path) -> None:
     rec = arm / "student" / "export.json"
-    if rec.is_file() and json.loads(rec.read_text()).get("gguf"):
+    # a failed check still writes its record (for inspection): only a checked export counts
+    if rec.is_file() and json.loads(rec.read_text()).get("greedy_tokens_agree"):
         return
-    _do(a, [*CAPTAIN, "learn", "export", str(arm / "student")], rl / "gguf.log")
+    # checked on the arm's own prompts (the default chat prompt is far from what a student was
+    # trained on: its near-ties make q8_0 and transformers part ways within a few tokens)
+    cmd = [*CAPTAIN, "learn", "export", str(arm / "student"), "--data", str(arm / "data")]
+    _do(a, cmd, rl / "gguf.log")
 
 
 def rl_rounds(a: argparse.Namespace, arm: Path, rl: Path) -> None:
