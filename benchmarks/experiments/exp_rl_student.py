@@ -71,7 +71,9 @@ def critic(a: argparse.Namespace, root: Path, arm: Path, rl: Path) -> None:
     dirs = [str(p) for t in a.tasks for p in expert_episodes(root, t)]
     # the student's own dev episodes, greedy and at the rollouts' temperature (its failures are
     # there: the states the critic must learn to score low)
-    dev = sorted({eval_dir(arm, "dev", EVAL_DECODING["temperature"]), eval_dir(arm, "dev", a.temperature)})
+    dev = sorted(
+        {eval_dir(arm, "dev", EVAL_DECODING["temperature"]), eval_dir(arm, "dev", a.temperature)}
+    )
     dirs += [str(d / t) for d in dev for t in a.tasks if (d / t).is_dir()]
     cmd = [*CAPTAIN, "learn", "critic", "--episodes", *dirs, "--out", str(rl / "critic0")]
     _do(a, cmd, rl / "critic0.log")
