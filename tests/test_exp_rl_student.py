@@ -151,3 +151,35 @@ def test_a_sampled_evaluation_is_reported_from_its_own_folders(tmp_path, capsys)
     assert stack["mcnemar"]["only_b"] == 2  # the T = 1 episodes, never the greedy ones
     assert exp.eval_dir(arm, "dev", 0.0).name == "eval_dev"
     assert exp.eval_dir(arm, "dev", 0.7).name == "eval_dev_t0.7"
+
+
+def test_the_report_lists_each_rounds_rollouts_and_the_scoring_critics_calibration(
+    tmp_path: Path, capsys
+) -> None:
+    import exp_rl_student as exp
+
+    arm = _arm(tmp_path)
+    rl = tmp_path / "six_rl"
+    (rl / "run").mkdir(parents=True)
+    rows = [
+        {"round": 1, "episodes": 128, "strict_success": 0.8125, "critic_version_rollouts": 1,
+         "outcomes": {"false_finish": 14, "success_with_finish": 104},
+         "critic_on_round": {"ece": 0.26, "brier": 0.3, "auc": 0.59, "within_group_auc": 0.61},
+         "wall_rollouts_s": 4300.0, "wall_update_s": 3100.0},
+        # a row from before the loop logged the figures, its critic folder gone: no figures
+        {"round": 2, "episodes": 128, "strict_success": 0.875, "critic_version_rollouts": 2,
+         "outcomes": {"success_with_finish": 112}, "wall_rollouts_s": 4000.0},
+    ]  # fmt: skip
+    (rl / "run" / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ns = exp.argparse.Namespace(
+        tasks=["restack"], eval_rounds=[], split="heldout", arm="six", eval_temperature=1.0
+    )
+    res = exp.report(ns, tmp_path, arm, rl)
+    assert [r["strict"] for r in res["rollouts"]] == [104, 112]
+    assert res["rollouts"][1]["critic_on_round"] is None
+    table = capsys.readouterr().out
+    assert (
+        "| 1 | 104/128 | false_finish 14, success_with_finish 104 | 0.260 / 0.300 / 0.590 / "
+        "0.610 | 4300 | 3100 |" in table
+    )
+    assert "| 2 | 112/128 | success_with_finish 112 | - / - / - / - | 4000 | - |" in table

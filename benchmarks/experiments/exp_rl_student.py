@@ -208,9 +208,45 @@ def report(a: argparse.Namespace, root: Path, arm: Path, rl: Path) -> dict[str, 
         rows = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
         res["wall_split_s"] = [{"round": row["round"], **{k: row.get(k) for k in keys}}
                                for row in rows]  # fmt: skip
+        res["rollouts"] = [_round_rollouts(rl / "run", row) for row in rows]
+        lines += ["", "| round | rollouts strict | outcomes | scoring critic on the round's "
+                  "states (ECE / Brier / AUC / within-group AUC) | rollouts s | update s |",
+                  "|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            _rollout_line(r, w) for r, w in zip(res["rollouts"], res["wall_split_s"], strict=True)
+        ]
     (rl / "report.json").write_text(json.dumps(res, indent=2, default=str))
     print("\n".join(lines))
     return res
+
+
+def _round_rollouts(run: Path, row: dict[str, Any]) -> dict[str, Any]:
+    """A round's rollouts: strict successes, outcomes, and the scoring critic's calibration on
+    them (the log row's ``critic_on_round``; for a row written before the loop logged it, computed
+    from the scoring critic's version folder while the run still keeps it)."""
+    n = int(row.get("episodes", 0))
+    out: dict[str, Any] = {"round": row["round"], "episodes": n, "outcomes": row.get("outcomes"),
+                           "strict": round(float(row.get("strict_success", 0.0)) * n)}  # fmt: skip
+    critic = row.get("critic_on_round")
+    if critic is None:
+        scoring = run / "critic" / f"v{int(row.get('critic_version_rollouts', -1)):04d}"
+        folders = sorted(p.parent for p in (run / "rounds" / f"r{int(row['round']):04d}")
+                         .rglob("rollout.json"))  # fmt: skip
+        if (scoring / "critic.json").is_file() and folders:
+            critic = {**calibration(scoring, folders), "computed_by": "report"}
+    out["critic_on_round"] = critic
+    return out
+
+
+def _rollout_line(r: dict[str, Any], wall: dict[str, Any]) -> str:
+    c = r.get("critic_on_round") or {}
+    figs = " / ".join(f"{c[k]:.3f}" if isinstance(c.get(k), float) else "-"
+                      for k in ("ece", "brier", "auc", "within_group_auc"))  # fmt: skip
+    outcomes = ", ".join(f"{k} {v}" for k, v in (r.get("outcomes") or {}).items())
+    secs = [f"{wall[k]:.0f}" if wall.get(k) is not None else "-"
+            for k in ("wall_rollouts_s", "wall_update_s")]  # fmt: skip
+    return (f"| {r['round']} | {r['strict']}/{r['episodes']} | {outcomes} | {figs} | "
+            f"{secs[0]} | {secs[1]} |")  # fmt: skip
 
 
 def _strict(eps: list[Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ LOG_KEYS = {
     "return_mean",
     "success",
     "critic_loss",
+    "critic_on_round",
     "kept_fraction",
     "kl",
     "wall_rollouts_s",
@@ -128,6 +129,17 @@ def test_two_rounds_in_worker_processes_sync_weights_and_log(assets, tmp_path, c
     assert all(r["heldout"]["episodes"] == 2 for r in rows)
     assert len((out / "heldout.jsonl").read_text().splitlines()) == 2
     assert rows[0]["adv_abs_mean"] > 0 and rows[0]["kept_fraction"] == 1.0
+    # the critic that scored round 2, on round 2's states (before it trained on them)
+    from captain_ros.learn.critic import Critic
+    from captain_ros.learn.critic.train import evaluate
+    from captain_ros.learn.episodes import load_run_dirs
+
+    cv = rows[1]["critic_version_rollouts"]
+    scored = Critic.load(out / "critic" / f"v{cv:04d}")
+    want = evaluate(scored, load_run_dirs([str(e) for e in _episodes(out, 2)]).episodes)
+    got = rows[1]["critic_on_round"]
+    assert got["states"] == want["states"] == rows[1]["critic_states"]
+    assert got["ece"] == pytest.approx(want["ece"]) and got["brier"] == pytest.approx(want["brier"])
     # every rollout of round 2 ran version 1 in a worker process ...
     eps = _episodes(out, 2)
     assert len(eps) == 4 and {read_rollout(e).version for e in eps} == {1}

@@ -50,6 +50,9 @@ from captain_ros.learn.rl.sync import publish_adapter, publish_critic, version_d
 from captain_ros.learn.rl.workers import JobSpec, RolloutPool, heldout_jobs, round_jobs
 from captain_ros.learn.threads import thread_note
 
+# the scoring critic's figures on each round's own request states (log rows: critic_on_round)
+CRITIC_FIGURES = ("ece", "brier", "auc", "within_group_auc", "states", "positive_state_rate")
+
 LOG_FILE = "log.jsonl"
 Say = Callable[[str], None]
 
@@ -295,6 +298,11 @@ class RLRun:
             )
             return row
         rnd = self.cot.begin_round(batch.episodes)  # values BEFORE the update
+        # the scoring critic on states it has never trained on: its calibration on the student's
+        # current policy, the figure its credit depends on
+        from captain_ros.learn.critic.train import evaluate as critic_evaluate  # torch: lazily
+
+        on_round = critic_evaluate(self.cot.critic, batch.episodes)
         credits = round_credit(batch.episodes, rnd.values, self.running)
         cst = self.cot.finish_round(rnd)  # two AdamW steps
         adv = {c.episode_id: c.by_request() for c in credits}
@@ -307,6 +315,7 @@ class RLRun:
         allv = np.concatenate([c.advantages for c in credits])
         row.update(
             critic_loss=cst["loss_before"],
+            critic_on_round={k: on_round[k] for k in CRITIC_FIGURES},
             critic_version=cst["critic_version"],
             critic_states=cst["states"],
             adv_std_running=self.running.std,
