@@ -67,6 +67,16 @@ def test_dry_run_names_every_stage_in_order(tmp_path: Path) -> None:
     assert "--split heldout" in evals[1] and "--temperature 0.0 " in evals[1]  # greedy, as shipped
 
 
+def _dry_run(root: Path, stages: str) -> list[str]:
+    """The commands ``--dry-run`` prints for the arm ``six`` on stack."""
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--run", str(root), "--arm", "six", "--tasks", "stack",
+         "--dry-run", "--stages", stages],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return [line[2:] for line in out.splitlines() if line.startswith("$ ")]
+
+
 def test_the_critic_reads_the_students_dev_episodes_and_a_failed_export_is_redone(
     tmp_path: Path,
 ) -> None:
@@ -78,24 +88,14 @@ def test_the_critic_reads_the_students_dev_episodes_and_a_failed_export_is_redon
     (arm / "student" / "export.json").write_text(
         json.dumps({"gguf": "student.q8_0.gguf", "greedy_tokens_agree": False})
     )
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), "--run", str(tmp_path), "--arm", "six", "--tasks", "stack",
-         "--dry-run", "--stages", "critic,gguf"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    cmds = [line[2:] for line in out.splitlines() if line.startswith("$ ")]
+    cmds = _dry_run(tmp_path, "critic,gguf")
     assert f"{arm}/eval_dev/stack " in cmds[0] and f"{arm}/eval_dev_t1/stack " in cmds[0]
     assert "eval_dev_t0.5" not in cmds[0]
     assert len(cmds) == 2 and "learn export" in cmds[1]  # the failed export is not taken as done
     (arm / "student" / "export.json").write_text(
         json.dumps({"gguf": "student.q8_0.gguf", "greedy_tokens_agree": True})
     )
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), "--run", str(tmp_path), "--arm", "six", "--tasks", "stack",
-         "--dry-run", "--stages", "gguf"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    assert "$ " not in out  # a checked export is done
+    assert _dry_run(tmp_path, "gguf") == []  # a checked export is done
 
 
 def test_the_report_pairs_each_round_with_round_zero_by_seed(tmp_path, capsys) -> None:
