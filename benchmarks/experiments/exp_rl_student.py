@@ -229,9 +229,11 @@ def _round_rollouts(run: Path, row: dict[str, Any]) -> dict[str, Any]:
                            "strict": round(float(row.get("strict_success", 0.0)) * n)}  # fmt: skip
     critic = row.get("critic_on_round")
     if critic is None:
+        from captain_ros.core.episode_folder import ROLLOUT
+
         scoring = run / "critic" / f"v{int(row.get('critic_version_rollouts', -1)):04d}"
         folders = sorted(p.parent for p in (run / "rounds" / f"r{int(row['round']):04d}")
-                         .rglob("rollout.json"))  # fmt: skip
+                         .rglob(ROLLOUT))  # fmt: skip
         if (scoring / "critic.json").is_file() and folders:
             critic = {**calibration(scoring, folders), "computed_by": "report"}
     out["critic_on_round"] = critic
