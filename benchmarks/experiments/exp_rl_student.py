@@ -100,7 +100,7 @@ def rl_rounds(a: argparse.Namespace, arm: Path, rl: Path) -> None:
                "--starts", str(a.starts), "--group", str(a.group), "--rounds", str(r),
                "--accumulation-rounds", "1", "--engine", "llamacpp",
                "--workers", str(a.workers), "--temperature", str(a.temperature),
-               "--seed", str(a.seed), "--lr", str(a.lr), "--no-progress",
+               "--seed", str(a.seed), "--lr", str(a.lr),
                "--threads", str(os.cpu_count() or 1),
                "--out", str(rl / "run"), *a.rl_args]  # fmt: skip
         if (rl / "run" / "run.json").is_file() or (rl / "run" / "checkpoint").is_dir():

@@ -169,8 +169,25 @@ def test_stale_rollouts_are_skipped_and_counted():
     upd.version = 5
     ok = _sample(model, rng, version=3, eid="ok")
     stale = _sample(model, rng, version=2, eid="stale")
-    r = upd.accumulate_round([ok, stale], {"ok": {1: 1, 2: 1, 3: 1}, "stale": {1: 1, 2: 1, 3: 1}})
-    assert r.stale_skipped == 1 and r.segments == 1 and r.episodes == 1
+    ok2 = _sample(model, rng, version=5, eid="ok2")
+    adv = {e: {1: 1, 2: 1, 3: 1} for e in ("ok", "stale", "ok2")}
+    done: list[tuple[int, int]] = []
+    r = upd.accumulate_round([ok, stale, ok2], adv, on_segment=lambda i, n: done.append((i, n)))
+    assert r.stale_skipped == 1 and r.segments == 2 and r.episodes == 2
+    assert done == [(1, 2), (2, 2)]  # progress counts the segments back-propagated, not the stale
+
+
+def test_progress_lines_in_a_log_file(capsys):
+    from captain_ros.learn.rl.progress import Ticker
+
+    t = Ticker(True)
+    t.tty = False
+    t.show("round 1/5 update", 3, 128, "segments")
+    t.of("round 1/5", 2)(None)
+    Ticker(False).show("quiet", 1, 1)
+    assert (
+        capsys.readouterr().err == "\rround 1/5 update  segments 3/128\n\rround 1/5  episodes 1/2\n"
+    )
 
 
 def test_at_most_8_requests_enter_the_gradient():

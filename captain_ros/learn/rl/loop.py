@@ -306,7 +306,10 @@ class RLRun:
         credits = round_credit(batch.episodes, rnd.values, self.running)
         cst = self.cot.finish_round(rnd)  # two AdamW steps
         adv = {c.episode_id: c.by_request() for c in credits}
-        st = self.upd.accumulate_round(batch.samples, adv)
+        label = f"round {k}/{self.opts.rounds} update"
+        st = self.upd.accumulate_round(
+            batch.samples, adv, on_segment=lambda i, n: self.tick.show(label, i, n, "segments")
+        )
         t_sync = time.perf_counter()
         if st.stepped:
             publish_adapter(self.model, self.out, self.upd.version)

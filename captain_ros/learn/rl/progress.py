@@ -10,23 +10,28 @@ import numpy as np
 
 
 class Ticker:
-    """Progress on stderr: ``round 3/10  rollouts 12/16`` updated in place on a terminal."""
+    """Progress on stderr: ``round 3/10  episodes 12/16`` updated in place on a terminal, one line
+    per tick in a log file."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.tty = sys.stderr.isatty()
 
     def of(self, label: str, n: int) -> Callable[[Any], None]:
+        """A callback that counts finished episodes."""
         done = [0]
 
         def tick(_record: Any) -> None:
             done[0] += 1
-            if not self.enabled:
-                return
-            end = "\n" if done[0] == n or not self.tty else ""
-            print(f"\r{label}  episodes {done[0]}/{n}", end=end, file=sys.stderr, flush=True)
+            self.show(label, done[0], n)
 
         return tick
+
+    def show(self, label: str, done: int, n: int, unit: str = "episodes") -> None:
+        if not self.enabled:
+            return
+        end = "\n" if done == n or not self.tty else ""
+        print(f"\r{label}  {unit} {done}/{n}", end=end, file=sys.stderr, flush=True)
 
 
 def _fmt(v: Any, spec: str) -> str:

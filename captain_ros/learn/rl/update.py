@@ -22,7 +22,7 @@ fine-tuning, K = 4, 8 requests, beta 0.002); a LoRA student usually wants a larg
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,11 +188,16 @@ class PolicyUpdater:
         return incl, out
 
     def accumulate_round(
-        self, samples: Sequence[RLSample], advantages: Mapping[str, Mapping[int, float]]
+        self,
+        samples: Sequence[RLSample],
+        advantages: Mapping[str, Mapping[int, float]],
+        on_segment: Callable[[int, int], None] | None = None,
     ) -> RoundStats:
         """Back-propagate one round; after every K-th round take the optimizer step.
 
         ``advantages[episode_id][t]`` is request t's final advantage (credit code's output).
+        ``on_segment(done, fresh)`` is called after each fresh segment's backward pass (progress:
+        on a 2-core CPU a round of 128 episodes is more than an hour of segments).
         """
         fresh = []
         for s in samples:
@@ -222,7 +227,7 @@ class PolicyUpdater:
         }
         self.last_drawn = drawn  # {episode: {t: inclusion weight}} (reporting, re-scoring)
         last = self.sketch.of_grads() if self.sketch is not None else None
-        for s in fresh:
+        for i, s in enumerate(fresh, 1):
             incl, out = self._segment_loss(s, advantages[s.episode_id], scale, drawn[s.episode_id])
             if self.sketch is not None and last is not None:
                 now = self.sketch.of_grads()  # linear: this segment's gradient, unscaled below
@@ -237,6 +242,8 @@ class PolicyUpdater:
                 kl_sum += out.kl_mean * out.kept_tokens
                 ratio_sum += out.ratio_mean * out.tokens
                 loss_sum += float(out.loss.detach()) * scale
+            if on_segment is not None:
+                on_segment(i, len(fresh))
         self.rounds_accumulated += 1
         stepped = self.rounds_accumulated >= self.config.accumulation_rounds
         if stepped:
