@@ -113,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="what the rollout workers sample with: transformers, or llamacpp (the policy "
         "folder's GGUF plus each version's adapter as a llama.cpp GGUF; docs/engines.md)",
     )
-    p.add_argument("--no-progress", action="store_true", help="no live episode counts")
+    p.add_argument(
+        "--no-progress", action="store_true", help="no live episode and update segment counts"
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
