@@ -124,6 +124,22 @@ def test_the_report_pairs_each_round_with_round_zero_by_seed(tmp_path, capsys) -
     table = capsys.readouterr().out
     assert "| stack | 10/20 [30%, 70%] | 19/20 [76%, 99%] (p = 0.00391) |" in table
     assert "| insertion | - | - |" in table
+
+
+def test_a_round_without_round_zero_on_its_seeds_is_shown_unpaired(tmp_path, capsys) -> None:
+    import exp_rl_student as exp
+
+    arm = _arm(tmp_path)
+    later = tmp_path / "six_rl_r1" / "eval_heldout_t1" / "restack" / "1500-1503"
+    _eval_folder(later, "restack", [True, True, True, False])
+    (tmp_path / "six_rl").mkdir()
+    ns = exp.argparse.Namespace(
+        tasks=["restack"], eval_rounds=[1], split="heldout", arm="six", eval_temperature=1.0
+    )
+    res = exp.report(ns, tmp_path, arm, tmp_path / "six_rl")
+    assert res["rounds"][1]["tasks"]["restack"]["paired"] == 0
+    table = capsys.readouterr().out
+    assert "| restack | - | 3/4 [30%, 95%] (unpaired: no round 0) |" in table
     assert json.loads((tmp_path / "six_rl" / "report.json").read_text())["split"] == "heldout"
 
 

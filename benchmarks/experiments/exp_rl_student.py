@@ -200,7 +200,12 @@ def report(a: argparse.Namespace, root: Path, arm: Path, rl: Path) -> dict[str, 
         }
         for t in a.tasks:
             c = cmp.get(t)
-            cells[t].append(f"{_rate(c['later'])} (p = {c['mcnemar_p']:.3g})" if c else "-")
+            if c and c["paired"]:
+                cells[t].append(f"{_rate(c['later'])} (p = {c['mcnemar_p']:.3g})")
+            elif later.get(t):  # evaluated, but no round-0 episode on the same seeds: no test
+                cells[t].append(f"{_rate(_strict(later[t]))} (unpaired: no round 0)")
+            else:
+                cells[t].append("-")
     lines += [f"| {t} | " + " | ".join(cells[t]) + " |" for t in a.tasks]
     log = rl / "run" / "log.jsonl"
     if log.is_file():
