@@ -124,6 +124,7 @@ def test_the_report_pairs_each_round_with_round_zero_by_seed(tmp_path, capsys) -
     table = capsys.readouterr().out
     assert "| stack | 10/20 [30%, 70%] | 19/20 [76%, 99%] (p = 0.00391) |" in table
     assert "| insertion | - | - |" in table
+    assert json.loads((tmp_path / "six_rl" / "report.json").read_text())["split"] == "heldout"
 
 
 def test_a_round_without_round_zero_on_its_seeds_is_shown_unpaired(tmp_path, capsys) -> None:
@@ -140,7 +141,6 @@ def test_a_round_without_round_zero_on_its_seeds_is_shown_unpaired(tmp_path, cap
     assert res["rounds"][1]["tasks"]["restack"]["paired"] == 0
     table = capsys.readouterr().out
     assert "| restack | - | 3/4 [30%, 95%] (unpaired: no round 0) |" in table
-    assert json.loads((tmp_path / "six_rl" / "report.json").read_text())["split"] == "heldout"
 
 
 def test_a_sampled_evaluation_is_reported_from_its_own_folders(tmp_path, capsys) -> None:

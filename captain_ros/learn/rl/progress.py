@@ -28,6 +28,7 @@ class Ticker:
         return tick
 
     def show(self, label: str, done: int, n: int, unit: str = "episodes") -> None:
+        """One progress step: ``label  unit done/n`` (nothing when disabled)."""
         if not self.enabled:
             return
         end = "\n" if done == n or not self.tty else ""
